@@ -1,0 +1,35 @@
+/**
+ * Identifiers. Every id a caller sees is unguessable (a random UUID v4 behind a short
+ * prefix that says what it names), so knowing one account's ids tells nothing about another's.
+ */
+import { randomUUID } from "node:crypto"
+import { Schema } from "effect"
+
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+
+const prefixed = (prefix: string) => Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${UUID}$`)))
+
+export const AccountId = prefixed("acct_").pipe(Schema.brand("AccountId"))
+export type AccountId = typeof AccountId.Type
+export const ApiKeyId = prefixed("key_").pipe(Schema.brand("ApiKeyId"))
+export type ApiKeyId = typeof ApiKeyId.Type
+export const TaskId = prefixed("task_").pipe(Schema.brand("TaskId"))
+export type TaskId = typeof TaskId.Type
+export const ChatRequestId = prefixed("chatreq_").pipe(Schema.brand("ChatRequestId"))
+export type ChatRequestId = typeof ChatRequestId.Type
+export const LedgerEntryId = prefixed("entry_").pipe(Schema.brand("LedgerEntryId"))
+export type LedgerEntryId = typeof LedgerEntryId.Type
+/** Results are served at /api/v1/results/<uuid>: the spec names them by a bare UUID. */
+export const ResultId = prefixed("").pipe(Schema.brand("ResultId"))
+export type ResultId = typeof ResultId.Type
+
+export const makeAccountId = (): AccountId => `acct_${randomUUID()}` as AccountId
+export const makeApiKeyId = (): ApiKeyId => `key_${randomUUID()}` as ApiKeyId
+export const makeTaskId = (): TaskId => `task_${randomUUID()}` as TaskId
+export const makeChatRequestId = (): ChatRequestId => `chatreq_${randomUUID()}` as ChatRequestId
+export const makeLedgerEntryId = (): LedgerEntryId => `entry_${randomUUID()}` as LedgerEntryId
+export const makeResultId = (): ResultId => randomUUID() as ResultId
+
+export const isTaskId = Schema.is(TaskId)
+export const isResultId = Schema.is(ResultId)
+export const isChatRequestId = Schema.is(ChatRequestId)

@@ -1,0 +1,6 @@
+export * as Errors from "./Errors.ts"
+export * as Ids from "./Ids.ts"
+export * as MediaReference from "./MediaReference.ts"
+export * as Money from "./Money.ts"
+export * as Task from "./Task.ts"
+export * as TaskStatus from "./TaskStatus.ts"
