@@ -1,0 +1,188 @@
+/**
+ * Storage port for tasks: admission (idempotency, limits, reservation and insert as one atomic
+ * unit), reads scoped to the owning account, and the queue that workers drain.
+ *
+ * Concurrency promises every store keeps, across processes sharing it:
+ * - `admit`: of concurrent admissions with one (account, Idempotency-Key), exactly one inserts a
+ *   task; the others replay it or conflict. Reservations never exceed available credits.
+ * - `claim`: a task is held by at most one live lease at a time.
+ * - `transition`/`transitionAll`: a compare-and-set on (task id, lease token, expected status);
+ *   it changes exactly one row or nothing, so a worker whose lease was taken over can never
+ *   overwrite the new owner's work. The credit effect of the new status (charge, release) is
+ *   written in the same atomic unit, at most once per task.
+ */
+import type { Effect } from "effect"
+import { Context } from "effect"
+import type { ModelInput } from "./Catalog.ts"
+import type { AccountId, ApiKeyId, ResultId, TaskId } from "./Ids.ts"
+import type { Micros } from "./Money.ts"
+import type { StoreUnavailable } from "./StoreError.ts"
+import type { AssetType } from "./Task.ts"
+import type { TaskStatus } from "./TaskStatus.ts"
+
+/** How the final charge follows from the reservation (see Pricer.settle). */
+export type Settlement = "fixed" | "perDeliveredUnit"
+
+export interface StoredAsset {
+  readonly id: string
+  readonly type: AssetType
+  /** Set for file results, served at /api/v1/results/<resultId>. */
+  readonly resultId?: ResultId | undefined
+  /** Set for text results. */
+  readonly text?: string | undefined
+  readonly mimeType?: string | undefined
+  /** Adapter facts worth keeping (dimensions, duration, `simulated: true`). */
+  readonly metadata?: { readonly [key: string]: unknown } | undefined
+}
+
+export interface TaskRecord {
+  readonly id: TaskId
+  readonly accountId: AccountId
+  readonly apiKeyId: ApiKeyId | null
+  readonly model: string
+  readonly input: ModelInput
+  readonly status: TaskStatus
+  readonly errorCode: string | null
+  /** The quote fixed at admission, and the amount reserved. */
+  readonly priceMicros: Micros
+  readonly unitMicros: Micros
+  readonly quantity: number
+  readonly settlement: Settlement
+  /** Set once when the task succeeds. */
+  readonly chargedMicros: Micros | null
+  readonly assets: ReadonlyArray<StoredAsset>
+  /** The upstream's job id, once the upstream accepted the task. */
+  readonly upstreamRef: string | null
+  /** How many times a worker claimed the task. */
+  readonly attempts: number
+  readonly createdAt: Date
+  readonly updatedAt: Date
+  /** Past this, a worker fails the task and releases its reservation. */
+  readonly deadlineAt: Date
+}
+
+export interface NewTask {
+  readonly id: TaskId
+  readonly accountId: AccountId
+  readonly apiKeyId: ApiKeyId | null
+  readonly model: string
+  readonly input: ModelInput
+  readonly priceMicros: Micros
+  readonly unitMicros: Micros
+  readonly quantity: number
+  readonly settlement: Settlement
+  readonly createdAt: Date
+  readonly deadlineAt: Date
+}
+
+export interface AdmissionLimits {
+  /** Submissions per account in the current one-minute window. */
+  readonly submissionsPerMinute: number
+  /** Tasks of the account in queued, submitting or running. */
+  readonly maxUnfinishedTasks: number
+  /** The submitting key's lifetime usage limit (null = unlimited); counted only on admission. */
+  readonly keyUsageLimit: number | null
+}
+
+export interface AdmissionRequest {
+  readonly task: NewTask
+  readonly idempotencyKey: string
+  /** Canonical hash of model, defaulted input and expectedPriceMicros. */
+  readonly fingerprint: string
+  /** When the Idempotency-Key stops protecting this submission. */
+  readonly idempotencyExpiresAt: Date
+  readonly limits: AdmissionLimits
+}
+
+/**
+ * Checked in this order: idempotency (a live key replays or conflicts regardless of limits),
+ * then the key's usage limit, the account's rate and concurrency limits, payment review and
+ * available credits. Anything but Admitted writes nothing.
+ */
+export type AdmissionResult =
+  | { readonly _tag: "Admitted"; readonly task: TaskRecord }
+  | { readonly _tag: "Replayed"; readonly task: TaskRecord }
+  | { readonly _tag: "IdempotencyConflict"; readonly taskId: TaskId }
+  | { readonly _tag: "KeyUsageExceeded" }
+  | { readonly _tag: "RateLimited"; readonly retryAfterSeconds: number }
+  | { readonly _tag: "ConcurrencyLimited" }
+  | { readonly _tag: "PaymentReviewRequired" }
+  | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
+
+export interface Claim {
+  readonly task: TaskRecord
+  readonly leaseToken: string
+  readonly leaseExpiresAt: Date
+}
+
+export interface TransitionRequest {
+  readonly taskId: TaskId
+  readonly leaseToken: string
+  /** The status the worker believes the task is in; the write happens only if it still is. */
+  readonly from: TaskStatus
+  readonly to: TaskStatus
+  readonly now: Date
+  readonly errorCode?: string | null | undefined
+  readonly upstreamRef?: string | undefined
+  readonly assets?: ReadonlyArray<StoredAsset> | undefined
+  /** Required when `to` is succeeded: the final charge, at most `priceMicros`; the rest is released. */
+  readonly chargeMicros?: Micros | undefined
+  /** Keep holding the lease after the write (true while work goes on, e.g. into running). */
+  readonly keepLease: boolean
+}
+
+export type TransitionResult =
+  | { readonly _tag: "Done"; readonly task: TaskRecord }
+  | { readonly _tag: "LeaseLost" }
+  | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
+
+/** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
+export interface Resolution {
+  readonly taskId: TaskId
+  readonly to: "succeeded" | "failed"
+  readonly now: Date
+  readonly chargeMicros?: Micros | undefined
+  readonly assets?: ReadonlyArray<StoredAsset> | undefined
+  readonly errorCode?: string | null | undefined
+}
+
+export class TaskStore extends Context.Service<TaskStore, {
+  readonly admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+  /** The task, only if it belongs to the account. */
+  readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+  /** The account's latest tasks, newest first. */
+  readonly list: (
+    accountId: AccountId,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+  /**
+   * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
+   * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.
+   */
+  readonly claim: (options: {
+    readonly workerId: string
+    readonly limit: number
+    readonly leaseMs: number
+    readonly now: Date
+    /** Only these models (a worker serves the models it has executors for). */
+    readonly models?: ReadonlyArray<string> | undefined
+  }) => Effect.Effect<ReadonlyArray<Claim>, StoreUnavailable>
+  /** Extends a lease still held; false when it was lost. */
+  readonly renew: (
+    taskId: TaskId,
+    leaseToken: string,
+    until: Date
+  ) => Effect.Effect<boolean, StoreUnavailable>
+  readonly transition: (request: TransitionRequest) => Effect.Effect<TransitionResult, StoreUnavailable>
+  /** Many transitions in one round trip; each is judged on its own, results in request order. */
+  readonly transitionAll: (
+    requests: ReadonlyArray<TransitionRequest>
+  ) => Effect.Effect<ReadonlyArray<TransitionResult>, StoreUnavailable>
+  /** Only from reconciliation_required; undefined when the task is not in that state. */
+  readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+  /**
+   * Completes when a task may have become claimable (a wake-up from another process, or an
+   * admission in this one), or after `maxWaitMs`, whichever comes first.
+   */
+  readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
+}>()("@taskmeter/kernel/TaskStore") {}
