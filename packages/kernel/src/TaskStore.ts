@@ -16,12 +16,13 @@ import { Context } from "effect"
 import type { ModelInput } from "./Catalog.ts"
 import type { AccountId, ApiKeyId, ResultId, TaskId } from "./Ids.ts"
 import type { Micros } from "./Money.ts"
+import type { Settlement } from "./PriceList.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
 import type { AssetType } from "./Task.ts"
 import type { TaskStatus } from "./TaskStatus.ts"
 
 /** How the final charge follows from the reservation (see Pricer.settle). */
-export type Settlement = "fixed" | "perDeliveredUnit"
+export type { Settlement }
 
 export interface StoredAsset {
   readonly id: string
@@ -178,6 +179,16 @@ export class TaskStore extends Context.Service<TaskStore, {
   readonly transitionAll: (
     requests: ReadonlyArray<TransitionRequest>
   ) => Effect.Effect<ReadonlyArray<TransitionResult>, StoreUnavailable>
+  /**
+   * Tasks in `status` across all accounts, ordered by id, at most `limit` of them with an id
+   * greater than `afterId` (keyset paging: pass the last id of one page to get the next).
+   * For the reconciler and operators (reconciliation_required), never for callers.
+   */
+  readonly listByStatus: (
+    status: TaskStatus,
+    limit: number,
+    afterId?: TaskId | undefined
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
   /** Only from reconciliation_required; undefined when the task is not in that state. */
   readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
   /**
