@@ -3,12 +3,12 @@
  * entry (see LedgerStore for the kinds and their effects); task charges and releases are made
  * by the TaskStore transitions that end a task, chat ones by ChatBilling.
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
-import type { AccountNotFound } from "./Accounts.ts"
-import type * as Errors from "./Errors.ts"
+import { Context, Effect, Layer } from "effect"
+import { AccountNotFound } from "./Accounts.ts"
+import * as Errors from "./Errors.ts"
 import type { AccountId } from "./Ids.ts"
-import type { AuditFinding, Balances, LedgerEntry, Movement } from "./LedgerStore.ts"
+import { LedgerStore } from "./LedgerStore.ts"
+import type { AuditFinding, Balances, CreditChange, LedgerEntry, Movement } from "./LedgerStore.ts"
 import type { Micros } from "./Money.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
 
@@ -50,3 +50,44 @@ export class Ledger extends Context.Service<Ledger, {
   /** Recomputes every account from the journal; an empty list means the books balance. */
   readonly audit: Effect.Effect<ReadonlyArray<AuditFinding>, StoreUnavailable>
 }>()("@taskmeter/kernel/Ledger") {}
+
+/** The largest page `usage` serves; a limit outside 1..100 is clamped into that range. */
+export const MAX_PAGE = 100
+
+export const make: Effect.Effect<Ledger["Service"], never, LedgerStore> = Effect.gen(function*() {
+  const store = yield* LedgerStore
+
+  const found = <A>(accountId: AccountId) => (value: A | undefined) =>
+    value === undefined ? Effect.fail(new AccountNotFound({ accountId })) : Effect.succeed(value)
+
+  const change = (write: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>) =>
+  (accountId: AccountId, amount: number, options: ChangeOptions = {}) =>
+    Effect.flatMap(
+      write({ accountId, amountMicros: amount, note: options.note ?? null, externalRef: options.externalRef }),
+      found<Movement>(accountId)
+    )
+
+  const balances = (accountId: AccountId) => Effect.flatMap(store.balances(accountId), found<Balances>(accountId))
+
+  return Ledger.of({
+    grant: change(store.grant),
+    refund: change(store.refund),
+    adjust: change(store.adjust),
+    balances,
+    usage: (accountId, page) =>
+      Effect.gen(function*() {
+        const current = yield* balances(accountId)
+        const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(page.limit)))
+        const entries = yield* store.entries(accountId, { limit, before: page.before })
+        if (entries === undefined) {
+          return yield* new Errors.RequestNotFound({
+            message: "No such page of the ledger: pass a nextCursor this account received, or none for the newest entries."
+          })
+        }
+        return { balances: current, entries: entries.entries, nextCursor: entries.nextCursor }
+      }),
+    audit: store.audit
+  })
+})
+
+export const layer: Layer.Layer<Ledger, never, LedgerStore> = Layer.effect(Ledger, make)

@@ -6,14 +6,27 @@
  * hands one atomic request to the TaskStore: idempotency, limits, reservation and insert happen
  * whole or not at all. Refusals before the store (validation, price) store nothing under the
  * Idempotency-Key, so the caller can fix the cause and retry with the same key.
+ *
+ * The Idempotency-Key is bound to `Fingerprint.of(model, defaulted input, expectedPriceMicros)`
+ * and kept for `idempotencyTtl` (24 hours by default, as Stripe does); after that the same key
+ * admits a new task. Every check before the store runs on each retry too, so a retry after the
+ * price changed is PRICE_CHANGED rather than a replay.
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import type { Caller } from "./Accounts.ts"
-import type * as Errors from "./Errors.ts"
+import { Catalog } from "./Catalog.ts"
+import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
+import * as Errors from "./Errors.ts"
+import * as Fingerprint from "./Fingerprint.ts"
+import * as Ids from "./Ids.ts"
 import type { ResultId } from "./Ids.ts"
+import type { MediaReference } from "./MediaReference.ts"
+import { MediaStore } from "./MediaStore.ts"
+import * as Money from "./Money.ts"
+import { Pricer } from "./Pricer.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
-import type { TaskRecord } from "./TaskStore.ts"
+import { TaskStore } from "./TaskStore.ts"
+import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
 
 export interface Submission {
   readonly model: string
@@ -51,3 +64,172 @@ export class TaskRunner extends Context.Service<TaskRunner, {
 
 /** The spec's Asset.url for a stored result. */
 export const resultUrl = (id: ResultId): string => `/api/v1/results/${id}`
+
+export interface Options {
+  /** Admitted submissions per account per one-minute window (default 60). */
+  readonly submissionsPerMinute?: number | undefined
+  /** Tasks of an account in queued, submitting or running at once (default 10). */
+  readonly maxUnfinishedTasks?: number | undefined
+  /** How long an Idempotency-Key protects its submission (default 24 hours, as Stripe keeps keys). */
+  readonly idempotencyTtl?: Duration.Input | undefined
+  /** How long a task may take, from admission, by model category (defaults: `defaultDeadlines`). */
+  readonly deadlines?: Partial<{ readonly [C in Category]: Duration.Input }> | undefined
+  /** Whether a worker can run the model now; submissions of other models are EXECUTION_UNAVAILABLE. */
+  readonly executorAvailable: (model: string) => boolean
+}
+
+/** Video and music take minutes upstream; the deadlines leave room for queueing and retries. */
+export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
+  image: "15 minutes",
+  video: "60 minutes",
+  audio: "30 minutes",
+  text: "10 minutes"
+}
+
+/** A CONCURRENCY_LIMITED caller may retry after this long: about one polling interval. */
+const CONCURRENCY_RETRY_SECONDS = 5
+
+const LIST_LIMIT = 100
+
+/** Where in the input a media reference sits, as `input.<field>` or `input.<field>[i]`. */
+const pathOfReference = (input: ModelInput, reference: MediaReference): string => {
+  for (const [field, value] of Object.entries(input)) {
+    if (value === reference) return `input.${field}`
+    if (Array.isArray(value)) {
+      const index = value.indexOf(reference)
+      if (index >= 0) return `input.${field}[${index}]`
+    }
+  }
+  return "input"
+}
+
+const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed" }>, context: {
+  readonly caller: Caller
+  readonly priceMicros: number
+  readonly options: Required<Pick<Options, "submissionsPerMinute" | "maxUnfinishedTasks">>
+}) => {
+  switch (result._tag) {
+    case "IdempotencyConflict":
+      return new Errors.IdempotencyConflict({
+        message: `This Idempotency-Key was already used for a different request (task ${result.taskId}); ` +
+          "send a new key for a new request."
+      })
+    case "KeyUsageExceeded":
+      return new Errors.ApiKeyUsageExceeded({
+        message: `This API key reached its usage limit of ${context.caller.keyUsageLimit} submissions; create a new key.`
+      })
+    case "RateLimited":
+      return new Errors.RateLimited({
+        message: `At most ${context.options.submissionsPerMinute} tasks may be submitted per minute; ` +
+          `retry in ${result.retryAfterSeconds} s.`,
+        retryAfterSeconds: result.retryAfterSeconds
+      })
+    case "ConcurrencyLimited":
+      return new Errors.ConcurrencyLimited({
+        message: `At most ${context.options.maxUnfinishedTasks} tasks may be unfinished at once; ` +
+          "wait for one to finish and retry.",
+        retryAfterSeconds: CONCURRENCY_RETRY_SECONDS
+      })
+    case "PaymentReviewRequired":
+      return new Errors.PaymentReviewRequired({
+        message: "A payment refund left the account's balance uncovered; tasks can be submitted again once " +
+          "added credits cover it."
+      })
+    case "InsufficientCredits":
+      return new Errors.InsufficientCredits({
+        message: `Available credits are ${result.availableMicros} micros (${Money.formatUsd(result.availableMicros)} USD), ` +
+          `the task needs ${context.priceMicros} micros (${Money.formatUsd(context.priceMicros)} USD); add credits and retry.`
+      })
+  }
+}
+
+export const make = (
+  options: Options
+): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore> =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const pricer = yield* Pricer
+    const tasks = yield* TaskStore
+    const media = yield* MediaStore
+    const limits = {
+      submissionsPerMinute: options.submissionsPerMinute ?? 60,
+      maxUnfinishedTasks: options.maxUnfinishedTasks ?? 10
+    }
+    const idempotencyTtlMs = Duration.toMillis(options.idempotencyTtl ?? "24 hours")
+    const deadlineMs = (model: ModelDefinition) =>
+      Duration.toMillis(options.deadlines?.[model.category] ?? defaultDeadlines[model.category])
+
+    const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
+      Effect.gen(function*() {
+        const missing = yield* media.missingMedia(caller.accountId, catalog.mediaReferences(model, input))
+        if (missing.length === 0) return
+        // A reference of another account reads exactly like one that does not exist.
+        return yield* new Errors.InvalidModelInput({
+          message: missing
+            .map((reference) =>
+              `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+              "upload it with POST /api/v1/media and send the reference it returns"
+            )
+            .join("; ")
+        })
+      })
+
+    const submit = (caller: Caller, submission: Submission) =>
+      Effect.gen(function*() {
+        const { model, input } = yield* catalog.validate(submission.model, submission.input)
+        const quote = yield* pricer.quote(model.slug, input)
+        yield* pricer.checkExpected(quote, submission.expectedPriceMicros)
+        if (!options.executorAvailable(model.slug)) {
+          return yield* new Errors.ExecutionUnavailable({
+            message: `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
+              "Try again later or choose another model."
+          })
+        }
+        yield* ownsMedia(caller, model, input)
+        const now = yield* Clock.currentTimeMillis
+        const result = yield* tasks.admit({
+          task: {
+            id: Ids.makeTaskId(),
+            accountId: caller.accountId,
+            apiKeyId: caller.apiKeyId,
+            model: model.slug,
+            input,
+            priceMicros: quote.priceMicros,
+            unitMicros: quote.unitMicros,
+            quantity: quote.quantity,
+            settlement: quote.settlement,
+            createdAt: new Date(now),
+            deadlineAt: new Date(now + deadlineMs(model))
+          },
+          idempotencyKey: submission.idempotencyKey,
+          fingerprint: Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros }),
+          idempotencyExpiresAt: new Date(now + idempotencyTtlMs),
+          limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
+        })
+        switch (result._tag) {
+          case "Admitted":
+            return { task: result.task, replayed: false }
+          case "Replayed":
+            return { task: result.task, replayed: true }
+          default:
+            return yield* refused(result, { caller, priceMicros: quote.priceMicros, options: limits })
+        }
+      })
+
+    const jobNotFound = (id: string) =>
+      new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
+
+    return TaskRunner.of({
+      submit,
+      get: (caller, id) =>
+        Ids.isTaskId(id)
+          ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
+            task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task))
+          : Effect.fail(jobNotFound(id)),
+      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT)
+    })
+  })
+
+export const layer = (
+  options: Options
+): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore> => Layer.effect(TaskRunner, make(options))

@@ -1,0 +1,6 @@
+/**
+ * Test support for store implementations: `StoreConformance.suite` runs the conformance suite
+ * that every implementation of the storage ports must pass. Import it from
+ * `@taskmeter/kernel/testing` in a test file; it depends on vitest and fast-check.
+ */
+export * as StoreConformance from "./StoreConformance.ts"

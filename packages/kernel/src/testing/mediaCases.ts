@@ -1,0 +1,78 @@
+import { Effect } from "effect"
+import { describe, expect } from "@effect/vitest"
+import * as Ids from "../Ids.ts"
+import type { AccountId } from "../Ids.ts"
+import * as MediaReference from "../MediaReference.ts"
+import { MediaStore } from "../MediaStore.ts"
+import type { MediaRecord, ResultRecord } from "../MediaStore.ts"
+import type { Case } from "./Case.ts"
+import { makeAccount, T0 } from "./fixtures.ts"
+
+const media = (accountId: AccountId): MediaRecord => {
+  const reference = MediaReference.make()
+  return {
+    reference,
+    accountId,
+    contentType: "image/png",
+    sizeBytes: 1234,
+    sha256: "a".repeat(64),
+    blobKey: `media/${MediaReference.uuidOf(reference)}`,
+    createdAt: T0
+  }
+}
+
+const result = (accountId: AccountId): ResultRecord => {
+  const id = Ids.makeResultId()
+  return {
+    id,
+    accountId,
+    taskId: Ids.makeTaskId(),
+    contentType: "video/mp4",
+    sizeBytes: 99,
+    sha256: "b".repeat(64),
+    blobKey: `results/${id}`,
+    createdAt: T0
+  }
+}
+
+export const mediaCases = (test: Case) =>
+  describe("MediaStore", () => {
+    test("media is read only by the account that uploaded it", Effect.gen(function*() {
+      const store = yield* MediaStore
+      const mine = (yield* makeAccount()).id
+      const theirs = (yield* makeAccount("theirs")).id
+      const own = media(mine)
+      const foreign = media(theirs)
+      yield* store.putMedia(own)
+      yield* store.putMedia(foreign)
+      expect(yield* store.getMedia(mine, own.reference)).toEqual(own)
+      expect(yield* store.getMedia(mine, foreign.reference)).toBeUndefined()
+      expect(yield* store.getMedia(mine, MediaReference.make())).toBeUndefined()
+    }))
+
+    test("missingMedia names every reference the account does not own", Effect.gen(function*() {
+      const store = yield* MediaStore
+      const mine = (yield* makeAccount()).id
+      const theirs = (yield* makeAccount("theirs")).id
+      const own = media(mine)
+      const foreign = media(theirs)
+      yield* store.putMedia(own)
+      yield* store.putMedia(foreign)
+      const unknown = MediaReference.make()
+      expect(yield* store.missingMedia(mine, [])).toEqual([])
+      expect(yield* store.missingMedia(mine, [own.reference])).toEqual([])
+      const missing = yield* store.missingMedia(mine, [own.reference, foreign.reference, unknown])
+      expect(missing.slice().sort()).toEqual([foreign.reference, unknown].sort())
+    }))
+
+    test("results are read only by the task's account", Effect.gen(function*() {
+      const store = yield* MediaStore
+      const mine = (yield* makeAccount()).id
+      const theirs = (yield* makeAccount("theirs")).id
+      const own = result(mine)
+      yield* store.putResult(own)
+      expect(yield* store.getResult(mine, own.id)).toEqual(own)
+      expect(yield* store.getResult(theirs, own.id)).toBeUndefined()
+      expect(yield* store.getResult(mine, Ids.makeResultId())).toBeUndefined()
+    }))
+  })

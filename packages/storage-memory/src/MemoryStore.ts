@@ -1,0 +1,56 @@
+/**
+ * Every storage port of the kernel, kept in process memory: for tests, examples and a server
+ * that may forget everything when it stops. One `layer` provides all five ports over one
+ * shared state, so an admission's reservation and its task are written in the same step.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { Ids } from "@taskmeter/kernel"
+import { AccountStore, BlobStore, LedgerStore, MediaStore, TaskStore } from "@taskmeter/kernel"
+import * as Accounts from "./internal/accounts.ts"
+import * as Blobs from "./internal/blobs.ts"
+import * as Ledger from "./internal/ledger.ts"
+import * as Media from "./internal/media.ts"
+import * as State from "./internal/state.ts"
+import * as Tasks from "./internal/tasks.ts"
+
+export type Stores =
+  | AccountStore.AccountStore
+  | LedgerStore.LedgerStore
+  | TaskStore.TaskStore
+  | MediaStore.MediaStore
+  | BlobStore.BlobStore
+
+const contextOf = (state: State.State): Context.Context<Stores> =>
+  Context.make(AccountStore.AccountStore, Accounts.make(state)).pipe(
+    Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
+    Context.add(TaskStore.TaskStore, Tasks.make(state)),
+    Context.add(MediaStore.MediaStore, Media.make(state)),
+    Context.add(BlobStore.BlobStore, Blobs.make(state))
+  )
+
+/** A fresh, empty store each time the layer is built. */
+export const layer: Layer.Layer<Stores> = Layer.effectContext(Effect.sync(() => contextOf(State.make())))
+
+/**
+ * Test-only access behind the ports, for proving that checks catch what the ports forbid
+ * (the conformance suite's auditor case).
+ */
+export class Testing extends Context.Service<Testing, {
+  /** Moves the cached balance without a journal entry. */
+  readonly tamperBalance: (accountId: Ids.AccountId, deltaMicros: number) => Effect.Effect<void>
+}>()("@taskmeter/storage-memory/Testing") {}
+
+export const layerTesting: Layer.Layer<Stores | Testing> = Layer.effectContext(Effect.sync(() => {
+  const state = State.make()
+  return contextOf(state).pipe(Context.add(Testing, Testing.of({
+    tamperBalance: (accountId, deltaMicros) =>
+      Effect.sync(() => {
+        const row = state.accounts.get(accountId)
+        if (row !== undefined) row.balance += deltaMicros
+      })
+  })))
+}))
+
+/** The conformance suite's `corrupt` hook. */
+export const corruptBalance = (accountId: Ids.AccountId): Effect.Effect<void, never, Testing> =>
+  Testing.use((testing) => testing.tamperBalance(accountId, 1))

@@ -1,0 +1,1 @@
+export * as MemoryStore from "./MemoryStore.ts"

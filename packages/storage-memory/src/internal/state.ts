@@ -1,0 +1,88 @@
+/**
+ * The one mutable state all five memory ports share. JavaScript runs one callback at a time,
+ * so a method that does its checks and writes inside a single `Effect.sync` is atomic.
+ */
+import { Deferred, Effect } from "effect"
+import type { AccountStore, LedgerStore } from "@taskmeter/kernel"
+import type { MediaStore, TaskStore } from "@taskmeter/kernel"
+
+export interface Window {
+  start: number
+  count: number
+}
+
+export interface AccountRow {
+  readonly account: AccountStore.Account
+  balance: number
+  reserved: number
+  review: boolean
+  /** Newest last; cursors are entry ids. */
+  readonly entries: Array<LedgerStore.LedgerEntry>
+  submissions: Window | null
+}
+
+export interface KeyRow {
+  record: AccountStore.ApiKeyRecord
+  requests: Window | null
+}
+
+export interface TaskRow {
+  record: TaskStore.TaskRecord
+  leaseToken: string | null
+  leaseExpiresAt: number | null
+  /** Insertion order, to break ties between tasks created at the same instant. */
+  readonly seq: number
+}
+
+export interface IdempotencyRow {
+  readonly fingerprint: string
+  readonly taskId: string
+  readonly expiresAt: number
+}
+
+export interface State {
+  readonly accounts: Map<string, AccountRow>
+  readonly keys: Map<string, KeyRow>
+  /** key hash -> key id */
+  readonly keysByHash: Map<string, string>
+  /** entry id -> owning account id */
+  readonly entryOwners: Map<string, string>
+  /** `${accountId} ${kind} ${externalRef}` -> entry */
+  readonly externalRefs: Map<string, LedgerStore.LedgerEntry>
+  readonly tasks: Map<string, TaskRow>
+  /** `${accountId} ${idempotencyKey}` -> the admission it protects */
+  readonly idempotency: Map<string, IdempotencyRow>
+  readonly media: Map<string, MediaStore.MediaRecord>
+  readonly results: Map<string, MediaStore.ResultRecord>
+  readonly blobs: Map<string, Uint8Array>
+  /** Completed and replaced whenever a task may have become claimable. */
+  wake: Deferred.Deferred<void>
+  nextSeq: number
+}
+
+export const make = (): State => ({
+  accounts: new Map(),
+  keys: new Map(),
+  keysByHash: new Map(),
+  entryOwners: new Map(),
+  externalRefs: new Map(),
+  tasks: new Map(),
+  idempotency: new Map(),
+  media: new Map(),
+  results: new Map(),
+  blobs: new Map(),
+  wake: Deferred.makeUnsafe<void>(),
+  nextSeq: 0
+})
+
+export const wake = (state: State): void => {
+  Deferred.doneUnsafe(state.wake, Effect.void)
+  state.wake = Deferred.makeUnsafe<void>()
+}
+
+export const balancesOf = (row: AccountRow): LedgerStore.Balances => ({
+  balanceMicros: row.balance,
+  reservedMicros: row.reserved as LedgerStore.Balances["reservedMicros"],
+  availableMicros: row.balance - row.reserved,
+  paymentReview: row.review
+})
