@@ -161,7 +161,9 @@ export const make = (
 
     const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
       Effect.gen(function*() {
-        const missing = yield* media.missingMedia(caller.accountId, catalog.mediaReferences(model, input))
+        const references = catalog.mediaReferences(model, input)
+        if (references.length === 0) return
+        const missing = yield* media.missingMedia(caller.accountId, references)
         if (missing.length === 0) return
         // A reference of another account reads exactly like one that does not exist.
         return yield* new Errors.InvalidModelInput({
