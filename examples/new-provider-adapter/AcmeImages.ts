@@ -1,0 +1,65 @@
+/**
+ * A third-party adapter in one file: "Acme Images", an imaginary upstream with a two-call
+ * asynchronous API, serving one model of the catalog.
+ *
+ *   POST {base}/v1/generations   { prompt, aspect }       -> 202 { id }
+ *   GET  {base}/v1/generations/{id}                       -> { status: "queued" | "running" | "done" | "error", images?, error? }
+ *
+ * Everything that is not Acme's own protocol comes from @taskmeter/providers: the HTTP client
+ * (pooling, timeouts, transport errors classified), JSON decoding with an Effect Schema,
+ * status classification (4xx Terminal, 5xx Retryable, 429 RateLimited with Retry-After) and
+ * typed outputs.
+ */
+import { Effect, Schema } from "effect"
+import type { Provider } from "@taskmeter/kernel"
+import { InputFields, JsonBody, Outputs, ProviderConfig, UpstreamError } from "@taskmeter/providers"
+
+const MODEL = "alpha-2-text-to-image-economy"
+
+const Created = Schema.Struct({ id: Schema.String })
+const Generation = Schema.Struct({
+  status: Schema.Literals(["queued", "running", "done", "error"]),
+  images: Schema.optional(Schema.Array(Schema.Struct({ url: Schema.String }))),
+  error: Schema.optional(Schema.String)
+})
+
+export const make = (options: ProviderConfig.AdapterOptions): Provider.ProviderV1 => {
+  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, "https://api.acme-images.example")
+  const headers = { authorization: `Bearer ${apiKey}` }
+  const served = (model: string) => model === MODEL ? Effect.void : Effect.fail(UpstreamError.unsupportedModel("acme", model))
+
+  return {
+    specificationVersion: "v1",
+    provider: "acme",
+    models: [MODEL],
+    maxConcurrency,
+    submit: ({ model, input }) =>
+      Effect.gen(function*() {
+        yield* served(model)
+        // "submit": a lost connection or an unreadable answer here is OutcomeUnknown.
+        const reply = yield* http.send("submit", {
+          method: "POST",
+          url: `${baseUrl}/v1/generations`,
+          headers,
+          json: { prompt: InputFields.string(input, "prompt"), aspect: InputFields.string(input, "aspectRatio") }
+        })
+        const created = yield* JsonBody.decode(Created, reply, "submit", "generation")
+        return { _tag: "Accepted" as const, upstreamId: created.id }
+      }),
+    poll: ({ model, upstreamId }) =>
+      Effect.gen(function*() {
+        yield* served(model)
+        const reply = yield* http.send("poll", { method: "GET", url: `${baseUrl}/v1/generations/${encodeURIComponent(upstreamId)}`, headers })
+        const generation = yield* JsonBody.decode(Generation, reply, "poll", "generation")
+        switch (generation.status) {
+          case "queued":
+          case "running":
+            return { _tag: "Pending" as const }
+          case "error":
+            return { _tag: "Failed" as const, errorCode: UpstreamError.ErrorCodes.GenerationFailed, message: generation.error ?? "failed" }
+          case "done":
+            return { _tag: "Succeeded" as const, outputs: (generation.images ?? []).map((image) => Outputs.fromUrl("image", image.url)) }
+        }
+      })
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * The base adapter for Replicate's predictions API (replicate.com/docs/reference/http):
+ *
+ * - `POST {base}/v1/models/{owner}/{name}/predictions` with `{ input }`, answering a prediction
+ *   `{ id, status, output, error, … }`. With `preferWaitSeconds`, the request carries
+ *   `Prefer: wait=N` and a fast model answers already `succeeded`: the adapter then returns
+ *   `Completed` and the worker skips polling.
+ * - `GET {base}/v1/predictions/{id}`; `status` is starting, processing, succeeded, failed,
+ *   canceled or aborted; `output` is a URL or a list of URLs for media models.
+ * - `POST {base}/v1/predictions/{id}/cancel`.
+ *
+ * Authorization is `Bearer <token>`. Replicate has no idempotency key and no search by client
+ * reference, so `lookup` is left out.
+ */
+import { Effect, Schema } from "effect"
+import type { Catalog, Provider, Task } from "@taskmeter/kernel"
+import * as JsonBody from "../utils/JsonBody.ts"
+import * as Outputs from "../utils/Outputs.ts"
+import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as UpstreamError from "../utils/UpstreamError.ts"
+
+export const DEFAULT_BASE_URL = "https://api.replicate.com"
+
+export interface ReplicateModel {
+  readonly output: Task.AssetType
+  /** The model (`owner/name`, its latest version runs) and its input for one of our inputs. */
+  readonly request: (input: Catalog.ModelInput) => { readonly model: string; readonly input: object }
+}
+
+export interface Options extends ProviderConfig.AdapterOptions {
+  readonly provider: string
+  readonly models: { readonly [slug: string]: ReplicateModel }
+  /** Seconds (1 to 60) the upstream may hold the submit open for a fast result; off by default. */
+  readonly preferWaitSeconds?: number | undefined
+}
+
+const Prediction = Schema.Struct({
+  id: Schema.String.check(Schema.isMinLength(1)),
+  status: Schema.Literals(["starting", "processing", "succeeded", "failed", "canceled", "aborted"]),
+  output: Schema.optional(Schema.NullOr(Schema.Union([Schema.String, Schema.Array(Schema.String)]))),
+  error: Schema.optional(Schema.NullOr(Schema.Unknown))
+})
+type Prediction = typeof Prediction.Type
+
+const urlsOf = (output: Prediction["output"]): ReadonlyArray<string> =>
+  output === undefined || output === null ? [] : typeof output === "string" ? [output] : output
+
+export const make = (options: Options): Provider.ProviderV1 => {
+  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
+  const headers = { authorization: `Bearer ${apiKey}` }
+  const modelOf = (slug: string) =>
+    Object.hasOwn(options.models, slug)
+      ? Effect.succeed(options.models[slug]!)
+      : Effect.fail(UpstreamError.unsupportedModel(options.provider, slug))
+
+  const settled = (entry: ReplicateModel, prediction: Prediction): Provider.PollResult => {
+    switch (prediction.status) {
+      case "starting":
+        return { _tag: "Pending", progress: 0 }
+      case "processing":
+        return { _tag: "Pending" }
+      case "succeeded": {
+        const urls = urlsOf(prediction.output)
+        return urls.length === 0
+          ? { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.NoOutput, message: "the prediction succeeded without output" }
+          : { _tag: "Succeeded", outputs: urls.map((url) => Outputs.fromUrl(entry.output, url)) }
+      }
+      case "failed":
+        return {
+          _tag: "Failed",
+          errorCode: UpstreamError.ErrorCodes.GenerationFailed,
+          message: typeof prediction.error === "string" ? prediction.error : "the prediction failed"
+        }
+      case "canceled":
+      case "aborted":
+        return { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.Canceled, message: `the prediction was ${prediction.status}` }
+    }
+  }
+
+  const submit: Provider.ProviderV1["submit"] = ({ model, input }) =>
+    Effect.gen(function*() {
+      const entry = yield* modelOf(model)
+      const request = entry.request(input)
+      const reply = yield* http.send("submit", {
+        method: "POST",
+        url: `${baseUrl}/v1/models/${request.model}/predictions`,
+        headers: options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
+        json: { input: request.input }
+      })
+      const prediction = yield* JsonBody.decode(Prediction, reply, "submit", "prediction")
+      const result = settled(entry, prediction)
+      return result._tag === "Succeeded"
+        ? { _tag: "Completed" as const, upstreamId: prediction.id, outputs: result.outputs }
+        : { _tag: "Accepted" as const, upstreamId: prediction.id }
+    })
+
+  const poll: Provider.ProviderV1["poll"] = ({ model, upstreamId }) =>
+    Effect.gen(function*() {
+      const entry = yield* modelOf(model)
+      const reply = yield* http.send("poll", {
+        method: "GET",
+        url: `${baseUrl}/v1/predictions/${encodeURIComponent(upstreamId)}`,
+        headers
+      })
+      return settled(entry, yield* JsonBody.decode(Prediction, reply, "poll", "prediction"))
+    })
+
+  const cancel: NonNullable<Provider.ProviderV1["cancel"]> = ({ model, upstreamId }) =>
+    Effect.gen(function*() {
+      yield* modelOf(model)
+      const reply = yield* http.send("poll", {
+        method: "POST",
+        url: `${baseUrl}/v1/predictions/${encodeURIComponent(upstreamId)}/cancel`,
+        headers
+      })
+      yield* JsonBody.expectOk(reply)
+    })
+
+  return {
+    specificationVersion: "v1",
+    provider: options.provider,
+    models: Object.keys(options.models),
+    maxConcurrency,
+    submit,
+    poll,
+    cancel
+  }
+}

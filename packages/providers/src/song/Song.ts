@@ -1,0 +1,84 @@
+/**
+ * The song family (single songs from a description, custom songs from lyrics, lyrics alone) on
+ * the music API (`SongApi`). Each song job yields two tracks, so a task yields two audio assets;
+ * a lyrics job yields one text asset (title, then the lyrics with their [Verse] / [Chorus]
+ * labels).
+ *
+ * - Single songs use description mode (`customMode: false`), whose `prompt` is our
+ *   `description`; a given `title` is appended to it, as description mode takes no title field.
+ * - Custom songs use custom mode: `prompt` is the lyrics, `style` our `tags`, `title` as given.
+ */
+import { Config } from "effect"
+import type { Catalog, Provider } from "@taskmeter/kernel"
+import * as Fields from "../utils/InputFields.ts"
+import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as SongApi from "./SongApi.ts"
+
+/** Our slug -> the upstream's `model` (lyrics take none). */
+export const upstreamModels = {
+  "song-single-v5-5": "V5_5",
+  "song-single-v5": "V5",
+  "song-single-v4-5": "V4_5",
+  "song-custom-v5-5": "V5_5",
+  "song-custom-v5": "V5",
+  "song-custom-v4-5": "V4_5"
+} as const
+
+export type Slug = keyof typeof upstreamModels
+
+export interface Options extends ProviderConfig.AdapterOptions {
+  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
+  /** Our callback endpoint, which the upstream documents as required. */
+  readonly callBackUrl?: string | undefined
+}
+
+const single = (model: string): SongApi.SongModel => ({
+  kind: "music",
+  request: (input: Catalog.ModelInput) => {
+    const title = Fields.optionalString(input, "title")?.trim()
+    const description = Fields.string(input, "description")
+    return {
+      customMode: false,
+      instrumental: Fields.string(input, "make_instrumental") === "true",
+      model,
+      prompt: title ? `${description} (title: ${title})` : description
+    }
+  }
+})
+
+const custom = (model: string): SongApi.SongModel => ({
+  kind: "music",
+  request: (input: Catalog.ModelInput) => ({
+    customMode: true,
+    instrumental: false,
+    model,
+    prompt: Fields.string(input, "prompt"),
+    style: Fields.string(input, "tags"),
+    title: Fields.string(input, "title")
+  })
+})
+
+export const make = (options: Options): Provider.ProviderV1 => {
+  const ids: Record<Slug, string> = { ...upstreamModels, ...options.upstreamModels }
+  return SongApi.make({
+    ...options,
+    provider: "song",
+    models: {
+      "song-single-v5-5": single(ids["song-single-v5-5"]),
+      "song-single-v5": single(ids["song-single-v5"]),
+      "song-single-v4-5": single(ids["song-single-v4-5"]),
+      "song-custom-v5-5": custom(ids["song-custom-v5-5"]),
+      "song-custom-v5": custom(ids["song-custom-v5"]),
+      "song-custom-v4-5": custom(ids["song-custom-v4-5"]),
+      "song-lyrics": { kind: "lyrics", request: (input) => ({ prompt: Fields.string(input, "prompt") }) }
+    }
+  })
+}
+
+/** `make` from SONG_API_KEY, SONG_BASE_URL, SONG_MAX_CONCURRENCY and SONG_CALLBACK_URL. */
+export const config: Config.Config<Provider.ProviderV1> = Config.all({
+  options: ProviderConfig.config("SONG"),
+  callBackUrl: Config.option(Config.String("SONG_CALLBACK_URL"))
+}).pipe(Config.map(({ options, callBackUrl }) =>
+  make({ ...options, callBackUrl: callBackUrl._tag === "Some" ? callBackUrl.value : undefined })
+))

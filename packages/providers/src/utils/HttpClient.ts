@@ -1,0 +1,183 @@
+/**
+ * HTTP for every adapter, written once: the global `fetch` (so that msw and other interceptors
+ * see it) with an undici `Agent` as its dispatcher for connection pooling and the connect,
+ * headers and body timeouts, plus an overall deadline per call. Failures come back as
+ * classified `ProviderError`s (see `UpstreamError`), never as thrown exceptions.
+ *
+ * The agent comes from the undici release line that Node bundles (7.x on Node 24): a dispatcher
+ * from another major rejects the handlers of Node's own fetch.
+ *
+ * @example
+ * ```ts
+ * const http = HttpClient.make({ headersTimeoutMs: 10_000 })
+ * const reply = yield* http.send("submit", { method: "POST", url, headers, json: body })
+ * ```
+ */
+import { Clock, Effect } from "effect"
+import type { Provider } from "@taskmeter/kernel"
+import { Agent } from "undici"
+import * as UpstreamError from "./UpstreamError.ts"
+
+export interface Options {
+  /** Time to open a connection (TCP and TLS). Default 10 s. */
+  readonly connectTimeoutMs?: number | undefined
+  /** Time from sending the request to the response headers. Default 30 s. */
+  readonly headersTimeoutMs?: number | undefined
+  /** Longest silence while a response body streams in. Default 30 s. */
+  readonly bodyTimeoutMs?: number | undefined
+  /** Deadline of a whole JSON call, connection to last byte. Default 60 s. */
+  readonly requestTimeoutMs?: number | undefined
+  /** Deadline of a whole result download. Default 10 min. */
+  readonly downloadTimeoutMs?: number | undefined
+  /** Pooled connections per upstream origin. Default 16. */
+  readonly connections?: number | undefined
+  /** Largest JSON body read; larger answers count as malformed. Default 8 MiB. */
+  readonly maxJsonBytes?: number | undefined
+}
+
+export interface Request {
+  readonly method: "GET" | "POST" | "PUT" | "DELETE"
+  readonly url: string
+  readonly headers?: { readonly [name: string]: string } | undefined
+  /** Sent as `application/json`. */
+  readonly json?: unknown
+}
+
+/** A response read whole: its status, headers and body text. */
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+}
+
+export interface HttpClient {
+  readonly options: Required<Options>
+  /** One JSON call: any status comes back as a Reply; only transport failures fail. */
+  readonly send: (step: UpstreamError.Step, request: Request) => Effect.Effect<Reply, Provider.ProviderError>
+  /**
+   * Opens a GET whose body the caller streams (downloads). Non-2xx statuses fail classified.
+   * The download deadline keeps running while the body is read.
+   */
+  readonly open: (url: string, headers?: { readonly [name: string]: string }) => Effect.Effect<Response, Provider.ProviderError>
+  /** Closes the pooled connections. */
+  readonly close: Effect.Effect<void>
+}
+
+const defaults: Required<Options> = {
+  connectTimeoutMs: 10_000,
+  headersTimeoutMs: 30_000,
+  bodyTimeoutMs: 30_000,
+  requestTimeoutMs: 60_000,
+  downloadTimeoutMs: 600_000,
+  connections: 16,
+  maxJsonBytes: 8 * 1024 * 1024
+}
+
+class BodyTooLarge extends Error {}
+
+const readText = async (response: Response, maxBytes: number): Promise<string> => {
+  if (response.body === null) return ""
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of response.body) {
+    size += chunk.byteLength
+    if (size > maxBytes) {
+      await response.body.cancel().catch(() => undefined)
+      throw new BodyTooLarge(`the body is larger than ${maxBytes} bytes`)
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString("utf8")
+}
+
+const describe = (request: { readonly method: string; readonly url: string }) => `${request.method} ${request.url}`
+
+export const make = (options: Options = {}): HttpClient => {
+  const settings: Required<Options> = {
+    connectTimeoutMs: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
+    headersTimeoutMs: options.headersTimeoutMs ?? defaults.headersTimeoutMs,
+    bodyTimeoutMs: options.bodyTimeoutMs ?? defaults.bodyTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs ?? defaults.requestTimeoutMs,
+    downloadTimeoutMs: options.downloadTimeoutMs ?? defaults.downloadTimeoutMs,
+    connections: options.connections ?? defaults.connections,
+    maxJsonBytes: options.maxJsonBytes ?? defaults.maxJsonBytes
+  }
+  const agent = new Agent({
+    connect: { timeout: settings.connectTimeoutMs },
+    headersTimeout: settings.headersTimeoutMs,
+    bodyTimeout: settings.bodyTimeoutMs,
+    connections: settings.connections
+  })
+
+  /** fetch under the caller's interruption and a deadline; a timeout reads as such in the error. */
+  const fetchWithin = (step: UpstreamError.Step, url: string, init: RequestInit, timeoutMs: number, what: string) =>
+    Effect.tryPromise({
+      try: (signal) => {
+        const deadline = AbortSignal.timeout(timeoutMs)
+        return fetch(url, {
+          ...init,
+          signal: AbortSignal.any([signal, deadline]),
+          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
+          dispatcher: agent
+        } as RequestInit).then((response) => ({ response, deadline }))
+      },
+      catch: (error) =>
+        UpstreamError.fromTransport(
+          step,
+          error,
+          error instanceof DOMException && error.name === "TimeoutError" ? `${what} timed out after ${timeoutMs} ms` : `${what} failed`
+        )
+    })
+
+  const send = (step: UpstreamError.Step, request: Request) => {
+    const what = describe(request)
+    const headers: Record<string, string> = { accept: "application/json", ...request.headers }
+    if (request.json !== undefined) headers["content-type"] = "application/json"
+    const init: RequestInit = {
+      method: request.method,
+      headers,
+      ...(request.json === undefined ? {} : { body: JSON.stringify(request.json) })
+    }
+    return Effect.flatMap(
+      fetchWithin(step, request.url, init, settings.requestTimeoutMs, what),
+      ({ response }) =>
+        Effect.tryPromise({
+          try: () => readText(response, settings.maxJsonBytes),
+          catch: (error) => ({ error })
+        }).pipe(
+          Effect.map((text): Reply => ({ status: response.status, headers: response.headers, text })),
+          Effect.catch(({ error }) => {
+            // An error status is classified by itself; its body only explains it.
+            if (!response.ok) return Effect.succeed<Reply>({ status: response.status, headers: response.headers, text: "" })
+            return Effect.fail(
+              error instanceof BodyTooLarge
+                ? UpstreamError.malformed(step, `${what}: ${error.message}`)
+                : UpstreamError.fromTransport(step, error, `${what}: reading the response failed`)
+            )
+          })
+        )
+    )
+  }
+
+  const open = (url: string, headers: { readonly [name: string]: string } = {}) =>
+    Effect.flatMap(
+      fetchWithin("poll", url, { method: "GET", headers }, settings.downloadTimeoutMs, `GET ${url}`),
+      ({ response }) =>
+        response.ok
+          ? Effect.succeed(response)
+          : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            void response.body?.cancel().catch(() => undefined)
+            return Effect.fail(UpstreamError.fromStatus(response.status, {
+              message: `GET ${url}`,
+              retryAfterMs: UpstreamError.parseRetryAfter(response.headers.get("retry-after"), now)
+            }))
+          })
+    )
+
+  return {
+    options: settings,
+    send,
+    open,
+    close: Effect.promise(() => agent.close())
+  }
+}
