@@ -1,0 +1,83 @@
+/**
+ * The taskmeter HTTP API definition: every endpoint of /api/v1 except chat, with its schemas,
+ * credentials and error responses. Clients import this module (and `api/*`) to build an
+ * `HttpApiClient`; it holds no server code. The server implements it in `handlers/*`, and the
+ * OpenAPI document is generated from it (see OpenApiDocument).
+ *
+ * @example
+ * ```ts
+ * import { HttpApiClient } from "effect/http-api"
+ * import { Api } from "@taskmeter/http/Api"
+ *
+ * const client = yield* HttpApiClient.make(Api, { baseUrl: "http://127.0.0.1:8787" })
+ * const prices = yield* client.catalog.prices()
+ * ```
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { CatalogApi } from "./api/CatalogApi.ts"
+import { ErrorBoundary } from "./api/ErrorBoundary.ts"
+import { JobsApi } from "./api/JobsApi.ts"
+import { MediaApi } from "./api/MediaApi.ts"
+import { ResultsApi } from "./api/ResultsApi.ts"
+import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
+import { UsageApi } from "./api/UsageApi.ts"
+
+export { CatalogApi } from "./api/CatalogApi.ts"
+export { JobsApi } from "./api/JobsApi.ts"
+export { MediaApi } from "./api/MediaApi.ts"
+export { ResultsApi } from "./api/ResultsApi.ts"
+export { UsageApi } from "./api/UsageApi.ts"
+
+/** The version of the interface description, which the spec fixes at 1.0.0. */
+export const VERSION = "1.0.0"
+
+type Json = Record<string, any>
+
+const ERROR_BODY_REF = "#/components/schemas/ErrorBody"
+
+const retryAfter = {
+  description: "Seconds to wait before retrying.",
+  schema: { type: "integer", minimum: 0 }
+}
+
+/**
+ * Document-wide edits the schema generator cannot express: the `x-api-key` scheme (read by the
+ * Bearer middleware itself, see Security), one ErrorBody reference per status where several
+ * codes share it, and Retry-After on 429 responses.
+ */
+const finishDocument = (spec: Json): Json => {
+  for (const pathItem of Object.values<Json>(spec.paths)) {
+    for (const operation of Object.values<Json>(pathItem)) {
+      for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
+        const media = response.content?.["application/json"]
+        const anyOf: Array<Json> | undefined = media?.schema?.anyOf
+        if (anyOf !== undefined && anyOf.every((schema) => schema.$ref === ERROR_BODY_REF)) {
+          media.schema = { $ref: ERROR_BODY_REF }
+        }
+        if (status === "429") {
+          response.headers = { ...response.headers, "retry-after": retryAfter }
+        }
+      }
+    }
+  }
+  spec.components.securitySchemes[API_KEY_SCHEME] = {
+    type: "apiKey",
+    in: "header",
+    name: API_KEY_HEADER,
+    description: "The same API key sent as `x-api-key: <key>`, as an alternative to the Bearer header."
+  }
+  return spec
+}
+
+export const Api = HttpApi.make("taskmeter")
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi)
+  .middleware(ErrorBoundary)
+  .annotateMerge(OpenApi.annotations({
+    title: "taskmeter API",
+    version: VERSION,
+    description: "Run hosted image, video, audio and text models as asynchronous tasks paid from prepaid credits. " +
+      "Submit a task, poll it every 4 to 5 seconds until it is terminal, then download its assets. " +
+      "Amounts are integer USD micro-units (1 USD = 1000000). Every error has the body `{ code, error }`; clients branch on `code`.",
+    transform: finishDocument
+  }))
+export type Api = typeof Api

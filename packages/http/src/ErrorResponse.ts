@@ -1,0 +1,117 @@
+/**
+ * The one place an HTTP error response is made: the spec's body `{ code, error }` (from
+ * `Errors.errorBody`) with the error's status, and `Retry-After` on every 429 (and on a 503
+ * that says when to retry). Routes mounted beside the API (chat, MCP, admin) use `fromError`
+ * and `fromCause` too, so every error of the server has the same shape.
+ *
+ * A failure that is not an API error never reaches a client as a 500: request decoding
+ * failures say which value to fix (INVALID_REQUEST, or INVALID_IDEMPOTENCY_KEY for that
+ * header), an unknown route is INVALID_REQUEST, and an unreachable store or a defect is
+ * API_UNAVAILABLE (503), logged with its cause.
+ */
+import { Cause, Effect, SchemaIssue } from "effect"
+import { HttpServerError, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { Errors, StoreError } from "@taskmeter/kernel"
+import { IDEMPOTENCY_KEY_HEADER } from "./api/JobsApi.ts"
+
+/** Retry-After for a 429 whose error does not say when: about one polling interval. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 5
+
+const retryAfterOf = (error: Errors.ApiError): number | undefined => {
+  if (error.retryAfterSeconds !== undefined) return Math.max(0, Math.ceil(error.retryAfterSeconds))
+  return error.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined
+}
+
+/**
+ * The response for an API error. `status` overrides the error's own status only where HTTP
+ * itself requires another (416 for an unsatisfiable Range).
+ */
+export const fromError = (
+  error: Errors.ApiError,
+  options?: { readonly status?: number; readonly headers?: Record<string, string> }
+): HttpServerResponse.HttpServerResponse => {
+  const retryAfter = retryAfterOf(error)
+  return HttpServerResponse.jsonUnsafe(Errors.errorBody(error), {
+    status: options?.status ?? error.status,
+    headers: {
+      ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+      // The rest of a body refused for its size is not read; closing spares reading it to keep the connection.
+      ...(error._tag === "InputTooLarge" ? { connection: "close" } : {}),
+      ...options?.headers
+    }
+  })
+}
+
+const slotNames: { readonly [K in HttpApiError.HttpApiSchemaError["kind"]]: string } = {
+  Params: "path parameter",
+  Query: "query parameter",
+  Headers: "header",
+  Payload: "body",
+  Body: "response body",
+  ResponseHeaders: "response header"
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const describeSchemaError = (error: HttpApiError.HttpApiSchemaError): string =>
+  formatIssues(error.cause.issue).issues.map(({ message, path = [] }) => {
+    const name = path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
+    return name === "" ? `${slotNames[error.kind]}: ${message}` : `${slotNames[error.kind]} ${name}: ${message}`
+  }).join("; ")
+
+const concernsIdempotencyKey = (error: HttpApiError.HttpApiSchemaError): boolean =>
+  error.kind === "Headers" &&
+  formatIssues(error.cause.issue).issues.some(({ path = [] }) =>
+    path.some((segment) => String(typeof segment === "object" ? segment.key : segment) === IDEMPOTENCY_KEY_HEADER)
+  )
+
+/** What a request decoding failure tells the caller; undefined for the server's own encoding failures. */
+export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): Errors.ApiError | undefined => {
+  if (error.kind === "Body" || error.kind === "ResponseHeaders") return undefined
+  if (concernsIdempotencyKey(error)) {
+    return new Errors.InvalidIdempotencyKey({
+      message: "Send an Idempotency-Key header of 1 to 128 printable ASCII characters, the same for every retry of one submission."
+    })
+  }
+  return new Errors.InvalidRequest({ message: `Invalid ${describeSchemaError(error)}.` })
+}
+
+const unavailable = new Errors.ApiUnavailable({
+  message: "The API is temporarily unavailable; retry shortly."
+})
+
+const isRouteNotFound = (u: unknown): u is HttpServerError.HttpServerError =>
+  u instanceof HttpServerError.HttpServerError && u.reason._tag === "RouteNotFound"
+
+const routeNotFound = (error: HttpServerError.HttpServerError) =>
+  new Errors.InvalidRequest({
+    message: `No endpoint ${error.request.method} ${error.request.url.split("?")[0]}; the API is described at /api/openapi.json.`
+  })
+
+/** The API error a failure or defect stands for, if it is one the caller can act on. */
+const classify = (u: unknown): Errors.ApiError | undefined => {
+  if (Errors.isApiError(u)) return u
+  if (HttpApiError.HttpApiSchemaError.is(u)) return fromSchemaError(u)
+  if (isRouteNotFound(u)) return routeNotFound(u)
+  return undefined
+}
+
+/**
+ * The response for any cause: API errors as they are, decoding failures as INVALID_REQUEST,
+ * anything else as API_UNAVAILABLE after logging it. An interruption (the client went away) stays
+ * an interruption. Defects are classified too: the HttpApi builder turns a decoding failure that
+ * no endpoint middleware handled into one.
+ */
+export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, never> => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  for (const reason of cause.reasons) {
+    const value = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+    const apiError = classify(value)
+    if (apiError !== undefined) return Effect.succeed(fromError(apiError))
+    if (value instanceof StoreError.StoreUnavailable) {
+      return Effect.as(Effect.logWarning("A store is unavailable", cause), fromError(unavailable))
+    }
+  }
+  return Effect.as(Effect.logError("Request failed unexpectedly", cause), fromError(unavailable))
+}

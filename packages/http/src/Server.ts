@@ -1,0 +1,85 @@
+/**
+ * The HTTP server of the API, composed on an `HttpRouter` so that other packages mount their
+ * routes beside it (admin RPC, chat, MCP) by merging their route layers with `layer`:
+ *
+ * ```ts
+ * const app = Layer.mergeAll(Server.layer, AdminServer.layer, ChatServer.layer)
+ * const main = Server.serve(app).pipe(Layer.provide(kernelAndStorage), Layer.provide(ServerConfig.layer))
+ * NodeRuntime.runMain(Layer.launch(main)) // SIGINT/SIGTERM close the server gracefully
+ * ```
+ *
+ * `layer` registers every endpoint of `Api`, GET /api/openapi.json, and a router-wide
+ * middleware that gives every error of every route (unknown routes included) the spec's body
+ * `{ code, error }` (see ErrorResponse). It takes the kernel services from its context.
+ */
+import { createServer } from "node:http"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Catalog } from "@taskmeter/kernel"
+import { Api } from "./Api.ts"
+import * as ErrorResponse from "./ErrorResponse.ts"
+import * as Authentication from "./handlers/Authentication.ts"
+import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
+import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
+import * as JobsHandlers from "./handlers/JobsHandlers.ts"
+import * as MediaHandlers from "./handlers/MediaHandlers.ts"
+import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
+import * as UsageHandlers from "./handlers/UsageHandlers.ts"
+import * as OpenApiDocument from "./OpenApiDocument.ts"
+import { ServerConfig } from "./ServerConfig.ts"
+
+export const OPENAPI_PATH = "/api/openapi.json"
+
+/** GET /api/openapi.json, built once for the catalog in force. */
+const openApiRoute = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog.Catalog
+    yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models)))
+  })
+)
+
+/** Every error of every route as `{ code, error }`, including routes that do not exist. */
+const errorShape = HttpRouter.middleware(
+  (httpEffect): typeof httpEffect => Effect.catchCause(httpEffect, ErrorResponse.fromCause),
+  { global: true }
+)
+
+const handlers = Layer.mergeAll(
+  CatalogHandlers.layer,
+  JobsHandlers.layer,
+  MediaHandlers.layer,
+  ResultsHandlers.layer,
+  UsageHandlers.layer
+).pipe(Layer.provide([Authentication.layer, ErrorBoundary.layer]))
+
+/** The API's routes on the HttpRouter in context. */
+export const layer = Layer.mergeAll(
+  HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
+  openApiRoute,
+  errorShape
+)
+
+/**
+ * Serves an app (`layer`, merged with any other route layers) with Node on ServerConfig's host
+ * and port. The HttpServer it provides tells the bound address (useful with PORT=0).
+ */
+export const serve = <E, R>(
+  app: Layer.Layer<never, E, R>,
+  options?: {
+    /** No log line per request. */
+    readonly disableLogger?: boolean | undefined
+    /** No "Listening on" log line. */
+    readonly disableListenLog?: boolean | undefined
+  }
+) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const { host, port } = yield* ServerConfig
+    return HttpRouter.serve(app, {
+      disableLogger: options?.disableLogger,
+      disableListenLog: options?.disableListenLog ?? false
+    }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port, host }))
+    )
+  }))

@@ -1,0 +1,47 @@
+/**
+ * The HTTP server's settings, read from the environment (effect Config):
+ *
+ * | variable          | default       | meaning                                                       |
+ * |-------------------|---------------|---------------------------------------------------------------|
+ * | PORT              | 8787          | TCP port to listen on (0 picks a free one).                    |
+ * | HOST              | 127.0.0.1     | Interface to listen on; 0.0.0.0 for every interface.           |
+ * | DATA_DIR          | ./data        | Directory for files kept on disk (uploads and results, blobs). |
+ * | MAX_UPLOAD_BYTES  | 104857600     | Largest POST /api/v1/media body (100 MiB).                     |
+ *
+ * The JSON body limit of 256 KB is the spec's and not configurable (see JsonBody).
+ */
+import { Config, Context, Layer, Schema } from "effect"
+
+export interface ServerSettings {
+  readonly port: number
+  readonly host: string
+  readonly dataDir: string
+  readonly maxUploadBytes: number
+}
+
+export const defaults: ServerSettings = {
+  port: 8787,
+  host: "127.0.0.1",
+  dataDir: "./data",
+  maxUploadBytes: 100 * 1024 * 1024
+}
+
+export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>()("@taskmeter/http/ServerConfig") {}
+
+const PortOrZero = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+
+/** The settings as configured, each falling back to its default. */
+export const config: Config.Config<ServerSettings> = Config.all({
+  port: Config.schema(PortOrZero, "PORT").pipe(Config.withDefault(defaults.port)),
+  host: Config.NonEmptyString("HOST").pipe(Config.withDefault(defaults.host)),
+  dataDir: Config.NonEmptyString("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
+  maxUploadBytes: Config.schema(PositiveInt, "MAX_UPLOAD_BYTES").pipe(Config.withDefault(defaults.maxUploadBytes))
+})
+
+/** ServerConfig from the environment. */
+export const layer: Layer.Layer<ServerConfig, Config.ConfigError> = Layer.effect(ServerConfig, config)
+
+/** ServerConfig with the given settings over the defaults (tests, embedding). */
+export const layerWith = (settings: Partial<ServerSettings>): Layer.Layer<ServerConfig> =>
+  Layer.succeed(ServerConfig, { ...defaults, ...settings })

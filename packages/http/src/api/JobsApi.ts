@@ -1,0 +1,114 @@
+/**
+ * Tasks (jobs): submit, list, poll.
+ *
+ * The documented request body of POST /api/v1/jobs here is the envelope every model shares; the
+ * served OpenAPI document replaces it with the union of every model's body, discriminated by
+ * `model`, each carrying that model's input JSON Schema from the Catalog (see OpenApiDocument).
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Errors, Task } from "@taskmeter/kernel"
+import { errors } from "./ApiErrors.ts"
+import { parameterSchemas } from "./OpenApiParameters.ts"
+import { Authentication, requireScope } from "./Security.ts"
+
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+
+/** 1 to 128 printable ASCII characters (space to tilde). */
+export const IdempotencyKey = Schema.String.check(
+  Schema.isPattern(/^[\x20-\x7e]{1,128}$/u, {
+    message: "must be 1 to 128 printable ASCII characters"
+  })
+).annotate({
+  description: "1 to 128 printable ASCII characters. A retry with the same key and the same body never charges twice."
+})
+
+export const ExpectedPriceMicros = Schema.Int.check(
+  Schema.isGreaterThanOrEqualTo(0, { message: "must be a non-negative integer (USD micro-units)" })
+).annotate({
+  description: "The price shown to the user, in USD micro-units. A different current price gives 409 PRICE_CHANGED before anything is reserved."
+})
+
+/** The component name of the request envelope, replaced per model in the served document. */
+export const JOB_REQUEST_IDENTIFIER = "JobRequest"
+
+/** The body of POST /api/v1/jobs, as the server checks it before the model's own validation. */
+export const JobRequest = Schema.Struct({
+  model: Schema.String.annotate({ description: "A model slug from GET /api/v1/models." }),
+  input: Schema.Record(Schema.String, Schema.Unknown).annotate({
+    description: "The model's input fields; see the model's input schema."
+  }),
+  expectedPriceMicros: Schema.optionalKey(ExpectedPriceMicros)
+}).annotate({ identifier: JOB_REQUEST_IDENTIFIER })
+export type JobRequest = typeof JobRequest.Type
+
+export const TaskList = Schema.Struct({
+  data: Schema.Array(Task.Task).annotate({ description: "The caller's latest 100 tasks, newest first." })
+}).annotate({ identifier: "TaskList" })
+export type TaskList = typeof TaskList.Type
+
+const submitDocumentation = (operation: Record<string, any>) => {
+  const responses = operation.responses
+  return parameterSchemas({ [IDEMPOTENCY_KEY_HEADER]: IdempotencyKey })({
+    ...operation,
+    responses: {
+      ...responses,
+      "202": { ...responses["202"], description: "A new task was accepted and its price reserved (replayed: false)." },
+      "200": {
+        ...responses["200"],
+        description: "Idempotent replay: the same Idempotency-Key and body matched an earlier submission (replayed: true); nothing new is reserved."
+      }
+    }
+  })
+}
+
+export const JobsApi = HttpApiGroup.make("jobs")
+  .add(
+    HttpApiEndpoint.post("create", "/api/v1/jobs", {
+      headers: { [IDEMPOTENCY_KEY_HEADER]: IdempotencyKey },
+      payload: JobRequest,
+      success: [Task.SubmittedTask.pipe(HttpApiSchema.status(202)), Task.SubmittedTask.pipe(HttpApiSchema.status(200))],
+      error: errors(
+        Errors.InvalidRequest,
+        Errors.InvalidIdempotencyKey,
+        Errors.InvalidModelInput,
+        Errors.InputTooLarge,
+        Errors.ModelNotFound,
+        Errors.IdempotencyConflict,
+        Errors.PriceChanged,
+        Errors.ModelPriceUnavailable,
+        Errors.PaymentReviewRequired,
+        Errors.InsufficientCredits,
+        Errors.ApiKeyUsageExceeded,
+        Errors.RateLimited,
+        Errors.ConcurrencyLimited,
+        Errors.ExecutionUnavailable,
+        Errors.ApiUnavailable
+      )
+    })
+      .annotateMerge(OpenApi.annotations({
+        summary: "Submit a task",
+        description: "Validates the input, fixes the price and reserves it from the prepaid balance. " +
+          "The body is at most 256 KB: upload media first (POST /api/v1/media) and send the reference."
+      }))
+      .annotateMerge(requireScope("jobs:create", submitDocumentation)),
+    HttpApiEndpoint.get("list", "/api/v1/jobs", {
+      success: TaskList,
+      error: errors(Errors.ApiUnavailable)
+    })
+      .annotateMerge(OpenApi.annotations({ summary: "List the latest 100 tasks" }))
+      .annotateMerge(requireScope("jobs:read")),
+    HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
+      params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
+      success: Task.Task,
+      error: errors(Errors.JobNotFound, Errors.ApiUnavailable)
+    })
+      .annotateMerge(OpenApi.annotations({
+        summary: "Poll a task",
+        description: "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required). " +
+          "A task of another account is JOB_NOT_FOUND."
+      }))
+      .annotateMerge(requireScope("jobs:read"))
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Description, "Submit, list and poll tasks.")

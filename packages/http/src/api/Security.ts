@@ -1,0 +1,67 @@
+/**
+ * Authentication of the API: an API key sent as `Authorization: Bearer <key>` or as
+ * `x-api-key: <key>` (Bearer wins when both are sent), and the scope each endpoint needs.
+ *
+ * The middleware declares the Bearer scheme; the `x-api-key` alternative is read by the same
+ * middleware, so a request is authenticated exactly once (and counted once against the key's
+ * rate limit). The OpenAPI document lists both schemes and, per operation, the scope
+ * (OpenAPI 3.1 allows role names in the requirement of any scheme).
+ */
+import { Context } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
+import type { Accounts, Scope } from "@taskmeter/kernel"
+import { Errors } from "@taskmeter/kernel"
+import { errors } from "./ApiErrors.ts"
+
+/** The authenticated caller, provided to every handler behind `Authentication`. */
+export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Caller>()("@taskmeter/http/CurrentCaller") {}
+
+/** Endpoint annotation: the scope a key needs to call it. */
+export class RequiredScope extends Context.Service<RequiredScope, Scope.Scope>()("@taskmeter/http/RequiredScope") {}
+
+export const API_KEY_HEADER = "x-api-key"
+
+export const BEARER_SCHEME = "bearerAuth"
+export const API_KEY_SCHEME = "apiKeyAuth"
+
+export const bearer = HttpApiSecurity.bearer.pipe(
+  HttpApiSecurity.annotate(OpenApi.Description, "An API key (tm_...) sent as `Authorization: Bearer <key>`.")
+)
+
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
+  "@taskmeter/http/Authentication",
+  {
+    security: { [BEARER_SCHEME]: bearer },
+    error: errors(
+      Errors.AuthRequired,
+      Errors.InsufficientScope,
+      Errors.PermissionDenied,
+      Errors.ApiKeyRateLimited,
+      Errors.AuthUnavailable
+    )
+  }
+) {}
+
+type Operation = Record<string, any>
+
+/**
+ * Endpoint annotations for an endpoint that needs `scope`: the annotation the middleware
+ * checks, and the operation's security requirements in the OpenAPI document. `transform`
+ * edits the endpoint's operation further (one endpoint holds one OpenAPI transform).
+ */
+export const requireScope = (
+  scope: Scope.Scope,
+  transform: (operation: Operation) => Operation = (operation) => operation
+): Context.Context<never> =>
+  Context.merge(
+    Context.make(RequiredScope, scope),
+    OpenApi.annotations({
+      transform: (operation) => ({
+        ...transform(operation),
+        description: [operation.description, `Requires an API key with scope \`${scope}\`.`]
+          .filter((part) => part !== undefined)
+          .join("\n\n"),
+        security: [{ [BEARER_SCHEME]: [scope] }, { [API_KEY_SCHEME]: [scope] }]
+      })
+    })
+  )

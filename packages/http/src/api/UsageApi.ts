@@ -1,0 +1,75 @@
+/**
+ * Account credits and their history: the balances and the ledger entries, newest first, a page
+ * at a time (`limit`, and `before` = the previous page's `nextCursor`).
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Errors } from "@taskmeter/kernel"
+import { errors } from "./ApiErrors.ts"
+import { parameterSchemas } from "./OpenApiParameters.ts"
+import { Authentication, requireScope } from "./Security.ts"
+
+export const DEFAULT_PAGE_SIZE = 100
+export const MAX_PAGE_SIZE = 100
+
+const pageSizeRule = `must be an integer from 1 to ${MAX_PAGE_SIZE}`
+
+export const PageSize = Schema.NumberFromString.annotate({ message: pageSizeRule }).check(
+  Schema.isInt({ message: pageSizeRule }),
+  Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_SIZE }, { message: pageSizeRule })
+)
+
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literals(["grant", "reserve", "charge", "release", "refund", "adjustment"]).annotate({
+    description: "grant: credits added; reserve: held for a task or chat request; charge: taken once it succeeded; " +
+      "release: a reservation given back; refund: a payment refunded; adjustment: an operator correction (may be negative)."
+  }),
+  amountMicros: Schema.Int.annotate({ description: "USD micro-units; negative only for adjustments." }),
+  taskId: Schema.NullOr(Schema.String),
+  chatRequestId: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  createdAt: Schema.String.annotate({ format: "date-time" })
+}).annotate({ identifier: "LedgerEntry" })
+export type LedgerEntry = typeof LedgerEntry.Type
+
+export const Usage = Schema.Struct({
+  balanceMicros: Schema.Int.annotate({ description: "Credits on the account; below zero after an uncovered refund." }),
+  reservedMicros: Schema.Int.annotate({ description: "Held for unfinished tasks and chat requests." }),
+  availableMicros: Schema.Int.annotate({ description: "balanceMicros - reservedMicros: what new tasks can use." }),
+  currency: Schema.Literal("USD"),
+  paymentReview: Schema.Boolean.annotate({
+    description: "True while a refund leaves the balance uncovered; submissions get PAYMENT_REVIEW_REQUIRED."
+  }),
+  entries: Schema.Array(LedgerEntry).annotate({ description: "Ledger entries, newest first." }),
+  nextCursor: Schema.NullOr(Schema.String).annotate({
+    description: "Pass as `before` for the next (older) page; null at the end."
+  })
+}).annotate({ identifier: "Usage" })
+export type Usage = typeof Usage.Type
+
+export const UsageApi = HttpApiGroup.make("usage")
+  .add(
+    HttpApiEndpoint.get("get", "/api/v1/usage", {
+      query: {
+        limit: Schema.optionalKey(PageSize),
+        before: Schema.optionalKey(
+          Schema.String.annotate({ description: "The nextCursor of the previous page." })
+        )
+      },
+      success: Usage,
+      error: errors(Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable)
+    })
+      .annotateMerge(OpenApi.annotations({
+        summary: "Credits and ledger",
+        description: "Current balances and the ledger entries, newest first. An unknown or foreign cursor is REQUEST_NOT_FOUND."
+      }))
+      .annotateMerge(requireScope(
+        "usage:read",
+        parameterSchemas({ limit: PageSize }, {
+          limit: { default: DEFAULT_PAGE_SIZE, description: `Entries per page, 1 to ${MAX_PAGE_SIZE}.` }
+        })
+      ))
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Description, "Account credits and history.")

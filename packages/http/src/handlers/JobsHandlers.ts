@@ -1,0 +1,82 @@
+/**
+ * POST /api/v1/jobs, GET /api/v1/jobs and GET /api/v1/jobs/{id}, over the kernel's TaskRunner.
+ *
+ * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
+ * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
+ * the model's input to the TaskRunner (Catalog validation, price, admission).
+ */
+import { Effect, Schema, SchemaIssue } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { Errors, Ids, TaskRunner } from "@taskmeter/kernel"
+import { Api } from "../Api.ts"
+import { JobRequest } from "../api/JobsApi.ts"
+import { CurrentCaller } from "../api/Security.ts"
+import * as JsonBody from "../JsonBody.ts"
+import * as TaskView from "../TaskView.ts"
+import { toApiUnavailable } from "./StoreFailures.ts"
+
+const requestFields = Object.keys(JobRequest.fields).join(", ")
+
+const formatRequestIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (leaf) =>
+    leaf._tag === "MissingKey"
+      ? "is required"
+      : leaf._tag === "UnexpectedKey"
+      ? `is not a field of the request (its fields: ${requestFields})`
+      : SchemaIssue.defaultLeafHook(leaf)
+})
+
+const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const decodeRequest = (body: unknown): Effect.Effect<JobRequest, Errors.InvalidRequest> => {
+  if (!isObject(body)) {
+    return Effect.fail(new Errors.InvalidRequest({
+      message: "The body must be a JSON object with model and input (and optionally expectedPriceMicros)."
+    }))
+  }
+  return Schema.decodeUnknownEffect(JobRequest)(body, { errors: "all", onExcessProperty: "error" }).pipe(
+    Effect.mapError((error) =>
+      new Errors.InvalidRequest({
+        message: formatRequestIssues(error.issue).issues
+          .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".")}: ${message}`)
+          .join("; ")
+      })
+    )
+  )
+}
+
+const malformedId = (id: string) =>
+  new Errors.JobNotFound({
+    message: `No task has the id ${JSON.stringify(id)}; task ids look like task_<uuid>, as POST /api/v1/jobs returns them.`
+  })
+
+export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
+  Effect.gen(function*() {
+    const runner = yield* TaskRunner.TaskRunner
+    return handlers
+      .handleRaw("create", ({ headers, request }) =>
+        Effect.gen(function*() {
+          const caller = yield* CurrentCaller
+          const job = yield* decodeRequest(yield* JsonBody.read(request))
+          const { replayed, task } = yield* runner.submit(caller, {
+            model: job.model,
+            input: job.input,
+            expectedPriceMicros: job.expectedPriceMicros,
+            idempotencyKey: headers["idempotency-key"]
+          })
+          return HttpServerResponse.jsonUnsafe(TaskView.submitted(task, replayed), { status: replayed ? 200 : 202 })
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+      .handle("list", () =>
+        Effect.gen(function*() {
+          const caller = yield* CurrentCaller
+          const tasks = yield* runner.list(caller)
+          return { data: tasks.map(TaskView.task) }
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+      .handle("get", ({ params }) =>
+        Effect.gen(function*() {
+          const caller = yield* CurrentCaller
+          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
+          return TaskView.task(yield* runner.get(caller, params.id))
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+  }))

@@ -1,0 +1,142 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Accounts } from "@taskmeter/kernel"
+import { stores } from "./support/stores.ts"
+import * as T from "./support/TestServer.ts"
+
+const jobsOf = (headers: Record<string, string>) => T.call("/api/v1/jobs", { headers })
+
+for (const store of stores) {
+  layer(T.layer(store), { excludeTestServices: true })(`authentication over ${store.name}`, (it) => {
+    describe("credentials", () => {
+      it.effect("accepts the key as Authorization: Bearer and as x-api-key", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer()
+          expect((yield* jobsOf({ authorization: `Bearer ${who.secret}` })).status).toBe(200)
+          expect((yield* jobsOf({ authorization: `bearer ${who.secret}` })).status).toBe(200)
+          expect((yield* jobsOf({ "x-api-key": who.secret })).status).toBe(200)
+          const submitted = yield* T.call("/api/v1/jobs", {
+            method: "POST",
+            headers: { "x-api-key": who.secret, "content-type": "application/json", "idempotency-key": "k" },
+            body: JSON.stringify({ model: T.MODEL, input: T.INPUT })
+          })
+          expect(submitted.status).toBe(202)
+        }))
+
+      it.effect("answers 401 AUTH_REQUIRED without a key, with an unknown key and with another scheme", () =>
+        Effect.gen(function*() {
+          const cases: Array<Record<string, string>> = [
+            {},
+            { authorization: "Bearer tm_unknown" },
+            { "x-api-key": "tm_unknown" },
+            { authorization: "Basic dXNlcjpwYXNz" },
+            { authorization: "Bearer " }
+          ]
+          for (const headers of cases) {
+            const reply = yield* jobsOf(headers)
+            expect(reply.status, JSON.stringify(headers)).toBe(401)
+            expect(reply.body.code).toBe("AUTH_REQUIRED")
+            expect(Object.keys(reply.body).sort()).toEqual(["code", "error"])
+          }
+          const missing = yield* jobsOf({})
+          expect(missing.body.error).toContain("x-api-key")
+        }))
+
+      it.effect("answers 403 PERMISSION_DENIED for a revoked key", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer()
+          yield* (yield* Accounts.Accounts).revokeKey(who.accountId, who.keyId)
+          const reply = yield* jobsOf(T.bearer(who.secret))
+          expect(reply.status).toBe(403)
+          expect(reply.body.code).toBe("PERMISSION_DENIED")
+        }))
+
+      it.effect("answers 429 API_KEY_RATE_LIMITED with Retry-After past the key's rate", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer(10_000_000, { rateLimitPerMinute: 2 })
+          expect((yield* jobsOf(T.bearer(who.secret))).status).toBe(200)
+          expect((yield* jobsOf(T.bearer(who.secret))).status).toBe(200)
+          const reply = yield* jobsOf(T.bearer(who.secret))
+          expect(reply.status).toBe(429)
+          expect(reply.body.code).toBe("API_KEY_RATE_LIMITED")
+          const retryAfter = Number(reply.headers.get("retry-after"))
+          expect(retryAfter).toBeGreaterThanOrEqual(1)
+          expect(retryAfter).toBeLessThanOrEqual(60)
+        }))
+
+      it.effect("answers 503 AUTH_UNAVAILABLE when the account store is down, API_UNAVAILABLE when another is", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer()
+          yield* T.setOutage("accounts")
+          const auth = yield* jobsOf(T.bearer(who.secret)).pipe(Effect.ensuring(T.setOutage()))
+          expect(auth.status).toBe(503)
+          expect(auth.body.code).toBe("AUTH_UNAVAILABLE")
+          yield* T.setOutage("tasks")
+          const list = yield* jobsOf(T.bearer(who.secret))
+          const submit = yield* T.submit(who)
+          const usage = yield* T.usage(who).pipe(Effect.ensuring(T.setOutage()))
+          for (const reply of [list, submit]) {
+            expect(reply.status).toBe(503)
+            expect(reply.body.code).toBe("API_UNAVAILABLE")
+          }
+          expect(usage.status).toBe(200)
+        }))
+    })
+
+    describe("scopes", () => {
+      it.effect("a read-only key reads but cannot submit or upload: 403 INSUFFICIENT_SCOPE", () =>
+        Effect.gen(function*() {
+          const reader = yield* T.customer(10_000_000, { scopes: ["jobs:read", "usage:read"] })
+          expect((yield* jobsOf(T.bearer(reader.secret))).status).toBe(200)
+          expect((yield* T.usage(reader)).status).toBe(200)
+          const submit = yield* T.submit(reader)
+          const upload = yield* T.call("/api/v1/media", {
+            method: "POST",
+            headers: { ...T.bearer(reader.secret), "content-type": "image/png" },
+            body: T.PNG
+          })
+          for (const reply of [submit, upload]) {
+            expect(reply.status).toBe(403)
+            expect(reply.body.code).toBe("INSUFFICIENT_SCOPE")
+            expect(reply.body.error).toContain("jobs:create")
+          }
+        }))
+
+      it.effect("a submit-only key cannot read tasks, results or usage: 403 INSUFFICIENT_SCOPE", () =>
+        Effect.gen(function*() {
+          const writer = yield* T.customer(10_000_000, { scopes: ["jobs:create"] })
+          const submitted = yield* T.submit(writer)
+          expect(submitted.status).toBe(202)
+          for (const path of [
+            "/api/v1/jobs",
+            `/api/v1/jobs/${submitted.body.id}`,
+            "/api/v1/results/00000000-0000-4000-8000-000000000000",
+            "/api/v1/usage"
+          ]) {
+            const reply = yield* T.call(path, { headers: T.bearer(writer.secret) })
+            expect(reply.status, path).toBe(403)
+            expect(reply.body.code).toBe("INSUFFICIENT_SCOPE")
+          }
+        }))
+    })
+
+    describe("public endpoints and unknown routes", () => {
+      it.effect("serves prices, models and the OpenAPI document without credentials", () =>
+        Effect.gen(function*() {
+          for (const path of ["/api/v1/prices", "/api/v1/models", "/api/openapi.json"]) {
+            expect((yield* T.call(path)).status, path).toBe(200)
+          }
+        }))
+
+      it.effect("answers an unknown route with 400 INVALID_REQUEST naming it", () =>
+        Effect.gen(function*() {
+          const reply = yield* T.call("/api/v1/nothing-here?x=1", { method: "DELETE" })
+          expect(reply.status).toBe(400)
+          expect(reply.body).toEqual({
+            code: "INVALID_REQUEST",
+            error: "No endpoint DELETE /api/v1/nothing-here; the API is described at /api/openapi.json."
+          })
+        }))
+    })
+  })
+}

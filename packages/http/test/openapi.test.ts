@@ -1,0 +1,112 @@
+import { Validator } from "@seriousme/openapi-schema-validator"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { Catalog, Errors } from "@taskmeter/kernel"
+import { stores } from "./support/stores.ts"
+import * as T from "./support/TestServer.ts"
+
+const store = stores[0]!
+
+const fetchDocument = Effect.map(T.call("/api/openapi.json"), (reply) => reply.body)
+
+const operations = (document: any): Array<{ path: string; method: string; operation: any }> =>
+  Object.entries<any>(document.paths).flatMap(([path, item]) =>
+    Object.entries<any>(item).map(([method, operation]) => ({ path, method, operation }))
+  )
+
+layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (it) => {
+  describe("the OpenAPI document", () => {
+    it.effect("is a valid OpenAPI 3.1 document with version 1.0.0", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        expect(document.openapi).toBe("3.1.0")
+        expect(document.info.version).toBe("1.0.0")
+        const result = yield* Effect.promise(() => new Validator().validate(document))
+        expect(result.errors).toBeUndefined()
+        expect(result.valid).toBe(true)
+      }))
+
+    it.effect("documents every endpoint of the API, and each one is served", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        expect(operations(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+          "GET /api/v1/jobs",
+          "GET /api/v1/jobs/{id}",
+          "GET /api/v1/models",
+          "GET /api/v1/prices",
+          "GET /api/v1/results/{id}",
+          "GET /api/v1/usage",
+          "POST /api/v1/jobs",
+          "POST /api/v1/media"
+        ])
+        for (const { method, path, operation } of operations(document)) {
+          const reply = yield* T.call(path.replace("{id}", "x"), { method: method.toUpperCase() })
+          expect(reply.status, `${method} ${path}`).toBe(operation.security.length === 0 ? 200 : 401)
+        }
+      }))
+
+    it.effect("describes the body of POST /api/v1/jobs per model, discriminated by model, with the Catalog's input schemas", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        const catalog = yield* Catalog.Catalog
+        const body = document.paths["/api/v1/jobs"].post.requestBody.content["application/json"].schema
+        expect(body.oneOf).toHaveLength(catalog.models.length)
+        expect(body.discriminator.propertyName).toBe("model")
+        for (const model of catalog.models) {
+          const ref: string = body.discriminator.mapping[model.slug]
+          const component = document.components.schemas[ref.replace("#/components/schemas/", "")]
+          expect(component.properties.model).toEqual({ type: "string", const: model.slug })
+          expect(component.properties.input).toEqual(model.jsonSchema)
+          expect(component.required).toEqual(["model", "input"])
+          expect(component.properties.expectedPriceMicros.type).toBe("integer")
+        }
+        expect(catalog.models).toHaveLength(33)
+      }))
+
+    it.effect("declares both credential forms and the scope of each secured operation", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        expect(document.components.securitySchemes).toEqual({
+          bearerAuth: { type: "http", scheme: "Bearer", description: expect.any(String) },
+          apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) }
+        })
+        const scopes = Object.fromEntries(operations(document).map(({ method, operation, path }) =>
+          [`${method} ${path}`, operation.security.map((requirement: object) => Object.entries(requirement)[0])]
+        ))
+        expect(scopes["post /api/v1/jobs"]).toEqual([["bearerAuth", ["jobs:create"]], ["apiKeyAuth", ["jobs:create"]]])
+        expect(scopes["get /api/v1/jobs/{id}"]).toEqual([["bearerAuth", ["jobs:read"]], ["apiKeyAuth", ["jobs:read"]]])
+        expect(scopes["get /api/v1/prices"]).toEqual([])
+      }))
+
+    it.effect("gives every error response the ErrorBody schema, and 429s a Retry-After header", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        expect(document.components.schemas.ErrorBody.properties.code.enum).toEqual(Errors.all.map((E) => E.code))
+        for (const { method, operation, path } of operations(document)) {
+          for (const [status, response] of Object.entries<any>(operation.responses)) {
+            if (Number(status) < 400) continue
+            expect(response.content["application/json"].schema, `${method} ${path} ${status}`)
+              .toEqual({ $ref: "#/components/schemas/ErrorBody" })
+            if (status === "429") expect(response.headers["retry-after"]).toBeDefined()
+          }
+        }
+        const submit = document.paths["/api/v1/jobs"].post.responses
+        expect(Object.keys(submit).sort()).toEqual(["200", "202", "400", "401", "403", "404", "409", "413", "429", "503"])
+        expect(submit["409"].description).toContain("IDEMPOTENCY_CONFLICT")
+        expect(submit["409"].description).toContain("PRICE_CHANGED")
+      }))
+
+    it.effect("documents the raw upload and download", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        const upload = document.paths["/api/v1/media"].post
+        expect(Object.keys(upload.requestBody.content)).toContain("video/webm")
+        expect(upload.responses["201"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/UploadedMedia" })
+        const download = document.paths["/api/v1/results/{id}"].get
+        expect(Object.keys(download.responses)).toEqual(expect.arrayContaining(["200", "206", "304", "416"]))
+        expect(download.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
+          expect.arrayContaining(["id", "range", "if-none-match"])
+        )
+      }))
+  })
+})

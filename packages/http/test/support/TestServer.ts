@@ -1,0 +1,238 @@
+/**
+ * The API served over real HTTP on an ephemeral port of 127.0.0.1, on the real kernel over a
+ * given store, with helpers that act as the operator (accounts, keys, credits) and as the worker
+ * (a succeeded task with a result file), and an `Outage` switch that makes chosen store ports
+ * unreachable.
+ */
+import { randomUUID } from "node:crypto"
+import { Context, Effect, Layer, Ref } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import {
+  Accounts,
+  AccountStore,
+  BlobStore,
+  Catalog,
+  Ledger,
+  LedgerStore,
+  MediaStore,
+  Money,
+  Pricer,
+  StoreError,
+  TaskRunner,
+  TaskStore
+} from "@taskmeter/kernel"
+import type { Ids, Task } from "@taskmeter/kernel"
+import { Server, ServerConfig } from "../../src/index.ts"
+
+export type Stores =
+  | AccountStore.AccountStore
+  | LedgerStore.LedgerStore
+  | TaskStore.TaskStore
+  | MediaStore.MediaStore
+  | BlobStore.BlobStore
+
+/** A store implementation the suites run against. */
+export interface StoreUnderTest {
+  readonly name: string
+  /** A fresh store each call. */
+  readonly layer: () => Layer.Layer<Stores, unknown>
+}
+
+/** A model with a flat price and one required field. */
+export const MODEL = "alpha-2-lite-text-to-image-economy"
+export const MODEL_PRICE = 25_000
+export const INPUT = { prompt: "a lighthouse at dusk" }
+/** A model taking media (imageUrls). */
+export const MEDIA_MODEL = "alpha-2-lite-image-to-image-economy"
+/** A model no worker serves in these tests. */
+export const UNSERVED_MODEL = "song-lyrics"
+
+export type Port = "accounts" | "tasks" | "ledger" | "media"
+
+/** The store ports currently unreachable. */
+export class Outage extends Context.Service<Outage, Ref.Ref<ReadonlySet<Port>>>()("test/Outage") {}
+
+const down = (port: Port) => new StoreError.StoreUnavailable({ message: `test outage of the ${port} store` })
+
+/** Wraps every method of a store so that it fails while its port is in the outage set. */
+const guarded = <S extends object>(service: S, port: Port, outage: Ref.Ref<ReadonlySet<Port>>): S =>
+  Object.fromEntries(Object.entries(service).map(([name, member]) => {
+    const guard = (effect: Effect.Effect<unknown, unknown>) =>
+      Effect.flatMap(Ref.get(outage), (ports) => ports.has(port) ? Effect.fail(down(port)) : effect)
+    return [
+      name,
+      typeof member === "function"
+        ? (...args: Array<unknown>) => guard(member(...args))
+        : Effect.isEffect(member)
+        ? guard(member as Effect.Effect<unknown, unknown>)
+        : member
+    ]
+  })) as S
+
+const withOutage = Layer.effectContext(Effect.gen(function*() {
+  const outage = yield* Ref.make<ReadonlySet<Port>>(new Set())
+  const accounts = yield* AccountStore.AccountStore
+  const ledger = yield* LedgerStore.LedgerStore
+  const tasks = yield* TaskStore.TaskStore
+  const media = yield* MediaStore.MediaStore
+  const blobs = yield* BlobStore.BlobStore
+  return Context.make(Outage, outage).pipe(
+    Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
+    Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
+    Context.add(TaskStore.TaskStore, guarded(tasks, "tasks", outage)),
+    Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
+    Context.add(BlobStore.BlobStore, blobs)
+  )
+}))
+
+/** Makes the given store ports unreachable (or, with none, reachable again). */
+export const setOutage = (...ports: Array<Port>) =>
+  Effect.gen(function*() {
+    yield* Ref.set(yield* Outage, new Set(ports))
+  })
+
+export interface Options {
+  readonly runner?: Partial<TaskRunner.Options>
+  readonly maxUploadBytes?: number
+  /** Routes mounted beside the API, as another package would. */
+  readonly beside?: Layer.Layer<never, never, HttpRouter.HttpRouter | HttpRouter.Request<"Error", unknown>>
+}
+
+/** The served API and everything a test needs around it. */
+export const layer = (store: StoreUnderTest, options: Options = {}) => {
+  const kernel = Layer.mergeAll(
+    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }),
+    Accounts.layer({ defaultRateLimitPerMinute: 10_000 }),
+    Ledger.layer
+  ).pipe(
+    Layer.provideMerge(Pricer.layerDefault),
+    Layer.provideMerge(Catalog.layer),
+    Layer.provideMerge(withOutage.pipe(Layer.provide(store.layer())))
+  )
+  const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)
+  return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(kernel),
+    Layer.provide(ServerConfig.layerWith({ port: 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
+    Layer.orDie
+  )
+}
+
+/** http://127.0.0.1:<port> of the server under test. */
+export const baseUrl = Effect.gen(function*() {
+  const { address } = yield* HttpServer.HttpServer
+  if (address._tag === "UnixPathAddress") return yield* Effect.die("the server should listen on TCP")
+  return `http://127.0.0.1:${address.port}`
+})
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  /** The body parsed as JSON (undefined when it is not JSON). */
+  readonly body: any
+}
+
+/** Sends a request to the server under test. */
+export const call = (path: string, init: RequestInit = {}) =>
+  Effect.flatMap(baseUrl, (base) =>
+    Effect.promise(async (): Promise<Reply> => {
+      const response = await fetch(`${base}${path}`, init)
+      const text = await response.text()
+      let body: unknown
+      try {
+        body = JSON.parse(text)
+      } catch {
+        body = undefined
+      }
+      return { status: response.status, headers: response.headers, text, body }
+    }))
+
+export const bearer = (secret: string): Record<string, string> => ({ authorization: `Bearer ${secret}` })
+
+export interface Customer {
+  readonly accountId: Ids.AccountId
+  readonly keyId: Ids.ApiKeyId
+  readonly secret: string
+}
+
+/** A new account holding `credits` micros, with a key made with `keyOptions`. */
+export const customer = (credits = 10_000_000, keyOptions: Accounts.KeyOptions = {}) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts.Accounts
+    const { account } = yield* accounts.create({ name: `acme-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
+    const key = yield* accounts.createKey(account.id, keyOptions)
+    return { accountId: account.id, keyId: key.record.id, secret: key.secret } satisfies Customer
+  })
+
+/** POST /api/v1/jobs as `who`. */
+export const submit = (
+  who: Customer,
+  body: unknown = { model: MODEL, input: INPUT },
+  /** null sends no Idempotency-Key. */
+  idempotencyKey: string | null = randomUUID()
+) =>
+  call("/api/v1/jobs", {
+    method: "POST",
+    headers: {
+      ...bearer(who.secret),
+      "content-type": "application/json",
+      ...(idempotencyKey === null ? {} : { "idempotency-key": idempotencyKey })
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+export const usage = (who: Customer, query = "") =>
+  call(`/api/v1/usage${query}`, { headers: bearer(who.secret) })
+
+async function* chunksOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield bytes
+}
+
+/**
+ * Plays the worker: claims the task and makes it succeed with one image result holding `bytes`
+ * (written to the BlobStore and the MediaStore). Returns the task as the API shows it afterwards.
+ */
+export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Array, contentType = "image/png") =>
+  Effect.gen(function*() {
+    const tasks = yield* TaskStore.TaskStore
+    const media = yield* MediaStore.MediaStore
+    const blobs = yield* BlobStore.BlobStore
+    const now = new Date()
+    const claims = yield* tasks.claim({ workerId: "test-worker", limit: 1000, leaseMs: 60_000, now })
+    const claim = claims.find((candidate) => candidate.task.id === taskId)
+    if (claim === undefined) throw new Error(`task ${taskId} is not claimable`)
+    const resultId = randomUUID() as Ids.ResultId
+    const blobKey = `results/${resultId}`
+    const written = yield* blobs.put(blobKey, chunksOf(bytes), { maxBytes: bytes.byteLength })
+    yield* media.putResult({
+      id: resultId,
+      accountId: who.accountId,
+      taskId: claim.task.id,
+      contentType,
+      sizeBytes: written.sizeBytes,
+      sha256: written.sha256,
+      blobKey,
+      createdAt: now
+    })
+    const base = { taskId: claim.task.id, leaseToken: claim.leaseToken, now }
+    yield* tasks.transition({ ...base, from: "queued", to: "submitting", keepLease: true })
+    const done = yield* tasks.transition({
+      ...base,
+      from: "submitting",
+      to: "succeeded",
+      keepLease: false,
+      chargeMicros: claim.task.priceMicros,
+      assets: [{ id: "asset-1", type: "image", resultId, mimeType: contentType }]
+    })
+    if (done._tag !== "Done") throw new Error(`transition failed: ${done._tag}`)
+    return { resultId, sha256: written.sha256 }
+  })
+
+/** The asset urls of a task as the API returns it. */
+export const assetUrls = (task: Task.Task): Array<string> => task.assets.flatMap((asset) => asset.url ?? [])
+
+/** A small valid PNG (1x1, transparent). */
+export const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+  "base64"
+)
