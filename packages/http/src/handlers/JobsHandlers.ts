@@ -8,12 +8,11 @@
 import { Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { Errors, Ids, TaskRunner } from "@taskmeter/kernel"
+import { Errors, Ids, TaskRunner, TaskView } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller } from "../api/Security.ts"
 import * as JsonBody from "../JsonBody.ts"
-import * as TaskView from "../TaskView.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 const requestFields = Object.keys(JobRequest.fields).join(", ")

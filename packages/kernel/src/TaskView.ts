@@ -3,13 +3,14 @@
  * `/api/v1/results/<uuid>` and text results inline. Nothing else of the record (input, account,
  * upstream reference, lease) leaves the server.
  */
-import type { Task, TaskStore } from "@taskmeter/kernel"
-import { TaskRunner } from "@taskmeter/kernel"
+import type * as Task from "./Task.ts"
+import { resultUrl } from "./TaskRunner.ts"
+import type * as TaskStore from "./TaskStore.ts"
 
 export const asset = (stored: TaskStore.StoredAsset): Task.Asset => ({
   id: stored.id,
   type: stored.type,
-  ...(stored.resultId === undefined ? {} : { url: TaskRunner.resultUrl(stored.resultId) }),
+  ...(stored.resultId === undefined ? {} : { url: resultUrl(stored.resultId) }),
   ...(stored.text === undefined ? {} : { text: stored.text })
 })
 

@@ -1,0 +1,675 @@
+/**
+ * The built-in OAuth 2.1 authorization server that MCP clients sign in with, and the check of
+ * the access tokens it issues. It lives on the service's own origin: the issuer is the base
+ * URL, its endpoints sit at the root paths clients guess when they skip discovery
+ * (/authorize, /token, /register, /revoke), and the protected resource is `<base>/mcp`.
+ *
+ * What it implements, and the choices where the standards leave one:
+ * - Authorization code grant with PKCE, S256 only (plain and a missing challenge are refused).
+ * - Clients: dynamic registration (RFC 7591; public clients, or confidential ones with a secret
+ *   for client_secret_basic/_post) and Client ID Metadata Documents (an https client_id whose
+ *   document is fetched when sign-in starts; those clients are public).
+ * - RFC 8707 `resource`: a missing one means `<base>/mcp`; any other value is `invalid_target`.
+ *   The resource is bound into the grant, and the MCP endpoint accepts only tokens bound to it.
+ * - RFC 9207: every authorization response carries `iss`.
+ * - Scopes are the API's own scopes that the MCP tools use: `jobs:create jobs:read usage:read`.
+ *   Scopes the server does not know are dropped (clients often ask for generic ones such as
+ *   `openid`); when none is left, all three are asked for. The owner signs in with an API key,
+ *   and the grant gets only the scopes that key holds, so a sign-in never widens a key.
+ * - Tokens are opaque random strings, stored hashed. Access tokens live one hour, refresh tokens
+ *   thirty days from their issue; every refresh rotates the refresh token, and presenting a
+ *   rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
+ *   the grant. Revoking the API key the owner signed in with ends its grants too: the key is
+ *   checked at every use of a token.
+ * - An authorization code lives five minutes and redeems once; a second redemption revokes
+ *   the tokens the first one issued.
+ * - The sign-in page is protected against CSRF by a token bound to the pending authorization,
+ *   sent both as a form field and as a SameSite=Strict cookie; five refused sign-ins end it.
+ */
+import { Clock, Context, Effect, Layer, Result } from "effect"
+import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"
+import * as ClientIdMetadata from "./ClientIdMetadata.ts"
+import * as ClientMetadata from "./ClientMetadata.ts"
+import { oauthError } from "./OAuthError.ts"
+import type { OAuthError } from "./OAuthError.ts"
+import { OAuthStore } from "./OAuthStore.ts"
+import type { Grant, NewTokens, PendingAuthorization } from "./OAuthStore.ts"
+import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/secrets.ts"
+
+export interface Options {
+  /** The public origin of the service, e.g. `https://api.example.com` (no path): the issuer. */
+  readonly baseUrl: string
+  readonly accessTokenTtlSeconds?: number | undefined
+  readonly refreshTokenTtlSeconds?: number | undefined
+  readonly authorizationCodeTtlSeconds?: number | undefined
+  /** How long the sign-in page stays valid. */
+  readonly signInTtlSeconds?: number | undefined
+  readonly maxSignInAttempts?: number | undefined
+  readonly clientIdMetadata?: Partial<ClientIdMetadata.Options> | undefined
+}
+
+/** The scopes MCP clients are offered, in the order the sign-in page lists them. */
+export const mcpScopes: ReadonlyArray<Scope.Scope> = ["jobs:create", "jobs:read", "usage:read"]
+
+export interface Settings {
+  readonly issuer: string
+  readonly resource: string
+  readonly resourceMetadataUrl: string
+  readonly endpoints: {
+    readonly authorization: string
+    readonly token: string
+    readonly registration: string
+    readonly revocation: string
+  }
+  readonly accessTokenTtlSeconds: number
+  readonly refreshTokenTtlSeconds: number
+  readonly authorizationCodeTtlSeconds: number
+  readonly signInTtlSeconds: number
+  readonly maxSignInAttempts: number
+  readonly clientIdMetadata: ClientIdMetadata.Options
+}
+
+/** Resolves the options; throws on a base URL that is not a bare http(s) origin (a configuration defect). */
+export const settings = (options: Options): Settings => {
+  const base = new URL(options.baseUrl)
+  if ((base.protocol !== "https:" && base.protocol !== "http:") || base.pathname !== "/" || base.search !== "") {
+    throw new Error(`AuthorizationServer: baseUrl must be an http(s) origin without a path, got ${options.baseUrl}`)
+  }
+  const issuer = base.origin
+  return {
+    issuer,
+    resource: `${issuer}/mcp`,
+    resourceMetadataUrl: `${issuer}/.well-known/oauth-protected-resource/mcp`,
+    endpoints: {
+      authorization: `${issuer}/authorize`,
+      token: `${issuer}/token`,
+      registration: `${issuer}/register`,
+      revocation: `${issuer}/revoke`
+    },
+    accessTokenTtlSeconds: options.accessTokenTtlSeconds ?? 3600,
+    refreshTokenTtlSeconds: options.refreshTokenTtlSeconds ?? 30 * 24 * 3600,
+    authorizationCodeTtlSeconds: options.authorizationCodeTtlSeconds ?? 300,
+    signInTtlSeconds: options.signInTtlSeconds ?? 600,
+    maxSignInAttempts: options.maxSignInAttempts ?? 5,
+    clientIdMetadata: { ...ClientIdMetadata.defaults, ...options.clientIdMetadata }
+  }
+}
+
+/** RFC 8414 authorization server metadata. */
+export const authorizationServerMetadata = (s: Settings) => ({
+  issuer: s.issuer,
+  authorization_endpoint: s.endpoints.authorization,
+  token_endpoint: s.endpoints.token,
+  registration_endpoint: s.endpoints.registration,
+  revocation_endpoint: s.endpoints.revocation,
+  scopes_supported: mcpScopes,
+  response_types_supported: ["code"],
+  response_modes_supported: ["query"],
+  grant_types_supported: ["authorization_code", "refresh_token"],
+  token_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+  revocation_endpoint_auth_methods_supported: ["none", "client_secret_basic", "client_secret_post"],
+  code_challenge_methods_supported: ["S256"],
+  authorization_response_iss_parameter_supported: true,
+  client_id_metadata_document_supported: true
+})
+
+/** RFC 9728 protected resource metadata of the MCP endpoint. */
+export const protectedResourceMetadata = (s: Settings) => ({
+  resource: s.resource,
+  authorization_servers: [s.issuer],
+  scopes_supported: mcpScopes,
+  bearer_methods_supported: ["header"],
+  resource_name: "taskmeter MCP"
+})
+
+/** What the sign-in page shows. */
+export interface SignInView {
+  readonly pendingId: string
+  readonly csrfToken: string
+  readonly clientName: string | null
+  readonly clientVerified: boolean
+  readonly clientId: string
+  readonly redirectUri: string
+  /** How the page names where the browser returns: the redirect URI's host, or an app's link scheme. */
+  readonly redirectTarget: string
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  readonly expiresAt: Date
+  /** Why the last attempt was refused. */
+  readonly error?: string | undefined
+}
+
+export type AuthorizeOutcome =
+  | { readonly _tag: "SignIn"; readonly view: SignInView; readonly status: number }
+  /** Back to the client; `endsSignIn` names the pending authorization whose cookie can go. */
+  | { readonly _tag: "Redirect"; readonly location: string; readonly endsSignIn?: string | undefined }
+  /** Nothing can be sent back to the client (unknown client, bad redirect URI, expired page). */
+  | { readonly _tag: "Problem"; readonly status: number; readonly title: string; readonly detail: string }
+
+export interface Decision {
+  readonly pendingId: string
+  readonly csrfToken: string
+  /** The CSRF cookie the browser sent, if any. */
+  readonly cookieToken: string | undefined
+  readonly credential: string
+  readonly approve: boolean
+}
+
+export interface TokenResponse {
+  readonly access_token: string
+  readonly token_type: "Bearer"
+  readonly expires_in: number
+  readonly refresh_token: string
+  readonly scope: string
+}
+
+/** A verified access token: who calls, with which powers, through which client. */
+export interface Verified {
+  readonly caller: Accounts.Caller
+  readonly clientId: string
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  readonly expiresAt: Date
+  readonly resource: string
+}
+
+export class AuthorizationServer extends Context.Service<AuthorizationServer, {
+  readonly settings: Settings
+  /** RFC 7591 registration: the registration response, or an OAuth error. */
+  readonly register: (body: unknown) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
+  /** GET /authorize: checks the request and opens a sign-in, or says why not. */
+  readonly authorize: (query: URLSearchParams) => Effect.Effect<AuthorizeOutcome>
+  /** POST /authorize: the owner's answer on the sign-in page. */
+  readonly decide: (decision: Decision) => Effect.Effect<AuthorizeOutcome>
+  /** POST /token, form-encoded, with the request's Authorization header if any. */
+  readonly token: (
+    form: URLSearchParams,
+    authorization: string | undefined
+  ) => Effect.Effect<TokenResponse, OAuthError>
+  /** POST /revoke (RFC 7009): succeeds for unknown tokens too; fails only on client authentication. */
+  readonly revoke: (form: URLSearchParams, authorization: string | undefined) => Effect.Effect<void, OAuthError>
+  /** Checks an access token presented to the MCP endpoint. */
+  readonly verify: (accessToken: string) => Effect.Effect<Verified, Errors.AuthRequired | Errors.AuthUnavailable>
+}>()("@taskmeter/mcp/AuthorizationServer") {}
+
+const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+const later = (from: Date, seconds: number) => new Date(from.getTime() + seconds * 1000)
+
+const unavailable = (error: StoreError.StoreUnavailable) =>
+  oauthError("temporarily_unavailable", `Sign-in storage is unavailable: ${error.message}`)
+
+/** Adds the authorization response parameters to a redirect URI, keeping its own query. */
+const responseLocation = (redirectUri: string, params: { readonly [name: string]: string | null }) => {
+  const url = new URL(redirectUri)
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== null) url.searchParams.set(name, value)
+  }
+  return url.href
+}
+
+/** The requested scopes this server knows; all MCP scopes when none is known. */
+const requestedScopes = (scope: string | null): ReadonlyArray<Scope.Scope> => {
+  const known = (scope ?? "").split(" ").filter((name): name is Scope.Scope => (mcpScopes as ReadonlyArray<string>).includes(name))
+  return known.length === 0 ? mcpScopes : mcpScopes.filter((name) => known.includes(name))
+}
+
+const intersect = (a: ReadonlyArray<Scope.Scope>, b: ReadonlyArray<Scope.Scope>) => a.filter((scope) => b.includes(scope))
+
+/** Client credentials presented at the token or revocation endpoint (RFC 6749 §2.3.1). */
+const presentedClient = (
+  form: URLSearchParams,
+  authorization: string | undefined
+): Result.Result<{ readonly clientId: string; readonly secret: string | null }, OAuthError> => {
+  const basic = authorization?.match(/^Basic\s+([A-Za-z0-9+/=]+)\s*$/i)
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, "base64").toString("utf8")
+    const colon = decoded.indexOf(":")
+    if (colon < 0) return Result.fail(oauthError("invalid_client", "Malformed Basic client credentials."))
+    try {
+      return Result.succeed({
+        clientId: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, " ")),
+        secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, " "))
+      })
+    } catch {
+      return Result.fail(oauthError("invalid_client", "Malformed Basic client credentials."))
+    }
+  }
+  const clientId = form.get("client_id")
+  if (clientId === null || clientId === "") return Result.fail(oauthError("invalid_client", "client_id is required."))
+  return Result.succeed({ clientId, secret: form.get("client_secret") })
+}
+
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const s = settings(options)
+    const store = yield* OAuthStore
+    const accounts = yield* Accounts.Accounts
+
+    /** The client a token request comes from, authenticated as it registered. */
+    const authenticateClient = (form: URLSearchParams, authorization: string | undefined) =>
+      Effect.gen(function*() {
+        const presented = yield* Effect.fromResult(presentedClient(form, authorization))
+        if (ClientIdMetadata.isDocumentClientId(presented.clientId)) {
+          if (presented.secret !== null) {
+            return yield* Effect.fail(oauthError("invalid_client", "A client identified by a metadata document has no secret."))
+          }
+          return presented.clientId
+        }
+        const client = yield* Effect.mapError(store.getClient(presented.clientId), unavailable)
+        if (client === undefined) return yield* Effect.fail(oauthError("invalid_client", "Unknown client_id."))
+        if (client.secretHash !== null && (presented.secret === null || !safeEqual(sha256Hex(presented.secret), client.secretHash))) {
+          return yield* Effect.fail(oauthError("invalid_client", "Client authentication failed."))
+        }
+        return client.clientId
+      })
+
+    /**
+     * The scopes and limits of the API key a grant was approved with, as the key stands now:
+     * undefined when the key (or the account) can no longer be used.
+     */
+    const keyStanding = (grant: Grant) =>
+      grant.apiKeyId === null
+        ? Effect.succeed({ scopes: Scope.all, usageLimit: null as number | null })
+        : Effect.map(accounts.listKeys(grant.accountId), (keys) => {
+          const key = keys.find((candidate) => candidate.id === grant.apiKeyId)
+          return key === undefined || key.revokedAt !== null ? undefined : { scopes: key.scopes, usageLimit: key.usageLimit }
+        })
+
+    const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>) => {
+      const access = newSecret(PREFIX.accessToken)
+      const refresh = newSecret(PREFIX.refreshToken)
+      const record: NewTokens = {
+        accessHash: sha256Hex(access),
+        accessExpiresAt: later(at, s.accessTokenTtlSeconds),
+        refreshHash: sha256Hex(refresh),
+        refreshExpiresAt: later(at, s.refreshTokenTtlSeconds),
+        scopes
+      }
+      const response: TokenResponse = {
+        access_token: access,
+        token_type: "Bearer",
+        expires_in: s.accessTokenTtlSeconds,
+        refresh_token: refresh,
+        scope: scopes.join(" ")
+      }
+      return { record, response }
+    }
+
+    const checkResource = (form: URLSearchParams, bound: string) => {
+      const resources = form.getAll("resource")
+      return resources.every((resource) => resource === bound)
+        ? Effect.void
+        : Effect.fail(oauthError("invalid_target", `This grant is for ${bound} only.`))
+    }
+
+    const register = (body: unknown) =>
+      Effect.gen(function*() {
+        const metadata = yield* Effect.fromResult(ClientMetadata.parse(body))
+        const at = yield* now
+        const clientId = `mcpc_${crypto.randomUUID()}`
+        const secret = metadata.tokenEndpointAuthMethod === "none" ? null : newSecret(PREFIX.clientSecret)
+        yield* Effect.mapError(
+          store.insertClient({
+            clientId,
+            secretHash: secret === null ? null : sha256Hex(secret),
+            tokenEndpointAuthMethod: metadata.tokenEndpointAuthMethod,
+            redirectUris: metadata.redirectUris,
+            clientName: metadata.clientName,
+            metadata: metadata.echo,
+            createdAt: at
+          }),
+          unavailable
+        )
+        return {
+          ...metadata.echo,
+          client_id: clientId,
+          client_id_issued_at: Math.floor(at.getTime() / 1000),
+          ...(secret === null ? {} : { client_secret: secret, client_secret_expires_at: 0 })
+        }
+      })
+
+    const problem = (status: number, title: string, detail: string): AuthorizeOutcome => ({
+      _tag: "Problem",
+      status,
+      title,
+      detail
+    })
+
+    const authorize = (query: URLSearchParams): Effect.Effect<AuthorizeOutcome> =>
+      Effect.gen(function*() {
+        const clientId = query.get("client_id")
+        if (clientId === null || clientId === "") {
+          return problem(400, "This sign-in link is incomplete", "The app did not say who it is (client_id is missing).")
+        }
+        const client = ClientIdMetadata.isDocumentClientId(clientId)
+          ? yield* Effect.result(ClientIdMetadata.fetchClient(clientId, s.clientIdMetadata)).pipe(
+            Effect.map((result) =>
+              Result.isSuccess(result)
+                ? { redirectUris: result.success.redirectUris, clientName: result.success.clientName, verified: true }
+                : result.failure.description
+            )
+          )
+          : yield* store.getClient(clientId).pipe(
+            Effect.map((found) =>
+              found === undefined
+                ? "The app is not registered with this service."
+                : { redirectUris: found.redirectUris, clientName: found.clientName, verified: false }
+            ),
+            Effect.catchTag("StoreUnavailable", () => Effect.succeed(undefined))
+          )
+        if (client === undefined) {
+          return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+        }
+        if (typeof client === "string") return problem(400, "This app cannot sign in", client)
+
+        const presentedRedirect = query.get("redirect_uri")
+        const redirectUri = presentedRedirect === null
+          ? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined)
+          : client.redirectUris.some((registered) => ClientMetadata.redirectUriMatches(registered, presentedRedirect))
+          ? presentedRedirect
+          : undefined
+        if (redirectUri === undefined) {
+          return problem(
+            400,
+            "This app cannot sign in",
+            presentedRedirect === null
+              ? "The app did not say where to return after sign-in (redirect_uri is missing)."
+              : "The app asked to return to an address it has not registered."
+          )
+        }
+
+        const state = query.get("state")
+        const fail = (error: string, description: string): AuthorizeOutcome => ({
+          _tag: "Redirect",
+          location: responseLocation(redirectUri, { error, error_description: description, state, iss: s.issuer })
+        })
+        if (query.get("response_type") !== "code") {
+          return fail("unsupported_response_type", "Only response_type=code is supported.")
+        }
+        const challenge = query.get("code_challenge")
+        if (challenge === null || query.get("code_challenge_method") !== "S256" || !CHALLENGE.test(challenge)) {
+          return fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256.")
+        }
+        const resources = query.getAll("resource")
+        if (resources.some((resource) => resource !== s.resource)) {
+          return fail("invalid_target", `This server issues tokens for ${s.resource} only.`)
+        }
+
+        const at = yield* now
+        const csrfToken = newSecret("")
+        const pending: PendingAuthorization = {
+          id: crypto.randomUUID(),
+          csrfHash: sha256Hex(csrfToken),
+          clientId,
+          clientName: client.clientName,
+          clientVerified: client.verified,
+          redirectUri,
+          state,
+          codeChallenge: challenge,
+          scopes: requestedScopes(query.get("scope")),
+          resource: s.resource,
+          failedAttempts: 0,
+          createdAt: at,
+          expiresAt: later(at, s.signInTtlSeconds)
+        }
+        const stored = yield* Effect.result(store.insertPending(pending))
+        if (Result.isFailure(stored)) {
+          return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+        }
+        return { _tag: "SignIn", status: 200, view: viewOf(pending, csrfToken) }
+      })
+
+    const viewOf = (pending: PendingAuthorization, csrfToken: string, error?: string): SignInView => ({
+      pendingId: pending.id,
+      csrfToken,
+      clientName: pending.clientName,
+      clientVerified: pending.clientVerified,
+      clientId: pending.clientId,
+      redirectUri: pending.redirectUri,
+      redirectTarget: ClientMetadata.redirectTarget(pending.redirectUri),
+      scopes: pending.scopes,
+      expiresAt: pending.expiresAt,
+      error
+    })
+
+    const expired = problem(
+      400,
+      "This sign-in has ended",
+      "The sign-in page expired or was already answered. Start again from your app."
+    )
+    const storeDown = problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+
+    /** Who the credential on the sign-in page belongs to, or why it was refused. */
+    const signInWith = (credential: string, at: Date) =>
+      credential.startsWith(PREFIX.signInCode)
+        ? Effect.map(store.redeemSignInCode(sha256Hex(credential), at), (accountId) =>
+          accountId === undefined
+            ? ({ _tag: "Refused", reason: "That sign-in code is not valid, or was already used." } as const)
+            : ({ _tag: "Accepted", accountId, apiKeyId: null, scopes: Scope.all } as const))
+        : accounts.authenticate(credential).pipe(
+          Effect.map((caller) =>
+            ({ _tag: "Accepted", accountId: caller.accountId, apiKeyId: caller.apiKeyId, scopes: caller.scopes }) as const
+          ),
+          Effect.catchTags({
+            AuthRequired: () => Effect.succeed({ _tag: "Refused", reason: "That API key was not accepted." } as const),
+            PermissionDenied: () => Effect.succeed({ _tag: "Refused", reason: "That API key has been revoked." } as const),
+            ApiKeyRateLimited: (error) =>
+              Effect.succeed({
+                _tag: "Refused",
+                reason: `That API key is over its request rate; wait ${error.retryAfterSeconds ?? 60} seconds.`
+              } as const),
+            AuthUnavailable: (error) => Effect.fail(new StoreError.StoreUnavailable({ message: error.message }))
+          })
+        )
+
+    const decide = (decision: Decision): Effect.Effect<AuthorizeOutcome> =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const pending = yield* store.getPending(decision.pendingId, at)
+        if (pending === undefined) return expired
+        const csrfValid = decision.cookieToken !== undefined && safeEqual(decision.csrfToken, decision.cookieToken) &&
+          safeEqual(sha256Hex(decision.csrfToken), pending.csrfHash)
+        if (!csrfValid) {
+          return problem(
+            403,
+            "This sign-in could not be verified",
+            "The form did not come from the sign-in page this browser opened. Start again from your app."
+          )
+        }
+        const back = (params: { readonly [name: string]: string | null }): AuthorizeOutcome => ({
+          _tag: "Redirect",
+          location: responseLocation(pending.redirectUri, { ...params, state: pending.state, iss: s.issuer }),
+          endsSignIn: pending.id
+        })
+        if (!decision.approve) {
+          return (yield* store.takePending(pending.id, at)) === undefined
+            ? expired
+            : back({ error: "access_denied", error_description: "The account owner declined." })
+        }
+
+        const refuse = (reason: string) =>
+          Effect.gen(function*() {
+            const attempts = yield* store.recordFailedAttempt(pending.id, at)
+            if (attempts === undefined) return expired
+            if (attempts >= s.maxSignInAttempts) {
+              yield* store.takePending(pending.id, at)
+              return problem(429, "Too many attempts", "This sign-in was stopped after repeated refusals. Start again from your app.")
+            }
+            return { _tag: "SignIn", status: 401, view: viewOf(pending, decision.csrfToken, reason) } as const
+          })
+
+        const credential = decision.credential.trim()
+        if (credential === "") return yield* refuse("Enter an API key or a sign-in code.")
+        const signedIn = yield* signInWith(credential, at)
+        if (signedIn._tag === "Refused") return yield* refuse(signedIn.reason)
+        const scopes = intersect(pending.scopes, signedIn.scopes)
+        if (scopes.length === 0) {
+          return yield* refuse(
+            `That key cannot grant any of the permissions asked for (it holds ${signedIn.scopes.join(", ")}).`
+          )
+        }
+
+        if ((yield* store.takePending(pending.id, at)) === undefined) return expired
+        const code = newSecret(PREFIX.authorizationCode)
+        yield* store.insertCode({
+          hash: sha256Hex(code),
+          grantId: crypto.randomUUID(),
+          clientId: pending.clientId,
+          redirectUri: pending.redirectUri,
+          codeChallenge: pending.codeChallenge,
+          accountId: signedIn.accountId,
+          apiKeyId: signedIn.apiKeyId,
+          scopes,
+          resource: pending.resource,
+          createdAt: at,
+          expiresAt: later(at, s.authorizationCodeTtlSeconds),
+          redeemedAt: null
+        })
+        return back({ code })
+      }).pipe(Effect.catchTag("StoreUnavailable", () => Effect.succeed(storeDown)))
+
+    const exchangeCode = (form: URLSearchParams, clientId: string) =>
+      Effect.gen(function*() {
+        const code = form.get("code")
+        const verifier = form.get("code_verifier")
+        if (code === null || verifier === null) {
+          return yield* Effect.fail(oauthError("invalid_request", "code and code_verifier are required."))
+        }
+        const hash = sha256Hex(code)
+        const stored = yield* Effect.mapError(store.getCode(hash), unavailable)
+        if (stored === undefined || stored.clientId !== clientId) {
+          return yield* Effect.fail(oauthError("invalid_grant", "The authorization code is not valid for this client."))
+        }
+        const redirectUri = form.get("redirect_uri")
+        if (redirectUri !== null && redirectUri !== stored.redirectUri) {
+          return yield* Effect.fail(oauthError("invalid_grant", "redirect_uri differs from the authorization request."))
+        }
+        if (!verifyPkce(verifier, stored.codeChallenge)) {
+          return yield* Effect.fail(oauthError("invalid_grant", "code_verifier does not match the code_challenge."))
+        }
+        yield* checkResource(form, stored.resource)
+        const at = yield* now
+        const issued = newTokens(at, stored.scopes)
+        const redemption = yield* Effect.mapError(store.redeemCode(hash, at, issued.record), unavailable)
+        switch (redemption._tag) {
+          case "Redeemed":
+            return issued.response
+          case "AlreadyRedeemed":
+            return yield* Effect.fail(
+              oauthError("invalid_grant", "The authorization code was already used; the tokens issued with it are revoked.")
+            )
+          case "Invalid":
+            return yield* Effect.fail(oauthError("invalid_grant", "The authorization code has expired."))
+        }
+      })
+
+    const refresh = (form: URLSearchParams, clientId: string) =>
+      Effect.gen(function*() {
+        const token = form.get("refresh_token")
+        if (token === null) return yield* Effect.fail(oauthError("invalid_request", "refresh_token is required."))
+        const hash = sha256Hex(token)
+        const found = yield* Effect.mapError(store.findToken(hash), unavailable)
+        if (found === undefined || found.token.kind !== "refresh" || found.grant.clientId !== clientId) {
+          return yield* Effect.fail(oauthError("invalid_grant", "The refresh token is not valid for this client."))
+        }
+        yield* checkResource(form, found.grant.resource)
+        const asked = form.get("scope")
+        const askedNames = asked === null ? [] : asked.split(" ").filter((name) => name !== "")
+        const scopes = asked === null ? found.token.scopes : found.grant.scopes.filter((scope) => askedNames.includes(scope))
+        if (asked !== null && (scopes.length === 0 || scopes.length !== new Set(askedNames).size)) {
+          return yield* Effect.fail(oauthError("invalid_scope", `The grant allows ${found.grant.scopes.join(" ")} at most.`))
+        }
+        const at = yield* now
+        const standing = yield* Effect.mapError(keyStanding(found.grant), unavailable)
+        if (standing === undefined) {
+          yield* Effect.mapError(store.revokeGrant(found.grant.id, at), unavailable)
+          return yield* Effect.fail(oauthError("invalid_grant", "The API key this sign-in used has been revoked; sign in again."))
+        }
+        const issued = newTokens(at, intersect(scopes, standing.scopes))
+        const rotation = yield* Effect.mapError(store.rotateRefresh(hash, at, issued.record), unavailable)
+        switch (rotation._tag) {
+          case "Rotated":
+            return issued.response
+          case "Reused":
+            return yield* Effect.fail(
+              oauthError("invalid_grant", "The refresh token was already used; this sign-in is revoked. Sign in again.")
+            )
+          case "Invalid":
+            return yield* Effect.fail(oauthError("invalid_grant", "The refresh token has expired or was revoked."))
+        }
+      })
+
+    const token = (form: URLSearchParams, authorization: string | undefined) =>
+      Effect.gen(function*() {
+        const clientId = yield* authenticateClient(form, authorization)
+        switch (form.get("grant_type")) {
+          case "authorization_code":
+            return yield* exchangeCode(form, clientId)
+          case "refresh_token":
+            return yield* refresh(form, clientId)
+          case null:
+            return yield* Effect.fail(oauthError("invalid_request", "grant_type is required."))
+          default:
+            return yield* Effect.fail(
+              oauthError("unsupported_grant_type", "Only authorization_code and refresh_token grants are supported.")
+            )
+        }
+      })
+
+    const revoke = (form: URLSearchParams, authorization: string | undefined) =>
+      Effect.gen(function*() {
+        const clientId = yield* authenticateClient(form, authorization)
+        const token = form.get("token")
+        if (token === null) return yield* Effect.fail(oauthError("invalid_request", "token is required."))
+        const found = yield* Effect.mapError(store.findToken(sha256Hex(token)), unavailable)
+        if (found !== undefined && found.grant.clientId === clientId) {
+          yield* Effect.mapError(Effect.flatMap(now, (at) => store.revokeGrant(found.grant.id, at)), unavailable)
+        }
+      })
+
+    const authRequired = (message: string) => Effect.fail(new Errors.AuthRequired({ message }))
+
+    const verify = (accessToken: string) =>
+      Effect.gen(function*() {
+        const found = yield* store.findToken(sha256Hex(accessToken))
+        if (found === undefined || found.token.kind !== "access") {
+          return yield* authRequired("The access token is not valid; sign in again.")
+        }
+        const { grant, token } = found
+        const at = yield* now
+        if (token.expiresAt.getTime() <= at.getTime()) return yield* authRequired("The access token has expired.")
+        if (grant.revokedAt !== null) return yield* authRequired("The access token was revoked; sign in again.")
+        if (grant.resource !== s.resource) {
+          return yield* authRequired(`The access token was issued for ${grant.resource}, not for ${s.resource}.`)
+        }
+        const standing = yield* keyStanding(grant)
+        if (standing === undefined) {
+          return yield* authRequired("The API key this sign-in used has been revoked; sign in again.")
+        }
+        const scopes = intersect(token.scopes, standing.scopes)
+        return {
+          caller: { accountId: grant.accountId, apiKeyId: grant.apiKeyId, scopes, keyUsageLimit: standing.usageLimit },
+          clientId: grant.clientId,
+          scopes,
+          expiresAt: token.expiresAt,
+          resource: grant.resource
+        } satisfies Verified
+      }).pipe(
+        Effect.catchTag(
+          "StoreUnavailable",
+          (error) => Effect.fail(new Errors.AuthUnavailable({ message: `Authentication is unavailable: ${error.message}` }))
+        )
+      )
+
+    return AuthorizationServer.of({
+      settings: s,
+      register,
+      authorize,
+      decide,
+      token,
+      revoke,
+      verify
+    })
+  })
+
+/** The authorization server over the OAuthStore and Accounts of the context. */
+export const layer = (options: Options): Layer.Layer<AuthorizationServer, never, OAuthStore | Accounts.Accounts> =>
+  Layer.effect(AuthorizationServer, make(options))

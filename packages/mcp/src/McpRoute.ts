@@ -1,0 +1,118 @@
+/**
+ * The /mcp route: an OAuth 2.1 resource server in front of the MCP handler.
+ *
+ * A request needs `Authorization: Bearer <token>`, where the token is an access token of the
+ * built-in authorization server issued for exactly `<base>/mcp`, or, for clients configured
+ * with a static header instead of OAuth, an API key of the account (`tm_…`, checked like the
+ * API checks it, rate limit included). Without a valid one the answer is 401 with
+ *
+ *   WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp",
+ *                     scope="jobs:create jobs:read usage:read"
+ *
+ * (and `error="invalid_token"` when a token was presented, RFC 6750 §3.1), and the body is the
+ * spec's `{ code, error }`. An unreachable authentication store is 503 AUTH_UNAVAILABLE.
+ *
+ * The route answers any origin (CORS without credentials: a bearer token is not a cookie), and
+ * exposes WWW-Authenticate so browser clients can start discovery from the challenge.
+ */
+import { Effect, Layer } from "effect"
+import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Accounts, Errors } from "@taskmeter/kernel"
+import { AuthorizationServer, mcpScopes } from "./AuthorizationServer.ts"
+import { CALLER_KEY, McpHandler } from "./McpHandler.ts"
+
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-expose-headers": "www-authenticate, mcp-session-id, mcp-protocol-version"
+} as const
+
+const PREFLIGHT = {
+  ...CORS,
+  "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+  "access-control-allow-headers":
+    "authorization, content-type, accept, last-event-id, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name",
+  "access-control-max-age": "86400"
+} as const
+
+const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`
+
+export const layer: Layer.Layer<
+  never,
+  never,
+  HttpRouter.HttpRouter | AuthorizationServer | McpHandler | Accounts.Accounts
+> = Layer.effectDiscard(Effect.gen(function*() {
+  const router = yield* HttpRouter.HttpRouter
+  const server = yield* AuthorizationServer
+  const handler = yield* McpHandler
+  const accounts = yield* Accounts.Accounts
+  const { resource, resourceMetadataUrl } = server.settings
+
+  const challenge = (error?: { readonly description: string }) =>
+    [
+      `Bearer resource_metadata=${quoted(resourceMetadataUrl)}`,
+      `scope=${quoted(mcpScopes.join(" "))}`,
+      ...(error === undefined ? [] : ['error="invalid_token"', `error_description=${quoted(error.description)}`])
+    ].join(", ")
+
+  // /mcp refuses only with 401, 403 and 503 (none carries Retry-After), so the spec's body and
+  // status are all there is to it; the OAuth challenge header is what this route adds.
+  const refuse = (error: Errors.ApiError, presented: boolean) =>
+    HttpServerResponse.jsonUnsafe(Errors.errorBody(error), {
+      status: error.status,
+      headers: {
+        ...CORS,
+        ...(error.status === 401 ? { "www-authenticate": challenge(presented ? { description: error.message } : undefined) } : {})
+      }
+    })
+
+  /** The caller and the token's facts for the SDK, or the refusal to send. */
+  const authenticate = (authorization: string | undefined) =>
+    Effect.gen(function*() {
+      const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+      if (token === undefined) {
+        return yield* new Errors.AuthRequired({
+          message: `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key>.`
+        })
+      }
+      if (token.startsWith(Accounts.KEY_PREFIX)) {
+        const caller = yield* accounts.authenticate(token)
+        return { token, clientId: "api-key", scopes: [...caller.scopes], caller, expiresAt: undefined }
+      }
+      const verified = yield* server.verify(token)
+      return {
+        token,
+        clientId: verified.clientId,
+        scopes: [...verified.scopes],
+        caller: verified.caller,
+        expiresAt: Math.floor(verified.expiresAt.getTime() / 1000)
+      }
+    })
+
+  const serve = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.gen(function*() {
+      if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: PREFLIGHT })
+      const authorization = request.headers.authorization
+      const auth = yield* Effect.result(authenticate(authorization))
+      if (auth._tag === "Failure") return refuse(auth.failure, authorization !== undefined)
+      const { caller, ...facts } = auth.success
+      const response = yield* HttpEffect.fromWebHandler((webRequest) =>
+        handler.fetch(webRequest, {
+          authInfo: {
+            ...facts,
+            resource: new URL(resource),
+            resourceMetadataUrl,
+            extra: { [CALLER_KEY]: caller }
+          }
+        })
+      ).pipe(
+        Effect.catchTag("HttpServerError", (error) =>
+          Effect.as(
+            Effect.logError("The MCP handler failed", error),
+            refuse(new Errors.ApiUnavailable({ message: "The MCP endpoint is temporarily unavailable; retry shortly." }), false)
+          ))
+      )
+      return HttpServerResponse.setHeaders(response, CORS)
+    })
+
+  yield* router.add("*", "/mcp", serve)
+}))

@@ -1,0 +1,191 @@
+/**
+ * Storage port of the built-in OAuth authorization server: registered clients, sign-ins in
+ * progress, authorization codes, grants with their access and refresh tokens, and one-time
+ * sign-in codes.
+ *
+ * Secrets never reach a store: codes, tokens, client secrets, CSRF tokens and sign-in codes are
+ * random 256-bit values of which the store keeps only the lower-case hex SHA-256 (a plain hash
+ * is enough for values of that entropy). A store looks them up by that hash.
+ *
+ * A grant is one approval: one client, one account, one resource, a set of scopes. Its tokens
+ * form one family; revoking the grant ends every token of the family at once.
+ *
+ * Concurrency promises every store keeps, across processes sharing it:
+ * - `takePending`: of concurrent callers for one sign-in, exactly one gets it.
+ * - `redeemCode`: of concurrent redemptions of one code, exactly one creates the grant and its
+ *   tokens; redeeming a code that was already redeemed revokes the grant the first redemption
+ *   created (RFC 6749 §4.1.2).
+ * - `rotateRefresh`: of concurrent rotations of one refresh token, exactly one issues the next
+ *   pair; presenting a rotated refresh token again revokes its grant (reuse detection,
+ *   RFC 9700 §4.14.2).
+ * - `redeemSignInCode`: a sign-in code signs in at most once.
+ * Each method is one atomic unit; expiry is judged against the `now` the caller passes.
+ *
+ * Implementations: `layerMemory` (one process) and `OAuthStorePg.layer` (PostgreSQL over
+ * effect/sql, shared by every process of a deployment). Both pass
+ * `@taskmeter/mcp/testing`'s `OAuthStoreConformance.suite`.
+ */
+import type { Effect } from "effect"
+import { Context, Layer } from "effect"
+import type { Ids, Scope, StoreError } from "@taskmeter/kernel"
+import { makeMemoryStore } from "./internal/memoryStore.ts"
+
+type StoreUnavailable = StoreError.StoreUnavailable
+
+/** How a client proves itself at the token and revocation endpoints. */
+export type TokenEndpointAuthMethod = "none" | "client_secret_post" | "client_secret_basic"
+
+/** A client registered through dynamic client registration (RFC 7591). */
+export interface RegisteredClient {
+  readonly clientId: string
+  /** SHA-256 of the client secret; null for a public client (`none`). */
+  readonly secretHash: string | null
+  readonly tokenEndpointAuthMethod: TokenEndpointAuthMethod
+  readonly redirectUris: ReadonlyArray<string>
+  /** Self-asserted by the client; the sign-in page says so. */
+  readonly clientName: string | null
+  /** The registration response's metadata members, kept to answer with them again. */
+  readonly metadata: { readonly [member: string]: unknown }
+  readonly createdAt: Date
+}
+
+/** An authorization request that passed validation and waits for the account owner's answer. */
+export interface PendingAuthorization {
+  readonly id: string
+  /** SHA-256 of the CSRF token the sign-in page carries. */
+  readonly csrfHash: string
+  readonly clientId: string
+  readonly clientName: string | null
+  /** Whether `clientName` was read from the client's own metadata document (CIMD) rather than self-asserted at registration. */
+  readonly clientVerified: boolean
+  readonly redirectUri: string
+  readonly state: string | null
+  /** PKCE S256 challenge. */
+  readonly codeChallenge: string
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  readonly resource: string
+  readonly failedAttempts: number
+  readonly createdAt: Date
+  readonly expiresAt: Date
+}
+
+/** An issued authorization code, single use. */
+export interface AuthorizationCode {
+  readonly hash: string
+  /** The grant its redemption creates, chosen up front so that a second redemption can revoke it. */
+  readonly grantId: string
+  readonly clientId: string
+  readonly redirectUri: string
+  readonly codeChallenge: string
+  readonly accountId: Ids.AccountId
+  /** The API key the owner signed in with (its scopes bound the grant); null for a sign-in code. */
+  readonly apiKeyId: Ids.ApiKeyId | null
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  readonly resource: string
+  readonly createdAt: Date
+  readonly expiresAt: Date
+  readonly redeemedAt: Date | null
+}
+
+export interface Grant {
+  readonly id: string
+  readonly clientId: string
+  readonly accountId: Ids.AccountId
+  readonly apiKeyId: Ids.ApiKeyId | null
+  /** The most any token of the grant may carry. */
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  /** The RFC 8707 resource (audience) every token of the grant is bound to. */
+  readonly resource: string
+  readonly createdAt: Date
+  readonly revokedAt: Date | null
+}
+
+export type TokenKind = "access" | "refresh"
+
+export interface TokenRecord {
+  readonly hash: string
+  readonly kind: TokenKind
+  readonly grantId: string
+  readonly scopes: ReadonlyArray<Scope.Scope>
+  readonly createdAt: Date
+  readonly expiresAt: Date
+  /** Refresh tokens only: when it was exchanged for the next pair. */
+  readonly rotatedAt: Date | null
+}
+
+/** The hashes and lifetimes of a new access and refresh token pair. */
+export interface NewTokens {
+  readonly accessHash: string
+  readonly accessExpiresAt: Date
+  readonly refreshHash: string
+  readonly refreshExpiresAt: Date
+  readonly scopes: ReadonlyArray<Scope.Scope>
+}
+
+export type CodeRedemption =
+  | { readonly _tag: "Redeemed"; readonly grant: Grant }
+  /** The code had been redeemed before; its grant is now revoked. */
+  | { readonly _tag: "AlreadyRedeemed" }
+  /** Unknown or expired. */
+  | { readonly _tag: "Invalid" }
+
+export type Rotation =
+  | { readonly _tag: "Rotated" }
+  /** The token had been rotated before; its grant is now revoked. */
+  | { readonly _tag: "Reused" }
+  /** Unknown, not a refresh token, expired, or its grant is revoked. */
+  | { readonly _tag: "Invalid" }
+
+export interface SignInCode {
+  readonly hash: string
+  readonly accountId: Ids.AccountId
+  readonly createdAt: Date
+  readonly expiresAt: Date
+}
+
+export class OAuthStore extends Context.Service<OAuthStore, {
+  readonly insertClient: (client: RegisteredClient) => Effect.Effect<void, StoreUnavailable>
+  readonly getClient: (clientId: string) => Effect.Effect<RegisteredClient | undefined, StoreUnavailable>
+
+  readonly insertPending: (pending: PendingAuthorization) => Effect.Effect<void, StoreUnavailable>
+  /** undefined when unknown or expired at `now`. */
+  readonly getPending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
+  /** Counts one refused sign-in; the new count, or undefined when the sign-in is gone. */
+  readonly recordFailedAttempt: (id: string, now: Date) => Effect.Effect<number | undefined, StoreUnavailable>
+  /** Removes the sign-in and returns it, to exactly one caller; undefined when gone or expired. */
+  readonly takePending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
+
+  readonly insertCode: (code: AuthorizationCode) => Effect.Effect<void, StoreUnavailable>
+  /** The code as stored (even when redeemed), so its bindings can be checked before redeeming. */
+  readonly getCode: (hash: string) => Effect.Effect<AuthorizationCode | undefined, StoreUnavailable>
+  /**
+   * Redeems the code at `now`: creates the grant `code.grantId` and the given tokens in it.
+   * A redeemed code revokes that grant instead; an expired or unknown one changes nothing.
+   */
+  readonly redeemCode: (hash: string, now: Date, tokens: NewTokens) => Effect.Effect<CodeRedemption, StoreUnavailable>
+
+  /** The token and its grant, whatever their state (the caller judges expiry and revocation). */
+  readonly findToken: (
+    hash: string
+  ) => Effect.Effect<{ readonly token: TokenRecord; readonly grant: Grant } | undefined, StoreUnavailable>
+  /**
+   * Exchanges a live refresh token for the next pair in the same grant. A rotated token
+   * revokes the grant; an expired one, or one of a revoked grant, is Invalid.
+   */
+  readonly rotateRefresh: (hash: string, now: Date, next: NewTokens) => Effect.Effect<Rotation, StoreUnavailable>
+  /** Revokes the grant and so every token of it; false when unknown or already revoked. */
+  readonly revokeGrant: (grantId: string, now: Date) => Effect.Effect<boolean, StoreUnavailable>
+
+  readonly insertSignInCode: (code: SignInCode) => Effect.Effect<void, StoreUnavailable>
+  /** The account of a live, unused sign-in code, which is used up by this call. */
+  readonly redeemSignInCode: (hash: string, now: Date) => Effect.Effect<Ids.AccountId | undefined, StoreUnavailable>
+
+  /**
+   * Deletes what can no longer be used at `now`: expired sign-ins, codes and sign-in codes,
+   * expired tokens, and grants left without a live token. Returns how many records went.
+   */
+  readonly purgeExpired: (now: Date) => Effect.Effect<number, StoreUnavailable>
+}>()("@taskmeter/mcp/OAuthStore") {}
+
+/** An OAuthStore in this process's memory: right for tests and a single-process deployment; lost on restart. */
+export const layerMemory: Layer.Layer<OAuthStore> = Layer.sync(OAuthStore, () => OAuthStore.of(makeMemoryStore()))

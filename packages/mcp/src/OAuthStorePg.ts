@@ -1,0 +1,400 @@
+/**
+ * The OAuthStore on PostgreSQL, over effect/sql's SqlClient (the one storage-pg's PgStore.client
+ * provides, so both live in the same database and schema).
+ *
+ * Its tables (`oauth_*`) are created at start with `CREATE TABLE IF NOT EXISTS`, in the
+ * client's schema: they reference no other table (accounts are named by id), so the OAuth
+ * store can run beside any account store. A change to them later needs a real migration; the
+ * natural home is storage-pg's Migrator.
+ *
+ * The promises of the port hold across processes:
+ * - a sign-in is taken by `DELETE ... RETURNING`, so one transaction gets the row;
+ * - redemption and rotation are an `UPDATE ... WHERE redeemed_at IS NULL` (`rotated_at IS NULL`)
+ *   in a transaction with the inserts of the grant and tokens; a concurrent second one waits for
+ *   the first row lock, finds the row changed, and, in its own transaction, revokes the grant;
+ * - a sign-in code is used by `UPDATE ... WHERE used_at IS NULL RETURNING`.
+ */
+import { Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { StoreError } from "@taskmeter/kernel"
+import type { Ids, Scope } from "@taskmeter/kernel"
+import { OAuthStore } from "./OAuthStore.ts"
+import type {
+  AuthorizationCode,
+  Grant,
+  NewTokens,
+  PendingAuthorization,
+  RegisteredClient,
+  TokenEndpointAuthMethod,
+  TokenKind,
+  TokenRecord
+} from "./OAuthStore.ts"
+
+const schema = [
+  `CREATE TABLE IF NOT EXISTS oauth_clients (
+    client_id text PRIMARY KEY,
+    secret_hash text,
+    token_endpoint_auth_method text NOT NULL,
+    redirect_uris text[] NOT NULL,
+    client_name text,
+    metadata jsonb NOT NULL,
+    created_at timestamptz NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS oauth_pending (
+    id text PRIMARY KEY,
+    csrf_hash text NOT NULL,
+    client_id text NOT NULL,
+    client_name text,
+    client_verified boolean NOT NULL,
+    redirect_uri text NOT NULL,
+    state text,
+    code_challenge text NOT NULL,
+    scopes text[] NOT NULL,
+    resource text NOT NULL,
+    failed_attempts integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS oauth_codes (
+    hash text PRIMARY KEY,
+    grant_id text NOT NULL UNIQUE,
+    client_id text NOT NULL,
+    redirect_uri text NOT NULL,
+    code_challenge text NOT NULL,
+    account_id text NOT NULL,
+    api_key_id text,
+    scopes text[] NOT NULL,
+    resource text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    redeemed_at timestamptz
+  )`,
+  `CREATE TABLE IF NOT EXISTS oauth_grants (
+    id text PRIMARY KEY,
+    client_id text NOT NULL,
+    account_id text NOT NULL,
+    api_key_id text,
+    scopes text[] NOT NULL,
+    resource text NOT NULL,
+    created_at timestamptz NOT NULL,
+    revoked_at timestamptz
+  )`,
+  `CREATE TABLE IF NOT EXISTS oauth_tokens (
+    hash text PRIMARY KEY,
+    kind text NOT NULL CHECK (kind IN ('access', 'refresh')),
+    grant_id text NOT NULL REFERENCES oauth_grants (id) ON DELETE CASCADE,
+    scopes text[] NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    rotated_at timestamptz
+  )`,
+  `CREATE INDEX IF NOT EXISTS oauth_tokens_grant ON oauth_tokens (grant_id)`,
+  `CREATE TABLE IF NOT EXISTS oauth_signin_codes (
+    hash text PRIMARY KEY,
+    account_id text NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    used_at timestamptz
+  )`
+]
+
+interface ClientRow {
+  readonly client_id: string
+  readonly secret_hash: string | null
+  readonly token_endpoint_auth_method: string
+  readonly redirect_uris: ReadonlyArray<string>
+  readonly client_name: string | null
+  readonly metadata: { readonly [member: string]: unknown }
+  readonly created_at: Date
+}
+
+interface PendingRow {
+  readonly id: string
+  readonly csrf_hash: string
+  readonly client_id: string
+  readonly client_name: string | null
+  readonly client_verified: boolean
+  readonly redirect_uri: string
+  readonly state: string | null
+  readonly code_challenge: string
+  readonly scopes: ReadonlyArray<string>
+  readonly resource: string
+  readonly failed_attempts: number
+  readonly created_at: Date
+  readonly expires_at: Date
+}
+
+interface CodeRow {
+  readonly hash: string
+  readonly grant_id: string
+  readonly client_id: string
+  readonly redirect_uri: string
+  readonly code_challenge: string
+  readonly account_id: string
+  readonly api_key_id: string | null
+  readonly scopes: ReadonlyArray<string>
+  readonly resource: string
+  readonly created_at: Date
+  readonly expires_at: Date
+  readonly redeemed_at: Date | null
+}
+
+interface GrantRow {
+  readonly id: string
+  readonly client_id: string
+  readonly account_id: string
+  readonly api_key_id: string | null
+  readonly scopes: ReadonlyArray<string>
+  readonly resource: string
+  readonly created_at: Date
+  readonly revoked_at: Date | null
+}
+
+interface TokenRow {
+  readonly hash: string
+  readonly kind: string
+  readonly grant_id: string
+  readonly scopes: ReadonlyArray<string>
+  readonly created_at: Date
+  readonly expires_at: Date
+  readonly rotated_at: Date | null
+}
+
+// Rows hold what this module wrote, so their text columns are the port's literal types.
+const scopesOf = (scopes: ReadonlyArray<string>) => scopes as ReadonlyArray<Scope.Scope>
+
+const toClient = (row: ClientRow): RegisteredClient => ({
+  clientId: row.client_id,
+  secretHash: row.secret_hash,
+  tokenEndpointAuthMethod: row.token_endpoint_auth_method as TokenEndpointAuthMethod,
+  redirectUris: row.redirect_uris,
+  clientName: row.client_name,
+  metadata: row.metadata,
+  createdAt: row.created_at
+})
+
+const toPending = (row: PendingRow): PendingAuthorization => ({
+  id: row.id,
+  csrfHash: row.csrf_hash,
+  clientId: row.client_id,
+  clientName: row.client_name,
+  clientVerified: row.client_verified,
+  redirectUri: row.redirect_uri,
+  state: row.state,
+  codeChallenge: row.code_challenge,
+  scopes: scopesOf(row.scopes),
+  resource: row.resource,
+  failedAttempts: row.failed_attempts,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at
+})
+
+const toCode = (row: CodeRow): AuthorizationCode => ({
+  hash: row.hash,
+  grantId: row.grant_id,
+  clientId: row.client_id,
+  redirectUri: row.redirect_uri,
+  codeChallenge: row.code_challenge,
+  accountId: row.account_id as Ids.AccountId,
+  apiKeyId: row.api_key_id as Ids.ApiKeyId | null,
+  scopes: scopesOf(row.scopes),
+  resource: row.resource,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  redeemedAt: row.redeemed_at
+})
+
+const toGrant = (row: GrantRow): Grant => ({
+  id: row.id,
+  clientId: row.client_id,
+  accountId: row.account_id as Ids.AccountId,
+  apiKeyId: row.api_key_id as Ids.ApiKeyId | null,
+  scopes: scopesOf(row.scopes),
+  resource: row.resource,
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at
+})
+
+const toToken = (row: TokenRow): TokenRecord => ({
+  hash: row.hash,
+  kind: row.kind as TokenKind,
+  grantId: row.grant_id,
+  scopes: scopesOf(row.scopes),
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  rotatedAt: row.rotated_at
+})
+
+const contended = (error: SqlError) =>
+  error.reason._tag === "DeadlockError" || error.reason._tag === "SerializationError"
+
+/** Retries lost conflicts; anything else the database says is StoreUnavailable. */
+const run = <A, R>(operation: string, effect: Effect.Effect<A, SqlError, R>) =>
+  effect.pipe(
+    Effect.retry({ while: contended, schedule: Schedule.max([Schedule.recurs(5), Schedule.exponential("2 millis")]) }),
+    Effect.mapError((error) => new StoreError.StoreUnavailable({ message: `OAuthStore.${operation}: ${error.message}`, cause: error }))
+  )
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* run("schema", Effect.forEach(schema, (statement) => sql.unsafe(statement), { discard: true }))
+
+  const insertTokens = (grantId: string, now: Date, next: NewTokens) =>
+    sql`INSERT INTO oauth_tokens (hash, kind, grant_id, scopes, created_at, expires_at) VALUES
+      (${next.accessHash}, 'access', ${grantId}, ${next.scopes}::text[], ${now}, ${next.accessExpiresAt}),
+      (${next.refreshHash}, 'refresh', ${grantId}, ${next.scopes}::text[], ${now}, ${next.refreshExpiresAt})`
+
+  const revoke = (grantId: string, now: Date) =>
+    sql`UPDATE oauth_grants SET revoked_at = ${now} WHERE id = ${grantId} AND revoked_at IS NULL RETURNING id`.pipe(
+      Effect.map((rows) => rows.length > 0)
+    )
+
+  return OAuthStore.of({
+    insertClient: (client) =>
+      run("insertClient", Effect.asVoid(sql`INSERT INTO oauth_clients
+        (client_id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, metadata, created_at)
+        VALUES (${client.clientId}, ${client.secretHash}, ${client.tokenEndpointAuthMethod}, ${client.redirectUris}::text[],
+          ${client.clientName}, ${JSON.stringify(client.metadata)}::jsonb, ${client.createdAt})`)),
+    getClient: (clientId) =>
+      run(
+        "getClient",
+        sql<ClientRow>`SELECT * FROM oauth_clients WHERE client_id = ${clientId}`.pipe(
+          Effect.map((rows) => rows.length === 0 ? undefined : toClient(rows[0]!))
+        )
+      ),
+
+    insertPending: (pending) =>
+      run("insertPending", Effect.asVoid(sql`INSERT INTO oauth_pending
+        (id, csrf_hash, client_id, client_name, client_verified, redirect_uri, state, code_challenge, scopes, resource,
+         failed_attempts, created_at, expires_at)
+        VALUES (${pending.id}, ${pending.csrfHash}, ${pending.clientId}, ${pending.clientName}, ${pending.clientVerified},
+          ${pending.redirectUri}, ${pending.state}, ${pending.codeChallenge}, ${pending.scopes}::text[], ${pending.resource},
+          ${pending.failedAttempts}, ${pending.createdAt}, ${pending.expiresAt})`)),
+    getPending: (id, now) =>
+      run(
+        "getPending",
+        sql<PendingRow>`SELECT * FROM oauth_pending WHERE id = ${id} AND expires_at > ${now}`.pipe(
+          Effect.map((rows) => rows.length === 0 ? undefined : toPending(rows[0]!))
+        )
+      ),
+    recordFailedAttempt: (id, now) =>
+      run(
+        "recordFailedAttempt",
+        sql<{ readonly failed_attempts: number }>`UPDATE oauth_pending SET failed_attempts = failed_attempts + 1
+          WHERE id = ${id} AND expires_at > ${now} RETURNING failed_attempts`.pipe(
+          Effect.map((rows) => rows[0]?.failed_attempts)
+        )
+      ),
+    takePending: (id, now) =>
+      run(
+        "takePending",
+        sql<PendingRow>`DELETE FROM oauth_pending WHERE id = ${id} RETURNING *`.pipe(
+          Effect.map((rows) => rows.length === 0 || rows[0]!.expires_at.getTime() <= now.getTime() ? undefined : toPending(rows[0]!))
+        )
+      ),
+
+    insertCode: (code) =>
+      run("insertCode", Effect.asVoid(sql`INSERT INTO oauth_codes
+        (hash, grant_id, client_id, redirect_uri, code_challenge, account_id, api_key_id, scopes, resource, created_at,
+         expires_at, redeemed_at)
+        VALUES (${code.hash}, ${code.grantId}, ${code.clientId}, ${code.redirectUri}, ${code.codeChallenge},
+          ${code.accountId}, ${code.apiKeyId}, ${code.scopes}::text[], ${code.resource}, ${code.createdAt},
+          ${code.expiresAt}, ${code.redeemedAt}::timestamptz)`)),
+    getCode: (hash) =>
+      run(
+        "getCode",
+        sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`.pipe(
+          Effect.map((rows) => rows.length === 0 ? undefined : toCode(rows[0]!))
+        )
+      ),
+    redeemCode: (hash, now, next) =>
+      run(
+        "redeemCode",
+        sql.withTransaction(Effect.gen(function*() {
+          const won = yield* sql<CodeRow>`UPDATE oauth_codes SET redeemed_at = ${now}
+            WHERE hash = ${hash} AND redeemed_at IS NULL AND expires_at > ${now} RETURNING *`
+          if (won.length > 0) {
+            const code = toCode(won[0]!)
+            const rows = yield* sql<GrantRow>`INSERT INTO oauth_grants
+              (id, client_id, account_id, api_key_id, scopes, resource, created_at)
+              VALUES (${code.grantId}, ${code.clientId}, ${code.accountId}, ${code.apiKeyId}, ${code.scopes}::text[],
+                ${code.resource}, ${now})
+              RETURNING *`
+            yield* insertTokens(code.grantId, now, next)
+            return { _tag: "Redeemed", grant: toGrant(rows[0]!) } as const
+          }
+          const seen = yield* sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`
+          if (seen.length === 0 || seen[0]!.redeemed_at === null) return { _tag: "Invalid" } as const
+          yield* revoke(seen[0]!.grant_id, now)
+          return { _tag: "AlreadyRedeemed" } as const
+        }))
+      ),
+
+    findToken: (hash) =>
+      run(
+        "findToken",
+        sql<TokenRow & { readonly g: GrantRow }>`SELECT t.*, row_to_json(g) AS g
+          FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.hash = ${hash}`.pipe(
+          Effect.map((rows) => {
+            if (rows.length === 0) return undefined
+            const { g, ...token } = rows[0]!
+            return {
+              token: toToken(token),
+              grant: toGrant({ ...g, created_at: new Date(g.created_at), revoked_at: g.revoked_at === null ? null : new Date(g.revoked_at) })
+            }
+          })
+        )
+      ),
+    rotateRefresh: (hash, now, next) =>
+      run(
+        "rotateRefresh",
+        sql.withTransaction(Effect.gen(function*() {
+          const won = yield* sql<{ readonly grant_id: string }>`UPDATE oauth_tokens t SET rotated_at = ${now}
+            FROM oauth_grants g
+            WHERE t.hash = ${hash} AND t.kind = 'refresh' AND t.rotated_at IS NULL AND t.expires_at > ${now}
+              AND g.id = t.grant_id AND g.revoked_at IS NULL
+            RETURNING t.grant_id`
+          if (won.length > 0) {
+            yield* insertTokens(won[0]!.grant_id, now, next)
+            return { _tag: "Rotated" } as const
+          }
+          const seen = yield* sql<TokenRow>`SELECT * FROM oauth_tokens WHERE hash = ${hash} AND kind = 'refresh'`
+          if (seen.length === 0 || seen[0]!.rotated_at === null) return { _tag: "Invalid" } as const
+          yield* revoke(seen[0]!.grant_id, now)
+          return { _tag: "Reused" } as const
+        }))
+      ),
+    revokeGrant: (grantId, now) => run("revokeGrant", revoke(grantId, now)),
+
+    insertSignInCode: (code) =>
+      run("insertSignInCode", Effect.asVoid(sql`INSERT INTO oauth_signin_codes (hash, account_id, created_at, expires_at)
+        VALUES (${code.hash}, ${code.accountId}, ${code.createdAt}, ${code.expiresAt})`)),
+    redeemSignInCode: (hash, now) =>
+      run(
+        "redeemSignInCode",
+        sql<{ readonly account_id: string }>`UPDATE oauth_signin_codes SET used_at = ${now}
+          WHERE hash = ${hash} AND used_at IS NULL AND expires_at > ${now} RETURNING account_id`.pipe(
+          Effect.map((rows) => rows[0]?.account_id as Ids.AccountId | undefined)
+        )
+      ),
+
+    purgeExpired: (now) =>
+      run(
+        "purgeExpired",
+        sql.withTransaction(Effect.gen(function*() {
+          const counts = yield* Effect.all([
+            sql`DELETE FROM oauth_pending WHERE expires_at <= ${now} RETURNING 1`,
+            sql`DELETE FROM oauth_codes WHERE expires_at <= ${now} RETURNING 1`,
+            sql`DELETE FROM oauth_signin_codes WHERE expires_at <= ${now} RETURNING 1`,
+            sql`DELETE FROM oauth_tokens WHERE expires_at <= ${now} RETURNING 1`,
+            sql`DELETE FROM oauth_grants g WHERE NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.grant_id = g.id) RETURNING 1`
+          ])
+          return counts.reduce((sum, rows) => sum + rows.length, 0)
+        }))
+      )
+  })
+})
+
+/** The OAuthStore in the database of the SqlClient in context; creates its tables at start. */
+export const layer: Layer.Layer<OAuthStore, StoreError.StoreUnavailable, SqlClient.SqlClient> = Layer.effect(OAuthStore, make)

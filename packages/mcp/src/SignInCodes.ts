@@ -1,0 +1,35 @@
+/**
+ * One-time sign-in codes: how an account owner signs in on the sign-in page without pasting an
+ * API key. The operator makes one for the account (`taskmeter admin` is meant to call `create`),
+ * hands it over, and the owner enters it instead of a key; it works once, for ten minutes by
+ * default, and grants every permission the MCP tools use (the account's owner is signing in).
+ *
+ * @example
+ * ```ts
+ * const { code, expiresAt } = yield* SignInCodes.create(accountId) // needs OAuthStore and Accounts
+ * ```
+ */
+import { Clock, Effect } from "effect"
+import { Accounts } from "@taskmeter/kernel"
+import type { Ids, StoreError } from "@taskmeter/kernel"
+import { OAuthStore } from "./OAuthStore.ts"
+import { newSecret, PREFIX, sha256Hex } from "./internal/secrets.ts"
+
+export const DEFAULT_TTL_SECONDS = 600
+
+export const create = (
+  accountId: Ids.AccountId,
+  options: { readonly ttlSeconds?: number | undefined } = {}
+): Effect.Effect<
+  { readonly code: string; readonly expiresAt: Date },
+  Accounts.AccountNotFound | StoreError.StoreUnavailable,
+  OAuthStore | Accounts.Accounts
+> =>
+  Effect.gen(function*() {
+    yield* (yield* Accounts.Accounts).get(accountId)
+    const now = yield* Clock.currentTimeMillis
+    const code = newSecret(PREFIX.signInCode)
+    const expiresAt = new Date(now + (options.ttlSeconds ?? DEFAULT_TTL_SECONDS) * 1000)
+    yield* (yield* OAuthStore).insertSignInCode({ hash: sha256Hex(code), accountId, createdAt: new Date(now), expiresAt })
+    return { code, expiresAt }
+  })

@@ -1,0 +1,410 @@
+/**
+ * The seven MCP tools, each one a thin face of a kernel service for the signed-in account:
+ *
+ * | tool          | kernel                         | scope       | annotations                          |
+ * |---------------|--------------------------------|-------------|--------------------------------------|
+ * | search_models | Catalog.search, Pricer.prices   | (none)      | read-only                            |
+ * | get_model     | Catalog, Pricer.quote          | (none)      | read-only                            |
+ * | create_task   | TaskRunner.submit              | jobs:create | spends credits; idempotent; not destructive |
+ * | wait_for_task | TaskRunner.get, polled         | jobs:read   | read-only                            |
+ * | get_task      | TaskRunner.get                 | jobs:read   | read-only                            |
+ * | list_tasks    | TaskRunner.list                | jobs:read   | read-only                            |
+ * | get_balance   | Ledger.balances                | usage:read  | read-only                            |
+ *
+ * Arguments and results are Effect Schemas built from the kernel's (Task, Pricer.Quote,
+ * PriceList.PublicPrice, TaskStatus, Money.Micros); a model's input schema is the Catalog's
+ * JSON Schema of that model, served by get_model. create_task takes `input` as an object and
+ * leaves its validation to the kernel, which names every problem (INVALID_MODEL_INPUT): one
+ * schema for all 33 models keeps tools/list small for the model reading it.
+ *
+ * Idempotency of create_task: an `idempotencyKey` argument is used as the Idempotency-Key of
+ * POST /api/v1/jobs; without one, the key is derived from the arguments (`mcp-` and the SHA-256
+ * of their canonical JSON), so a client that retries a call after a lost answer gets the same
+ * task back and pays once. The cost: the same arguments within the key's lifetime (24 h) replay
+ * the first task; a caller who wants another run of an identical input sends a new key, and
+ * the result says `replayed: true` when this happened.
+ *
+ * Every refusal is a tool error (`isError: true`) whose structured content is the spec's error
+ * body `{ code, error }` (plus `retryAfterSeconds` when the error says when to retry).
+ */
+import { createHash } from "node:crypto"
+import type { ToolAnnotations } from "@modelcontextprotocol/server"
+import { Clock, Effect, Schema } from "effect"
+import {
+  Catalog,
+  Errors,
+  Fingerprint,
+  Ledger,
+  Money,
+  Pricer,
+  PriceList,
+  Task,
+  TaskRunner,
+  TaskStatus,
+  TaskView
+} from "@taskmeter/kernel"
+import type { Accounts, Scope, StoreError } from "@taskmeter/kernel"
+
+/** The kernel services the tools use. */
+export type Services = Catalog.Catalog | Pricer.Pricer | TaskRunner.TaskRunner | Ledger.Ledger
+
+/** What a tool call knows about its circumstances. */
+export interface Call {
+  readonly caller: Accounts.Caller
+  /** The service's public origin, for absolute result links. */
+  readonly baseUrl: string
+  /** Reports progress to the client, when it asked for progress (a no-op otherwise). */
+  readonly progress: (progress: number, total: number, message: string) => Effect.Effect<void>
+}
+
+export interface Outcome<A> {
+  readonly structured: A
+  /** One or two sentences for the model and the person reading along. */
+  readonly summary: string
+}
+
+export interface Tool<I = any, O = any> {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  readonly annotations: ToolAnnotations
+  readonly input: Schema.Codec<I, any>
+  readonly output: Schema.Codec<O, any>
+  readonly scope: Scope.Scope | null
+  readonly run: (
+    args: I,
+    call: Call
+  ) => Effect.Effect<Outcome<O>, Errors.ApiError | StoreError.StoreUnavailable | Accounts.AccountNotFound, Services>
+}
+
+const tool = <I, O>(definition: Tool<I, O>): Tool<I, O> => definition
+
+/** Exactly the catalog's categories: `satisfies` fails the build if one is added or removed. */
+const categories = { image: true, video: true, audio: true, text: true } satisfies { readonly [C in Catalog.Category]: true }
+const Category = Schema.Literals(Object.keys(categories) as Array<Catalog.Category>)
+
+const TaskIdArgument = Schema.String.annotate({ description: "A task id (task_…), as create_task or list_tasks gave it." })
+
+const Asset = Schema.Struct({
+  ...Task.Asset.fields,
+  url: Schema.optionalKey(Schema.String.annotate({
+    description: "Absolute download link of a file result; it takes an API key of the account as `Authorization: Bearer <key>`."
+  }))
+})
+
+const taskFields = { ...Task.Task.fields, assets: Schema.Array(Asset) }
+const TaskResult = Schema.Struct(taskFields)
+
+const ModelSummary = Schema.Struct({
+  slug: Schema.String,
+  title: Schema.String,
+  category: Category,
+  description: Schema.String,
+  outputs: Schema.String.annotate({ description: "What one task produces." }),
+  price: PriceList.PublicPrice
+})
+
+const Balance = Schema.Struct({
+  balanceMicros: Schema.Int.annotate({ description: "Credits held, in USD micro-units; below zero after an uncovered refund." }),
+  reservedMicros: Money.Micros.annotate({ description: "Held for unfinished tasks; charged only if they succeed." }),
+  availableMicros: Schema.Int.annotate({ description: "What new tasks can spend: balance minus reserved." }),
+  paymentReview: Schema.Boolean.annotate({ description: "True while a refund left the balance uncovered: no task can be submitted." }),
+  currency: Schema.Literal("USD")
+})
+
+const usd = (micros: number) => `${Money.formatUsd(micros)} USD`
+
+const requireAccount = (error: Accounts.AccountNotFound) =>
+  Effect.fail(new Errors.AuthRequired({ message: `The account ${error.accountId} no longer exists; sign in again.` }))
+
+const absolute = (task: Task.Task, baseUrl: string): typeof TaskResult.Type => ({
+  ...task,
+  assets: task.assets.map((asset) => asset.url === undefined ? asset : { ...asset, url: new URL(asset.url, baseUrl).href })
+})
+
+const describeTask = (task: typeof TaskResult.Type): string => {
+  const price = `${usd(task.priceMicros)} (${task.priceMicros} micros)`
+  switch (task.status) {
+    case "succeeded":
+      return `Task ${task.id} (${task.model}) succeeded with ${task.assets.length} result${task.assets.length === 1 ? "" : "s"}; charged at most ${price}.`
+    case "failed":
+      return `Task ${task.id} (${task.model}) failed${task.errorCode ? ` (${task.errorCode})` : ""}; nothing was charged.`
+    case "reconciliation_required":
+      return `Task ${task.id} (${task.model}) needs review of its outcome; keep its id and do not resubmit it. ${price} stays reserved until it is settled.`
+    default:
+      return `Task ${task.id} (${task.model}) is ${task.status}; ${price} is reserved.`
+  }
+}
+
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/
+
+export const searchModels = tool({
+  name: "search_models",
+  title: "Search models",
+  description: "Find models to run. Every word of `query` must appear in a model's slug, title or description " +
+    "(an empty query lists all), optionally within one category (image, video, audio, text). Returns each " +
+    "model's slug, what it produces, and its price: flat, or with a rate card the lowest price it can quote. " +
+    "Call get_model for a model's input fields and an exact quote.",
+  annotations: { title: "Search models", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({
+    query: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200)).annotate({
+      description: "Words to look for, e.g. \"text to video\"; empty or absent lists every model."
+    })),
+    category: Schema.optionalKey(Category)
+  }),
+  output: Schema.Struct({ models: Schema.Array(ModelSummary) }),
+  scope: null,
+  run: (args) =>
+    Effect.gen(function*() {
+      const catalog = yield* Catalog.Catalog
+      const prices = yield* Effect.map((yield* Pricer.Pricer).prices, (all) => new Map(all.models.map((price) => [price.model, price])))
+      const models = catalog.search(args.query ?? "", args.category).flatMap((model) => {
+        const price = prices.get(model.slug)
+        return price === undefined ? [] : [{
+          slug: model.slug,
+          title: model.title,
+          category: model.category,
+          description: model.description,
+          outputs: model.outputs,
+          price
+        }]
+      })
+      return {
+        structured: { models },
+        summary: models.length === 0
+          ? "No model matches; try fewer or other words, or no query to list every model."
+          : `${models.length} model${models.length === 1 ? "" : "s"} found.`
+      }
+    })
+})
+
+export const getModel = tool({
+  name: "get_model",
+  title: "Get a model",
+  description: "Describe one model: its input JSON Schema (fields, defaults, limits), what it produces and its " +
+    "price. Pass `input` to get the exact price of that input (defaults applied) without submitting anything; " +
+    "send that price as create_task's expectedPriceMicros.",
+  annotations: { title: "Get a model", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({
+    model: Schema.String.annotate({ description: "A model slug, as search_models lists them." }),
+    input: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown).annotate({
+      description: "An input to quote, with the model's fields."
+    }))
+  }),
+  output: Schema.Struct({
+    ...ModelSummary.fields,
+    deprecated: Schema.Boolean,
+    inputSchema: Schema.Record(Schema.String, Schema.Unknown).annotate({
+      description: "JSON Schema (draft 2020-12) of the model's `input`; fields with a default may be omitted."
+    }),
+    quote: Schema.optionalKey(Schema.Struct({
+      ...Pricer.Quote.fields,
+      input: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "The quoted input, defaults applied." })
+    }))
+  }),
+  scope: null,
+  run: (args) =>
+    Effect.gen(function*() {
+      const catalog = yield* Catalog.Catalog
+      const pricer = yield* Pricer.Pricer
+      const model = yield* catalog.get(args.model)
+      const price = (yield* pricer.prices).models.find((entry) => entry.model === model.slug)
+      if (price === undefined) {
+        return yield* new Errors.ModelPriceUnavailable({ message: `Model ${model.slug} has no price and cannot be submitted.` })
+      }
+      const quote = args.input === undefined ? undefined : yield* Effect.gen(function*() {
+        const { input } = yield* catalog.validate(model.slug, args.input)
+        return { ...(yield* pricer.quote(model.slug, input)), input }
+      })
+      return {
+        structured: {
+          slug: model.slug,
+          title: model.title,
+          category: model.category,
+          description: model.description,
+          outputs: model.outputs,
+          price,
+          deprecated: model.deprecated,
+          inputSchema: model.jsonSchema,
+          ...(quote === undefined ? {} : { quote })
+        },
+        summary: quote === undefined
+          ? `${model.title} (${model.slug}): ${model.outputs}; ${price.priceMicros === null ? "no price" : `from ${usd(price.priceMicros)}`}.`
+          : `${model.title} (${model.slug}) would cost ${usd(quote.priceMicros)} (${quote.priceMicros} micros) for this input.`
+      }
+    })
+})
+
+export const createTask = tool({
+  name: "create_task",
+  title: "Create a task (spends credits)",
+  description: "Run a model as an asynchronous task. This spends credits: the quoted price is reserved from the " +
+    "account's balance at once and charged only if the task succeeds (a failed task releases it). Give `model` " +
+    "(a slug from search_models) and `input` (the model's fields, see get_model); pass expectedPriceMicros " +
+    "(from get_model's quote) to refuse a changed price. Retrying with the same arguments, or the same " +
+    "idempotencyKey, returns the same task and never charges twice; to run an identical input again, send a " +
+    "new idempotencyKey. Returns the task (usually queued) with its price; follow it with wait_for_task.",
+  annotations: {
+    title: "Create a task (spends credits)",
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: true
+  },
+  input: Schema.Struct({
+    model: Schema.String.annotate({ description: "A model slug, as search_models lists them." }),
+    input: Schema.Record(Schema.String, Schema.Unknown).annotate({
+      description: "The model's input fields; get_model gives their JSON Schema."
+    }),
+    expectedPriceMicros: Schema.optionalKey(Money.Micros.annotate({
+      description: "The price the user agreed to, in USD micro-units; a different current price is refused (PRICE_CHANGED) before anything is reserved."
+    })),
+    idempotencyKey: Schema.optionalKey(Schema.String.annotate({
+      description: "1 to 128 printable ASCII characters identifying this submission; by default derived from the other arguments."
+    }))
+  }),
+  output: Schema.Struct({
+    ...taskFields,
+    replayed: Schema.Boolean.annotate({ description: "True when an earlier submission with the same idempotency key was returned; nothing new was reserved." }),
+    idempotencyKey: Schema.String
+  }),
+  scope: "jobs:create",
+  run: (args, call) =>
+    Effect.gen(function*() {
+      const idempotencyKey = args.idempotencyKey ?? `mcp-${
+        createHash("sha256").update(Fingerprint.canonicalJson({
+          model: args.model,
+          input: args.input,
+          expectedPriceMicros: args.expectedPriceMicros ?? null
+        })).digest("hex")
+      }`
+      if (!IDEMPOTENCY_KEY.test(idempotencyKey)) {
+        return yield* new Errors.InvalidIdempotencyKey({ message: "idempotencyKey: must be 1 to 128 printable ASCII characters" })
+      }
+      const runner = yield* TaskRunner.TaskRunner
+      const { task, replayed } = yield* runner.submit(call.caller, {
+        model: args.model,
+        input: args.input,
+        expectedPriceMicros: args.expectedPriceMicros,
+        idempotencyKey
+      })
+      const view = absolute(TaskView.task(task), call.baseUrl)
+      return {
+        structured: { ...view, replayed, idempotencyKey },
+        summary: replayed
+          ? `This matches an earlier submission: task ${task.id} is returned again and nothing new was reserved. ${describeTask(view)}`
+          : `Task ${task.id} was created: ${usd(task.priceMicros)} (${task.priceMicros} micros) quoted and reserved, charged only if it succeeds. Follow it with wait_for_task.`
+      }
+    })
+})
+
+const MAX_WAIT_SECONDS = 50
+const DEFAULT_WAIT_SECONDS = 25
+const POLL_MILLIS = 1_000
+
+export const waitForTask = tool({
+  name: "wait_for_task",
+  title: "Wait for a task",
+  description: `Wait until a task finishes, for at most timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ` +
+    `${MAX_WAIT_SECONDS}), reporting progress meanwhile. Returns the task as soon as it is final (succeeded, ` +
+    "failed, reconciliation_required), or as it stands when the wait ends (finished: false): then call again " +
+    "to keep waiting. Video and music can take minutes. Results are in `assets`: text inline, files as links.",
+  annotations: { title: "Wait for a task", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({
+    id: TaskIdArgument,
+    timeoutSeconds: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_WAIT_SECONDS })).annotate({
+      description: `How long to wait, in seconds (default ${DEFAULT_WAIT_SECONDS}).`
+    }))
+  }),
+  output: Schema.Struct({
+    ...taskFields,
+    finished: Schema.Boolean.annotate({ description: "Whether the task reached a final status; if not, wait again." }),
+    waitedSeconds: Schema.Number
+  }),
+  scope: "jobs:read",
+  run: (args, call) =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const timeoutMillis = (args.timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000
+      const started = yield* Clock.currentTimeMillis
+      for (;;) {
+        const record = yield* runner.get(call.caller, args.id)
+        const elapsed = (yield* Clock.currentTimeMillis) - started
+        const finished = TaskStatus.isTerminal(record.status)
+        if (finished || elapsed + POLL_MILLIS > timeoutMillis) {
+          const view = absolute(TaskView.task(record), call.baseUrl)
+          const waitedSeconds = Math.round(elapsed / 100) / 10
+          return {
+            structured: { ...view, finished, waitedSeconds },
+            summary: finished ? describeTask(view) : `${describeTask(view)} Still working after ${waitedSeconds} s: call wait_for_task again.`
+          }
+        }
+        yield* call.progress(Math.floor(elapsed / 1000), timeoutMillis / 1000, `Task ${record.id} is ${record.status}`)
+        yield* Effect.sleep(POLL_MILLIS)
+      }
+    })
+})
+
+export const getTask = tool({
+  name: "get_task",
+  title: "Get a task",
+  description: "The current state of one task of this account: status, price, and results once it succeeded.",
+  annotations: { title: "Get a task", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({ id: TaskIdArgument }),
+  output: TaskResult,
+  scope: "jobs:read",
+  run: (args, call) =>
+    Effect.gen(function*() {
+      const record = yield* (yield* TaskRunner.TaskRunner).get(call.caller, args.id)
+      const view = absolute(TaskView.task(record), call.baseUrl)
+      return { structured: view, summary: describeTask(view) }
+    })
+})
+
+export const listTasks = tool({
+  name: "list_tasks",
+  title: "List tasks",
+  description: "This account's latest tasks, newest first (up to `limit`, default 20, at most 100), optionally only those in one status.",
+  annotations: { title: "List tasks", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({
+    status: Schema.optionalKey(TaskStatus.TaskStatus),
+    limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))
+  }),
+  output: Schema.Struct({ tasks: Schema.Array(TaskResult) }),
+  scope: "jobs:read",
+  run: (args, call) =>
+    Effect.gen(function*() {
+      const records = yield* (yield* TaskRunner.TaskRunner).list(call.caller)
+      const tasks = records
+        .filter((record) => args.status === undefined || record.status === args.status)
+        .slice(0, args.limit ?? 20)
+        .map((record) => absolute(TaskView.task(record), call.baseUrl))
+      return {
+        structured: { tasks },
+        summary: tasks.length === 0 ? "No tasks." : `${tasks.length} task${tasks.length === 1 ? "" : "s"}, newest first.`
+      }
+    })
+})
+
+export const getBalance = tool({
+  name: "get_balance",
+  title: "Get the credit balance",
+  description: "The account's credits in USD micro-units (1 USD = 1000000): available to spend on new tasks, " +
+    "reserved by unfinished tasks, and the balance.",
+  annotations: { title: "Get the credit balance", readOnlyHint: true, openWorldHint: false },
+  input: Schema.Struct({}),
+  output: Balance,
+  scope: "usage:read",
+  run: (_args, call) =>
+    Effect.gen(function*() {
+      const balances = yield* (yield* Ledger.Ledger).balances(call.caller.accountId)
+      return {
+        structured: { ...balances, currency: "USD" as const },
+        summary: `Available ${usd(balances.availableMicros)}, reserved ${usd(balances.reservedMicros)}, balance ${usd(balances.balanceMicros)}.` +
+          (balances.paymentReview ? " A refund left the balance uncovered: no task can be submitted until credits are added." : "")
+      }
+    }).pipe(Effect.catchTag("AccountNotFound", requireAccount))
+})
+
+/** Every tool, in the order tools/list shows them. */
+export const all: ReadonlyArray<Tool> = [searchModels, getModel, createTask, waitForTask, getTask, listTasks, getBalance]
