@@ -1,0 +1,44 @@
+/**
+ * Starting the composed server programmatically: the server of `npm start` (API, admin service,
+ * in-process workers), with its storage and executors chosen in code rather than by the
+ * environment. Here: in-memory storage and a simulated provider whose jobs take half a second.
+ *
+ * Run: `./node_modules/.bin/node examples/http-server/server.ts` from the repository root, then
+ * `npx taskmeter admin --data-dir data/example account create --credits-usd 25` in another shell.
+ */
+import { resolve } from "node:path"
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Option, type Redacted } from "effect"
+import { Main, OperatorToken, ServerConfig, Shutdown } from "@taskmeter/http"
+import { Simulated } from "@taskmeter/providers"
+import { MemoryStore } from "@taskmeter/storage-memory"
+
+export interface Options {
+  readonly port: number
+  /** Where admin.json (the CLI's way in) and saved price changes go. */
+  readonly dataDir: string
+  readonly token: Redacted.Redacted<string>
+}
+
+export const serverLayer = ({ dataDir, port, token }: Options) =>
+  Main.server({
+    settings: Main.defaults,
+    adapters: [Simulated.make({ delayMs: 500 })],
+    mediaUrls: { baseUrl: `http://127.0.0.1:${port}`, secret: Main.mediaLinkSecret(Main.defaults, token) },
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir,
+    onListening: (url) => Console.log(`listening on ${url}; admin token in ${dataDir}/admin.json`)
+  }).pipe(
+    Layer.provide(MemoryStore.layer),
+    Layer.provide(ServerConfig.layerWith({ port, host: "127.0.0.1", dataDir }))
+  )
+
+/** Serves on port 8788 with its files in ./data/example until Ctrl-C. */
+export const main = Effect.gen(function*() {
+  const dataDir = resolve("data/example")
+  const token = yield* OperatorToken.resolve(dataDir, Option.none())
+  return yield* Layer.launch(serverLayer({ port: 8788, dataDir, token }))
+})
+
+if (import.meta.main) NodeRuntime.runMain(main, { teardown: Shutdown.teardown })

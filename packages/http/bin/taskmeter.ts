@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+/**
+ * The taskmeter command line: `taskmeter admin ...` (operator commands against a running
+ * server), `taskmeter start` (the server, as `npm start`) and `taskmeter worker` (a task worker
+ * and the reconciler only, to scale out against a shared DATABASE_URL).
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect } from "effect"
+import { Command } from "effect/cli"
+import * as AdminCli from "../src/admin/AdminCli.ts"
+import * as Shutdown from "../src/Shutdown.ts"
+
+// The server's modules load only for the commands that run it, so admin commands start fast.
+const main = Effect.promise(() => import("../src/main.ts"))
+
+const start = Command.make("start", {}, () => Effect.flatMap(main, (Main) => Main.start)).pipe(
+  Command.withDescription("Start the server (as `npm start`): API, admin service and workers.")
+)
+
+const worker = Command.make("worker", {}, () =>
+  Effect.flatMap(main, (Main) => Main.worker).pipe(
+    Effect.catchTag("WorkerNotConfigured", (error) => AdminCli.failWith(error.message))
+  )).pipe(
+    Command.withDescription("Run a task worker and the reconciler against DATABASE_URL, without an HTTP server.")
+  )
+
+const taskmeter = Command.make("taskmeter").pipe(
+  Command.withDescription("Sell hosted AI model runs: the server, its workers and the operator's admin commands."),
+  Command.withSubcommands([AdminCli.command, start, worker])
+)
+
+Command.run(taskmeter, { version: "0.1.0" }).pipe(
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain({ teardown: Shutdown.teardown })
+)

@@ -1,0 +1,364 @@
+/**
+ * `taskmeter admin ...`: the operator's commands, each one call of the admin RPC service.
+ *
+ * The server is found without copying anything on its own machine: `<DATA_DIR>/admin.json`
+ * (DATA_DIR defaults to ./data, as for the server) holds its address and operator token. For a
+ * remote server give `--url` and `--token` (or TASKMETER_URL and TASKMETER_ADMIN_TOKEN).
+ * Output is for people unless `--json` is given: then stdout holds the procedure's result as
+ * JSON, and a failure is `{ "error": { "reason", "message" } }` on stderr. Any failure exits 1.
+ * Amounts are given in USD as decimal strings (`--usd 12.5`) and read exactly, never as floats.
+ */
+import { Config, Console, Data, Effect, Option, Redacted, Runtime } from "effect"
+import { Command, Flag } from "effect/cli"
+import type { RpcClientError } from "effect/rpc/RpcClientError"
+import { Money, PriceList, Scope } from "@taskmeter/kernel"
+import * as AdminClient from "./AdminClient.ts"
+import * as AdminFile from "./AdminFile.ts"
+import type * as AdminRpc from "./AdminRpc.ts"
+
+/** A failure already shown to the operator: the runtime only sets the exit code. */
+class Reported extends Data.TaggedError("Reported")<{}> {
+  override readonly [Runtime.errorReported] = false
+}
+
+/** Prints `error: <message>` on stderr and fails so that the process exits 1, with no stack trace. */
+export const failWith = (message: string): Effect.Effect<never, Reported> =>
+  Effect.andThen(Console.error(`error: ${message}`), Effect.fail(new Reported()))
+
+const usdFlag = (name: string) =>
+  Flag.String(name).pipe(
+    Flag.withMetavar("USD"),
+    Flag.withDescription("An amount in USD, such as 25 or 0.50."),
+    Flag.filterMap(
+      (text) => Option.fromNullishOr(Money.parseUsd(text)),
+      (text) => `--${name}: "${text}" is not an amount in USD with at most six decimals, such as 25 or 0.50`
+    )
+  )
+
+const positiveUsdFlag = (name: string) =>
+  usdFlag(name).pipe(
+    Flag.filterMap((amount) => amount > 0 ? Option.some(amount) : Option.none(), () => `--${name} must be more than 0`)
+  )
+
+const admin = Command.make("admin").pipe(
+  Command.withDescription("Operator commands, sent to the running server's admin service."),
+  Command.withSharedFlags({
+    url: Flag.String("url").pipe(
+      Flag.withFallbackConfig(Config.String("TASKMETER_URL")),
+      Flag.optional,
+      Flag.withDescription("The server's address (default: from <data-dir>/admin.json).")
+    ),
+    token: Flag.Redacted("token").pipe(
+      Flag.withFallbackConfig(Config.Redacted("TASKMETER_ADMIN_TOKEN")),
+      Flag.optional,
+      Flag.withDescription("The operator token (default: from <data-dir>/admin.json).")
+    ),
+    dataDir: Flag.String("data-dir").pipe(
+      Flag.withFallbackConfig(Config.String("DATA_DIR")),
+      Flag.withDefault("./data"),
+      Flag.withDescription("The server's data directory, where admin.json is.")
+    ),
+    json: Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescription("Print JSON for scripts."))
+  })
+)
+
+interface Failure {
+  readonly reason: string
+  readonly message: string
+}
+
+const failureOf = (error: AdminRpc.AdminError | RpcClientError | AdminFile.AdminFileError, url: string): Failure => {
+  switch (error._tag) {
+    case "AdminError":
+      return { reason: error.reason, message: error.message }
+    case "AdminFileError":
+      return { reason: "AdminFileUnreadable", message: `${error.path} ${error.message}` }
+    case "RpcClientError": {
+      const status = AdminClient.statusOf(error)
+      if (status === 401) {
+        return { reason: "AuthRequired", message: `The server at ${url} refused the operator token.` }
+      }
+      if (status !== undefined) {
+        return { reason: "NotAdminService", message: `${url} answered ${status}: it does not serve the taskmeter admin service.` }
+      }
+      return error.reason._tag === "HttpError" && error.reason.kind === "TransportError"
+        ? { reason: "Unreachable", message: `Cannot reach the server at ${url}: is it running (npm start)?` }
+        : { reason: "ProtocolError", message: `The exchange with ${url} failed: ${error.message}` }
+    }
+  }
+}
+
+const sameOrigin = (a: string, b: string | undefined): boolean =>
+  b !== undefined && URL.canParse(a) && URL.canParse(b) && new URL(a).origin === new URL(b).origin
+
+/**
+ * Runs one admin call: finds the server, calls it, prints the result as JSON or as `human`
+ * says, and reports a failure the same way.
+ */
+const call = <A>(
+  run: (client: AdminClient.AdminClient["Service"]) => Effect.Effect<A, AdminRpc.AdminError | RpcClientError>,
+  human: (result: A, url: string) => string
+) =>
+  Effect.gen(function*() {
+    const flags = yield* admin
+    const report = (failure: Failure) =>
+      Effect.andThen(
+        flags.json ? Console.error(JSON.stringify({ error: failure })) : Console.error(`error: ${failure.message}`),
+        Effect.fail(new Reported())
+      )
+    const configured = { url: Option.getOrUndefined(flags.url), token: Option.getOrUndefined(flags.token) }
+    const file = configured.url !== undefined && configured.token !== undefined
+      ? undefined
+      : yield* AdminFile.read(flags.dataDir).pipe(Effect.catch((error) => report(failureOf(error, ""))))
+    const url = configured.url ?? file?.url
+    // The file's token is only ever sent to the file's server, never to an address given here.
+    const token = configured.token ??
+      (file !== undefined && sameOrigin(file.url, url) ? Redacted.make(file.token) : undefined)
+    if (url === undefined) {
+      return yield* report({
+        reason: "NoServer",
+        message: `No server found: ${AdminFile.pathOf(flags.dataDir)} does not exist. Start one with \`npm start\` ` +
+          "(or give --data-dir), or pass --url and --token (TASKMETER_URL, TASKMETER_ADMIN_TOKEN)."
+      })
+    }
+    if (token === undefined) {
+      return yield* report({
+        reason: "NoToken",
+        message: `No operator token for ${url}: pass --token (or TASKMETER_ADMIN_TOKEN).`
+      })
+    }
+    const result = yield* AdminClient.AdminClient.use(run).pipe(
+      Effect.provide(AdminClient.layer({ url, token })),
+      Effect.catch((error) => report(failureOf(error, url)))
+    )
+    // A procedure without a result prints `null` in JSON, so stdout always parses.
+    yield* Console.log(flags.json ? JSON.stringify(result ?? null, null, 2) : human(result, url))
+  })
+
+const usd = (micros: number): string => `${Money.formatUsd(micros)} USD`
+
+const balancesLine = (b: AdminRpc.Balances): string =>
+  `balance ${usd(b.balanceMicros)}, reserved ${usd(b.reservedMicros)}, available ${usd(b.availableMicros)}` +
+  (b.paymentReview ? " — in payment review: submissions refused until a grant covers the refund" : "")
+
+const keyLines = (created: AdminRpc.CreatedKey): string =>
+  [
+    `API key (shown once, keep it now): ${created.secret}`,
+    `  key id ${created.key.id}, scopes ${created.key.scopes.join(" ")}`
+  ].join("\n")
+
+const keyLine = (k: AdminRpc.ApiKey): string =>
+  `${k.id}  ${k.displayPrefix}…  ${k.name || "-"}  ${k.scopes.join(" ")}  used ${k.usageCount}` +
+  (k.usageLimit === null ? "" : `/${k.usageLimit}`) + (k.revokedAt === null ? "" : `  revoked ${k.revokedAt}`)
+
+const accountFlag = Flag.String("account").pipe(Flag.withDescription("The account id (acct_...)."))
+const noteFlags = {
+  note: Flag.String("note").pipe(Flag.optional, Flag.withDescription("Shown in the account's ledger.")),
+  ref: Flag.String("ref").pipe(
+    Flag.optional,
+    Flag.withDescription("An outside reference (a payment id): repeating a change with it changes nothing.")
+  )
+}
+
+const accountCreate = Command.make("create", {
+  name: Flag.String("name").pipe(Flag.withDefault(""), Flag.withDescription("A name for the operator's records.")),
+  credits: usdFlag("credits-usd").pipe(Flag.optional, Flag.withDescription("An opening credit grant, in USD."))
+}, ({ credits, name }) =>
+  call(
+    (admin) =>
+      admin.AccountCreate({
+        name,
+        ...Option.match(credits, { onNone: () => ({}), onSome: (c) => c > 0 ? { creditsMicros: c } : {} })
+      }),
+    ({ account, balances, key }, url) =>
+      [
+        `Account ${account.id}${account.name ? ` (${account.name})` : ""} created; ${balancesLine(balances)}.`,
+        keyLines(key),
+        "",
+        `Try it: curl -H "Authorization: Bearer ${key.secret}" ${new URL("/api/v1/usage", url).href}`
+      ].join("\n")
+  )).pipe(Command.withDescription("Create an account and its first API key (all scopes)."))
+
+const accountList = Command.make("list", {}, () =>
+  call(
+    (admin) => admin.AccountList(),
+    (accounts) =>
+      accounts.length === 0
+        ? "No accounts yet: create one with `taskmeter admin account create --credits-usd 25`."
+        : accounts.map((a) => `${a.id}  ${a.name || "-"}  ${balancesLine(a.balances)}`).join("\n")
+  )).pipe(Command.withDescription("List accounts with their balances."))
+
+const accountShow = Command.make("show", { account: accountFlag }, ({ account }) =>
+  call(
+    (admin) => admin.AccountShow({ accountId: account }),
+    (d) =>
+      [
+        `${d.account.id}  ${d.account.name || "-"}  created ${d.account.createdAt}`,
+        balancesLine(d.balances),
+        d.keys.length === 0 ? "No keys." : `Keys:\n${d.keys.map((k) => `  ${keyLine(k)}`).join("\n")}`
+      ].join("\n")
+  )).pipe(Command.withDescription("Show an account, its balances and its keys."))
+
+const keyCreate = Command.make("create", {
+  account: accountFlag,
+  name: Flag.String("name").pipe(Flag.optional),
+  scopes: Flag.String("scopes").pipe(
+    Flag.filterMap(
+      (text) => Option.fromNullishOr(Scope.parse(text)).pipe(Option.filter((s) => s.length > 0)),
+      (text) => `--scopes: "${text}" is not a list of ${Scope.all.join(", ")}`
+    ),
+    Flag.optional,
+    Flag.withDescription(`Space- or comma-separated, of ${Scope.all.join(" ")} (default: all).`)
+  ),
+  rateLimit: Flag.Int("rate-limit").pipe(Flag.optional, Flag.withDescription("Requests per minute (default: the server's).")),
+  usageLimit: Flag.Int("usage-limit").pipe(Flag.optional, Flag.withDescription("Billable submissions ever (default: unlimited)."))
+}, ({ account, name, rateLimit, scopes, usageLimit }) =>
+  call(
+    (admin) =>
+      admin.KeyCreate({
+        accountId: account,
+        ...Option.match(name, { onNone: () => ({}), onSome: (name) => ({ name }) }),
+        ...Option.match(scopes, { onNone: () => ({}), onSome: (scopes) => ({ scopes }) }),
+        ...Option.match(rateLimit, { onNone: () => ({}), onSome: (rateLimitPerMinute) => ({ rateLimitPerMinute }) }),
+        ...Option.match(usageLimit, { onNone: () => ({}), onSome: (usageLimit) => ({ usageLimit }) })
+      }),
+    keyLines
+  )).pipe(Command.withDescription("Create an API key for an account."))
+
+const keyRevoke = Command.make("revoke", {
+  account: accountFlag,
+  key: Flag.String("key").pipe(Flag.withDescription("The key id (key_...)."))
+}, ({ account, key }) =>
+  call(
+    (admin) => admin.KeyRevoke({ accountId: account, keyId: key }),
+    () => `Key ${key} of ${account} revoked: it is refused from now on (PERMISSION_DENIED).`
+  )).pipe(Command.withDescription("Revoke an API key."))
+
+const creditChange = (
+  kind: "CreditsGrant" | "Refund",
+  done: string
+) =>
+  ({ account, note, ref, usd: amount }: {
+    readonly account: string
+    readonly usd: Money.Micros
+    readonly note: Option.Option<string>
+    readonly ref: Option.Option<string>
+  }) =>
+    call(
+      (admin) =>
+        admin[kind]({
+          accountId: account,
+          amountMicros: amount,
+          ...Option.match(note, { onNone: () => ({}), onSome: (note) => ({ note }) }),
+          ...Option.match(ref, { onNone: () => ({}), onSome: (externalRef) => ({ externalRef }) })
+        }),
+      (moved) => `${done} ${usd(moved.entry.amountMicros)} for ${account} (${moved.entry.id}); ${balancesLine(moved.balances)}.`
+    )
+
+const creditsGrant = Command.make(
+  "grant",
+  { account: accountFlag, usd: positiveUsdFlag("usd"), ...noteFlags },
+  creditChange("CreditsGrant", "Granted")
+).pipe(Command.withDescription("Add prepaid credits to an account."))
+
+const refund = Command.make(
+  "refund",
+  { account: accountFlag, usd: positiveUsdFlag("usd"), ...noteFlags },
+  creditChange("Refund", "Refunded")
+).pipe(
+  Command.withDescription("Record a payment refund: it takes the amount off the balance, and may put the account in payment review.")
+)
+
+const priceEntryLine = (model: string, entry: PriceList.ModelPrice): string => {
+  const state = entry.enabled ? "enabled" : "disabled"
+  if (entry.rateCard !== undefined) return `${model}  ${state}  rate card: ${JSON.stringify(entry.rateCard)}`
+  return `${model}  ${state}  ${entry.priceMicros === undefined ? "no price" : usd(entry.priceMicros)}`
+}
+
+const priceList = Command.make("list", {}, () =>
+  call(
+    (admin) => admin.PriceList(),
+    (list) => Object.entries(list.models).map(([model, entry]) => priceEntryLine(model, entry)).join("\n")
+  )).pipe(Command.withDescription("Show the price list in force."))
+
+const priceSet = Command.make("set", {
+  model: Flag.String("model").pipe(Flag.withDescription("The model slug.")),
+  micros: Flag.Int("micros").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD micro-units.")),
+  usd: usdFlag("usd").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD.")),
+  rateCard: Flag.String("rate-card").pipe(
+    Flag.mapTryCatch((text) => JSON.parse(text) as unknown, () => "--rate-card: not valid JSON"),
+    Flag.optional,
+    Flag.withDescription("A rate card as JSON: [{\"when\":{...},\"priceMicros\":N}, ...] (see the price list format).")
+  )
+}, ({ micros, model, rateCard, usd: usdPrice }) => {
+  const given = [micros, usdPrice, rateCard].filter(Option.isSome).length
+  if (given !== 1) {
+    return failWith("give exactly one of --micros, --usd or --rate-card")
+  }
+  const entry = Option.isSome(rateCard)
+    ? { enabled: true, rateCard: rateCard.value }
+    : { enabled: true, priceMicros: Option.getOrUndefined(micros) ?? Option.getOrUndefined(usdPrice) }
+  return call(
+    // The server checks the entry against its schema and the whole list against the catalog.
+    (admin) => admin.PriceSet({ model, entry: entry as PriceList.ModelPrice }),
+    (set) => `Price of ${priceEntryLine(model, set)}; new quotes use it from now on.`
+  )
+}).pipe(Command.withDescription("Set (and enable) one model's price."))
+
+const priceDisable = Command.make("disable", { model: Flag.String("model") }, ({ model }) =>
+  call(
+    (admin) => admin.PriceDisable({ model }),
+    () => `Model ${model} disabled: submissions get MODEL_PRICE_UNAVAILABLE until its price is set again.`
+  )).pipe(Command.withDescription("Stop a model from being submitted, keeping its price."))
+
+const taskResolve = Command.make("resolve", {
+  task: Flag.String("task").pipe(Flag.withDescription("The task id (task_...).")),
+  outcome: Flag.Literals("outcome", ["succeeded", "failed"]),
+  account: accountFlag.pipe(Flag.optional, Flag.withDescription("The task's account (needed for succeeded).")),
+  charge: usdFlag("charge-usd").pipe(
+    Flag.optional,
+    Flag.withDescription("What a succeeded task costs, at most its quote (default: the quote).")
+  )
+}, ({ account, charge, outcome, task }) =>
+  call(
+    (admin) =>
+      admin.TaskResolve({
+        taskId: task,
+        outcome,
+        ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }),
+        ...Option.match(charge, { onNone: () => ({}), onSome: (chargeMicros) => ({ chargeMicros }) })
+      }),
+    (t) =>
+      `Task ${t.id} is now ${t.status}` +
+      (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
+  )).pipe(Command.withDescription("Settle a task held in reconciliation_required."))
+
+const audit = Command.make("audit", {}, () =>
+  call(
+    (admin) => admin.Audit(),
+    (findings) =>
+      findings.length === 0
+        ? "The books balance: every account's balance and reservations agree with its journal."
+        : findings.map((f) =>
+          `${f.accountId}: cached balance ${usd(f.cached.balanceMicros)}, reserved ${usd(f.cached.reservedMicros)}; ` +
+          `journal says ${usd(f.journal.balanceMicros)}, ${usd(f.journal.reservedMicros)}`
+        ).join("\n")
+  )).pipe(Command.withDescription("Recompute every account from its journal and list disagreements."))
+
+export const command = admin.pipe(
+  Command.withSubcommands([
+    Command.make("account").pipe(
+      Command.withDescription("Accounts."),
+      Command.withSubcommands([accountCreate, accountList, accountShow])
+    ),
+    Command.make("key").pipe(Command.withDescription("API keys."), Command.withSubcommands([keyCreate, keyRevoke])),
+    Command.make("credits").pipe(Command.withDescription("Prepaid credits."), Command.withSubcommands([creditsGrant])),
+    refund,
+    Command.make("price").pipe(
+      Command.withDescription("The price list."),
+      Command.withSubcommands([priceList, priceSet, priceDisable])
+    ),
+    Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
+    audit
+  ])
+)

@@ -1,0 +1,183 @@
+/**
+ * The operator's admin service: accounts, API keys, credit grants, refunds, price changes and
+ * the resolution of reconciliation_required tasks, as effect/rpc procedures. This module holds
+ * only the contract (schemas and the group), so a client imports it without server code; the
+ * handlers are in AdminHandlers, the HTTP route and its operator-token guard in AdminServer,
+ * the client in AdminClient.
+ *
+ * Wire conventions: amounts are integer USD micro-units, dates ISO 8601 strings, ids plain
+ * strings checked by the server (a malformed id is reported like an unknown one). Every
+ * procedure fails only with `AdminError`, whose `reason` says what went wrong.
+ *
+ * @example
+ * ```ts
+ * const client = yield* AdminClient.make({ url: "http://127.0.0.1:8787", token })
+ * const { account, key } = yield* client.AccountCreate({ name: "acme", creditsMicros: 25_000_000 })
+ * ```
+ */
+import { Schema } from "effect"
+import { Rpc, RpcGroup } from "effect/rpc"
+import { Money, PriceList, Scope } from "@taskmeter/kernel"
+
+/** Why an admin procedure failed. Only StoreUnavailable is worth retrying as is. */
+export const AdminErrorReason = Schema.Literals([
+  "AccountNotFound",
+  "KeyNotFound",
+  "TaskNotFound",
+  "TaskNotResolvable",
+  "PriceListInvalid",
+  "InvalidRequest",
+  "StoreUnavailable"
+])
+export type AdminErrorReason = typeof AdminErrorReason.Type
+
+export class AdminError extends Schema.TaggedError<AdminError>()("AdminError", {
+  reason: AdminErrorReason,
+  message: Schema.String
+}) {}
+
+const Timestamp = Schema.String.annotate({ description: "ISO 8601 date-time" })
+/** A positive amount: granting or refunding nothing is a mistake worth reporting. */
+const PositiveMicros = Money.Micros.check(Schema.isGreaterThan(0))
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+export const Balances = Schema.Struct({
+  balanceMicros: Schema.Int,
+  reservedMicros: Schema.Int,
+  availableMicros: Schema.Int,
+  paymentReview: Schema.Boolean
+})
+export type Balances = typeof Balances.Type
+
+export const Account = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  createdAt: Timestamp
+})
+export type Account = typeof Account.Type
+
+export const AccountSummary = Schema.Struct({ ...Account.fields, balances: Balances })
+export type AccountSummary = typeof AccountSummary.Type
+
+/** A key as the operator sees it: never the secret, never its hash. */
+export const ApiKey = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  name: Schema.String,
+  displayPrefix: Schema.String,
+  scopes: Schema.Array(Scope.Scope),
+  createdAt: Timestamp,
+  revokedAt: Schema.NullOr(Timestamp),
+  rateLimitPerMinute: Schema.NullOr(Schema.Int),
+  usageLimit: Schema.NullOr(Schema.Int),
+  usageCount: Schema.Int
+})
+export type ApiKey = typeof ApiKey.Type
+
+/** A new key with its secret, which is shown this once and cannot be recovered. */
+export const CreatedKey = Schema.Struct({ key: ApiKey, secret: Schema.String })
+export type CreatedKey = typeof CreatedKey.Type
+
+export const AccountDetails = Schema.Struct({
+  account: Account,
+  balances: Balances,
+  keys: Schema.Array(ApiKey)
+})
+export type AccountDetails = typeof AccountDetails.Type
+
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  kind: Schema.Literals(["grant", "reserve", "charge", "release", "refund", "adjustment"]),
+  amountMicros: Schema.Int,
+  taskId: Schema.NullOr(Schema.String),
+  chatRequestId: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  createdAt: Timestamp
+})
+export type LedgerEntry = typeof LedgerEntry.Type
+
+export const Movement = Schema.Struct({ entry: LedgerEntry, balances: Balances })
+export type Movement = typeof Movement.Type
+
+export const Task = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  model: Schema.String,
+  status: Schema.String,
+  errorCode: Schema.NullOr(Schema.String),
+  priceMicros: Schema.Int,
+  chargedMicros: Schema.NullOr(Schema.Int),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+})
+export type Task = typeof Task.Type
+
+const Figures = Schema.Struct({ balanceMicros: Schema.Int, reservedMicros: Schema.Int })
+
+/** An account whose cached balance disagrees with its journal. */
+export const AuditFinding = Schema.Struct({ accountId: Schema.String, cached: Figures, journal: Figures })
+export type AuditFinding = typeof AuditFinding.Type
+
+const CreditChange = {
+  accountId: Schema.String,
+  amountMicros: PositiveMicros,
+  note: Schema.optionalKey(Schema.String),
+  /** A payment id: repeating a change with the same reference returns the first one. */
+  externalRef: Schema.optionalKey(Schema.String)
+}
+
+export class AdminRpcs extends RpcGroup.make(
+  Rpc.make("AccountCreate", {
+    payload: { name: Schema.String, creditsMicros: Schema.optionalKey(PositiveMicros) },
+    success: Schema.Struct({ account: Account, balances: Balances, key: CreatedKey }),
+    error: AdminError
+  }),
+  Rpc.make("AccountList", { success: Schema.Array(AccountSummary), error: AdminError }),
+  Rpc.make("AccountShow", { payload: { accountId: Schema.String }, success: AccountDetails, error: AdminError }),
+  Rpc.make("KeyCreate", {
+    payload: {
+      accountId: Schema.String,
+      name: Schema.optionalKey(Schema.String),
+      /** Omitted: every scope. */
+      scopes: Schema.optionalKey(Schema.Array(Scope.Scope).check(Schema.isMinLength(1))),
+      rateLimitPerMinute: Schema.optionalKey(Count),
+      usageLimit: Schema.optionalKey(Count)
+    },
+    success: CreatedKey,
+    error: AdminError
+  }),
+  Rpc.make("KeyRevoke", {
+    payload: { accountId: Schema.String, keyId: Schema.String },
+    error: AdminError
+  }),
+  Rpc.make("CreditsGrant", { payload: CreditChange, success: Movement, error: AdminError }),
+  /** A payment refund; it may put the account into payment review (PAYMENT_REVIEW_REQUIRED). */
+  Rpc.make("Refund", { payload: CreditChange, success: Movement, error: AdminError }),
+  Rpc.make("PriceList", { success: PriceList.PriceList, error: AdminError }),
+  /** Sets one model's entry; the whole list is checked against the catalog before it applies. */
+  Rpc.make("PriceSet", {
+    payload: { model: Schema.String, entry: PriceList.ModelPrice },
+    success: PriceList.ModelPrice,
+    error: AdminError
+  }),
+  Rpc.make("PriceDisable", { payload: { model: Schema.String }, error: AdminError }),
+  /**
+   * Settles a reconciliation_required task: succeeded charges `chargeMicros` (at most the
+   * quote, by default the quote) and releases the rest; failed releases the whole reservation
+   * and keeps the task's errorCode. Succeeded needs `accountId`, to read the quote; with it the
+   * task is read first, so a refusal says why.
+   */
+  Rpc.make("TaskResolve", {
+    payload: {
+      taskId: Schema.String,
+      accountId: Schema.optionalKey(Schema.String),
+      outcome: Schema.Literals(["succeeded", "failed"]),
+      chargeMicros: Schema.optionalKey(Money.Micros)
+    },
+    success: Task,
+    error: AdminError
+  }),
+  /** Recomputes every account from its journal; an empty list means the books balance. */
+  Rpc.make("Audit", { success: Schema.Array(AuditFinding), error: AdminError })
+) {}

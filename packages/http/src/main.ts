@@ -1,0 +1,268 @@
+/**
+ * The composition root of `npm start` (and `taskmeter start`, `taskmeter worker`): storage,
+ * kernel services, the HTTP server with the admin service beside the API, and in-process
+ * workers. Wiring only; every rule lives in the kernel and the route modules.
+ *
+ * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR
+ * and MAX_UPLOAD_BYTES:
+ *
+ * | variable                  | default                   | meaning                                             |
+ * |---------------------------|---------------------------|-----------------------------------------------------|
+ * | DATABASE_URL              | (none: PGlite in DATA_DIR/pg) | PostgreSQL to keep everything in                |
+ * | DATABASE_SCHEMA           | the server's search_path  | the PostgreSQL schema taskmeter's tables live in      |
+ * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
+ * | PUBLIC_URL                | http://HOST:PORT          | where upstreams fetch uploaded media from            |
+ * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links; same in every process       |
+ * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
+ * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
+ * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
+ * | WORKERS                   | true                      | run task workers inside the server process           |
+ *
+ * The executors are `Providers.fromConfig`: every upstream family whose API key is set, then
+ * the offline `simulated` provider for every model (SIMULATED_ENABLED=false removes it).
+ */
+import { createHmac } from "node:crypto"
+import { access } from "node:fs/promises"
+import { join, resolve as resolvePath } from "node:path"
+import { Config, Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { HttpServer } from "effect/http"
+import {
+  Accounts,
+  BlobStore,
+  Catalog,
+  Executors,
+  Ledger,
+  MediaUrls,
+  Pricer,
+  type Provider,
+  TaskRunner,
+  TaskWorker
+} from "@taskmeter/kernel"
+import { Providers } from "@taskmeter/providers"
+import { PgStore } from "@taskmeter/storage-pg"
+import * as AdminFile from "./admin/AdminFile.ts"
+import * as AdminServer from "./admin/AdminServer.ts"
+import * as OperatorToken from "./admin/OperatorToken.ts"
+import * as ChatServer from "./chat/ChatServer.ts"
+import * as ChatServices from "./chat/ChatServices.ts"
+import * as Server from "./Server.ts"
+import * as ServerConfig from "./ServerConfig.ts"
+
+export interface Settings {
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly databaseSchema: Option.Option<string>
+  readonly operatorToken: Option.Option<Redacted.Redacted<string>>
+  readonly publicUrl: Option.Option<string>
+  readonly mediaLinkSecret: Option.Option<Redacted.Redacted<string>>
+  readonly submissionsPerMinute: number
+  readonly maxUnfinishedTasks: number
+  readonly keyRateLimitPerMinute: number
+  readonly workers: boolean
+}
+
+/** The settings when nothing is configured. */
+export const defaults: Settings = {
+  databaseUrl: Option.none(),
+  databaseSchema: Option.none(),
+  operatorToken: Option.none(),
+  publicUrl: Option.none(),
+  mediaLinkSecret: Option.none(),
+  submissionsPerMinute: 60,
+  maxUnfinishedTasks: 10,
+  keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
+  workers: true
+}
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+const positive = (name: string, fallback: number) => Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+export const config: Config.Config<Settings> = Config.all({
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  databaseSchema: Config.option(Config.NonEmptyString("DATABASE_SCHEMA")),
+  operatorToken: Config.option(Config.Redacted("OPERATOR_TOKEN")),
+  publicUrl: Config.option(Config.URL("PUBLIC_URL").pipe(Config.map((url) => url.href))),
+  mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
+  submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
+  maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
+  keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
+  workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers))
+})
+
+/** PostgreSQL at DATABASE_URL, else PGlite with its files in `<dataDir>/pg`; blobs in `<dataDir>/blobs`. */
+export const storage = (dataDir: string, settings: Pick<Settings, "databaseUrl" | "databaseSchema">) =>
+  Layer.merge(
+    Option.match(settings.databaseUrl, {
+      onNone: () => PgStore.layerEmbedded({ dataDir, schema: Option.getOrUndefined(settings.databaseSchema) }),
+      onSome: (url) => PgStore.layer({ url, schema: Option.getOrUndefined(settings.databaseSchema) })
+    }),
+    BlobStore.layerFileSystem(join(dataDir, "blobs"))
+  )
+
+/**
+ * The media-link secret: configured, or derived from the operator token, so that every process
+ * started with the same token (or the same data directory) signs and checks links alike.
+ */
+export const mediaLinkSecret = (settings: Settings, token: Redacted.Redacted<string>): Redacted.Redacted<string> =>
+  Option.getOrElse(settings.mediaLinkSecret, () =>
+    Redacted.make(createHmac("sha256", Redacted.value(token)).update("taskmeter media links").digest("base64url")))
+
+/** Where price changes made through the admin service are kept, and read back at start. */
+export const pricesFileOf = (dataDir: string): string => join(dataDir, "prices.json")
+
+const exists = (path: string) => Effect.promise(() => access(path).then(() => true, () => false))
+
+/** The shipped prices, or those the operator saved in the data directory. */
+const pricer = (pricesFile: string) =>
+  Layer.unwrap(Effect.map(exists(pricesFile), (saved) => saved ? Pricer.layerFromFile(pricesFile) : Pricer.layerDefault))
+
+export interface KernelOptions {
+  readonly settings: Settings
+  /** Executors in order of preference; the first that lists a model runs it. */
+  readonly adapters: ReadonlyArray<Provider.ProviderV1>
+  readonly mediaUrls: MediaUrls.Options
+  readonly pricesFile: string
+}
+
+/** The kernel's services over the storage ports. */
+export const kernel = (options: KernelOptions) => {
+  const executors = Executors.make({ adapters: options.adapters })
+  const base = Layer.mergeAll(
+    Catalog.layer,
+    Layer.succeed(Executors.Executors, executors),
+    MediaUrls.layer(options.mediaUrls)
+  )
+  const { settings } = options
+  return Layer.mergeAll(
+    Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute }),
+    Ledger.layer,
+    TaskRunner.layer({
+      submissionsPerMinute: settings.submissionsPerMinute,
+      maxUnfinishedTasks: settings.maxUnfinishedTasks,
+      executorAvailable: executors.executorAvailable
+    })
+  ).pipe(Layer.provideMerge(pricer(options.pricesFile)), Layer.provideMerge(base))
+}
+
+export interface ServerOptions extends KernelOptions {
+  readonly token: Redacted.Redacted<string>
+  readonly dataDir: string
+  /** Called once the server listens, with its address. */
+  readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
+}
+
+/**
+ * The whole server over the storage it is given: the API and the admin service on one HTTP
+ * server (ServerConfig's host and port), and, unless `settings.workers` is false, a task
+ * worker and the reconciler in the background. The admin file is written once the server
+ * listens.
+ */
+export const server = (options: ServerOptions) => {
+  const app = Layer.mergeAll(
+    Server.layer,
+    AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
+    ChatServer.layer
+  )
+  const listening = Layer.effectDiscard(
+    HttpServer.addressFormattedWith((url) =>
+      Effect.andThen(
+        AdminFile.write(options.dataDir, { url, token: Redacted.value(options.token) }),
+        options.onListening?.(url) ?? Effect.void
+      )
+    )
+  )
+  const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+  return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serve(app, { disableLogger: true }))), workers).pipe(
+    Layer.provideMerge(ChatServices.layerConfig),
+    Layer.provideMerge(kernel(options))
+  )
+}
+
+const announce = (url: string, dataDir: string, settings: Settings, adapters: ReadonlyArray<Provider.ProviderV1>) =>
+  Console.log(
+    [
+      `taskmeter is listening on ${url}`,
+      `  storage    ${
+        Option.isSome(settings.databaseUrl)
+          ? "PostgreSQL (DATABASE_URL)"
+          : `PGlite in ${join(dataDir, "pg")} (set DATABASE_URL to use PostgreSQL)`
+      }`,
+      `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
+      `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
+      `  admin      operator token in ${AdminFile.pathOf(dataDir)} (the CLI reads it)`,
+      "",
+      "Create a first account and its API key:",
+      "  npx taskmeter admin account create --credits-usd 25",
+      "Stop with Ctrl-C."
+    ].join("\n")
+  )
+
+/** What `npm start` runs: the server from the environment's settings, until interrupted. */
+export const start = Effect.gen(function*() {
+  const serverSettings = yield* ServerConfig.config
+  const settings = yield* config
+  const adapters = yield* Providers.fromConfig
+  const dataDir = resolvePath(serverSettings.dataDir)
+  const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
+  const publicUrl = Option.getOrElse(settings.publicUrl, () => `http://${serverSettings.host}:${serverSettings.port}`)
+  return yield* Layer.launch(
+    server({
+      settings,
+      adapters,
+      mediaUrls: { baseUrl: publicUrl, secret: mediaLinkSecret(settings, token) },
+      pricesFile: pricesFileOf(dataDir),
+      token,
+      dataDir,
+      onListening: (url) => announce(url, dataDir, settings, adapters)
+    }).pipe(
+      Layer.provide(storage(dataDir, settings)),
+      Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
+    )
+  )
+})
+
+export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
+
+/**
+ * What `taskmeter worker` runs: a task worker and the reconciler, without an HTTP server,
+ * against the PostgreSQL at DATABASE_URL (PGlite cannot be shared between processes). Results
+ * are written under DATA_DIR/blobs, which the servers must see too (same machine or a shared
+ * disk). Media links are signed like the server's: with MEDIA_LINK_SECRET, or the operator
+ * token of OPERATOR_TOKEN or the data directory's admin.json, whose address is also the
+ * default PUBLIC_URL.
+ */
+export const worker = Effect.gen(function*() {
+  const serverSettings = yield* ServerConfig.config
+  const settings = yield* config
+  const adapters = yield* Providers.fromConfig
+  const dataDir = resolvePath(serverSettings.dataDir)
+  if (Option.isNone(settings.databaseUrl)) {
+    return yield* new WorkerNotConfigured({
+      message: "A worker process needs DATABASE_URL: the embedded PGlite database belongs to the server process, " +
+        "whose own in-process workers serve it."
+    })
+  }
+  const file = yield* AdminFile.read(dataDir)
+  const token = Option.orElse(settings.operatorToken, () =>
+    Option.map(Option.fromNullishOr(file), (f) => Redacted.make(f.token)))
+  const secret = Option.orElse(settings.mediaLinkSecret, () => Option.map(token, (t) => mediaLinkSecret(settings, t)))
+  const publicUrl = Option.orElse(settings.publicUrl, () => Option.map(Option.fromNullishOr(file), (f) => f.url))
+  if (Option.isNone(secret) || Option.isNone(publicUrl)) {
+    return yield* new WorkerNotConfigured({
+      message: `Cannot sign media links like the server: set PUBLIC_URL and MEDIA_LINK_SECRET (or OPERATOR_TOKEN), ` +
+        `or start the server first so that ${AdminFile.pathOf(dataDir)} exists.`
+    })
+  }
+  const executors = Executors.make({ adapters })
+  yield* Console.log(
+    `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; stop with Ctrl-C.`
+  )
+  return yield* TaskWorker.serve().pipe(
+    Effect.provide(Layer.mergeAll(
+      Catalog.layer,
+      Layer.succeed(Executors.Executors, executors),
+      MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
+      storage(dataDir, settings)
+    ))
+  )
+})

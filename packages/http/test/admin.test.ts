@@ -1,0 +1,285 @@
+/**
+ * The admin RPC service over real HTTP, on the composed server (storage-memory, no workers):
+ * the operator-token guard, and every procedure through the typed client.
+ */
+import { mkdtempSync, readFileSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Ids, type Money } from "@taskmeter/kernel"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import * as AdminClient from "../src/admin/AdminClient.ts"
+import * as AdminFile from "../src/admin/AdminFile.ts"
+import { AdminError } from "../src/admin/AdminRpc.ts"
+import * as AdminServer from "../src/admin/AdminServer.ts"
+import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import * as Main from "../src/main.ts"
+import * as ServerConfig from "../src/ServerConfig.ts"
+import { heldTask } from "./adminSupport.ts"
+
+const USD = 1_000_000
+const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-admin-"))
+const token = OperatorToken.generate()
+const pricesFile = Main.pricesFileOf(dataDir)
+
+const TestServer = Main.server({
+  settings: { ...Main.defaults, workers: false },
+  adapters: [],
+  mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
+  pricesFile,
+  token,
+  dataDir
+}).pipe(
+  Layer.provideMerge(MemoryStore.layer),
+  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+)
+
+const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+
+/** The admin client of the test server, with the given token. */
+const withAdmin = <A, E>(
+  f: (admin: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>,
+  presented: Redacted.Redacted<string> = token
+) =>
+  Effect.flatMap(baseUrl, (url) =>
+    AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token: presented }))))
+
+const reasonOf = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+  Effect.map(Effect.flip(effect), (error) => error instanceof AdminError ? error.reason : error)
+
+const post = (body: string, headers: Record<string, string>) =>
+  Effect.flatMap(baseUrl, (url) =>
+    Effect.promise(async () => {
+      const response = await fetch(`${url}${AdminServer.PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body
+      })
+      return { status: response.status, body: await response.json() as unknown }
+    }))
+
+layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => {
+  describe("operator token", () => {
+    it.effect("a request without the token is 401 AUTH_REQUIRED, in the spec's body", () =>
+      Effect.gen(function*() {
+        const response = yield* post("{}", {})
+        expect(response.status).toBe(401)
+        expect(response.body).toEqual({ code: "AUTH_REQUIRED", error: expect.any(String) })
+      }))
+
+    it.effect("a wrong token is 401 AUTH_REQUIRED, and the typed client reports the status", () =>
+      Effect.gen(function*() {
+        const response = yield* post("{}", { authorization: `Bearer ${Redacted.value(OperatorToken.generate())}` })
+        expect(response).toMatchObject({ status: 401, body: { code: "AUTH_REQUIRED" } })
+        const error = yield* Effect.flip(withAdmin((admin) => admin.AccountList(), OperatorToken.generate()))
+        expect(error._tag).toBe("RpcClientError")
+        expect(error._tag === "RpcClientError" ? AdminClient.statusOf(error) : undefined).toBe(401)
+      }))
+
+    it.effect("an API key is not an operator token", () =>
+      Effect.gen(function*() {
+        const { key } = yield* withAdmin((admin) => admin.AccountCreate({ name: "not-an-operator" }))
+        const response = yield* post("{}", { authorization: `Bearer ${key.secret}` })
+        expect(response.status).toBe(401)
+      }))
+
+    it.effect("the admin file tells the CLI where the server is and its token, readable by the owner only", () =>
+      Effect.gen(function*() {
+        const file = yield* AdminFile.read(dataDir)
+        expect(file).toEqual({ url: yield* baseUrl, token: Redacted.value(token) })
+        expect(statSync(AdminFile.pathOf(dataDir)).mode & 0o777).toBe(0o600)
+      }))
+  })
+
+  describe("accounts and keys", () => {
+    it.effect("account create makes an account with its opening credits and a working first key", () =>
+      Effect.gen(function*() {
+        const created = yield* withAdmin((admin) => admin.AccountCreate({ name: "acme", creditsMicros: (25 * USD) as Money.Micros }))
+        expect(created.account.name).toBe("acme")
+        expect(created.balances).toEqual({
+          balanceMicros: 25 * USD,
+          reservedMicros: 0,
+          availableMicros: 25 * USD,
+          paymentReview: false
+        })
+        expect(created.key.secret).toMatch(/^tm_[A-Za-z0-9_-]{43}$/)
+        expect(created.key.key.scopes).toEqual(["jobs:create", "jobs:read", "usage:read", "chat:create"])
+        const usage = yield* Effect.flatMap(baseUrl, (url) =>
+          Effect.promise(() => fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${created.key.secret}` } })))
+        expect(usage.status).toBe(200)
+
+        const listed = yield* withAdmin((admin) => admin.AccountList())
+        expect(listed).toContainEqual({ ...created.account, balances: created.balances })
+        const shown = yield* withAdmin((admin) => admin.AccountShow({ accountId: created.account.id }))
+        expect(shown.keys.map((k) => k.id)).toEqual([created.key.key.id])
+        expect(JSON.stringify(shown)).not.toContain(created.key.secret)
+      }))
+
+    it.effect("key create honours scopes and limits; key revoke refuses the key from then on", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "keys" }))
+        const readOnly = yield* withAdmin((admin) =>
+          admin.KeyCreate({ accountId: account.id, name: "ci", scopes: ["jobs:read", "usage:read"], usageLimit: 5 })
+        )
+        expect(readOnly.key).toMatchObject({ name: "ci", scopes: ["jobs:read", "usage:read"], usageLimit: 5, revokedAt: null })
+        yield* withAdmin((admin) => admin.KeyRevoke({ accountId: account.id, keyId: readOnly.key.id }))
+        const shown = yield* withAdmin((admin) => admin.AccountShow({ accountId: account.id }))
+        expect(shown.keys.find((k) => k.id === readOnly.key.id)?.revokedAt).toEqual(expect.any(String))
+        const usage = yield* Effect.flatMap(baseUrl, (url) =>
+          Effect.promise(() => fetch(`${url}/api/v1/usage`, { headers: { "x-api-key": readOnly.secret } })))
+        expect(usage.status).toBe(403)
+        expect(yield* Effect.promise(() => usage.json())).toMatchObject({ code: "PERMISSION_DENIED" })
+      }))
+
+    it.effect("unknown and malformed ids are AccountNotFound or KeyNotFound", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "ids" }))
+        expect(yield* reasonOf(withAdmin((admin) => admin.AccountShow({ accountId: Ids.makeAccountId() })))).toBe("AccountNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.AccountShow({ accountId: "acme" })))).toBe("AccountNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.KeyCreate({ accountId: Ids.makeAccountId() })))).toBe("AccountNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.KeyRevoke({ accountId: account.id, keyId: Ids.makeApiKeyId() }))))
+          .toBe("KeyNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.KeyRevoke({ accountId: account.id, keyId: "nope" })))).toBe("KeyNotFound")
+      }))
+  })
+
+  describe("credits", () => {
+    it.effect("a grant adds credits once per outside reference", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "grants" }))
+        const grant = { accountId: account.id, amountMicros: (10 * USD) as Money.Micros, note: "invoice 7", externalRef: "pay_7" }
+        const first = yield* withAdmin((admin) => admin.CreditsGrant(grant))
+        const again = yield* withAdmin((admin) => admin.CreditsGrant(grant))
+        expect(again.entry.id).toBe(first.entry.id)
+        expect(first.entry).toMatchObject({ kind: "grant", amountMicros: 10 * USD, note: "invoice 7" })
+        const shown = yield* withAdmin((admin) => admin.AccountShow({ accountId: account.id }))
+        expect(shown.balances.balanceMicros).toBe(10 * USD)
+        expect(yield* reasonOf(withAdmin((admin) => admin.CreditsGrant({ ...grant, accountId: Ids.makeAccountId() }))))
+          .toBe("AccountNotFound")
+      }))
+
+    it.effect("a refund beyond the balance puts the account in payment review, and a grant clears it", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "refunds", creditsMicros: USD as Money.Micros }))
+        const refunded = yield* withAdmin((admin) => admin.Refund({ accountId: account.id, amountMicros: (3 * USD) as Money.Micros }))
+        expect(refunded.entry).toMatchObject({ kind: "refund", amountMicros: 3 * USD })
+        expect(refunded.balances).toMatchObject({ balanceMicros: -2 * USD, paymentReview: true })
+        const covered = yield* withAdmin((admin) =>
+          admin.CreditsGrant({ accountId: account.id, amountMicros: (5 * USD) as Money.Micros })
+        )
+        expect(covered.balances).toMatchObject({ balanceMicros: 3 * USD, paymentReview: false })
+      }))
+  })
+
+  describe("prices", () => {
+    it.effect("price set takes effect at once, is public on GET /api/v1/prices and is saved for the next start", () =>
+      Effect.gen(function*() {
+        const set = yield* withAdmin((admin) =>
+          admin.PriceSet({ model: "song-lyrics", entry: { enabled: true, priceMicros: 7_000 as Money.Micros } })
+        )
+        expect(set).toEqual({ enabled: true, priceMicros: 7_000 })
+        const list = yield* withAdmin((admin) => admin.PriceList())
+        expect(list.models["song-lyrics"]).toEqual({ enabled: true, priceMicros: 7_000 })
+        const prices = yield* Effect.flatMap(baseUrl, (url) =>
+          Effect.promise(() => fetch(`${url}/api/v1/prices`).then((r) => r.text())))
+        expect(prices).toContain("7000")
+        expect(JSON.parse(readFileSync(pricesFile, "utf8")).models["song-lyrics"]).toEqual({ enabled: true, priceMicros: 7_000 })
+      }))
+
+    it.effect("price disable keeps the price but stops quotes; a list the catalog refuses is PriceListInvalid", () =>
+      Effect.gen(function*() {
+        yield* withAdmin((admin) => admin.PriceDisable({ model: "song-single-v5" }))
+        const list = yield* withAdmin((admin) => admin.PriceList())
+        expect(list.models["song-single-v5"]?.enabled).toBe(false)
+        expect(
+          yield* reasonOf(withAdmin((admin) =>
+            admin.PriceSet({ model: "no-such-model", entry: { enabled: true, priceMicros: 1 as Money.Micros } })
+          ))
+        ).toBe("PriceListInvalid")
+        expect(
+          yield* reasonOf(withAdmin((admin) =>
+            admin.PriceSet({ model: "song-lyrics", entry: { enabled: true, priceMicros: 1 as Money.Micros, rateCard: [{ when: {}, priceMicros: 2 as Money.Micros }] } })
+          ))
+        ).toBe("PriceListInvalid")
+      }))
+  })
+
+  describe("task resolve", () => {
+    it.effect("succeeded charges the quote (or less), failed releases; only held tasks resolve", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "held", creditsMicros: (5 * USD) as Money.Micros }))
+        const first = yield* heldTask(account.id, 2 * USD)
+        const second = yield* heldTask(account.id, USD)
+        const third = yield* heldTask(account.id, USD)
+        const balances = () => Effect.map(withAdmin((admin) => admin.AccountShow({ accountId: account.id })), (d) => d.balances)
+        expect(yield* balances()).toMatchObject({ balanceMicros: 5 * USD, reservedMicros: 4 * USD })
+
+        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: first, outcome: "succeeded" }))))
+          .toBe("InvalidRequest")
+        const succeeded = yield* withAdmin((admin) =>
+          admin.TaskResolve({ taskId: first, accountId: account.id, outcome: "succeeded" })
+        )
+        expect(succeeded).toMatchObject({ status: "succeeded", chargedMicros: 2 * USD, errorCode: null })
+        expect(yield* balances()).toMatchObject({ balanceMicros: 3 * USD, reservedMicros: 2 * USD })
+
+        expect(
+          yield* reasonOf(withAdmin((admin) =>
+            admin.TaskResolve({ taskId: second, accountId: account.id, outcome: "succeeded", chargeMicros: (2 * USD) as Money.Micros })
+          ))
+        ).toBe("InvalidRequest")
+        const partial = yield* withAdmin((admin) =>
+          admin.TaskResolve({ taskId: second, accountId: account.id, outcome: "succeeded", chargeMicros: 250_000 as Money.Micros })
+        )
+        expect(partial.chargedMicros).toBe(250_000)
+
+        const failed = yield* withAdmin((admin) => admin.TaskResolve({ taskId: third, outcome: "failed" }))
+        expect(failed).toMatchObject({ status: "failed", chargedMicros: null })
+        expect(yield* balances()).toMatchObject({ balanceMicros: 5 * USD - 2_250_000, reservedMicros: 0 })
+
+        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: third, outcome: "failed" }))))
+          .toBe("TaskNotResolvable")
+        expect(
+          yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: first, accountId: account.id, outcome: "succeeded" })))
+        ).toBe("TaskNotResolvable")
+        expect(
+          yield* reasonOf(withAdmin((admin) =>
+            admin.TaskResolve({ taskId: Ids.makeTaskId(), accountId: account.id, outcome: "succeeded" })
+          ))
+        ).toBe("TaskNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: "task_x", outcome: "failed" }))))
+          .toBe("TaskNotFound")
+      }))
+  })
+
+  it.effect("audit finds the books balanced after all of the above", () =>
+    Effect.gen(function*() {
+      expect(yield* withAdmin((admin) => admin.Audit())).toEqual([])
+    }))
+})
+
+describe("OperatorToken", () => {
+  it("verifies only the exact token, from a Bearer header", () => {
+    const verify = OperatorToken.verifier(Redacted.make("tmop_secret"))
+    expect(verify(OperatorToken.fromAuthorization("Bearer tmop_secret"))).toBe(true)
+    expect(verify(OperatorToken.fromAuthorization("bearer  tmop_secret "))).toBe(true)
+    expect(verify(OperatorToken.fromAuthorization("Bearer tmop_secreT"))).toBe(false)
+    expect(verify(OperatorToken.fromAuthorization("Bearer tmop_secret extra"))).toBe(false)
+    expect(verify(OperatorToken.fromAuthorization("Basic tmop_secret"))).toBe(false)
+    expect(verify(OperatorToken.fromAuthorization(undefined))).toBe(false)
+  })
+
+  it.effect("is taken from the configuration, else reused from the admin file, else made anew", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "taskmeter-token-"))
+      const made = yield* OperatorToken.resolve(dir, Option.none())
+      expect(Redacted.value(made)).toMatch(/^tmop_[A-Za-z0-9_-]{43}$/)
+      expect(Redacted.value(yield* OperatorToken.resolve(dir, Option.none()))).not.toBe(Redacted.value(made))
+      yield* AdminFile.write(dir, { url: "http://127.0.0.1:1", token: Redacted.value(made) })
+      expect(Redacted.value(yield* OperatorToken.resolve(dir, Option.none()))).toBe(Redacted.value(made))
+      const configured = Redacted.make("tmop_configured")
+      expect(yield* OperatorToken.resolve(dir, Option.some(configured))).toBe(configured)
+      expect(String(made)).not.toContain(Redacted.value(made))
+    }))
+})

@@ -1,0 +1,163 @@
+/**
+ * `taskmeter start` as deployed: two server processes on one PostgreSQL (a fresh schema of
+ * TEST_DATABASE_URL), each with its in-process workers. The CLI creates an account through
+ * one, its key submits through the other, and both see the same task, idempotency and money.
+ * Both stop gracefully on SIGTERM.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomUUID } from "node:crypto"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { afterAll, vi } from "vitest"
+import * as OperatorToken from "../src/admin/OperatorToken.ts"
+
+vi.setConfig({ testTimeout: 180_000 })
+
+const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
+const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const schema = `test_${randomUUID().replaceAll("-", "").slice(0, 20)}`
+const token = Redacted.value(OperatorToken.generate())
+
+const env = {
+  PATH: process.env.PATH ?? "",
+  DATABASE_URL: databaseUrl,
+  DATABASE_SCHEMA: schema,
+  OPERATOR_TOKEN: token,
+  PORT: "0",
+  HOST: "127.0.0.1",
+  DATA_DIR: mkdtempSync(join(tmpdir(), "taskmeter-pg-servers-"))
+}
+
+/**
+ * Starts `taskmeter <command>` and waits for the line matching `ready`; its first group (the
+ * address). Stopped (SIGTERM) when the scope closes.
+ */
+const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly url: string; readonly child: ChildProcess }, Error>((resume) => {
+      const child = spawn(process.execPath, [BIN, command], {
+        env: { ...env, ...extraEnv },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString()
+        const match = ready.exec(output)
+        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", child }))
+      }
+      child.stdout.on("data", onData)
+      child.stderr.on("data", onData)
+      child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter ${command} exited ${code}:\n${output}`))))
+    }),
+    ({ child }) =>
+      Effect.callback<void>((resume) => {
+        if (child.exitCode !== null) return resume(Effect.void)
+        child.once("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+      })
+  )
+
+const startServer = (extraEnv: Record<string, string> = {}) => launch("start", /taskmeter is listening on (\S+)/, extraEnv)
+
+/** Sends SIGTERM and waits for the process to exit; its exit code. */
+const stop = (child: ChildProcess) =>
+  Effect.callback<number | null>((resume) => {
+    child.once("exit", (code) => resume(Effect.succeed(code)))
+    child.kill("SIGTERM")
+  })
+
+const admin = (url: string, ...args: ReadonlyArray<string>) =>
+  Effect.callback<any>((resume) => {
+    execFile(
+      process.execPath,
+      [BIN, "admin", "--url", url, "--token", token, "--json", ...args],
+      { env: { PATH: env.PATH }, timeout: 30_000 },
+      (error, stdout, stderr) =>
+        resume(error === null ? Effect.succeed(JSON.parse(stdout)) : Effect.die(new Error(`${error.message}\n${stderr}`)))
+    )
+  })
+
+const api = (url: string, path: string, key: string, init: RequestInit = {}) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
+    })
+    return { status: response.status, body: await response.json() as any }
+  })
+
+/** Polls the task until it is terminal. */
+const settled = (url: string, key: string, id: string) =>
+  Effect.gen(function*() {
+    let task = (yield* api(url, `/api/v1/jobs/${id}`, key)).body
+    for (let i = 0; i < 200 && !["succeeded", "failed", "reconciliation_required"].includes(task.status); i++) {
+      yield* Effect.sleep("50 millis")
+      task = (yield* api(url, `/api/v1/jobs/${id}`, key)).body
+    }
+    return task
+  })
+
+const dropSchema = SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+  Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+  Effect.orDie
+)
+
+describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
+  afterAll(() => Effect.runPromise(dropSchema))
+
+  it.live("two servers share accounts, tasks, idempotency and money, and stop on SIGTERM", () =>
+    Effect.gen(function*() {
+      // One after the other: the first runs the migrations on the empty schema.
+      const a = yield* startServer()
+      const b = yield* startServer()
+      expect(a.url).not.toBe(b.url)
+
+      const created = yield* admin(a.url, "account", "create", "--name", "shared", "--credits-usd", "5")
+      const key: string = created.key.secret
+      const submit = (url: string) =>
+        api(url, "/api/v1/jobs", key, {
+          method: "POST",
+          headers: { "idempotency-key": "across-processes" },
+          body: JSON.stringify({ model: "song-lyrics", input: { prompt: "two servers, one ledger" } })
+        })
+      const first = yield* submit(b.url)
+      expect(first.status).toBe(202)
+      const replay = yield* submit(a.url)
+      expect(replay.status).toBe(200)
+      expect(replay.body).toMatchObject({ id: first.body.id, replayed: true })
+
+      const task = yield* settled(a.url, key, first.body.id)
+      expect(task.status).toBe("succeeded")
+      const shown = yield* admin(b.url, "account", "show", "--account", created.account.id)
+      expect(shown.balances).toMatchObject({ balanceMicros: 5_000_000 - task.priceMicros, reservedMicros: 0 })
+      expect(yield* admin(a.url, "audit")).toEqual([])
+
+      expect(yield* stop(a.child)).toBe(0)
+      expect(yield* stop(b.child)).toBe(0)
+    }))
+
+  it.live("a server without workers leaves its tasks to a `taskmeter worker` process", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ WORKERS: "false" })
+      const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
+      const key: string = created.key.secret
+      const submitted = yield* api(server.url, "/api/v1/jobs", key, {
+        method: "POST",
+        headers: { "idempotency-key": "for-the-worker" },
+        body: JSON.stringify({ model: "song-lyrics", input: { prompt: "nobody here runs this" } })
+      })
+      expect(submitted.status).toBe(202)
+      yield* Effect.sleep("500 millis")
+      expect((yield* api(server.url, `/api/v1/jobs/${submitted.body.id}`, key)).body.status).toBe("queued")
+
+      const worker = yield* launch("worker", /taskmeter worker: ()/)
+      expect((yield* settled(server.url, key, submitted.body.id)).status).toBe("succeeded")
+      expect(yield* stop(worker.child)).toBe(0)
+    }))
+})

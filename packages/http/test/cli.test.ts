@@ -1,0 +1,231 @@
+/**
+ * The `taskmeter admin` CLI as an operator runs it: a child process against the composed server
+ * (storage-memory, in-process workers on the simulated provider) on an ephemeral port, with
+ * --url/--token --json, or finding the server through the data directory's admin.json.
+ */
+import { execFile } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect, Layer, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { describe, expect, layer } from "@effect/vitest"
+import { vi } from "vitest"
+import { Simulated } from "@taskmeter/providers"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import * as Main from "../src/main.ts"
+import * as ServerConfig from "../src/ServerConfig.ts"
+import { heldTask } from "./adminSupport.ts"
+
+// Each command is a fresh Node process (about a second of start-up, more on a busy machine).
+vi.setConfig({ testTimeout: 120_000 })
+
+const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
+const USD = 1_000_000
+const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-cli-"))
+const token = OperatorToken.generate()
+/** Served by the workers; HELD_MODEL is not, so tasks held for the resolve test stay put. */
+const SERVED_MODEL = "song-lyrics"
+const HELD_MODEL = "song-single-v5"
+
+const TestServer = Main.server({
+  settings: Main.defaults,
+  adapters: [Simulated.make({ models: [SERVED_MODEL] })],
+  mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
+  pricesFile: Main.pricesFileOf(dataDir),
+  token,
+  dataDir
+}).pipe(
+  Layer.provideMerge(MemoryStore.layer),
+  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+)
+
+const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+
+interface Run {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the CLI with `args`, an empty environment but PATH, and no admin file unless told. */
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.callback<Run>((resume) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { PATH: process.env.PATH ?? "", DATA_DIR: join(dataDir, "elsewhere"), ...env }, timeout: 20_000 },
+      (error, stdout, stderr) =>
+        resume(Effect.succeed({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
+    )
+  })
+
+/** `taskmeter admin --url <server> --token <token> --json ...args`, which must succeed; its JSON. */
+const admin = (...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const url = yield* baseUrl
+    const result = yield* run(["admin", "--url", url, "--token", Redacted.value(token), "--json", ...args])
+    expect(result.stderr, `taskmeter admin ${args.join(" ")}`).toBe("")
+    expect(result.code).toBe(0)
+    return JSON.parse(result.stdout) as any
+  })
+
+/** The same, expected to fail: the error of its JSON report. */
+const adminFails = (...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const url = yield* baseUrl
+    const result = yield* run(["admin", "--url", url, "--token", Redacted.value(token), "--json", ...args])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    return (JSON.parse(result.stderr) as { error: { reason: string; message: string } }).error
+  })
+
+const api = (path: string, key: string, init: RequestInit = {}) =>
+  Effect.flatMap(baseUrl, (url) =>
+    Effect.promise(async () => {
+      const response = await fetch(`${url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
+      })
+      return { status: response.status, body: await response.json() as any }
+    }))
+
+layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process)", (it) => {
+  it.effect("account create's key submits a task that runs, and its charge shows in usage", () =>
+    Effect.gen(function*() {
+      const created = yield* admin("account", "create", "--name", "acme", "--credits-usd", "25")
+      expect(created.account.name).toBe("acme")
+      expect(created.balances.availableMicros).toBe(25 * USD)
+      const key: string = created.key.secret
+
+      const submitted = yield* api("/api/v1/jobs", key, {
+        method: "POST",
+        headers: { "idempotency-key": "first-task" },
+        body: JSON.stringify({ model: SERVED_MODEL, input: { prompt: "a song about ledgers" } })
+      })
+      expect(submitted.status).toBe(202)
+      const taskId: string = submitted.body.id
+      let task = submitted.body
+      for (let i = 0; i < 100 && task.status !== "succeeded" && task.status !== "failed"; i++) {
+        yield* Effect.sleep("50 millis")
+        task = (yield* api(`/api/v1/jobs/${taskId}`, key)).body
+      }
+      expect(task.status).toBe("succeeded")
+      expect(task.assets[0]).toMatchObject({ type: "text", text: expect.any(String) })
+      const usage = yield* api("/api/v1/usage", key)
+      expect(usage.status).toBe(200)
+      expect(JSON.stringify(usage.body)).toContain(String(25 * USD - task.priceMicros))
+    }))
+
+  it.effect("account list and show; human output by default", () =>
+    Effect.gen(function*() {
+      const created = yield* admin("account", "create", "--name", "listed")
+      const listed: Array<{ id: string }> = yield* admin("account", "list")
+      expect(listed.map((a) => a.id)).toContain(created.account.id)
+      const shown = yield* admin("account", "show", "--account", created.account.id)
+      expect(shown.keys).toHaveLength(1)
+
+      const url = yield* baseUrl
+      const human = yield* run(["admin", "account", "list", "--url", url, "--token", Redacted.value(token)])
+      expect(human.code).toBe(0)
+      expect(human.stdout).toContain(created.account.id)
+      expect(human.stdout).toContain("available")
+    }))
+
+  it.effect("key create with scopes, key revoke", () =>
+    Effect.gen(function*() {
+      const { account } = yield* admin("account", "create")
+      const key = yield* admin("key", "create", "--account", account.id, "--scopes", "jobs:read usage:read", "--name", "ci")
+      expect(key.key).toMatchObject({ name: "ci", scopes: ["jobs:read", "usage:read"] })
+      const submit = yield* api("/api/v1/jobs", key.secret, {
+        method: "POST",
+        headers: { "idempotency-key": "read-only" },
+        body: JSON.stringify({ model: SERVED_MODEL, input: { prompt: "x" } })
+      })
+      expect(submit.body.code).toBe("INSUFFICIENT_SCOPE")
+      yield* admin("key", "revoke", "--account", account.id, "--key", key.key.id)
+      expect((yield* api("/api/v1/usage", key.secret)).body.code).toBe("PERMISSION_DENIED")
+      expect((yield* adminFails("key", "revoke", "--account", account.id, "--key", "key_nope")).reason).toBe("KeyNotFound")
+    }))
+
+  it.effect("credits grant and refund, amounts read exactly", () =>
+    Effect.gen(function*() {
+      const { account } = yield* admin("account", "create")
+      const granted = yield* admin("credits", "grant", "--account", account.id, "--usd", "10.000001", "--note", "wire", "--ref", "pay_1")
+      expect(granted.entry).toMatchObject({ kind: "grant", amountMicros: 10_000_001, note: "wire" })
+      expect((yield* admin("credits", "grant", "--account", account.id, "--usd", "10.000001", "--ref", "pay_1")).entry.id)
+        .toBe(granted.entry.id)
+      const refunded = yield* admin("refund", "--account", account.id, "--usd", "0.1")
+      expect(refunded.balances.balanceMicros).toBe(9_900_001)
+
+      const url = yield* baseUrl
+      const bad = yield* run(["admin", "credits", "grant", "--url", url, "--token", Redacted.value(token), "--account", account.id, "--usd", "1e3"])
+      expect(bad.code).not.toBe(0)
+      expect(bad.stderr).toContain("--usd")
+      expect((yield* adminFails("credits", "grant", "--account", "acct_nope", "--usd", "1")).reason).toBe("AccountNotFound")
+    }))
+
+  it.effect("price set (micros, usd, rate card), price disable, price list", () =>
+    Effect.gen(function*() {
+      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--micros", "31000"))
+        .toEqual({ enabled: true, priceMicros: 31_000 })
+      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--usd", "0.032"))
+        .toEqual({ enabled: true, priceMicros: 32_000 })
+      const rateCard = [{ when: { resolution: ["1k", "2k"] }, priceMicros: 50_000 }, { when: { resolution: "4k" }, priceMicros: 90_000 }]
+      expect(yield* admin("price", "set", "--model", "alpha-2-text-to-image-economy", "--rate-card", JSON.stringify(rateCard)))
+        .toEqual({ enabled: true, rateCard })
+      yield* admin("price", "disable", "--model", "alpha-2-text-to-image-economy")
+      const list = yield* admin("price", "list")
+      expect(list.models["alpha-2-lite-text-to-image-economy"]).toEqual({ enabled: true, priceMicros: 32_000 })
+      expect(list.models["alpha-2-text-to-image-economy"]).toEqual({ enabled: false, rateCard })
+      const refused = yield* adminFails("price", "set", "--model", "alpha-2-text-to-image-economy", "--rate-card", "[{\"when\":{},\"priceMicros\":1},{\"when\":{},\"priceMicros\":2}]")
+      expect(refused.reason).toBe("PriceListInvalid")
+    }))
+
+  it.effect("task resolve settles a held task", () =>
+    Effect.gen(function*() {
+      const { account } = yield* admin("account", "create", "--credits-usd", "5")
+      const succeeded = yield* heldTask(account.id, 2 * USD, HELD_MODEL)
+      const failed = yield* heldTask(account.id, USD, HELD_MODEL)
+      const resolved = yield* admin("task", "resolve", "--task", succeeded, "--account", account.id, "--outcome", "succeeded", "--charge-usd", "1.5")
+      expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: 1_500_000 })
+      expect(yield* admin("task", "resolve", "--task", failed, "--outcome", "failed")).toMatchObject({ status: "failed" })
+      const shown = yield* admin("account", "show", "--account", account.id)
+      expect(shown.balances).toMatchObject({ balanceMicros: 3_500_000, reservedMicros: 0 })
+      expect((yield* adminFails("task", "resolve", "--task", failed, "--outcome", "failed")).reason).toBe("TaskNotResolvable")
+    }))
+
+  it.effect("audit reports balanced books", () =>
+    Effect.gen(function*() {
+      expect(yield* admin("audit")).toEqual([])
+    }))
+
+  describe("finding the server", () => {
+    it.effect("from <data-dir>/admin.json, with no --url or --token", () =>
+      Effect.gen(function*() {
+        const result = yield* run(["admin", "account", "list", "--json"], { DATA_DIR: dataDir })
+        expect(result.code).toBe(0)
+        expect(Array.isArray(JSON.parse(result.stdout))).toBe(true)
+      }))
+
+    it.effect("a wrong token exits 1 with AuthRequired; without an admin file or token it says what to do", () =>
+      Effect.gen(function*() {
+        const url = yield* baseUrl
+        const wrong = yield* run(["admin", "account", "list", "--json"], {
+          TASKMETER_URL: url,
+          TASKMETER_ADMIN_TOKEN: Redacted.value(OperatorToken.generate())
+        })
+        expect(wrong.code).toBe(1)
+        expect(JSON.parse(wrong.stderr).error.reason).toBe("AuthRequired")
+        const none = yield* run(["admin", "account", "list"])
+        expect(none.code).toBe(1)
+        expect(none.stderr).toContain("npm start")
+        // The admin file's token goes to the admin file's server only.
+        const elsewhere = yield* run(["admin", "account", "list", "--json", "--url", "http://127.0.0.1:9"], { DATA_DIR: dataDir })
+        expect(elsewhere.code).toBe(1)
+        expect(JSON.parse(elsewhere.stderr).error.reason).toBe("NoToken")
+      }))
+  })
+})
