@@ -87,6 +87,10 @@ export interface ProviderV1 {
    * Finds the upstream job submitted with this reference, for a task whose worker died after
    * sending it. Adapters whose upstream cannot search by reference leave it out, and such
    * tasks go to reconciliation_required instead of being sent twice.
+   *
+   * `undefined` is taken as proof that the upstream never accepted the task, and the worker
+   * then sends it: an upstream whose search may lag behind its accepts must not implement
+   * `lookup`, or must fail (Retryable) while it cannot be sure.
    */
   readonly lookup?: ((request: {
     readonly model: string

@@ -1,0 +1,143 @@
+/**
+ * The executors: which provider adapter runs each model, and how many of its tasks one
+ * process may have under way at once.
+ *
+ * A model is served by the first adapter (in the order given) that lists it, so a composition
+ * can put real upstreams first and the `simulated` adapter last as the fallback for the rest.
+ * A model no adapter lists has no executor: admission refuses it with EXECUTION_UNAVAILABLE
+ * (`executorAvailable`), and workers never claim it.
+ *
+ * Limits. Each adapter's `maxConcurrency` bounds its tasks under way (from submit until the
+ * upstream job has finished and its results are stored), and `modelConcurrency` can bound
+ * single models further. A task holds one permit of its model and one of its provider for its
+ * whole run, because upstream limits count running jobs, not HTTP calls. The limits hold per
+ * process: with N worker processes against one store, give each a share of the upstream's limit.
+ *
+ * `capacity` reports how many more tasks could start now and for which models, so a worker
+ * claims no more than it can run; tasks it already holds beyond a model's limit wait here for a
+ * permit (their leases renewed) rather than being refused.
+ *
+ * @example
+ * ```ts
+ * const executors = Executors.layer({
+ *   adapters: [alphaAdapter, simulatedAdapter],
+ *   modelConcurrency: { "delta-omni-flash-image-to-video": 2 }
+ * })
+ * // admission: TaskRunner.layer({ executorAvailable: (model) => executors.executorAvailable(model) })
+ * ```
+ */
+import { Context, Effect, Layer, Semaphore } from "effect"
+import type { ProviderV1 } from "./Provider.ts"
+
+export interface Options {
+  /** Adapters in order of preference: the first one listing a model serves it. */
+  readonly adapters: ReadonlyArray<ProviderV1>
+  /** Per-model limits of tasks under way in this process, on top of the adapter's `maxConcurrency`. */
+  readonly modelConcurrency?: { readonly [model: string]: number } | undefined
+}
+
+/** How many more tasks this process can start now, and the models that still have room. */
+export interface Capacity {
+  /** Infinity when nothing is bounded. */
+  readonly total: number
+  readonly models: ReadonlyArray<string>
+}
+
+export class Executors extends Context.Service<Executors, {
+  /** Every model with an executor, in the order of the adapters. */
+  readonly models: ReadonlyArray<string>
+  /** For admission: false is EXECUTION_UNAVAILABLE (503) before anything is reserved. */
+  readonly executorAvailable: (model: string) => boolean
+  readonly adapterFor: (model: string) => ProviderV1 | undefined
+  /**
+   * Runs `self` holding one permit of the model's and of its provider's limit, waiting for
+   * them if need be. The task counts against `capacity` from the call on, waiting included.
+   */
+  readonly withPermit: (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly capacity: Effect.Effect<Capacity>
+}>()("@taskmeter/kernel/Executors") {}
+
+/** One bound: how many tasks it allows and how many are assigned to it (running or waiting). */
+interface Lane {
+  readonly limit: number
+  assigned: number
+  readonly semaphore: Semaphore.Semaphore | undefined
+}
+
+const lane = (limit: number | undefined, what: string): Lane => {
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1)) {
+    throw new RangeError(`Executors: the concurrency of ${what} must be a whole number of at least 1, not ${limit}`)
+  }
+  return {
+    limit: limit ?? Infinity,
+    assigned: 0,
+    semaphore: limit === undefined ? undefined : Semaphore.makeUnsafe(limit)
+  }
+}
+
+const permitOf = (l: Lane) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  l.semaphore === undefined ? self : l.semaphore.withPermit(self)
+
+/** Builds the registry; throws on a limit that is not a positive whole number or names an unserved model. */
+export const make = (options: Options): Executors["Service"] => {
+  const adapters = new Map<string, ProviderV1>()
+  const providerLanes = new Map<ProviderV1, Lane>()
+  for (const adapter of options.adapters) {
+    providerLanes.set(adapter, lane(adapter.maxConcurrency, `provider ${adapter.provider}`))
+    for (const model of adapter.models) {
+      if (!adapters.has(model)) adapters.set(model, adapter)
+    }
+  }
+  const modelLanes = new Map<string, Lane>()
+  for (const model of adapters.keys()) modelLanes.set(model, lane(options.modelConcurrency?.[model], `model ${model}`))
+  for (const model of Object.keys(options.modelConcurrency ?? {})) {
+    if (!adapters.has(model)) throw new RangeError(`Executors: a concurrency is set for ${model}, which no adapter serves`)
+  }
+  const models = [...adapters.keys()]
+
+  const withPermit = (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+    const adapter = adapters.get(model)
+    if (adapter === undefined) return Effect.die(new Error(`Executors: no executor for model ${model}`))
+    const lanes = [modelLanes.get(model)!, providerLanes.get(adapter)!]
+    // The model's permit is taken before the provider's, always in that order, so two tasks
+    // can never each hold the permit the other waits for.
+    return Effect.suspend(() => {
+      for (const l of lanes) l.assigned++
+      return permitOf(lanes[0]!)(permitOf(lanes[1]!)(self)).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          for (const l of lanes) l.assigned--
+        }))
+      )
+    })
+  }
+
+  const capacity = Effect.sync((): Capacity => {
+    let total = 0
+    const open: Array<string> = []
+    const byProvider = new Map<ProviderV1, number>()
+    for (const model of models) {
+      const adapter = adapters.get(model)!
+      const provider = providerLanes.get(adapter)!
+      const own = modelLanes.get(model)!
+      const free = Math.min(own.limit - own.assigned, provider.limit - provider.assigned)
+      if (free <= 0) continue
+      open.push(model)
+      byProvider.set(adapter, (byProvider.get(adapter) ?? 0) + free)
+    }
+    for (const [adapter, free] of byProvider) {
+      const provider = providerLanes.get(adapter)!
+      total += Math.min(free, provider.limit - provider.assigned)
+    }
+    return { total, models: open }
+  })
+
+  return Executors.of({
+    models,
+    executorAvailable: (model) => adapters.has(model),
+    adapterFor: (model) => adapters.get(model),
+    withPermit,
+    capacity
+  })
+}
+
+export const layer = (options: Options): Layer.Layer<Executors> => Layer.sync(Executors, () => make(options))

@@ -1,0 +1,22 @@
+/**
+ * The `errorCode`s the service writes on tasks that fail or await reconciliation (the spec's
+ * Task.errorCode). Adapters add their own upstream codes (e.g. UPSTREAM_REJECTED_INPUT) through
+ * ProviderError.errorCode and PollResult.Failed; these are the ones the kernel decides itself.
+ */
+
+/** The task passed its deadline before it finished; the reservation was released. */
+export const DeadlineExceeded = "DEADLINE_EXCEEDED"
+/** A submission may have reached the upstream, unconfirmed: the task awaits reconciliation. */
+export const OutcomeUnknown = "UPSTREAM_OUTCOME_UNKNOWN"
+/** The upstream refused the task and gave no code of its own. */
+export const Rejected = "UPSTREAM_REJECTED"
+/** The upstream failed the job and gave no code of its own. */
+export const Failed = "UPSTREAM_FAILED"
+/** The upstream reported success but delivered nothing. */
+export const NoOutput = "UPSTREAM_NO_OUTPUT"
+/** A result file exceeded the worker's size cap. */
+export const ResultTooLarge = "RESULT_TOO_LARGE"
+/** The model lost its executor while the task was queued. */
+export const ExecutionUnavailable = "EXECUTION_UNAVAILABLE"
+/** Reconciliation found that the upstream never received the task. */
+export const NeverReceived = "UPSTREAM_NEVER_RECEIVED"

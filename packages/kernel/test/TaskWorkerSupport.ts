@@ -1,0 +1,152 @@
+/**
+ * Test doubles and helpers for the TaskWorker and Reconciler tests: a scriptable fake
+ * ProviderV1 that records its calls, the worker's services over storage-memory, and waits on
+ * real (short) time.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { expect } from "@effect/vitest"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import * as Catalog from "../src/Catalog.ts"
+import * as Executors from "../src/Executors.ts"
+import type { AccountId, TaskId } from "../src/Ids.ts"
+import * as MediaUrls from "../src/MediaUrls.ts"
+import { ProviderError } from "../src/Provider.ts"
+import type { PollResult, ProviderOutput, ProviderV1, SubmitRequest, SubmitResult } from "../src/Provider.ts"
+import type * as TaskWorker from "../src/TaskWorker.ts"
+import { TaskStore } from "../src/TaskStore.ts"
+import type { NewTask, TaskRecord } from "../src/TaskStore.ts"
+import { admission, admitted, fundedAccount, newTask, USD } from "../src/testing/fixtures.ts"
+
+export const MODEL = "test-image"
+
+export const SECRET = Redacted.make("a-test-secret-that-is-long-enough-0123")
+
+/** What a scripted call answers: a result, or a ProviderError to fail with. */
+export type Answer<A> = A | ProviderError | ((call: number) => Effect.Effect<A, ProviderError>)
+
+/** Answers calls in order; the last answer repeats. */
+const scripted = <A>(answers: ReadonlyArray<Answer<A>>) => (call: number): Effect.Effect<A, ProviderError> => {
+  if (answers.length === 0) return Effect.die(new Error("fake provider: no scripted answer"))
+  const answer = answers[Math.min(call, answers.length - 1)] as Answer<A>
+  if (answer instanceof ProviderError) return Effect.fail(answer)
+  if (typeof answer === "function") return (answer as (call: number) => Effect.Effect<A, ProviderError>)(call)
+  return Effect.succeed(answer)
+}
+
+export interface FakeScript {
+  readonly models?: ReadonlyArray<string>
+  readonly submit?: ReadonlyArray<Answer<SubmitResult>>
+  readonly poll?: ReadonlyArray<Answer<PollResult>>
+  /** Present: the adapter implements lookup with these answers. */
+  readonly lookup?: ReadonlyArray<Answer<{ readonly upstreamId: string } | undefined>>
+  readonly cancel?: boolean
+  readonly maxConcurrency?: number
+}
+
+export interface FakeCalls {
+  readonly submit: Array<SubmitRequest>
+  readonly poll: Array<{ readonly upstreamId: string; readonly reference: string }>
+  readonly lookup: Array<{ readonly reference: string }>
+  readonly cancel: Array<{ readonly upstreamId: string }>
+}
+
+export const fakeProvider = (script: FakeScript): { readonly adapter: ProviderV1; readonly calls: FakeCalls } => {
+  const calls: FakeCalls = { submit: [], poll: [], lookup: [], cancel: [] }
+  const submit = scripted(script.submit ?? [{ _tag: "Accepted", upstreamId: "up-1" }])
+  const poll = scripted(script.poll ?? [{ _tag: "Succeeded", outputs: [png()] }])
+  const lookup = script.lookup === undefined ? undefined : scripted(script.lookup)
+  const adapter: ProviderV1 = {
+    specificationVersion: "v1",
+    provider: "fake",
+    models: script.models ?? [MODEL],
+    maxConcurrency: script.maxConcurrency,
+    submit: (request) => Effect.suspend(() => submit(calls.submit.push(request) - 1)),
+    poll: (request) => Effect.suspend(() => poll(calls.poll.push(request) - 1)),
+    lookup: lookup === undefined
+      ? undefined
+      : (request) => Effect.suspend(() => lookup(calls.lookup.push(request) - 1)),
+    cancel: script.cancel === true
+      ? (request) => Effect.sync(() => void calls.cancel.push(request))
+      : undefined
+  }
+  return { adapter, calls }
+}
+
+export const upstreamError = (
+  reason: ProviderError["reason"],
+  extra: { readonly errorCode?: string; readonly retryAfterMs?: number; readonly status?: number } = {}
+) => new ProviderError({ reason, message: `upstream ${reason}`, ...extra })
+
+/** A small "image" result delivered as bytes. */
+export const png = (seed = 1): ProviderOutput => ({
+  type: "image",
+  bytes: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, seed]),
+  contentType: "image/png",
+  metadata: { width: 1, height: 1 }
+})
+
+/** Worker timings short enough for tests on real time. */
+export const fast: TaskWorker.Options = {
+  leaseMs: 600,
+  pollInitialMs: 5,
+  pollMaxMs: 20,
+  retryInitialMs: 5,
+  retryMaxMs: 20,
+  idleWaitMs: 20
+}
+
+/** Every service the worker needs, over a fresh memory store. */
+export const services = (
+  adapters: ReadonlyArray<ProviderV1>,
+  modelConcurrency?: { readonly [model: string]: number }
+) =>
+  Layer.mergeAll(
+    MemoryStore.layer,
+    Catalog.layer,
+    Executors.layer({ adapters, modelConcurrency }),
+    MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
+  )
+
+/** An account with 10 USD and one admitted task on it, deadline an hour away unless given. */
+export const admitTask = (overrides: Partial<NewTask> = {}, accountId?: AccountId) =>
+  Effect.gen(function*() {
+    const account = accountId ?? (yield* fundedAccount(10 * USD))
+    const createdAt = new Date()
+    const task = yield* admitted(admission(newTask(account, {
+      model: MODEL,
+      createdAt,
+      deadlineAt: new Date(createdAt.getTime() + 3_600_000),
+      ...overrides
+    })))
+    return { accountId: account, task }
+  })
+
+export const read = (accountId: AccountId, taskId: TaskId) =>
+  TaskStore.use((store) => store.get(accountId, taskId)).pipe(
+    Effect.map((task): TaskRecord => {
+      expect(task).toBeDefined()
+      return task as TaskRecord
+    })
+  )
+
+/** Waits (on real time) until the task satisfies `done`, failing the test after `timeoutMs`. */
+export const waitFor = (
+  accountId: AccountId,
+  taskId: TaskId,
+  done: (task: TaskRecord) => boolean,
+  timeoutMs = 5_000
+) =>
+  Effect.gen(function*() {
+    const until = Date.now() + timeoutMs
+    for (;;) {
+      const task = yield* read(accountId, taskId)
+      if (done(task)) return task
+      if (Date.now() > until) {
+        return yield* Effect.die(new Error(`task ${taskId} stayed ${task.status} (${task.errorCode ?? "no errorCode"})`))
+      }
+      yield* Effect.sleep(5)
+    }
+  })
+
+export const waitForStatus = (accountId: AccountId, taskId: TaskId, status: TaskRecord["status"], timeoutMs?: number) =>
+  waitFor(accountId, taskId, (task) => task.status === status, timeoutMs)
