@@ -4,15 +4,25 @@
  * exact for the catalog in force: one request schema per model, discriminated by `model`, whose
  * `input` is that model's JSON Schema exactly as the Catalog derives it from the schema that
  * validates submissions.
+ *
+ * It also lists GET /api/v1/media-links/{uuid}, the signed links upstream providers fetch uploads
+ * from, as an internal operation (`x-internal: true`, its own tag): not for API callers, who
+ * never see such a link. It serves files exactly as the results download does, so it reuses
+ * that operation's range headers and file responses.
  */
 import { OpenApi } from "effect/http-api"
 import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
+import { uploadContentTypes } from "./api/MediaApi.ts"
+import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 
 type Json = Record<string, any>
 
 const JOBS_PATH = "/api/v1/jobs"
+const RESULTS_PATH = "/api/v1/results/{id}"
+const MEDIA_LINKS_TAG = "media-links"
+const ERROR_BODY = { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } }
 
 /** Component name of a model's request body; slugs are already valid component keys. */
 export const requestComponent = (slug: string): string => `JobRequest.${slug}`
@@ -29,6 +39,48 @@ const requestOf = (model: Catalog.ModelDefinition, envelope: Json): Json => ({
   required: ["model", "input"],
   additionalProperties: false
 })
+
+const queryParameter = (name: string, description: string, schema: Json = { type: "string" }): Json => ({
+  name,
+  in: "query",
+  required: true,
+  description,
+  schema
+})
+
+/** The media-link operation, from the results download's (the same file responses, other file types). */
+const mediaLinkOperation = (download: Json): Json => {
+  const files = Object.fromEntries(uploadContentTypes.map((type) => [type, { schema: { type: "string", format: "binary" } }]))
+  const { "200": whole, "206": partial, "304": notModified, "416": unsatisfiable } = download.responses
+  return {
+    tags: [MEDIA_LINKS_TAG],
+    operationId: "mediaLinks.fetch",
+    summary: "Fetch an upload through a signed link (upstream providers only)",
+    description: "Not for API callers. The service puts these links in the inputs it sends to upstream providers " +
+      "in place of `media:<uuid>` references; they carry no API key and expire (one hour by default). " +
+      "HEAD is served too.",
+    "x-internal": true,
+    parameters: [
+      { name: "uuid", in: "path", required: true, description: "The <uuid> of the upload's `media:<uuid>`.", schema: { type: "string" } },
+      queryParameter("acct", "The account that uploaded the file."),
+      queryParameter("exp", "Expiry, in Unix seconds.", { type: "integer", minimum: 0 }),
+      queryParameter("sig", "The service's signature of the uuid, account and expiry."),
+      ...download.parameters.filter((parameter: Json) => parameter.in === "header")
+    ],
+    security: [],
+    responses: {
+      "200": { ...whole, content: files },
+      "206": { ...partial, content: files },
+      "304": notModified,
+      "404": {
+        description: "JOB_NOT_FOUND: the link is unknown, altered or expired, or the upload is gone.",
+        content: ERROR_BODY
+      },
+      "416": unsatisfiable,
+      "503": { description: "API_UNAVAILABLE: The API is temporarily unavailable.", content: ERROR_BODY }
+    }
+  }
+}
 
 /** The document for an API serving the given models. */
 export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.OpenAPISpec => {
@@ -53,5 +105,10 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
     }
   }
   delete spec.components.schemas[JOB_REQUEST_IDENTIFIER]
+  spec.paths[MediaLinksHandlers.PATH] = { get: mediaLinkOperation(spec.paths[RESULTS_PATH].get) }
+  spec.tags = [
+    ...(spec.tags ?? []),
+    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." }
+  ]
   return spec as OpenApi.OpenAPISpec
 }

@@ -8,9 +8,11 @@
  * NodeRuntime.runMain(Layer.launch(main)) // SIGINT/SIGTERM close the server gracefully
  * ```
  *
- * `layer` registers every endpoint of `Api`, GET /api/openapi.json, and a router-wide
- * middleware that gives every error of every route (unknown routes included) the spec's body
- * `{ code, error }` (see ErrorResponse). It takes the kernel services from its context.
+ * `layer` registers every endpoint of `Api`, GET /api/openapi.json, the signed media links that
+ * upstream providers fetch uploads from (GET /api/v1/media-links/{uuid}, see MediaLinksHandlers),
+ * and a router-wide middleware that gives every error of every route (unknown routes included)
+ * the spec's body `{ code, error }` (see ErrorResponse). It takes the kernel services from its
+ * context, MediaUrls included (with the secret the workers sign links with).
  */
 import { createServer } from "node:http"
 import { Effect, Layer } from "effect"
@@ -25,6 +27,7 @@ import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
+import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
@@ -58,6 +61,7 @@ const handlers = Layer.mergeAll(
 export const layer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
   openApiRoute,
+  MediaLinksHandlers.layer,
   errorShape
 )
 

@@ -32,6 +32,7 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(operations(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
+          "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
           "GET /api/v1/prices",
           "GET /api/v1/results/{id}",
@@ -40,8 +41,10 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
           "POST /api/v1/media"
         ])
         for (const { method, path, operation } of operations(document)) {
-          const reply = yield* T.call(path.replace("{id}", "x"), { method: method.toUpperCase() })
-          expect(reply.status, `${method} ${path}`).toBe(operation.security.length === 0 ? 200 : 401)
+          const reply = yield* T.call(path.replace("{id}", "x").replace("{uuid}", "x"), { method: method.toUpperCase() })
+          // An unsigned media link is served as any link that does not work: 404.
+          const expected = operation.security.length > 0 ? 401 : operation["x-internal"] === true ? 404 : 200
+          expect(reply.status, `${method} ${path}`).toBe(expected)
         }
       }))
 
@@ -107,6 +110,22 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(download.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
           expect.arrayContaining(["id", "range", "if-none-match"])
         )
+      }))
+
+    it.effect("lists the media links upstreams fetch as internal, without credentials, not for API callers", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        const link = document.paths["/api/v1/media-links/{uuid}"].get
+        expect(link["x-internal"]).toBe(true)
+        expect(link.security).toEqual([])
+        expect(link.description).toContain("Not for API callers")
+        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
+          ["uuid", "acct", "exp", "sig", "range", "if-none-match", "if-range"]
+        )
+        expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "416", "503"])
+        expect(Object.keys(link.responses["200"].content)).toContain("video/webm")
+        expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
+        expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
       }))
   })
 })

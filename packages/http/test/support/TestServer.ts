@@ -5,7 +5,7 @@
  * unreachable.
  */
 import { randomUUID } from "node:crypto"
-import { Context, Effect, Layer, Ref } from "effect"
+import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import {
   Accounts,
@@ -15,6 +15,7 @@ import {
   Ledger,
   LedgerStore,
   MediaStore,
+  MediaUrls,
   Money,
   Pricer,
   StoreError,
@@ -48,6 +49,12 @@ export const MEDIA_MODEL = "alpha-2-lite-image-to-image-economy"
 export const UNSERVED_MODEL = "song-lyrics"
 
 export type Port = "accounts" | "tasks" | "ledger" | "media"
+
+/** What the server signs and checks media links with (as PUBLIC_URL and MEDIA_LINK_SECRET would set). */
+export const MEDIA_LINKS = {
+  baseUrl: "https://taskmeter.test",
+  secret: Redacted.make("a media-link secret of the http suites, at least 32 characters")
+} satisfies MediaUrls.Options
 
 /** The store ports currently unreachable. */
 export class Outage extends Context.Service<Outage, Ref.Ref<ReadonlySet<Port>>>()("test/Outage") {}
@@ -106,7 +113,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(Catalog.layer),
+    Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer(MEDIA_LINKS))),
     Layer.provideMerge(withOutage.pipe(Layer.provide(store.layer())))
   )
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)

@@ -1,0 +1,56 @@
+/**
+ * GET (and HEAD) /api/v1/media-links/{uuid}?acct=..&exp=..&sig=..: how an upstream provider
+ * fetches a caller's upload named in a task's input, with no API key. The kernel's MediaUrls
+ * signs these links (the worker puts them in what it sends upstream) and checks them here.
+ *
+ * A valid link serves the upload of the account it names through FileDownload (ETag, Range,
+ * If-None-Match), cacheable privately until the link expires. An expired, tampered or malformed
+ * link, and a link to an upload that account does not have, are all the same 404
+ * JOB_NOT_FOUND, the code the API gives for any file it will not serve (see ResultsHandlers),
+ * so a link reveals nothing once it stops working.
+ *
+ * A raw route on the HttpRouter rather than an HttpApi endpoint: it is not part of the API that
+ * callers use (no client method, no credentials); OpenApiDocument lists it as internal.
+ */
+import { Clock, Effect } from "effect"
+import { HttpRouter } from "effect/http"
+import { BlobStore, Errors, MediaStore, MediaUrls } from "@taskmeter/kernel"
+import * as FileDownload from "./FileDownload.ts"
+import { toApiUnavailable } from "./StoreFailures.ts"
+
+/** The route's path, in the OpenAPI document's form. */
+export const PATH = `${MediaUrls.PATH_PREFIX}{uuid}`
+
+const notFound = new Errors.JobNotFound({
+  message: "Nothing is served at this media link: it is unknown, altered or expired. Links are signed for one task's run."
+})
+
+/** Whole seconds from `nowMs` until the link's expiry (its `exp`, which `verify` has already checked). */
+const secondsLeft = (url: string, nowMs: number): number => {
+  const exp = Number(new URL(url, "http://link.invalid").searchParams.get("exp"))
+  return Math.max(0, Math.floor((exp * 1000 - nowMs) / 1000))
+}
+
+/** The route, on the HttpRouter in context; needs MediaUrls (the same secret the workers sign with). */
+export const layer = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const links = yield* MediaUrls.MediaUrls
+    const blobs = yield* BlobStore.BlobStore
+    const media = yield* MediaStore.MediaStore
+    yield* router.add("GET", `${MediaUrls.PATH_PREFIX}:uuid`, (request) =>
+      Effect.gen(function*() {
+        const link = yield* links.verify(request.url)
+        if (link._tag !== "Valid") return yield* notFound
+        const upload = yield* media.getMedia(link.accountId, link.reference)
+        if (upload === undefined) return yield* notFound
+        const now = yield* Clock.currentTimeMillis
+        return yield* FileDownload.respond({
+          blobs,
+          file: upload,
+          request,
+          cacheControl: `private, max-age=${secondsLeft(request.url, now)}`,
+          label: `upload ${link.reference}`
+        })
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+  })
+)
