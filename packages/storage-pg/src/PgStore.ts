@@ -1,0 +1,179 @@
+/**
+ * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore) on PostgreSQL, through
+ * @effect/sql-pg. Blobs are not kept here: use the kernel's BlobStore.layerFileSystem.
+ *
+ * Starting a layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
+ * recorded in `taskmeter_migrations`), so an empty database or schema is ready at once and a
+ * migrated one is left as it is.
+ *
+ * - `layer({ url })`: a real PostgreSQL. A pool of `maxConnections` (default 16), one of them
+ *   held by LISTEN for cross-process wake-ups of idle workers.
+ * - `layerEmbedded({ dataDir })`: PGlite with its files in `<dataDir>/pg`, served on 127.0.0.1
+ *   by pglite-socket (an ephemeral port unless `port` is given) and reached by the same client
+ *   over one connection; wake-ups stay in this process and `awaitWork` polls otherwise.
+ * - `schema`: every table, function and the migrations table live in this schema (created if
+ *   missing), so several stores, or tests, can share one database.
+ *
+ * Failures: a database that cannot be reached or migrated fails the layer with
+ * StoreUnavailable; at run time an unreachable database is StoreUnavailable and a write that
+ * the database's constraints refuse is a defect.
+ *
+ * @example
+ * ```ts
+ * const stores = PgStore.layer({ url: Redacted.make(process.env.DATABASE_URL!) })
+ * const embedded = PgStore.layerEmbedded({ dataDir: "./data" })
+ * ```
+ */
+import { Config, Context, Effect, Layer, Redacted } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { AccountStore, ChatStore, LedgerStore, MediaStore, StoreError, TaskStore } from "@taskmeter/kernel"
+import * as PgChatStore from "./ChatStore.ts"
+import * as Embedded from "./internal/Embedded.ts"
+import * as PgAccountStore from "./internal/PgAccountStore.ts"
+import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
+import * as PgMediaStore from "./internal/PgMediaStore.ts"
+import * as PgTaskStore from "./internal/PgTaskStore.ts"
+import * as Wakeups from "./internal/Wakeups.ts"
+import ledgerSchema from "./migrations/0001_ledger_schema.ts"
+import admissionFunctions from "./migrations/0002_admission_functions.ts"
+import admissionBatches from "./migrations/0003_admission_batches.ts"
+import chatRequests from "./migrations/0050_chat_requests.ts"
+
+export type Stores =
+  | AccountStore.AccountStore
+  | LedgerStore.LedgerStore
+  | TaskStore.TaskStore
+  | MediaStore.MediaStore
+  | ChatStore.ChatStore
+
+export interface Options {
+  /** postgres://user:password@host:port/database */
+  readonly url: string | Redacted.Redacted
+  /** Lower-case letters, digits and `_`; default: the server's search_path (usually `public`). */
+  readonly schema?: string | undefined
+  /** Pool size, the LISTEN connection included. Default 16. */
+  readonly maxConnections?: number | undefined
+  /** LISTEN for wake-ups from other processes. Default true. */
+  readonly listen?: boolean | undefined
+}
+
+export interface EmbeddedOptions {
+  /** The database files go to `<dataDir>/pg`. */
+  readonly dataDir: string
+  /** Port on 127.0.0.1; default 0, an ephemeral one. */
+  readonly port?: number | undefined
+  readonly schema?: string | undefined
+}
+
+export const migrationsTable = "taskmeter_migrations"
+
+/** The migrations, by number. Never edit one that has shipped: add the next. */
+export const migrations = Migrator.fromRecord({
+  "1_ledger_schema": ledgerSchema,
+  "2_admission_functions": admissionFunctions,
+  "3_admission_batches": admissionBatches,
+  "50_chat_requests": chatRequests
+})
+
+/** Runs the pending migrations; the ids and names of those it ran. */
+export const migrate = Migrator.make({})({ loader: migrations, table: migrationsTable })
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,47}$/
+
+const checkSchema = (schema: string | undefined): Effect.Effect<void, StoreError.StoreUnavailable> =>
+  schema === undefined || SCHEMA_NAME.test(schema)
+    ? Effect.void
+    : Effect.fail(new StoreError.StoreUnavailable({ message: `Invalid schema name: ${schema}` }))
+
+const unavailable = (what: string) => (cause: { readonly message: string }) =>
+  new StoreError.StoreUnavailable({ message: `${what}: ${cause.message}`, cause })
+
+/**
+ * The stores over a PgClient that is already provided: creates the schema if asked, runs the
+ * migrations, and starts the wake-ups. Prefer `layer` or `layerEmbedded`.
+ */
+export const layerClient = (options: {
+  readonly schema?: string | undefined
+  /** The NOTIFY/LISTEN channel; undefined keeps wake-ups in this process. */
+  readonly channel?: string | undefined
+}): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
+  Layer.effectContext(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const client = yield* PgClient.PgClient
+    if (options.schema !== undefined) {
+      yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(options.schema)}`.unprepared.pipe(
+        // Two processes starting together: the other one created it first.
+        Effect.catchIf((error) => error.reason._tag === "UniqueViolation", () => Effect.void),
+        Effect.mapError(unavailable("Could not create the schema"))
+      )
+    }
+    yield* migrate.pipe(Effect.mapError(unavailable("Could not migrate the database")))
+    const wakeups = yield* Wakeups.make({ client, channel: options.channel })
+    const accounts = yield* PgAccountStore.make
+    const ledger = yield* PgLedgerStore.make
+    const tasks = yield* PgTaskStore.make(wakeups)
+    const media = yield* PgMediaStore.make
+    const chats = yield* PgChatStore.make
+    return Context.make(AccountStore.AccountStore, accounts).pipe(
+      Context.add(LedgerStore.LedgerStore, ledger),
+      Context.add(TaskStore.TaskStore, tasks),
+      Context.add(MediaStore.MediaStore, media),
+      Context.add(ChatStore.ChatStore, chats)
+    )
+  }))
+
+/** The PgClient (and SqlClient) of `layer`: a pool on a real PostgreSQL, in `schema` if given. */
+export const client = (
+  options: Options
+): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
+  PgClient.layerFrom(Effect.gen(function*() {
+    yield* checkSchema(options.schema)
+    return yield* PgClient.make({
+      url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+      maxConnections: options.maxConnections ?? 16,
+      ...(options.schema === undefined ? {} : { startupParameters: { search_path: `"${options.schema}"` } })
+    }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
+  }))
+
+/** The stores on a real PostgreSQL. */
+export const layer = (options: Options): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
+  layerClient({
+    schema: options.schema,
+    channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`
+  }).pipe(Layer.provide(client(options)))
+
+/** `layer` with its options read from configuration. */
+export const layerConfig = (config: Config.Wrap<Options>): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const options = yield* Effect.mapError(Config.unwrap(config), unavailable("Invalid PostgreSQL configuration"))
+    return layer(options)
+  }))
+
+/**
+ * The PgClient (and SqlClient) of `layerEmbedded`: PGlite in `<dataDir>/pg` behind a socket on
+ * 127.0.0.1, one connection.
+ */
+export const clientEmbedded = (
+  options: EmbeddedOptions
+): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
+  PgClient.layerFrom(Effect.gen(function*() {
+    yield* checkSchema(options.schema)
+    const address = yield* Embedded.start({
+      dataDir: options.dataDir,
+      port: options.port ?? 0,
+      schema: options.schema
+    }).pipe(Effect.mapError(unavailable("Could not start the embedded database")))
+    return yield* PgClient.make({
+      host: address.host,
+      port: address.port,
+      username: "postgres",
+      database: "postgres",
+      minConnections: 1,
+      maxConnections: 1
+    }).pipe(Effect.mapError(unavailable("Could not connect to the embedded database")))
+  }))
+
+/** The stores on an embedded PGlite in `<dataDir>/pg`: the default for a single machine. */
+export const layerEmbedded = (options: EmbeddedOptions): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
+  layerClient({ schema: options.schema }).pipe(Layer.provide(clientEmbedded(options)))

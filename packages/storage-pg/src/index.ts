@@ -1,0 +1,1 @@
+export * as PgStore from "./PgStore.ts"

@@ -1,0 +1,358 @@
+/**
+ * Tasks: admission, the queue and the state machine, each a single statement.
+ *
+ * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003) for all the admissions
+ *   that arrived while the previous batch was written.
+ * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
+ *   lease token.
+ * - transition, transitionAll, resolve: one data-modifying statement for the whole batch. It
+ *   compare-and-sets every task on (id, expected status, lease token), then writes the credit
+ *   effect of the rows it changed: the charge and released remainder (or the release) as
+ *   journal entries, and one update of each touched account's cached figures. Which moves are
+ *   legal and what each status does to credits come from the kernel's TaskStatus, passed in per
+ *   request; the SQL only applies them.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { PgTypes } from "@effect/sql-pg"
+import { TaskStatus, TaskStore } from "@taskmeter/kernel"
+import * as Batcher from "./Batcher.ts"
+import * as Failures from "./Failures.ts"
+import type { TaskRow } from "./Rows.ts"
+import { taskColumns as taskColumnList, toTask } from "./Rows.ts"
+import type { Wakeups } from "./Wakeups.ts"
+
+type Int8 = bigint | number
+
+interface AdmitRow extends TaskRow {
+  readonly ordinal: number
+  readonly outcome: TaskStore.AdmissionResult["_tag"]
+  readonly detail: Int8 | null
+}
+
+interface TransitionRow extends TaskRow {
+  readonly ordinal: number
+}
+
+/** One compare-and-set as the batch statement reads it from JSON. */
+interface Move {
+  readonly ordinal: number
+  readonly task_id: string
+  readonly lease_token: string | null
+  readonly check_lease: boolean
+  readonly from_status: TaskStatus.TaskStatus
+  readonly to_status: TaskStatus.TaskStatus
+  readonly at: string
+  readonly set_error_code: boolean
+  readonly error_code: string | null
+  readonly upstream_ref: string | null
+  readonly assets: ReadonlyArray<TaskStore.StoredAsset> | null
+  readonly charge_micros: number | null
+  readonly keep_lease: boolean
+  readonly credit_effect: TaskStatus.CreditEffect
+  readonly finishes: boolean
+}
+
+const unfinished = TaskStatus.TaskStatus.literals.filter(TaskStatus.isUnfinished)
+const unfinishedList = unfinished.map((status) => `'${status}'`).join(", ")
+
+const move = (
+  ordinal: number,
+  request: {
+    readonly taskId: string
+    readonly leaseToken: string | null
+    readonly from: TaskStatus.TaskStatus
+    readonly to: TaskStatus.TaskStatus
+    readonly now: Date
+    readonly errorCode?: string | null | undefined
+    readonly upstreamRef?: string | undefined
+    readonly assets?: ReadonlyArray<TaskStore.StoredAsset> | undefined
+    readonly chargeMicros?: number | undefined
+    readonly keepLease: boolean
+  }
+): Move => {
+  const creditEffect = TaskStatus.creditEffectOf(request.to)
+  if (creditEffect === "charge" && request.chargeMicros === undefined) {
+    throw new Error(`A move of ${request.taskId} to ${request.to} needs chargeMicros`)
+  }
+  return {
+    ordinal,
+    task_id: request.taskId,
+    lease_token: request.leaseToken,
+    check_lease: request.leaseToken !== null,
+    from_status: request.from,
+    to_status: request.to,
+    at: request.now.toISOString(),
+    set_error_code: request.errorCode !== undefined,
+    error_code: request.errorCode ?? null,
+    upstream_ref: request.upstreamRef ?? null,
+    assets: request.assets ?? null,
+    charge_micros: creditEffect === "charge" ? request.chargeMicros ?? null : null,
+    keep_lease: request.keepLease,
+    credit_effect: creditEffect,
+    finishes: TaskStatus.isUnfinished(request.from) && !TaskStatus.isUnfinished(request.to)
+  }
+}
+
+/** Splits moves so that no batch names a task twice; later moves of a task run after earlier ones. */
+const rounds = (moves: ReadonlyArray<Move>): ReadonlyArray<ReadonlyArray<Move>> => {
+  const result: Array<Array<Move>> = []
+  const seen = new Map<string, number>()
+  for (const item of moves) {
+    const round = seen.get(item.task_id) ?? 0
+    seen.set(item.task_id, round + 1)
+    ;(result[round] ??= []).push(item)
+  }
+  return result
+}
+
+/** Admission batches written at once, how many of them may hold one account, and their largest size (see Batcher). */
+const ADMISSION_BATCHES = 8
+const ADMISSION_BATCHES_PER_ACCOUNT = 2
+const MAX_ADMISSION_BATCH = 100
+
+const admissionJson = (request: TaskStore.AdmissionRequest, ordinal: number) => ({
+  ordinal,
+  task_id: request.task.id,
+  account_id: request.task.accountId,
+  api_key_id: request.task.apiKeyId,
+  model: request.task.model,
+  input: request.task.input,
+  price_micros: request.task.priceMicros,
+  unit_micros: request.task.unitMicros,
+  quantity: request.task.quantity,
+  settlement: request.task.settlement,
+  created_at: request.task.createdAt.toISOString(),
+  deadline_at: request.task.deadlineAt.toISOString(),
+  idempotency_key: request.idempotencyKey,
+  fingerprint: request.fingerprint,
+  idempotency_expires_at: request.idempotencyExpiresAt.toISOString(),
+  submissions_per_minute: request.limits.submissionsPerMinute,
+  max_unfinished_tasks: request.limits.maxUnfinishedTasks,
+  key_usage_limit: request.limits.keyUsageLimit
+})
+
+const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
+  switch (row.outcome) {
+    case "Admitted":
+    case "Replayed":
+      return { _tag: row.outcome, task: toTask(row) }
+    case "IdempotencyConflict":
+      return { _tag: "IdempotencyConflict", taskId: row.id as TaskStore.TaskRecord["id"] }
+    case "RateLimited":
+      return { _tag: "RateLimited", retryAfterSeconds: Number(row.detail) }
+    case "InsufficientCredits":
+      return { _tag: "InsufficientCredits", availableMicros: Number(row.detail) }
+    case "KeyUsageExceeded":
+    case "ConcurrencyLimited":
+    case "PaymentReviewRequired":
+      return { _tag: row.outcome }
+  }
+}
+
+export const make = (wakeups: Wakeups) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const taskColumns = sql.literal(taskColumnList("t"))
+
+    const applyMoves = (moves: ReadonlyArray<Move>) =>
+      sql<TransitionRow>`WITH input AS (
+          SELECT * FROM jsonb_to_recordset(${PgTypes.jsonb(moves)}) AS i(
+            ordinal integer, task_id text, lease_token text, check_lease boolean, from_status text,
+            to_status text, at timestamptz, set_error_code boolean, error_code text, upstream_ref text,
+            assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
+          )
+        ),
+        done AS (
+          UPDATE tasks t SET
+            status = i.to_status,
+            updated_at = i.at,
+            error_code = CASE WHEN i.set_error_code THEN i.error_code ELSE t.error_code END,
+            upstream_ref = coalesce(i.upstream_ref, t.upstream_ref),
+            assets = coalesce(i.assets, t.assets),
+            charged_micros = CASE WHEN i.credit_effect = 'charge' THEN i.charge_micros ELSE t.charged_micros END,
+            lease_token = CASE WHEN i.keep_lease THEN t.lease_token END,
+            lease_owner = CASE WHEN i.keep_lease THEN t.lease_owner END,
+            lease_expires_at = CASE WHEN i.keep_lease THEN t.lease_expires_at END
+          FROM input i
+          WHERE t.id = i.task_id
+            AND t.status = i.from_status
+            AND (NOT i.check_lease OR t.lease_token = i.lease_token)
+          RETURNING ${taskColumns}, i.ordinal, i.credit_effect, i.finishes
+        ),
+        settled AS (
+          SELECT account_id,
+            sum(CASE WHEN credit_effect = 'charge' THEN charged_micros ELSE 0 END)::bigint AS charged,
+            sum(CASE WHEN credit_effect IN ('charge', 'release') THEN price_micros ELSE 0 END)::bigint AS unreserved,
+            count(*) FILTER (WHERE finishes)::integer AS finished
+          FROM done
+          GROUP BY account_id
+        ),
+        moved AS (
+          UPDATE accounts a SET
+            balance_micros = a.balance_micros - s.charged,
+            reserved_micros = a.reserved_micros - s.unreserved,
+            unfinished_tasks = a.unfinished_tasks - s.finished
+          FROM settled s
+          WHERE a.id = s.account_id AND (s.charged <> 0 OR s.unreserved <> 0 OR s.finished <> 0)
+        ),
+        journal AS (
+          INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
+          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.updated_at
+          FROM done d
+          CROSS JOIN LATERAL (VALUES
+            ('charge', d.charged_micros),
+            ('release', d.price_micros - coalesce(d.charged_micros, 0))
+          ) AS m(kind, amount)
+          WHERE (d.credit_effect = 'charge' AND (m.kind = 'charge' OR m.amount > 0))
+             OR (d.credit_effect = 'release' AND m.kind = 'release')
+        )
+        SELECT * FROM done`
+
+    /** Runs the moves and answers each in order: the task after the write, or undefined when its CAS failed. */
+    const runMoves = (moves: ReadonlyArray<Move>) =>
+      Effect.gen(function*() {
+        const written = new Map<number, TaskStore.TaskRecord>()
+        for (const batch of rounds(moves)) {
+          for (const row of yield* applyMoves(batch)) written.set(row.ordinal, toTask(row))
+        }
+        if (moves.some((m) => written.has(m.ordinal) && !m.keep_lease && TaskStatus.isUnfinished(m.to_status))) {
+          yield* wakeups.announce
+        }
+        return moves.map((m) => written.get(m.ordinal))
+      })
+
+    const transitionAll = (requests: ReadonlyArray<TaskStore.TransitionRequest>) =>
+      Effect.gen(function*() {
+        const moves: Array<Move> = []
+        const results: Array<TaskStore.TransitionResult | number> = requests.map((request, index) => {
+          if (!TaskStatus.canTransition(request.from, request.to)) {
+            return { _tag: "IllegalTransition", from: request.from, to: request.to }
+          }
+          moves.push(move(index, request))
+          return index
+        })
+        if (moves.length === 0) return results as ReadonlyArray<TaskStore.TransitionResult>
+        const written = yield* runMoves(moves)
+        const byOrdinal = new Map(moves.map((m, i) => [m.ordinal, written[i]]))
+        return results.map((result): TaskStore.TransitionResult => {
+          if (typeof result !== "number") return result
+          const task = byOrdinal.get(result)
+          return task === undefined ? { _tag: "LeaseLost" } : { _tag: "Done", task }
+        })
+      })
+
+    const admitBatch = (requests: ReadonlyArray<TaskStore.AdmissionRequest>) =>
+      Failures.run(
+        "admit",
+        sql<AdmitRow>`SELECT b.ordinal, b.outcome, b.detail, ${sql.literal(taskColumnList("(b.task)"))}
+          FROM taskmeter_admit_batch(${PgTypes.jsonb(requests.map(admissionJson))}) b`
+      ).pipe(
+        Effect.flatMap((rows) => {
+          const results: Array<TaskStore.AdmissionResult> = []
+          for (const row of rows) results[row.ordinal] = toAdmissionResult(row)
+          return results.some((result) => result._tag === "Admitted")
+            ? Effect.as(wakeups.announce, results)
+            : Effect.succeed(results)
+        })
+      )
+
+    const admit = yield* Batcher.make({
+      key: (request: TaskStore.AdmissionRequest) => request.task.accountId,
+      maxBatch: MAX_ADMISSION_BATCH,
+      concurrency: ADMISSION_BATCHES,
+      perKey: ADMISSION_BATCHES_PER_ACCOUNT,
+      run: admitBatch
+    })
+
+    return TaskStore.TaskStore.of({
+      admit,
+
+      get: (accountId, taskId) =>
+        Failures.run(
+          "get",
+          // By primary key alone, the owner checked here: see migration 0001 on plans.
+          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.id = ${taskId}`.pipe(
+            Effect.map((rows) => rows.length === 0 || rows[0].account_id !== accountId ? undefined : toTask(rows[0]))
+          )
+        ),
+
+      list: (accountId, limit) =>
+        Failures.run(
+          "list",
+          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
+            ORDER BY t.created_at DESC, t.seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
+        ),
+
+      claim: (options) =>
+        options.limit <= 0 ? Effect.succeed([]) : Effect.flatMap(wakeups.claimStarted, () =>
+          Failures.run(
+            "claim",
+            sql<TaskRow & { readonly seq: Int8 }>`WITH picked AS (
+                SELECT id FROM tasks
+                WHERE status IN (${sql.literal(unfinishedList)})
+                  AND (lease_expires_at IS NULL OR lease_expires_at <= ${options.now})
+                  AND (${options.models ?? null}::text[] IS NULL OR model = ANY(${options.models ?? null}::text[]))
+                ORDER BY created_at, seq
+                LIMIT ${options.limit}
+                FOR UPDATE SKIP LOCKED
+              )
+              UPDATE tasks t SET
+                lease_token = gen_random_uuid()::text,
+                lease_owner = ${options.workerId},
+                lease_expires_at = ${new Date(options.now.getTime() + options.leaseMs)},
+                attempts = t.attempts + 1
+              FROM picked
+              WHERE t.id = picked.id
+              RETURNING ${taskColumns}, t.seq`
+          ).pipe(
+            Effect.map((rows) =>
+              [...rows]
+                .sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || Number(a.seq) - Number(b.seq))
+                .map((row): TaskStore.Claim => ({
+                  task: toTask(row),
+                  leaseToken: row.lease_token as string,
+                  leaseExpiresAt: row.lease_expires_at as Date
+                }))
+            )
+          )),
+
+      renew: (taskId, leaseToken, until) =>
+        Failures.run(
+          "renew",
+          sql`UPDATE tasks SET lease_expires_at = ${until}
+            WHERE id = ${taskId} AND lease_token = ${leaseToken} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+        ),
+
+      transition: (request) =>
+        Failures.run("transition", Effect.map(transitionAll([request]), (results) => results[0])),
+
+      transitionAll: (requests) => Failures.run("transitionAll", transitionAll(requests)),
+
+      listByStatus: (status, limit, afterId) =>
+        Failures.run(
+          "listByStatus",
+          // The status as a literal (one of TaskStatus's), so the plan can use the partial index
+          // of reconciliation_required.
+          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t
+            WHERE t.status = ${sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)}
+              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
+            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
+        ),
+
+      resolve: (resolution) =>
+        TaskStatus.canTransition("reconciliation_required", resolution.to)
+          ? Failures.run(
+            "resolve",
+            Effect.map(
+              Effect.suspend(() =>
+                runMoves([move(0, { ...resolution, leaseToken: null, from: "reconciliation_required", keepLease: false })])
+              ),
+              (written) => written[0]
+            )
+          )
+          : Effect.succeed(undefined),
+
+      awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)
+    })
+  })

@@ -1,0 +1,86 @@
+/**
+ * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped
+ * when the layer closes; on PGlite a data directory copied from an empty template (creating a
+ * PGlite from nothing takes over a second, copying one a few tens of milliseconds).
+ */
+import { randomUUID } from "node:crypto"
+import { cpSync } from "node:fs"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { PGlite } from "@electric-sql/pglite"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { BlobStore } from "@taskmeter/kernel"
+import { PgStore } from "../src/index.ts"
+
+export const url = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+export const schemaName = (): string => `test_${randomUUID().replaceAll("-", "").slice(0, 20)}`
+
+/** A temporary directory, removed when the layer closes. */
+export const temporaryDirectory = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() => mkdtemp(join(tmpdir(), prefix))),
+    (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+  )
+
+/** Runs statements as the superuser outside any test schema. */
+export const admin = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+
+/** Drops `schema` when the layer closes, after everything built on top of it. */
+export const dropSchemaAfter = (schema: string): Layer.Layer<never> =>
+  Layer.effectDiscard(Effect.addFinalizer(() =>
+    admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)).pipe(Effect.orDie)
+  ))
+
+const blobs = Layer.unwrap(Effect.map(temporaryDirectory("taskmeter-blobs-"), BlobStore.layerFileSystem))
+
+/** The stores on the real PostgreSQL in a fresh schema, with its SqlClient for tampering. */
+export const postgres = (options: { readonly maxConnections?: number } = {}) => {
+  const schema = schemaName()
+  const client = PgStore.client({ url, schema, maxConnections: options.maxConnections ?? 4 })
+  return Layer.mergeAll(
+    PgStore.layerClient({ schema, channel: `taskmeter_work_${schema}` }).pipe(Layer.provideMerge(client)),
+    blobs
+  ).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
+}
+
+let template: Promise<string> | undefined
+
+/** An empty PGlite data directory, made once per test file. */
+const emptyDataDir = (): Promise<string> =>
+  template ??= (async () => {
+    const directory = await mkdtemp(join(tmpdir(), "taskmeter-pglite-template-"))
+    const db = await PGlite.create({ dataDir: join(directory, "pg") })
+    await db.close()
+    return directory
+  })()
+
+/** Removes the template directory; call once the file's tests are done. */
+export const removeTemplate = async (): Promise<void> => {
+  if (template !== undefined) await rm(await template, { recursive: true, force: true })
+  template = undefined
+}
+
+/** A data directory holding an empty PGlite, removed when the layer closes. */
+export const pgliteDataDir = Effect.gen(function*() {
+  const directory = yield* temporaryDirectory("taskmeter-pglite-")
+  const source = yield* Effect.promise(emptyDataDir)
+  // The synchronous copy is several times faster than the promise one for PGlite's many small files.
+  yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
+  return directory
+})
+
+/** The stores on an embedded PGlite of their own, with its SqlClient for tampering. */
+export const pglite = Layer.unwrap(Effect.map(pgliteDataDir, (dataDir) =>
+  Layer.mergeAll(
+    PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))),
+    blobs
+  )))
+
+/** Raises an account's cached balance behind the journal's back. */
+export const corruptBalance = (accountId: string) =>
+  SqlClient.SqlClient.use((sql) => sql`UPDATE accounts SET balance_micros = balance_micros + 1 WHERE id = ${accountId}`)
