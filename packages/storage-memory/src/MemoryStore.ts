@@ -5,7 +5,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Ids } from "@taskmeter/kernel"
-import { AccountStore, BlobStore, LedgerStore, MediaStore, TaskStore } from "@taskmeter/kernel"
+import { AccountStore, BlobStore, ChatStore, LedgerStore, MediaStore, TaskStore } from "@taskmeter/kernel"
+import * as Chat from "./ChatStore.ts"
 import * as Accounts from "./internal/accounts.ts"
 import * as Blobs from "./internal/blobs.ts"
 import * as Ledger from "./internal/ledger.ts"
@@ -19,13 +20,15 @@ export type Stores =
   | TaskStore.TaskStore
   | MediaStore.MediaStore
   | BlobStore.BlobStore
+  | ChatStore.ChatStore
 
 const contextOf = (state: State.State): Context.Context<Stores> =>
   Context.make(AccountStore.AccountStore, Accounts.make(state)).pipe(
     Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
     Context.add(TaskStore.TaskStore, Tasks.make(state)),
     Context.add(MediaStore.MediaStore, Media.make(state)),
-    Context.add(BlobStore.BlobStore, Blobs.make(state))
+    Context.add(BlobStore.BlobStore, Blobs.make(state)),
+    Context.add(ChatStore.ChatStore, Chat.make(state))
   )
 
 /** A fresh, empty store each time the layer is built. */

@@ -4,3 +4,4 @@
  * `@taskmeter/kernel/testing` in a test file; it depends on vitest and fast-check.
  */
 export * as StoreConformance from "./StoreConformance.ts"
+export * as ChatStoreConformance from "./ChatStoreConformance.ts"

@@ -10,6 +10,7 @@ export interface Append {
   readonly kind: LedgerStore.EntryKind
   readonly amountMicros: number
   readonly taskId?: LedgerStore.LedgerEntry["taskId"] | undefined
+  readonly chatRequestId?: LedgerStore.LedgerEntry["chatRequestId"] | undefined
   readonly note?: string | null | undefined
   readonly createdAt: Date
 }
@@ -24,7 +25,7 @@ export const append = (state: State, row: AccountRow, change: Append): LedgerSto
     kind: change.kind,
     amountMicros: change.amountMicros,
     taskId: change.taskId ?? null,
-    chatRequestId: null,
+    chatRequestId: change.chatRequestId ?? null,
     note: change.note ?? null,
     createdAt: change.createdAt
   }

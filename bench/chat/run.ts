@@ -1,0 +1,135 @@
+/**
+ * The chat benchmark: the latency the server adds over calling its upstream directly.
+ *
+ * Three processes: a mock OpenAI-compatible upstream that answers at once (upstream.ts), the
+ * taskmeter server with its chat routes over storage-memory or PostgreSQL (server.ts), and
+ * this client. The same requests go two ways: directly to the upstream, and through
+ * POST /api/v1/chat/completions (authentication, prompt tokenizing, reservation, the upstream
+ * call, settlement). For each concurrency level (1 and 32 by default) it reports p50 and p99 of
+ * - non-stream: request sent to the whole response read;
+ * - stream: request sent to the first content token read (time to first token);
+ * and their difference, what the server adds. Then the books are checked through
+ * GET /api/v1/usage: nothing reserved, the balance down by exactly the charges reported.
+ *
+ * Usage: node bench/chat/run.ts [--requests 1000] [--concurrency 1,32] [--tokens 20] [--store memory|pg]
+ * PostgreSQL (--store pg): BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { join } from "node:path"
+import { createInterface } from "node:readline"
+import { parseArgs } from "node:util"
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: "string", default: "1000" },
+    concurrency: { type: "string", default: "1,32" },
+    tokens: { type: "string", default: "20" },
+    store: { type: "string", default: "memory" }
+  }
+})
+const REQUESTS = Number(args.requests)
+const LEVELS = args.concurrency.split(",").map(Number)
+const CREDITS = 1_000_000_000
+
+const children: Array<ChildProcess> = []
+
+/** Starts a script of this folder and resolves with the first line it prints. */
+const start = (script: string, env: Record<string, string>): Promise<string> => {
+  const child = spawn(process.execPath, [join(import.meta.dirname, script)], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  children.push(child)
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once("line", resolve)
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)))
+  })
+}
+
+const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
+const server = JSON.parse(await start("server.ts", { UPSTREAM_URL: upstreamUrl, STORE: args.store })) as {
+  readonly url: string
+  readonly key: string
+}
+
+const messages = [{ role: "user", content: "Summarize the plot of a short story about a lighthouse keeper." }]
+
+/** One request: milliseconds to the whole body (non-stream) or to the first content token, and the charge reported. */
+const timed = async (base: string, model: string, stream: boolean): Promise<{ ms: number; charged: number }> => {
+  const started = performance.now()
+  const response = await fetch(`${base}/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
+    body: JSON.stringify({ model, messages, stream, max_tokens: 256 })
+  })
+  if (!response.ok) throw new Error(`${base}: ${response.status} ${await response.text()}`)
+  if (!stream) {
+    const body = await response.json() as { svc?: { charged_micros: number } }
+    return { ms: performance.now() - started, charged: body.svc?.charged_micros ?? 0 }
+  }
+  const decoder = new TextDecoder()
+  let text = ""
+  let first: number | undefined
+  for await (const bytes of response.body!) {
+    text += decoder.decode(bytes, { stream: true })
+    if (first === undefined && /"content":"[^"]/.test(text)) first = performance.now() - started
+  }
+  const charged = /"charged_micros":(\d+)/.exec(text)?.[1]
+  return { ms: first ?? Number.NaN, charged: charged === undefined ? 0 : Number(charged) }
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+
+let totalCharged = 0
+
+const measure = async (base: string, model: string, stream: boolean, concurrency: number, requests = REQUESTS) => {
+  const samples: Array<number> = []
+  let next = 0
+  const worker = async () => {
+    while (next < requests) {
+      next++
+      const { ms, charged } = await timed(base, model, stream)
+      samples.push(ms)
+      totalCharged += charged
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  samples.sort((a, b) => a - b)
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+}
+
+try {
+  // Warm up both paths: JIT, connection pools, the tokenizer's tables.
+  for (const stream of [false, true]) {
+    await measure(upstreamUrl, "bench", stream, 8, 200)
+    await measure(server.url, "chat-mini", stream, 8, 200)
+  }
+  const rows: Array<string> = []
+  const fmt = (ms: number) => ms.toFixed(2)
+  for (const concurrency of LEVELS) {
+    for (const stream of [false, true]) {
+      const direct = await measure(upstreamUrl, "bench", stream, concurrency)
+      const through = await measure(server.url, "chat-mini", stream, concurrency)
+      rows.push(
+        `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
+          `${fmt(through.p50)} / ${fmt(through.p99)} | ${fmt(through.p50 - direct.p50)} / ${fmt(through.p99 - direct.p99)} |`
+      )
+    }
+  }
+  const usage = await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } }))
+    .json() as { balanceMicros: number; reservedMicros: number }
+  const balanced = usage.reservedMicros === 0 && usage.balanceMicros === CREDITS - totalCharged
+  console.log(`chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`)
+  console.log("| request | concurrency | direct to upstream | through taskmeter | added |")
+  console.log("|---|---|---|---|---|")
+  for (const row of rows) console.log(row)
+  console.log(
+    `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${CREDITS} - ${totalCharged} charged: ` +
+      (balanced ? "ok" : "MISMATCH")
+  )
+  process.exitCode = balanced ? 0 : 1
+} finally {
+  for (const child of children) child.kill()
+}

@@ -1,0 +1,78 @@
+/**
+ * The benchmark's taskmeter server, in a process of its own: the API and the chat routes over
+ * storage-memory (or PostgreSQL with STORE=pg), chat-mini served by the upstream at
+ * UPSTREAM_URL, limits out of the way. Prints one JSON line: its base URL and a funded key.
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtemp } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
+import { OpenAiCompatible } from "@taskmeter/providers"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import { PgStore } from "@taskmeter/storage-pg"
+import * as ChatServer from "../../packages/http/src/chat/ChatServer.ts"
+import * as ChatServices from "../../packages/http/src/chat/ChatServices.ts"
+import { Server, ServerConfig } from "../../packages/http/src/index.ts"
+
+export const CREDITS = 1_000_000_000
+
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+const kernel = Layer.mergeAll(
+  TaskRunner.layer({ executorAvailable: () => true }),
+  Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }),
+  Ledger.layer
+).pipe(
+  Layer.provideMerge(Pricer.layerDefault),
+  // Server.layer serves signed media links; nothing here signs any, so any secret will do.
+  Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer({ baseUrl: "http://127.0.0.1", secret: Redacted.make(randomUUID() + randomUUID()) })))
+)
+
+const chat = ChatServices.layer({
+  providers: [OpenAiCompatible.make({ provider: "upstream", baseUrl: process.env.UPSTREAM_URL!, apiKey: "bench" })],
+  limits: { requestsPerMinute: 100_000_000, maxOpenRequests: 100_000 }
+})
+
+const serveOver = <E>(store: Layer.Layer<MemoryStore.Stores, E>) =>
+  Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer), { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(chat),
+    Layer.provideMerge(kernel),
+    Layer.provideMerge(store),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1" }))
+  )
+
+const schema = `bench_chat_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+
+/** Drops the benchmark's schema when the layer closes. */
+const dropSchemaAfter = Layer.effectDiscard(Effect.addFinalizer(() =>
+  SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+    Effect.ignore
+  )
+))
+
+const store = process.env.STORE === "pg"
+  ? Layer.merge(
+    PgStore.layerClient({ schema }).pipe(
+      Layer.provide(PgStore.client({ url: databaseUrl, schema, maxConnections: 16 })),
+      Layer.provide(dropSchemaAfter)
+    ),
+    BlobStore.layerFileSystem(await mkdtemp(join(tmpdir(), "bench-chat-blobs-")))
+  )
+  : MemoryStore.layer
+
+const announce = Layer.effectDiscard(Effect.gen(function*() {
+  const { address } = yield* HttpServer.HttpServer
+  if (address._tag === "UnixPathAddress") return yield* Effect.die("TCP expected")
+  const { key } = yield* (yield* Accounts.Accounts).create({ name: "bench", credits: Money.micros(CREDITS) })
+  yield* Effect.sync(() => console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}/api/v1`, key: key.secret })))
+}))
+
+const main = Effect.runFork(Layer.launch(announce.pipe(Layer.provideMerge(serveOver(store)))))
+// run.ts stops this process with SIGTERM: close the layers (dropping a PostgreSQL schema) first.
+process.once("SIGTERM", () => main.interruptUnsafe())

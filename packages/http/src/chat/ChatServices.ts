@@ -1,0 +1,69 @@
+/**
+ * The kernel's chat services wired over the ChatStore, for a server to provide under
+ * ChatServer's routes: ChatCompletions over ChatBilling, the chat price list and the upstreams.
+ *
+ * `layerConfig` reads the deployment's settings (environment variables by default) and, once
+ * built, releases the reservations of chat requests a dead process left open
+ * (ChatBilling.sweepAtStart):
+ *
+ * | variable                  | default                           | meaning                                  |
+ * |---------------------------|-----------------------------------|------------------------------------------|
+ * | CHAT_PRICES_FILE          | kernel/prices/default-chat-prices.json | the chat models and their token prices |
+ * | CHAT_REQUESTS_PER_MINUTE  | 120                               | chat requests per account per minute     |
+ * | CHAT_MAX_OPEN_REQUESTS    | 16                                | chat requests of an account at once      |
+ * | CHAT_UPSTREAM_* / CHAT_LOCAL_* | see ChatUpstreams             | the upstreams                            |
+ */
+import { Config, Effect, Layer, Option, Schema } from "effect"
+import { ChatBilling, ChatCompletions, ChatPrices, ChatProvider } from "@taskmeter/kernel"
+import { ChatUpstreams } from "@taskmeter/providers"
+
+export interface Options {
+  readonly providers: ReadonlyArray<ChatProvider.ChatProviderV1>
+  readonly limits?: ChatBilling.Limits | undefined
+  /** A chat price list file; the shipped defaults when omitted. */
+  readonly pricesFile?: string | undefined
+  /** A chat price list as data, instead of a file. */
+  readonly priceList?: unknown
+}
+
+/** ChatCompletions, ChatBilling, ChatPrices and ChatProviders over a ChatStore. */
+export const layer = (options: Options) =>
+  ChatCompletions.layer.pipe(
+    Layer.provideMerge(ChatBilling.layer(options.limits)),
+    Layer.provideMerge(Layer.merge(
+      options.priceList !== undefined
+        ? ChatPrices.layer(options.priceList)
+        : options.pricesFile === undefined
+        ? ChatPrices.layerDefault
+        : ChatPrices.layerFromFile(options.pricesFile),
+      ChatProvider.layer(options.providers)
+    ))
+  )
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+export const config = Config.all({
+  providers: ChatUpstreams.fromConfig,
+  pricesFile: Config.option(Config.String("CHAT_PRICES_FILE")),
+  requestsPerMinute: Config.schema(PositiveInt, "CHAT_REQUESTS_PER_MINUTE").pipe(
+    Config.withDefault(ChatBilling.defaultLimits.requestsPerMinute)
+  ),
+  maxOpenRequests: Config.schema(PositiveInt, "CHAT_MAX_OPEN_REQUESTS").pipe(
+    Config.withDefault(ChatBilling.defaultLimits.maxOpenRequests)
+  )
+})
+
+/** `layer` from configuration, sweeping stale chat reservations once it is built. */
+export const layerConfig = Layer.unwrap(Effect.gen(function*() {
+  const settings = yield* config
+  const services = layer({
+    providers: settings.providers,
+    pricesFile: Option.getOrUndefined(settings.pricesFile),
+    limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests }
+  })
+  const sweep = Layer.effectDiscard(Effect.gen(function*() {
+    const swept = yield* ChatBilling.sweepAtStart()
+    if (swept > 0) yield* Effect.logInfo(`Released the reservations of ${swept} abandoned chat requests`)
+  }))
+  return Layer.provideMerge(sweep, services)
+}))

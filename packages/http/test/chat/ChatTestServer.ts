@@ -1,0 +1,123 @@
+/**
+ * The API with the chat routes served over real HTTP on an ephemeral port, on the real kernel
+ * over storage-memory. Chat models: the shipped chat price list, so `taskmeter-local` runs on
+ * the offline model and `chat-pro`/`chat-mini` on an OpenAI-compatible upstream at UPSTREAM,
+ * which the tests answer with msw.
+ */
+import { randomUUID } from "node:crypto"
+import { Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { Accounts, Catalog, ChatBilling, Ledger, MediaUrls, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
+import type { Ids, Scope } from "@taskmeter/kernel"
+import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import OpenAI from "openai"
+import * as ChatServer from "../../src/chat/ChatServer.ts"
+import * as ChatServices from "../../src/chat/ChatServices.ts"
+import { Server, ServerConfig } from "../../src/index.ts"
+import { MEDIA_LINKS } from "../support/TestServer.ts"
+
+export const UPSTREAM = "https://chat.upstream.test/v1"
+
+/** Short upstream timeouts, so the timeout cases take a moment. */
+export const upstreamTimeouts = { firstByteTimeoutMs: 400, idleTimeoutMs: 400, requestTimeoutMs: 400 }
+
+export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) => {
+  const kernel = Layer.mergeAll(
+    TaskRunner.layer({ executorAvailable: () => true }),
+    Accounts.layer({ defaultRateLimitPerMinute: 100_000 }),
+    Ledger.layer
+  ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer(MEDIA_LINKS))))
+  const chat = ChatServices.layer({
+    providers: [
+      LocalChatModel.make(),
+      OpenAiCompatible.make({
+        provider: "upstream",
+        baseUrl: UPSTREAM,
+        apiKey: "sk-upstream",
+        models: { "chat-pro": "vendor-pro-2" },
+        ...upstreamTimeouts
+      })
+    ],
+    limits: options.limits
+  })
+  return Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer), { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(chat),
+    Layer.provideMerge(kernel),
+    Layer.provideMerge(MemoryStore.layer),
+    Layer.provide(ServerConfig.layerWith({ port: 0 })),
+    Layer.orDie
+  )
+}
+
+export const baseUrl = Effect.gen(function*() {
+  const { address } = yield* HttpServer.HttpServer
+  if (address._tag === "UnixPathAddress") return yield* Effect.die("the server should listen on TCP")
+  return `http://127.0.0.1:${address.port}`
+})
+
+export interface Customer {
+  readonly accountId: Ids.AccountId
+  readonly secret: string
+  /** The official client, pointed at this server with the customer's key. */
+  readonly openai: OpenAI
+}
+
+/** A new account holding `credits` micros, with a key of the given scopes (all by default). */
+export const customer = (credits: number, scopes?: ReadonlyArray<Scope.Scope>) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts.Accounts
+    const { account } = yield* accounts.create({ name: `chat-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
+    const key = yield* accounts.createKey(account.id, scopes === undefined ? {} : { scopes })
+    const openai = new OpenAI({ apiKey: key.secret, baseURL: `${yield* baseUrl}/api/v1`, maxRetries: 0 })
+    return { accountId: account.id, secret: key.secret, openai } satisfies Customer
+  })
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+/** A plain HTTP call to the server as `who` (or without credentials). */
+export const call = (path: string, who?: Customer, init: RequestInit = {}) =>
+  Effect.flatMap(baseUrl, (base) =>
+    Effect.promise(async (): Promise<Reply> => {
+      const response = await fetch(`${base}${path}`, {
+        ...init,
+        headers: { ...(who === undefined ? {} : { authorization: `Bearer ${who.secret}` }), ...init.headers }
+      })
+      const text = await response.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // Not JSON: keep the text.
+      }
+      return { status: response.status, headers: response.headers, body }
+    }))
+
+/** The customer's balances and ledger entries, through GET /api/v1/usage. */
+export const usage = (who: Customer) => Effect.map(call("/api/v1/usage?limit=100", who), (reply) => reply.body)
+
+/** The ledger entries of one chat request: [kind, amount], oldest first. */
+export const movements = (who: Customer, chatRequestId: string) =>
+  Effect.map(usage(who), (body) =>
+    (body.entries as ReadonlyArray<{ kind: string; amountMicros: number; chatRequestId: string | null }>)
+      .filter((entry) => entry.chatRequestId === chatRequestId)
+      .map((entry) => [entry.kind, entry.amountMicros] as const)
+      .reverse())
+
+/** The chat request as GET /api/v1/chat/requests/{id} shows it. */
+export const request = (who: Customer, id: string) => Effect.map(call(`/api/v1/chat/requests/${id}`, who), (r) => r.body)
+
+/** Waits (real time) until `check` holds, for effects of a disconnect that land after the client gave up. */
+export const eventually = <A>(effect: Effect.Effect<A, never, any>, check: (a: A) => boolean, timeoutMs = 5000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = yield* effect
+      if (check(value) || Date.now() > deadline) return value
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 25)))
+    }
+  })

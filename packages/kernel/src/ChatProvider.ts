@@ -1,0 +1,103 @@
+/**
+ * The chat upstream interface, version 1: what an adapter for one chat upstream (any
+ * OpenAI-compatible API, or the offline local model) implements so ChatCompletions can call it.
+ *
+ * Calls carry the caller's request in the common chat-completion wire format (messages, tools
+ * and the sampling options ChatCompletions forwards, as plain JSON) and a completion-token cap
+ * that the adapter must send upstream: it is what the request's reservation was sized for.
+ * Replies come back in the same wire format (the assistant message, stream deltas), so
+ * anything an upstream adds to a message passes through untouched.
+ *
+ * Errors are classified, never invented per adapter: an adapter maps an upstream's HTTP
+ * status, its network failures and its timeouts onto one `ChatProviderError` reason.
+ *
+ * | reason         | caller sees                    | typical upstream cause                     |
+ * |----------------|--------------------------------|--------------------------------------------|
+ * | RateLimited    | 429 UPSTREAM_RATE_LIMITED      | 429 (retryAfterSeconds from Retry-After)   |
+ * | InvalidRequest | 400 INVALID_REQUEST            | 400, 413, 422: the request itself is wrong |
+ * | Unavailable    | 502 UPSTREAM_ERROR             | 5xx, 401/403/404 (our configuration), a network error, a malformed reply |
+ * | Timeout        | 502 UPSTREAM_ERROR             | no answer, or a stream idle, for too long  |
+ *
+ * A failed call charges nothing. A stream that fails after delivering output is charged for
+ * what it delivered (see ChatCompletions).
+ *
+ * Cancelling: interrupting `complete`, or closing the Scope of `stream`, aborts the upstream
+ * request. That is how a client that disconnects stops the upstream from generating more.
+ */
+import type { Effect, Scope, Stream } from "effect"
+import { Context, Data, Layer } from "effect"
+import type { TokenUsage } from "./ChatBilling.ts"
+
+export type ChatProviderErrorReason = "RateLimited" | "InvalidRequest" | "Unavailable" | "Timeout"
+
+export class ChatProviderError extends Data.TaggedError("ChatProviderError")<{
+  readonly reason: ChatProviderErrorReason
+  readonly message: string
+  readonly status?: number | undefined
+  /** For RateLimited: the upstream's Retry-After, when it gave one. */
+  readonly retryAfterSeconds?: number | undefined
+  readonly cause?: unknown
+}> {}
+
+export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
+export type JsonObject = { readonly [key: string]: Json }
+
+export interface ChatCall {
+  /** Our chat model id; the adapter maps it to its upstream's model id. */
+  readonly model: string
+  /**
+   * The request body to forward, in the common wire format, without `model`, `stream`,
+   * `stream_options` or token caps: `messages` always, and whichever of `tools`,
+   * `tool_choice`, `temperature`... the caller gave.
+   */
+  readonly body: JsonObject
+  /** The completion-token cap to send upstream (as max_tokens or max_completion_tokens). */
+  readonly maxTokens: number
+}
+
+export interface ChatReply {
+  /** The assistant message as the upstream gave it (content, tool_calls, refusal...). */
+  readonly message: JsonObject
+  readonly finishReason: string | null
+  readonly logprobs?: Json | undefined
+  /** undefined when the upstream did not report usage. */
+  readonly usage: TokenUsage | undefined
+}
+
+export type ChatStreamPart =
+  | {
+    readonly _tag: "Delta"
+    /** The choice's delta as the upstream gave it (role, content, tool_calls fragments...). */
+    readonly delta: JsonObject
+    readonly finishReason: string | null
+    readonly logprobs?: Json | undefined
+  }
+  | { readonly _tag: "Usage"; readonly usage: TokenUsage }
+
+export interface ChatProviderV1 {
+  readonly specificationVersion: "v1"
+  /** The name the chat price list's `provider` refers to, e.g. "local" or "upstream". */
+  readonly provider: string
+  readonly complete: (call: ChatCall) => Effect.Effect<ChatReply, ChatProviderError>
+  /**
+   * Sends a streaming request and waits until the upstream has accepted it: the outer effect
+   * fails when the upstream refuses the request, the stream when it breaks off later. The
+   * connection belongs to the Scope.
+   */
+  readonly stream: (
+    call: ChatCall
+  ) => Effect.Effect<Stream.Stream<ChatStreamPart, ChatProviderError>, ChatProviderError, Scope.Scope>
+}
+
+/** The configured chat upstreams, by provider name. */
+export class ChatProviders extends Context.Service<ChatProviders, {
+  readonly get: (provider: string) => ChatProviderV1 | undefined
+}>()("@taskmeter/kernel/ChatProviders") {}
+
+export const makeProviders = (providers: ReadonlyArray<ChatProviderV1>): ChatProviders["Service"] => {
+  const byName = new Map(providers.map((provider) => [provider.provider, provider]))
+  return ChatProviders.of({ get: (name) => byName.get(name) })
+}
+
+export const layer = (providers: ReadonlyArray<ChatProviderV1>): Layer.Layer<ChatProviders> =>
+  Layer.succeed(ChatProviders, makeProviders(providers))

@@ -1,0 +1,121 @@
+/**
+ * Token counting for chat billing, with the model family's real BPE encoding (`gpt-tokenizer`:
+ * o200k_base for current models, cl100k_base for older ones).
+ *
+ * `estimatePrompt` sizes a reservation before the upstream is called, so it errs high:
+ * - every text (message content, names, tool call ids, tool call names and arguments) is
+ *   encoded exactly, special-token look-alikes as plain text;
+ * - each message adds 4 tokens of framing (upstreams document 3), each content part 1 more
+ *   (for the separator an upstream may put between parts), and the reply adds 3;
+ * - tool definitions, `tool_choice` and `response_format` are counted as their JSON text,
+ *   which is longer than the compact form upstreams inject;
+ * - an image part counts as `IMAGE_TOKENS` (above what a high-detail image costs on the common
+ *   upstreams), and any other non-text part as its JSON text (for inline audio or files that is
+ *   far above their real cost).
+ * The same estimate is charged for the prompt when an upstream reports no usage.
+ *
+ * `countCompletion` counts what was delivered to the caller: text, refusals, reasoning text and
+ * tool calls (name and arguments, plus 3 tokens of framing each).
+ */
+import * as cl100k from "gpt-tokenizer/encoding/cl100k_base"
+import * as o200k from "gpt-tokenizer/encoding/o200k_base"
+import type { Tokenizer } from "./ChatPrices.ts"
+
+export const MESSAGE_OVERHEAD = 4
+export const PART_OVERHEAD = 1
+export const REPLY_PRIMING = 3
+export const TOOL_CALL_OVERHEAD = 3
+export const IMAGE_TOKENS = 2_000
+
+const plainText = { disallowedSpecial: new Set<string>() }
+
+const encoders = { o200k_base: o200k, cl100k_base: cl100k } as const
+
+/** Tokens of one text, special-token look-alikes counted as ordinary text. */
+export const countText = (tokenizer: Tokenizer, text: string): number =>
+  text.length === 0 ? 0 : encoders[tokenizer].countTokens(text, plainText)
+
+/** A string counts as its text, anything else as its JSON text; absent counts nothing. */
+const countJson = (tokenizer: Tokenizer, value: unknown): number =>
+  value === undefined ? 0 : countText(tokenizer, typeof value === "string" ? value : JSON.stringify(value))
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const countPart = (tokenizer: Tokenizer, part: unknown): number => {
+  if (!isRecord(part)) return countJson(tokenizer, part)
+  switch (part.type) {
+    case "text":
+      return countJson(tokenizer, part.text)
+    case "refusal":
+      return countJson(tokenizer, part.refusal)
+    case "image_url":
+      return IMAGE_TOKENS
+    default:
+      return countJson(tokenizer, part)
+  }
+}
+
+const countToolCalls = (tokenizer: Tokenizer, calls: unknown): number =>
+  Array.isArray(calls)
+    ? calls.reduce((sum: number, call) => {
+      if (!isRecord(call)) return sum + countJson(tokenizer, call)
+      const fn = isRecord(call.function) ? call.function : {}
+      return sum + TOOL_CALL_OVERHEAD + countJson(tokenizer, call.id) + countJson(tokenizer, fn.name) +
+        countJson(tokenizer, fn.arguments)
+    }, 0)
+    : countJson(tokenizer, calls)
+
+const countMessage = (tokenizer: Tokenizer, message: unknown): number => {
+  if (!isRecord(message)) return MESSAGE_OVERHEAD + countJson(tokenizer, message)
+  const content = message.content
+  const contentTokens = Array.isArray(content)
+    ? content.reduce((sum: number, part) => sum + PART_OVERHEAD + countPart(tokenizer, part), 0)
+    : typeof content === "string"
+    ? countText(tokenizer, content)
+    : 0
+  return MESSAGE_OVERHEAD + countJson(tokenizer, message.role) + contentTokens + countJson(tokenizer, message.name) +
+    countJson(tokenizer, message.tool_call_id) + countToolCalls(tokenizer, message.tool_calls) +
+    countJson(tokenizer, message.function_call) + countJson(tokenizer, message.refusal)
+}
+
+/**
+ * A high estimate of the prompt tokens an upstream will bill for these messages, with
+ * `definitions` (tools, functions, tool_choice, response_format: whatever the upstream adds
+ * to the prompt) counted as their JSON text.
+ */
+export const estimatePrompt = (
+  tokenizer: Tokenizer,
+  messages: ReadonlyArray<unknown>,
+  definitions: ReadonlyArray<unknown> = []
+): number =>
+  messages.reduce((sum: number, message) => sum + countMessage(tokenizer, message), 0) + REPLY_PRIMING +
+  definitions.reduce((sum: number, definition) => sum + countJson(tokenizer, definition), 0)
+
+/** What a completion delivered, piece by piece, for counting when the upstream reports no usage. */
+export interface Delivered {
+  readonly text: string
+  readonly toolCalls: ReadonlyArray<{ readonly name: string; readonly arguments: string }>
+}
+
+export const countCompletion = (tokenizer: Tokenizer, delivered: Delivered): number =>
+  countText(tokenizer, delivered.text) +
+  delivered.toolCalls.reduce(
+    (sum, call) => sum + TOOL_CALL_OVERHEAD + countText(tokenizer, call.name) + countText(tokenizer, call.arguments),
+    0
+  )
+
+export interface Pieces {
+  /** The text at token boundaries: one piece per token (a character split across tokens joins them). */
+  readonly pieces: ReadonlyArray<string>
+  readonly tokens: number
+  /** True when the text had more than `limit` tokens and was cut. */
+  readonly truncated: boolean
+}
+
+/** Splits a text into its tokens' pieces, keeping at most `limit` tokens (for streaming a text token by token). */
+export const pieces = (tokenizer: Tokenizer, text: string, limit: number = Number.POSITIVE_INFINITY): Pieces => {
+  const encoder = encoders[tokenizer]
+  const tokens = encoder.encode(text, plainText)
+  const kept = tokens.length > limit ? tokens.slice(0, limit) : tokens
+  return { pieces: [...encoder.decodeGenerator(kept)], tokens: kept.length, truncated: kept.length < tokens.length }
+}

@@ -1,0 +1,58 @@
+/**
+ * The chat upstreams a deployment runs, from configuration (environment variables by default):
+ *
+ * | variable                      | meaning                                                         |
+ * |-------------------------------|-----------------------------------------------------------------|
+ * | `CHAT_UPSTREAM_BASE_URL`      | an OpenAI-compatible API, e.g. `https://api.example.com/v1`; serves the price list's `provider: "upstream"` models |
+ * | `CHAT_UPSTREAM_API_KEY`       | its key (sent as a Bearer token)                                 |
+ * | `CHAT_UPSTREAM_MODELS`        | `chat-pro=upstream-model-id,chat-mini=other-id`: our id -> the upstream's (unlisted ids pass unchanged) |
+ * | `CHAT_UPSTREAM_CAP_PARAMETER` | `max_tokens` (default) or `max_completion_tokens`                |
+ * | `CHAT_LOCAL_ENABLED`          | the offline `local` model; default true                          |
+ * | `CHAT_LOCAL_TOKEN_DELAY_MS`   | its pause between streamed tokens; default 0                     |
+ *
+ * With nothing set (a newcomer's `npm start`) only the local model is served.
+ *
+ * @example
+ * ```ts
+ * const providers = yield* ChatUpstreams.fromConfig
+ * const layer = ChatProvider.layer(providers)
+ * ```
+ */
+import { Config, Option } from "effect"
+import type { ChatProvider } from "@taskmeter/kernel"
+import * as LocalChatModel from "./LocalChatModel.ts"
+import * as OpenAiCompatible from "./OpenAiCompatible.ts"
+
+/** The provider name of the configured OpenAI-compatible upstream. */
+export const UPSTREAM = "upstream"
+
+/** Parses `a=b,c=d` into a model map; blank entries are skipped. */
+export const parseModels = (text: string): { readonly [chatModel: string]: string } =>
+  Object.fromEntries(
+    text.split(",").map((pair) => pair.trim()).filter((pair) => pair.length > 0).map((pair) => {
+      const at = pair.indexOf("=")
+      return at < 0 ? [pair, pair] : [pair.slice(0, at).trim(), pair.slice(at + 1).trim()]
+    })
+  )
+
+export const fromConfig: Config.Config<ReadonlyArray<ChatProvider.ChatProviderV1>> = Config.all({
+  baseUrl: Config.option(Config.String("CHAT_UPSTREAM_BASE_URL")),
+  apiKey: Config.option(Config.Redacted("CHAT_UPSTREAM_API_KEY")),
+  models: Config.String("CHAT_UPSTREAM_MODELS").pipe(Config.withDefault("")),
+  capParameter: Config.Literals(["max_tokens", "max_completion_tokens"], "CHAT_UPSTREAM_CAP_PARAMETER").pipe(
+    Config.withDefault("max_tokens" as const)
+  ),
+  localEnabled: Config.Boolean("CHAT_LOCAL_ENABLED").pipe(Config.withDefault(true)),
+  tokenDelayMs: Config.Int("CHAT_LOCAL_TOKEN_DELAY_MS").pipe(Config.withDefault(0))
+}).pipe(Config.map((config) => [
+  ...(Option.isSome(config.baseUrl)
+    ? [OpenAiCompatible.make({
+      provider: UPSTREAM,
+      baseUrl: config.baseUrl.value,
+      apiKey: Option.getOrUndefined(config.apiKey),
+      models: parseModels(config.models),
+      capParameter: config.capParameter
+    })]
+    : []),
+  ...(config.localEnabled ? [LocalChatModel.make({ tokenDelayMs: config.tokenDelayMs })] : [])
+]))

@@ -1,0 +1,281 @@
+/**
+ * A chat upstream for any API that speaks the common chat-completion protocol
+ * (`POST {baseUrl}/chat/completions`, Bearer key, SSE streaming): hosted APIs, gateways and
+ * self-hosted servers alike. One adapter per upstream; each of our chat models maps to an
+ * upstream model id (by default the same id).
+ *
+ * Requests go through the global `fetch` (so msw and other interceptors see them) with an
+ * undici `Agent` as dispatcher for pooling and connect timeouts. The completion cap is sent
+ * as `max_tokens` or, for upstreams that want it, `max_completion_tokens` (`capParameter`).
+ * A streamed request always asks for `stream_options.include_usage`.
+ *
+ * Timeouts, each a `Timeout` error: `requestTimeoutMs` for a whole non-streamed call (default
+ * 10 min), `firstByteTimeoutMs` until a stream's response starts (default 60 s) and
+ * `idleTimeoutMs` between two pieces of a stream (default 60 s).
+ *
+ * Classification (see ChatProvider): 429 RateLimited with Retry-After; 400, 413, 422
+ * InvalidRequest; any other status, a network failure, an error event inside the stream, a
+ * reply that does not parse, or a stream that ends before its finish reason: Unavailable.
+ *
+ * @example
+ * ```ts
+ * const upstream = OpenAiCompatible.make({
+ *   provider: "upstream",
+ *   baseUrl: "https://api.example.com/v1",
+ *   apiKey: Redacted.make(process.env.CHAT_UPSTREAM_API_KEY!),
+ *   models: { "chat-pro": "example-pro-2" }
+ * })
+ * ```
+ */
+import { Clock, Effect, Redacted, Stream } from "effect"
+import { ChatProvider } from "@taskmeter/kernel"
+import type { ChatBilling } from "@taskmeter/kernel"
+import { Agent } from "undici"
+import { parseRetryAfter } from "../utils/UpstreamError.ts"
+import * as Sse from "./Sse.ts"
+
+type Json = ChatProvider.Json
+type JsonObject = ChatProvider.JsonObject
+
+export interface Options {
+  /** The name the chat price list's `provider` uses for models served here. */
+  readonly provider: string
+  /** Up to and including the version segment, e.g. `https://api.example.com/v1`. */
+  readonly baseUrl: string
+  readonly apiKey?: string | Redacted.Redacted<string> | undefined
+  /** Our chat model id -> the upstream's model id; an unlisted model keeps its id. */
+  readonly models?: { readonly [chatModel: string]: string } | undefined
+  readonly capParameter?: "max_tokens" | "max_completion_tokens" | undefined
+  readonly headers?: { readonly [name: string]: string } | undefined
+  readonly connectTimeoutMs?: number | undefined
+  readonly requestTimeoutMs?: number | undefined
+  readonly firstByteTimeoutMs?: number | undefined
+  readonly idleTimeoutMs?: number | undefined
+  /** Pooled connections to the upstream. Default 128. */
+  readonly connections?: number | undefined
+  /** Largest non-streamed reply read. Default 16 MiB. */
+  readonly maxReplyBytes?: number | undefined
+}
+
+const fail = (reason: ChatProvider.ChatProviderErrorReason, message: string, extra: {
+  readonly status?: number | undefined
+  readonly retryAfterSeconds?: number | undefined
+  readonly cause?: unknown
+} = {}) => new ChatProvider.ChatProviderError({ reason, message, ...extra })
+
+const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const count = (u: unknown): number | undefined =>
+  typeof u === "number" && Number.isSafeInteger(u) && u >= 0 ? u : undefined
+
+/** Usage as upstreams report it; undefined unless both counts are sound. */
+export const usageOf = (u: unknown): ChatBilling.TokenUsage | undefined => {
+  if (!isObject(u)) return undefined
+  const promptTokens = count(u.prompt_tokens)
+  const completionTokens = count(u.completion_tokens)
+  return promptTokens === undefined || completionTokens === undefined ? undefined : { promptTokens, completionTokens }
+}
+
+/** The upstream's own explanation of an error body, when it has one. */
+const explain = (text: string): string => {
+  try {
+    const body: unknown = JSON.parse(text)
+    if (isObject(body)) {
+      const error = body.error
+      if (isObject(error) && typeof error.message === "string") return error.message
+      if (typeof error === "string") return error
+      if (typeof body.message === "string") return body.message
+    }
+  } catch {
+    // Not JSON: show the start of the text.
+  }
+  return text.slice(0, 300)
+}
+
+export const classifyStatus = (status: number, body: string, retryAfter: string | null, nowMs: number) => {
+  const detail = `the upstream answered ${status}${body.length > 0 ? `: ${explain(body)}` : ""}`
+  if (status === 429) {
+    const ms = parseRetryAfter(retryAfter, nowMs)
+    return fail("RateLimited", detail, {
+      status,
+      ...(ms === undefined ? {} : { retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)) })
+    })
+  }
+  if (status === 400 || status === 413 || status === 422) return fail("InvalidRequest", explain(body) || detail, { status })
+  return fail("Unavailable", detail, { status })
+}
+
+const readLimited = async (response: Response, maxBytes: number): Promise<string> => {
+  if (response.body === null) return ""
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of response.body) {
+    size += chunk.byteLength
+    if (size > maxBytes) {
+      await response.body.cancel().catch(() => undefined)
+      throw new RangeError(`the reply is larger than ${maxBytes} bytes`)
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString("utf8")
+}
+
+/** One parsed stream event: its deltas and usage; an error event fails. */
+const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | ChatProvider.ChatProviderError => {
+  let event: unknown
+  try {
+    event = JSON.parse(data)
+  } catch (cause) {
+    return fail("Unavailable", "the upstream sent a stream event that is not JSON", { cause })
+  }
+  if (!isObject(event)) return fail("Unavailable", "the upstream sent a stream event that is not an object")
+  if (event.error !== undefined && event.error !== null) {
+    return fail("Unavailable", `the upstream broke off the stream: ${explain(JSON.stringify(event))}`)
+  }
+  const parts: Array<ChatProvider.ChatStreamPart> = []
+  const choice = Array.isArray(event.choices) ? event.choices.find((c) => isObject(c) && (c.index ?? 0) === 0) : undefined
+  if (isObject(choice)) {
+    parts.push({
+      _tag: "Delta",
+      delta: isObject(choice.delta) ? choice.delta : {},
+      finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
+      ...(choice.logprobs === undefined || choice.logprobs === null ? {} : { logprobs: choice.logprobs })
+    })
+  }
+  const usage = usageOf(event.usage)
+  if (usage !== undefined) parts.push({ _tag: "Usage", usage })
+  return parts
+}
+
+export const make = (options: Options): ChatProvider.ChatProviderV1 => {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "")
+  const url = `${baseUrl}/chat/completions`
+  const apiKey = options.apiKey === undefined
+    ? undefined
+    : typeof options.apiKey === "string"
+    ? options.apiKey
+    : Redacted.value(options.apiKey)
+  const capParameter = options.capParameter ?? "max_tokens"
+  const requestTimeoutMs = options.requestTimeoutMs ?? 600_000
+  const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 60_000
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000
+  const maxReplyBytes = options.maxReplyBytes ?? 16 * 1024 * 1024
+  const agent = new Agent({
+    connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+    headersTimeout: requestTimeoutMs,
+    bodyTimeout: Math.max(idleTimeoutMs, requestTimeoutMs),
+    connections: options.connections ?? 128
+  })
+
+  const body = (call: ChatProvider.ChatCall, stream: boolean): JsonObject => ({
+    ...call.body,
+    model: options.models?.[call.model] ?? call.model,
+    [capParameter]: call.maxTokens,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {})
+  })
+
+  /** POSTs and waits for the response to start; a non-2xx status fails classified. */
+  const post = (payload: JsonObject, signal: AbortSignal | undefined, timeoutMs: number) =>
+    Effect.tryPromise({
+      try: (interrupted) =>
+        fetch(url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: payload.stream === true ? "text/event-stream" : "application/json",
+            ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+            ...options.headers
+          },
+          body: JSON.stringify(payload),
+          signal: signal === undefined ? interrupted : AbortSignal.any([interrupted, signal]),
+          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
+          dispatcher: agent
+        } as RequestInit),
+      catch: (cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: timeoutMs,
+        orElse: () => Effect.fail(fail("Timeout", `the upstream did not answer within ${timeoutMs} ms`))
+      }),
+      Effect.flatMap((response) =>
+        response.ok ? Effect.succeed(response) : Effect.flatMap(
+          Effect.promise(() => readLimited(response, 64 * 1024).catch(() => "")),
+          (text) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.fail(classifyStatus(response.status, text, response.headers.get("retry-after"), now)))
+        )
+      )
+    )
+
+  const complete = (call: ChatProvider.ChatCall) =>
+    Effect.gen(function*() {
+      const response = yield* post(body(call, false), undefined, requestTimeoutMs)
+      const text = yield* Effect.tryPromise({
+        try: () => readLimited(response, maxReplyBytes),
+        catch: (cause) => fail("Unavailable", `reading the upstream's reply failed: ${String(cause)}`, { cause })
+      })
+      const reply = yield* Effect.try({
+        try: () => JSON.parse(text) as unknown,
+        catch: (cause) => fail("Unavailable", "the upstream's reply is not JSON", { cause })
+      })
+      const choice = isObject(reply) && Array.isArray(reply.choices) ? reply.choices[0] : undefined
+      if (!isObject(reply) || !isObject(choice) || !isObject(choice.message)) {
+        return yield* fail("Unavailable", "the upstream's reply has no message")
+      }
+      const result: ChatProvider.ChatReply = {
+        message: choice.message,
+        finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
+        ...(choice.logprobs === undefined ? {} : { logprobs: choice.logprobs as Json }),
+        usage: usageOf(reply.usage)
+      }
+      return result
+    }).pipe(Effect.timeoutOrElse({
+      duration: requestTimeoutMs,
+      orElse: () => Effect.fail(fail("Timeout", `the upstream did not finish within ${requestTimeoutMs} ms`))
+    }))
+
+  const stream = (call: ChatProvider.ChatCall) =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+      const response = yield* post(body(call, true), controller.signal, firstByteTimeoutMs)
+      const bytes = response.body
+      if (bytes === null) return yield* fail("Unavailable", "the upstream's stream has no body")
+      let finished = false
+      let done = false
+      const parts = Sse.dataOf(
+        Stream.fromReadableStream({
+          evaluate: () => bytes,
+          onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
+        }).pipe(Stream.timeoutOrElse({
+          duration: idleTimeoutMs,
+          orElse: () => Stream.fail(fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`))
+        }))
+      ).pipe(
+        Stream.takeWhile((data) => {
+          done = data.trim() === "[DONE]"
+          return !done
+        }),
+        Stream.mapEffect((data) => {
+          const parsed = partsOf(data)
+          if (parsed instanceof ChatProvider.ChatProviderError) return Effect.fail(parsed)
+          if (parsed.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
+          return Effect.succeed(parsed)
+        }),
+        Stream.flattenIterable,
+        Stream.concat(Stream.suspend(() =>
+          done || finished
+            ? Stream.empty
+            : Stream.fail(fail("Unavailable", "the upstream closed the stream before it finished"))
+        ))
+      )
+      return parts
+    })
+
+  return {
+    specificationVersion: "v1",
+    provider: options.provider,
+    complete,
+    stream
+  }
+}
