@@ -41,6 +41,7 @@ export class MediaStore extends Context.Service<MediaStore, {
     accountId: AccountId,
     references: ReadonlyArray<MediaReference>
   ) => Effect.Effect<ReadonlyArray<MediaReference>, StoreUnavailable>
+  /** `record.taskId` names an admitted task (a SQL store holds it to that with a foreign key). */
   readonly putResult: (record: ResultRecord) => Effect.Effect<void, StoreUnavailable>
   readonly getResult: (
     accountId: AccountId,

@@ -9,17 +9,22 @@
  *
  * The Idempotency-Key is bound to `Fingerprint.of(model, defaulted input, expectedPriceMicros)`
  * and kept for `idempotencyTtl` (24 hours by default, as Stripe does); after that the same key
- * admits a new task. Every check before the store runs on each retry too, so a retry after the
- * price changed is PRICE_CHANGED rather than a replay.
+ * admits a new task. A retry must get the original answer even when the submission could no
+ * longer be admitted (the price changed, the model was disabled or lost its executor): a caller
+ * told PRICE_CHANGED might resubmit under a new key and pay twice. So a refusal after validation
+ * first looks the key up (`TaskStore.findIdempotent`): the same fingerprint replays the task,
+ * another is IDEMPOTENCY_CONFLICT, and only an unused key gets the refusal. Admissions still take
+ * one store round trip; only refusals pay a second. Validation failures are answered as they
+ * are: without a defaulted input there is no fingerprint to compare.
  */
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
 import type { Caller } from "./Accounts.ts"
 import { Catalog } from "./Catalog.ts"
 import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
 import * as Errors from "./Errors.ts"
 import * as Fingerprint from "./Fingerprint.ts"
 import * as Ids from "./Ids.ts"
-import type { ResultId } from "./Ids.ts"
+import type { ResultId, TaskId } from "./Ids.ts"
 import type { MediaReference } from "./MediaReference.ts"
 import { MediaStore } from "./MediaStore.ts"
 import * as Money from "./Money.ts"
@@ -103,6 +108,12 @@ const pathOfReference = (input: ModelInput, reference: MediaReference): string =
   return "input"
 }
 
+const idempotencyConflict = (taskId: TaskId) =>
+  new Errors.IdempotencyConflict({
+    message: `This Idempotency-Key was already used for a different request (task ${taskId}); ` +
+      "send a new key for a new request."
+  })
+
 const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed" }>, context: {
   readonly caller: Caller
   readonly priceMicros: number
@@ -110,10 +121,7 @@ const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed
 }) => {
   switch (result._tag) {
     case "IdempotencyConflict":
-      return new Errors.IdempotencyConflict({
-        message: `This Idempotency-Key was already used for a different request (task ${result.taskId}); ` +
-          "send a new key for a new request."
-      })
+      return idempotencyConflict(result.taskId)
     case "KeyUsageExceeded":
       return new Errors.ApiKeyUsageExceeded({
         message: `This API key reached its usage limit of ${context.caller.keyUsageLimit} submissions; create a new key.`
@@ -176,11 +184,16 @@ export const make = (
         })
       })
 
-    const submit = (caller: Caller, submission: Submission) =>
+    /** The checks between validation and the store; their refusals may be answered by a replay. */
+    const admissible = (
+      caller: Caller,
+      model: ModelDefinition,
+      input: ModelInput,
+      expectedPriceMicros: number | undefined
+    ) =>
       Effect.gen(function*() {
-        const { model, input } = yield* catalog.validate(submission.model, submission.input)
         const quote = yield* pricer.quote(model.slug, input)
-        yield* pricer.checkExpected(quote, submission.expectedPriceMicros)
+        yield* pricer.checkExpected(quote, expectedPriceMicros)
         if (!options.executorAvailable(model.slug)) {
           return yield* new Errors.ExecutionUnavailable({
             message: `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
@@ -188,6 +201,30 @@ export const make = (
           })
         }
         yield* ownsMedia(caller, model, input)
+        return quote
+      })
+
+    /** A refused submission may retry one the key already admitted: then the answer is that task. */
+    const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const earlier = yield* tasks.findIdempotent(caller.accountId, idempotencyKey, new Date(now))
+        if (earlier === undefined) return yield* Effect.fail(refusal)
+        if (earlier.fingerprint !== fingerprint) return yield* idempotencyConflict(earlier.task.id)
+        return { task: earlier.task, replayed: true }
+      })
+
+    const submit = (caller: Caller, submission: Submission) =>
+      Effect.gen(function*() {
+        const { model, input } = yield* catalog.validate(submission.model, submission.input)
+        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        const checked = yield* Effect.result(admissible(caller, model, input, submission.expectedPriceMicros))
+        if (Result.isFailure(checked)) {
+          return checked.failure._tag === "StoreUnavailable"
+            ? yield* checked.failure
+            : yield* replayOr(caller, submission.idempotencyKey, fingerprint, checked.failure)
+        }
+        const quote = checked.success
         const now = yield* Clock.currentTimeMillis
         const result = yield* tasks.admit({
           task: {
@@ -204,7 +241,7 @@ export const make = (
             deadlineAt: new Date(now + deadlineMs(model))
           },
           idempotencyKey: submission.idempotencyKey,
-          fingerprint: Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros }),
+          fingerprint,
           idempotencyExpiresAt: new Date(now + idempotencyTtlMs),
           limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
         })

@@ -110,6 +110,12 @@ export type AdmissionResult =
   | { readonly _tag: "PaymentReviewRequired" }
   | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
 
+/** What a live Idempotency-Key names: the task it admitted and the fingerprint of that request. */
+export interface IdempotentSubmission {
+  readonly task: TaskRecord
+  readonly fingerprint: string
+}
+
 export interface Claim {
   readonly task: TaskRecord
   readonly leaseToken: string
@@ -149,6 +155,17 @@ export interface Resolution {
 
 export class TaskStore extends Context.Service<TaskStore, {
   readonly admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+  /**
+   * The submission a live Idempotency-Key of the account names (the task as it is now), or
+   * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
+   * retry that can no longer be admitted (its price changed, its model was disabled) with the
+   * task it already admitted rather than the refusal.
+   */
+  readonly findIdempotent: (
+    accountId: AccountId,
+    idempotencyKey: string,
+    now: Date
+  ) => Effect.Effect<IdempotentSubmission | undefined, StoreUnavailable>
   /** The task, only if it belongs to the account. */
   readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
   /** The account's latest tasks, newest first. */

@@ -13,12 +13,13 @@ import { MediaStore } from "../src/MediaStore.ts"
 import { micros } from "../src/Money.ts"
 import * as Pricer from "../src/Pricer.ts"
 import * as TaskRunner from "../src/TaskRunner.ts"
+import { TaskStore } from "../src/TaskStore.ts"
 
 const TEXT_TO_IMAGE = "alpha-pro-text-to-image-economy"
 const EDIT = "alpha-pro-edit-economy"
 const UNSERVED = "song-lyrics"
 
-const layerWith = (options: Partial<TaskRunner.Options> = {}) =>
+const layerWith = (options: Partial<TaskRunner.Options> = {}, stores = MemoryStore.layer) =>
   Layer.mergeAll(
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }),
     Accounts.layer(),
@@ -26,9 +27,26 @@ const layerWith = (options: Partial<TaskRunner.Options> = {}) =>
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Catalog.layer),
-    Layer.provideMerge(MemoryStore.layer),
+    Layer.provideMerge(stores),
     Layer.orDie
   )
+
+/** The memory store, counting the TaskStore calls that admission makes. */
+const countingStores = () => {
+  const calls = { admit: 0, findIdempotent: 0 }
+  const counted = Layer.effect(
+    TaskStore,
+    Effect.gen(function*() {
+      const store = yield* TaskStore
+      return TaskStore.of({
+        ...store,
+        admit: (request) => Effect.suspend(() => (calls.admit++, store.admit(request))),
+        findIdempotent: (...args) => Effect.suspend(() => (calls.findIdempotent++, store.findIdempotent(...args)))
+      })
+    })
+  ).pipe(Layer.provideMerge(MemoryStore.layer))
+  return { calls, stores: counted }
+}
 
 /** A caller of a new account holding `credits` micros. */
 const caller = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
@@ -142,6 +160,71 @@ describe("TaskRunner.submit", () => {
       const admitted = yield* runner.submit(who, submission({ expectedPriceMicros: 80_000 }))
       expect(admitted.replayed).toBe(false)
     }).pipe(Effect.provide(layerWith())))
+
+  it.effect("a retry after the price changed replays; another input conflicts; a new key is PRICE_CHANGED", () => {
+    const counting = countingStores()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const pricer = yield* Pricer.Pricer
+      const who = yield* caller(1_000_000)
+      const request = submission({ expectedPriceMicros: 80_000 })
+      const first = yield* runner.submit(who, request)
+      // An admission is one store call; only refusals look the key up.
+      expect(counting.calls).toEqual({ admit: 1, findIdempotent: 0 })
+
+      yield* pricer.setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
+      yield* TestClock.adjust("1 minute")
+      expect(yield* runner.submit(who, request)).toEqual({ task: first.task, replayed: true })
+      expect(counting.calls).toEqual({ admit: 1, findIdempotent: 1 })
+      expect(yield* reserved(who)).toBe(80_000)
+
+      const conflict = yield* Effect.flip(runner.submit(who, { ...request, input: { prompt: "a fox" } }))
+      expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
+      expect(conflict.message).toContain(first.task.id)
+
+      const fresh = yield* Effect.flip(runner.submit(who, { ...request, idempotencyKey: "key-2" }))
+      expect(fresh).toBeInstanceOf(Errors.PriceChanged)
+      // Keys belong to one account: another account's same key and request finds nothing to replay.
+      const other = yield* caller(1_000_000)
+      expect(yield* Effect.flip(runner.submit(other, request))).toBeInstanceOf(Errors.PriceChanged)
+
+      expect(yield* reserved(who)).toBe(80_000)
+      expect((yield* runner.list(who)).map((task) => task.id)).toEqual([first.task.id])
+    }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("a retry after the model lost its executor or was disabled replays; a new key is refused", () => {
+    const served = new Set([TEXT_TO_IMAGE])
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const pricer = yield* Pricer.Pricer
+      const who = yield* caller(1_000_000)
+      const first = yield* runner.submit(who, submission())
+
+      served.delete(TEXT_TO_IMAGE)
+      expect(yield* runner.submit(who, submission())).toEqual({ task: first.task, replayed: true })
+      const unserved = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "key-2" })))
+      expect(unserved).toBeInstanceOf(Errors.ExecutionUnavailable)
+
+      served.add(TEXT_TO_IMAGE)
+      yield* pricer.disable(TEXT_TO_IMAGE)
+      expect(yield* runner.submit(who, submission())).toEqual({ task: first.task, replayed: true })
+      const disabled = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "key-2" })))
+      expect(disabled).toBeInstanceOf(Errors.ModelPriceUnavailable)
+      expect(yield* reserved(who)).toBe(80_000)
+    }).pipe(Effect.provide(layerWith({ executorAvailable: (model) => served.has(model) })))
+  })
+
+  it.effect("an expired key replays nothing: the refusal stands", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const who = yield* caller(1_000_000)
+      const request = submission({ expectedPriceMicros: 80_000 })
+      yield* runner.submit(who, request)
+      yield* (yield* Pricer.Pricer).setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
+      yield* TestClock.adjust("1 hour")
+      expect(yield* Effect.flip(runner.submit(who, request))).toBeInstanceOf(Errors.PriceChanged)
+    }).pipe(Effect.provide(layerWith({ idempotencyTtl: "1 hour" }))))
 
   it.effect("media references must be the caller's, and a foreign one reads as missing", () =>
     Effect.gen(function*() {

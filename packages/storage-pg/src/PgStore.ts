@@ -14,6 +14,10 @@
  * - `schema`: every table, function and the migrations table live in this schema (created if
  *   missing), so several stores, or tests, can share one database.
  *
+ * Both also provide the PgClient and SqlClient the stores use, so that another store can keep
+ * its tables in the same database over the same connections (the MCP endpoint's OAuthStorePg;
+ * on PGlite a second client could not open the files).
+ *
  * Failures: a database that cannot be reached or migrated fails the layer with
  * StoreUnavailable; at run time an unreachable database is StoreUnavailable and a write that
  * the database's constraints refuse is a defect.
@@ -38,7 +42,8 @@ import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
 import admissionFunctions from "./migrations/0002_admission_functions.ts"
 import admissionBatches from "./migrations/0003_admission_batches.ts"
-import chatRequests from "./migrations/0050_chat_requests.ts"
+import resultsTaskFk from "./migrations/0004_results_task_fk.ts"
+import chatRequests from "./migrations/0005_chat_requests.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -73,7 +78,8 @@ export const migrations = Migrator.fromRecord({
   "1_ledger_schema": ledgerSchema,
   "2_admission_functions": admissionFunctions,
   "3_admission_batches": admissionBatches,
-  "50_chat_requests": chatRequests
+  "4_results_task_fk": resultsTaskFk,
+  "5_chat_requests": chatRequests
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */
@@ -136,12 +142,14 @@ export const client = (
     }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
   }))
 
-/** The stores on a real PostgreSQL. */
-export const layer = (options: Options): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
+/** The stores on a real PostgreSQL, with the client they use. */
+export const layer = (
+  options: Options
+): Layer.Layer<Stores | PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
   layerClient({
     schema: options.schema,
     channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`
-  }).pipe(Layer.provide(client(options)))
+  }).pipe(Layer.provideMerge(client(options)))
 
 /** `layer` with its options read from configuration. */
 export const layerConfig = (config: Config.Wrap<Options>): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
@@ -174,6 +182,8 @@ export const clientEmbedded = (
     }).pipe(Effect.mapError(unavailable("Could not connect to the embedded database")))
   }))
 
-/** The stores on an embedded PGlite in `<dataDir>/pg`: the default for a single machine. */
-export const layerEmbedded = (options: EmbeddedOptions): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
-  layerClient({ schema: options.schema }).pipe(Layer.provide(clientEmbedded(options)))
+/** The stores on an embedded PGlite in `<dataDir>/pg`, with the client they use: the default for a single machine. */
+export const layerEmbedded = (
+  options: EmbeddedOptions
+): Layer.Layer<Stores | PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
+  layerClient({ schema: options.schema }).pipe(Layer.provideMerge(clientEmbedded(options)))

@@ -92,6 +92,11 @@ describe("the PostgreSQL schema enforces the ledger's invariants", () => {
           expires_at)
         SELECT account_id, idempotency_key, 'another request', task_id, expires_at
         FROM idempotency_keys WHERE task_id = ${taskId}`)).toBe("UniqueViolation")
+      const result = (task: string) =>
+        sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
+          VALUES (${Ids.makeResultId()}, ${accountId}, ${task}, 'image/png', 1, ${"a".repeat(64)}, 'results/r', ${T0})`
+      yield* result(taskId)
+      expect(yield* refusal(result(Ids.makeTaskId()))).toBe("ConstraintError")
     }).pipe(Effect.provide(store())))
 
   it.live("the auditor reports a journal entry written behind the store's back", () =>

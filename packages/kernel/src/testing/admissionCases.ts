@@ -145,6 +145,49 @@ export const admissionCases = (test: Case) =>
       expect(replay._tag === "Replayed" && replay.task.id).toBe(later.id)
     }))
 
+    test("findIdempotent names a live key's task as it is now, with the request's fingerprint", Effect.gen(function*() {
+      const store = yield* TaskStore
+      const accountId = yield* fundedAccount(5 * USD)
+      const theirs = yield* fundedAccount(5 * USD, "theirs")
+      const request = admission(newTask(accountId), { fingerprint: "fp-original", idempotencyExpiresAt: at(60) })
+      const original = yield* admitted(request)
+      const find = (account: typeof accountId, key: string, now: Date) => store.findIdempotent(account, key, now)
+      expect(yield* find(accountId, request.idempotencyKey, at(1))).toEqual({ task: original, fingerprint: "fp-original" })
+
+      const claim = yield* claimTask(original.id, at(2))
+      yield* store.transition({
+        taskId: original.id, leaseToken: claim.leaseToken, from: "queued", to: "submitting", now: at(3), keepLease: true
+      })
+      const found = yield* find(accountId, request.idempotencyKey, at(59))
+      expect(found?.task).toEqual(yield* store.get(accountId, original.id))
+      expect(found?.task.status).toBe("submitting")
+
+      expect(yield* find(theirs, request.idempotencyKey, at(1))).toBeUndefined()
+      expect(yield* find(accountId, "key-never-used", at(1))).toBeUndefined()
+      // Expired by admit's rule (live while expiresAt > now), so a new admission could take the key.
+      expect(yield* find(accountId, request.idempotencyKey, at(60))).toBeUndefined()
+      yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
+    }))
+
+    test("findIdempotent follows a reused key and finds nothing for a refused admission", Effect.gen(function*() {
+      const store = yield* TaskStore
+      const accountId = yield* fundedAccount(USD)
+      const first = admission(newTask(accountId), { idempotencyExpiresAt: at(60) })
+      yield* admitted(first)
+      const refused = admission(newTask(accountId, { createdAt: at(1) }))
+      expect((yield* admit(refused))._tag).toBe("InsufficientCredits")
+      expect(yield* store.findIdempotent(accountId, refused.idempotencyKey, at(2))).toBeUndefined()
+
+      yield* grant(accountId, USD)
+      const reused = admission(newTask(accountId, { createdAt: at(61) }), {
+        idempotencyKey: first.idempotencyKey,
+        fingerprint: "fp-reused"
+      })
+      const later = yield* admitted(reused)
+      expect(yield* store.findIdempotent(accountId, first.idempotencyKey, at(62)))
+        .toEqual({ task: later, fingerprint: "fp-reused" })
+    }))
+
     test("a key's usage limit counts admissions only", Effect.gen(function*() {
       const accounts = yield* AccountStore
       const accountId = yield* fundedAccount(10 * USD)

@@ -1,12 +1,12 @@
 import { Effect } from "effect"
 import { describe, expect } from "@effect/vitest"
 import * as Ids from "../Ids.ts"
-import type { AccountId } from "../Ids.ts"
+import type { AccountId, TaskId } from "../Ids.ts"
 import * as MediaReference from "../MediaReference.ts"
 import { MediaStore } from "../MediaStore.ts"
 import type { MediaRecord, ResultRecord } from "../MediaStore.ts"
 import type { Case } from "./Case.ts"
-import { makeAccount, T0 } from "./fixtures.ts"
+import { admission, admitted, fundedAccount, makeAccount, newTask, T0, USD } from "./fixtures.ts"
 
 const media = (accountId: AccountId): MediaRecord => {
   const reference = MediaReference.make()
@@ -21,12 +21,12 @@ const media = (accountId: AccountId): MediaRecord => {
   }
 }
 
-const result = (accountId: AccountId): ResultRecord => {
+const result = (accountId: AccountId, taskId: TaskId): ResultRecord => {
   const id = Ids.makeResultId()
   return {
     id,
     accountId,
-    taskId: Ids.makeTaskId(),
+    taskId,
     contentType: "video/mp4",
     sizeBytes: 99,
     sha256: "b".repeat(64),
@@ -67,9 +67,11 @@ export const mediaCases = (test: Case) =>
 
     test("results are read only by the task's account", Effect.gen(function*() {
       const store = yield* MediaStore
-      const mine = (yield* makeAccount()).id
+      // A result belongs to an admitted task (a SQL store holds it to that with a foreign key).
+      const mine = yield* fundedAccount(USD)
       const theirs = (yield* makeAccount("theirs")).id
-      const own = result(mine)
+      const task = yield* admitted(admission(newTask(mine)))
+      const own = result(mine, task.id)
       yield* store.putResult(own)
       expect(yield* store.getResult(mine, own.id)).toEqual(own)
       expect(yield* store.getResult(theirs, own.id)).toBeUndefined()

@@ -13,20 +13,31 @@ type Result = TaskStore.AdmissionResult
 const claimable = (row: TaskRow, now: number): boolean =>
   TaskStatus.isUnfinished(row.record.status) && (row.leaseExpiresAt === null || row.leaseExpiresAt <= now)
 
+const keyOf = (accountId: string, idempotencyKey: string): string => `${accountId} ${idempotencyKey}`
+
 export const make = (state: State): TaskStore.TaskStore["Service"] => {
+  const findIdempotent = (
+    accountId: string,
+    idempotencyKey: string,
+    now: number
+  ): TaskStore.IdempotentSubmission | undefined => {
+    const earlier = state.idempotency.get(keyOf(accountId, idempotencyKey))
+    if (earlier === undefined || earlier.expiresAt <= now) return undefined
+    return { task: (state.tasks.get(earlier.taskId) as TaskRow).record, fingerprint: earlier.fingerprint }
+  }
+
   const admit = (request: TaskStore.AdmissionRequest): Result => {
     const { task, limits } = request
     const now = task.createdAt.getTime()
     const account = state.accounts.get(task.accountId)
     if (account === undefined) throw new Error(`No account ${task.accountId}`)
 
-    const idempotencyKey = `${task.accountId} ${request.idempotencyKey}`
-    const earlier = state.idempotency.get(idempotencyKey)
-    if (earlier !== undefined && earlier.expiresAt > now) {
-      const original = state.tasks.get(earlier.taskId) as TaskRow
+    const idempotencyKey = keyOf(task.accountId, request.idempotencyKey)
+    const earlier = findIdempotent(task.accountId, request.idempotencyKey, now)
+    if (earlier !== undefined) {
       return earlier.fingerprint === request.fingerprint
-        ? { _tag: "Replayed", task: original.record }
-        : { _tag: "IdempotencyConflict", taskId: original.record.id }
+        ? { _tag: "Replayed", task: earlier.task }
+        : { _tag: "IdempotencyConflict", taskId: earlier.task.id }
     }
 
     const key = task.apiKeyId === null ? undefined : state.keys.get(task.apiKeyId)
@@ -126,6 +137,8 @@ export const make = (state: State): TaskStore.TaskStore["Service"] => {
 
   return TaskStore.TaskStore.of({
     admit: (request) => Effect.sync(() => admit(request)),
+    findIdempotent: (accountId, idempotencyKey, now) =>
+      Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
     get: (accountId, taskId) =>
       Effect.sync(() => {
         const row = state.tasks.get(taskId)

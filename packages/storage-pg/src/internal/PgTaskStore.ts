@@ -3,6 +3,7 @@
  *
  * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003) for all the admissions
  *   that arrived while the previous batch was written.
+ * - findIdempotent: one SELECT of the key joined to its task.
  * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
  *   lease token.
  * - transition, transitionAll, resolve: one data-modifying statement for the whole batch. It
@@ -267,6 +268,19 @@ export const make = (wakeups: Wakeups) =>
 
     return TaskStore.TaskStore.of({
       admit,
+
+      findIdempotent: (accountId, idempotencyKey, now) =>
+        Failures.run(
+          "findIdempotent",
+          // By the key's primary key; the same liveness test as taskmeter_admit's.
+          sql<TaskRow & { readonly request_fingerprint: string }>`SELECT k.request_fingerprint, ${taskColumns}
+            FROM idempotency_keys k JOIN tasks t ON t.id = k.task_id
+            WHERE k.account_id = ${accountId} AND k.idempotency_key = ${idempotencyKey} AND k.expires_at > ${now}`.pipe(
+            Effect.map((rows) =>
+              rows.length === 0 ? undefined : { task: toTask(rows[0]), fingerprint: rows[0].request_fingerprint }
+            )
+          )
+        ),
 
       get: (accountId, taskId) =>
         Failures.run(
