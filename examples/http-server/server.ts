@@ -10,6 +10,7 @@ import { resolve } from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, type Redacted } from "effect"
 import { Main, OperatorToken, ServerConfig, Shutdown } from "@taskmeter/http"
+import { OAuthStore } from "@taskmeter/mcp"
 import { Simulated } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 
@@ -27,10 +28,11 @@ export const serverLayer = ({ dataDir, port, token }: Options) =>
     mediaUrls: { baseUrl: `http://127.0.0.1:${port}`, secret: Main.mediaLinkSecret(Main.defaults, token) },
     pricesFile: Main.pricesFileOf(dataDir),
     token,
+    publicUrl: `http://127.0.0.1:${port}`,
     dataDir,
     onListening: (url) => Console.log(`listening on ${url}; admin token in ${dataDir}/admin.json`)
   }).pipe(
-    Layer.provide(MemoryStore.layer),
+    Layer.provide([MemoryStore.layer, OAuthStore.layerMemory]),
     Layer.provide(ServerConfig.layerWith({ port, host: "127.0.0.1", dataDir }))
   )
 

@@ -5,14 +5,20 @@
  * `input` is that model's JSON Schema exactly as the Catalog derives it from the schema that
  * validates submissions.
  *
+ * The chat endpoints are raw routes (ChatServer) described by the `chat` group of ChatApi, which
+ * is added to the API for the document only. Their stream events, which no HttpApi schema
+ * carries, are added as components (ChatCompletionChunk, ChatStreamError) from their schemas.
+ *
  * It also lists GET /api/v1/media-links/{uuid}, the signed links upstream providers fetch uploads
  * from, as an internal operation (`x-internal: true`, its own tag): not for API callers, who
  * never see such a link. It serves files exactly as the results download does, so it reuses
  * that operation's range headers and file responses.
  */
+import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
+import { ChatApi, ChatCompletionChunk, ChatStreamError } from "./api/ChatApi.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
@@ -82,9 +88,24 @@ const mediaLinkOperation = (download: Json): Json => {
   }
 }
 
+/** The API with the chat group, which the server serves as raw routes. */
+const Documented = Api.add(ChatApi)
+
+/**
+ * The stream events' schemas and those they refer to, as components (generated as the API's
+ * are: OpenAPI 3.1 references, no undeclared members).
+ */
+const streamEventComponents = (): Json => {
+  const { definitions, schema } = Schema.toJsonSchemaDocument(Schema.Union([ChatCompletionChunk, ChatStreamError]), {
+    onExcessProperty: "error"
+  })
+  return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions
+}
+
 /** The document for an API serving the given models. */
 export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.OpenAPISpec => {
-  const spec = OpenApi.fromApi(Api) as Json
+  const spec = OpenApi.fromApi(Documented) as Json
+  spec.components.schemas = { ...streamEventComponents(), ...spec.components.schemas }
   const envelope: Json = spec.components.schemas[JOB_REQUEST_IDENTIFIER]
   for (const model of models) {
     spec.components.schemas[requestComponent(model.slug)] = requestOf(model, envelope)

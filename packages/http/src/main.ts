@@ -1,7 +1,7 @@
 /**
  * The composition root of `npm start` (and `taskmeter start`, `taskmeter worker`): storage,
- * kernel services, the HTTP server with the admin service beside the API, and in-process
- * workers. Wiring only; every rule lives in the kernel and the route modules.
+ * kernel services, the HTTP server with the admin service, chat and the MCP endpoint beside the
+ * API, and in-process workers. Wiring only; every rule lives in the kernel and the route modules.
  *
  * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR
  * and MAX_UPLOAD_BYTES:
@@ -11,7 +11,7 @@
  * | DATABASE_URL              | (none: PGlite in DATA_DIR/pg) | PostgreSQL to keep everything in                |
  * | DATABASE_SCHEMA           | the server's search_path  | the PostgreSQL schema taskmeter's tables live in      |
  * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
- * | PUBLIC_URL                | http://HOST:PORT          | where upstreams fetch uploaded media from            |
+ * | PUBLIC_URL                | http://HOST:PORT          | the public address: media links, MCP at <origin>/mcp |
  * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links; same in every process       |
  * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
@@ -38,6 +38,7 @@ import {
   TaskRunner,
   TaskWorker
 } from "@taskmeter/kernel"
+import { McpEndpoint, OAuthStorePg } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
 import * as AdminFile from "./admin/AdminFile.ts"
@@ -89,7 +90,10 @@ export const config: Config.Config<Settings> = Config.all({
   workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers))
 })
 
-/** PostgreSQL at DATABASE_URL, else PGlite with its files in `<dataDir>/pg`; blobs in `<dataDir>/blobs`. */
+/**
+ * PostgreSQL at DATABASE_URL, else PGlite with its files in `<dataDir>/pg`; blobs in
+ * `<dataDir>/blobs`. The database's SqlClient is provided too, for `serverStorage`.
+ */
 export const storage = (dataDir: string, settings: Pick<Settings, "databaseUrl" | "databaseSchema">) =>
   Layer.merge(
     Option.match(settings.databaseUrl, {
@@ -98,6 +102,13 @@ export const storage = (dataDir: string, settings: Pick<Settings, "databaseUrl" 
     }),
     BlobStore.layerFileSystem(join(dataDir, "blobs"))
   )
+
+/**
+ * What `server` keeps its data in: `storage`, and the MCP sign-in records (OAuthStorePg) in
+ * the same database over the same client (PGlite's one connection included).
+ */
+export const serverStorage = (dataDir: string, settings: Pick<Settings, "databaseUrl" | "databaseSchema">) =>
+  OAuthStorePg.layer.pipe(Layer.provideMerge(storage(dataDir, settings)))
 
 /**
  * The media-link secret: configured, or derived from the operator token, so that every process
@@ -146,22 +157,26 @@ export const kernel = (options: KernelOptions) => {
 
 export interface ServerOptions extends KernelOptions {
   readonly token: Redacted.Redacted<string>
+  /** PUBLIC_URL: its origin is the MCP endpoint's base (`<origin>/mcp`) and the OAuth issuer. */
+  readonly publicUrl: string
   readonly dataDir: string
   /** Called once the server listens, with its address. */
   readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
 }
 
 /**
- * The whole server over the storage it is given: the API and the admin service on one HTTP
- * server (ServerConfig's host and port), and, unless `settings.workers` is false, a task
- * worker and the reconciler in the background. The admin file is written once the server
- * listens.
+ * The whole server over the storage it is given (`serverStorage`, or any stores with an
+ * OAuthStore): the API, the admin service, chat and the MCP endpoint with its OAuth sign-in
+ * on one HTTP server (ServerConfig's host and port), and, unless `settings.workers` is false,
+ * a task worker and the reconciler in the background. The admin file is written once the
+ * server listens.
  */
 export const server = (options: ServerOptions) => {
   const app = Layer.mergeAll(
     Server.layer,
     AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
-    ChatServer.layer
+    ChatServer.layer,
+    McpEndpoint.layer({ baseUrl: new URL(options.publicUrl).origin })
   )
   const listening = Layer.effectDiscard(
     HttpServer.addressFormattedWith((url) =>
@@ -178,7 +193,15 @@ export const server = (options: ServerOptions) => {
   )
 }
 
-const announce = (url: string, dataDir: string, settings: Settings, adapters: ReadonlyArray<Provider.ProviderV1>) =>
+const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
+
+const announce = (
+  url: string,
+  publicUrl: string,
+  dataDir: string,
+  settings: Settings,
+  adapters: ReadonlyArray<Provider.ProviderV1>
+) =>
   Console.log(
     [
       `taskmeter is listening on ${url}`,
@@ -190,6 +213,7 @@ const announce = (url: string, dataDir: string, settings: Settings, adapters: Re
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
       `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
       `  admin      operator token in ${AdminFile.pathOf(dataDir)} (the CLI reads it)`,
+      `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       "",
       "Create a first account and its API key:",
       "  npx taskmeter admin account create --credits-usd 25",
@@ -212,10 +236,11 @@ export const start = Effect.gen(function*() {
       mediaUrls: { baseUrl: publicUrl, secret: mediaLinkSecret(settings, token) },
       pricesFile: pricesFileOf(dataDir),
       token,
+      publicUrl,
       dataDir,
-      onListening: (url) => announce(url, dataDir, settings, adapters)
+      onListening: (url) => announce(url, publicUrl, dataDir, settings, adapters)
     }).pipe(
-      Layer.provide(storage(dataDir, settings)),
+      Layer.provide(serverStorage(dataDir, settings)),
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
     )
   )

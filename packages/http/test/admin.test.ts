@@ -2,6 +2,7 @@
  * The admin RPC service over real HTTP, on the composed server (storage-memory, no workers):
  * the operator-token guard, and every procedure through the typed client.
  */
+import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -9,6 +10,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Ids, type Money } from "@taskmeter/kernel"
+import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as AdminClient from "../src/admin/AdminClient.ts"
 import * as AdminFile from "../src/admin/AdminFile.ts"
@@ -30,9 +32,10 @@ const TestServer = Main.server({
   mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
   pricesFile,
   token,
+  publicUrl: "http://127.0.0.1",
   dataDir
 }).pipe(
-  Layer.provideMerge(MemoryStore.layer),
+  Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
   Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
 )
 
@@ -250,6 +253,34 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         ).toBe("TaskNotFound")
         expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: "task_x", outcome: "failed" }))))
           .toBe("TaskNotFound")
+      }))
+  })
+
+  describe("sign-in codes", () => {
+    const redeem = (code: string) =>
+      OAuthStore.OAuthStore.use((store) => store.redeemSignInCode(createHash("sha256").update(code).digest("hex"), new Date()))
+
+    it.effect("a code is made for the account, expires in ten minutes and signs in once", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "mcp-owner" }))
+        const before = Date.now()
+        const created = yield* withAdmin((admin) => admin.SignInCodeCreate({ accountId: account.id }))
+        expect(created.accountId).toBe(account.id)
+        expect(created.code).toMatch(/^tmsi_[A-Za-z0-9_-]{43}$/)
+        const lifetime = Date.parse(created.expiresAt) - before
+        expect(lifetime).toBeGreaterThan((SignInCodes.DEFAULT_TTL_SECONDS - 5) * 1000)
+        expect(lifetime).toBeLessThanOrEqual((SignInCodes.DEFAULT_TTL_SECONDS + 5) * 1000)
+        expect(yield* redeem(created.code)).toBe(account.id)
+        expect(yield* redeem(created.code)).toBeUndefined()
+        const another = yield* withAdmin((admin) => admin.SignInCodeCreate({ accountId: account.id }))
+        expect(another.code).not.toBe(created.code)
+      }))
+
+    it.effect("an unknown or malformed account is AccountNotFound, and no code is made", () =>
+      Effect.gen(function*() {
+        expect(yield* reasonOf(withAdmin((admin) => admin.SignInCodeCreate({ accountId: Ids.makeAccountId() }))))
+          .toBe("AccountNotFound")
+        expect(yield* reasonOf(withAdmin((admin) => admin.SignInCodeCreate({ accountId: "acme" })))).toBe("AccountNotFound")
       }))
   })
 

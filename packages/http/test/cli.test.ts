@@ -12,6 +12,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { describe, expect, layer } from "@effect/vitest"
 import { vi } from "vitest"
+import { OAuthStore } from "@taskmeter/mcp"
 import { Simulated } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
@@ -36,9 +37,10 @@ const TestServer = Main.server({
   mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
   pricesFile: Main.pricesFileOf(dataDir),
   token,
+  publicUrl: "http://127.0.0.1",
   dataDir
 }).pipe(
-  Layer.provideMerge(MemoryStore.layer),
+  Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
   Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
 )
 
@@ -200,6 +202,14 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
   it.effect("audit reports balanced books", () =>
     Effect.gen(function*() {
       expect(yield* admin("audit")).toEqual([])
+    }))
+
+  it.effect("signin-code prints a one-time MCP sign-in code for the account", () =>
+    Effect.gen(function*() {
+      const { account } = yield* admin("account", "create", "--name", "mcp")
+      const created = yield* admin("signin-code", "--account", account.id)
+      expect(created).toEqual({ accountId: account.id, code: expect.stringMatching(/^tmsi_/), expiresAt: expect.any(String) })
+      expect(Date.parse(created.expiresAt)).toBeGreaterThan(Date.now())
     }))
 
   describe("finding the server", () => {

@@ -1,11 +1,11 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { Catalog, Errors } from "@taskmeter/kernel"
-import { stores } from "./support/stores.ts"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { expectTypeOf } from "vitest"
+import { Catalog, type ChatPrices, ChatWire, Errors } from "@taskmeter/kernel"
+import * as ChatApi from "../src/api/ChatApi.ts"
+import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
-
-const store = stores[0]!
 
 const fetchDocument = Effect.map(T.call("/api/openapi.json"), (reply) => reply.body)
 
@@ -14,7 +14,16 @@ const operations = (document: any): Array<{ path: string; method: string; operat
     Object.entries<any>(item).map(([method, operation]) => ({ path, method, operation }))
   )
 
-layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (it) => {
+/** A served body decoded with the schema the document shows for it, members it does not list included. */
+const conforms = <A, I>(schema: Schema.Codec<A, I>, body: unknown): A =>
+  Schema.decodeUnknownSync(schema)(body, { onExcessProperty: "error" })
+
+/** The `data:` payloads of a server-sent event stream. */
+const events = (text: string): Array<string> =>
+  text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice("data: ".length))
+
+// The API with the chat routes beside it, as `npm start` serves them.
+layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it) => {
   describe("the OpenAPI document", () => {
     it.effect("is a valid OpenAPI 3.1 document with version 1.0.0", () =>
       Effect.gen(function*() {
@@ -30,6 +39,9 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
       Effect.gen(function*() {
         const document = yield* fetchDocument
         expect(operations(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+          "GET /api/v1/chat/models",
+          "GET /api/v1/chat/requests",
+          "GET /api/v1/chat/requests/{id}",
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
           "GET /api/v1/media-links/{uuid}",
@@ -37,6 +49,7 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
           "GET /api/v1/prices",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
+          "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/media"
         ])
@@ -79,6 +92,10 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(scopes["post /api/v1/jobs"]).toEqual([["bearerAuth", ["jobs:create"]], ["apiKeyAuth", ["jobs:create"]]])
         expect(scopes["get /api/v1/jobs/{id}"]).toEqual([["bearerAuth", ["jobs:read"]], ["apiKeyAuth", ["jobs:read"]]])
         expect(scopes["get /api/v1/prices"]).toEqual([])
+        expect(scopes["post /api/v1/chat/completions"]).toEqual([["bearerAuth", ["chat:create"]], ["apiKeyAuth", ["chat:create"]]])
+        expect(scopes["get /api/v1/chat/requests"]).toEqual([["bearerAuth", ["usage:read"]], ["apiKeyAuth", ["usage:read"]]])
+        expect(scopes["get /api/v1/chat/requests/{id}"]).toEqual([["bearerAuth", ["usage:read"]], ["apiKeyAuth", ["usage:read"]]])
+        expect(scopes["get /api/v1/chat/models"]).toEqual([])
       }))
 
     it.effect("gives every error response the ErrorBody schema, and 429s a Retry-After header", () =>
@@ -97,6 +114,11 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(Object.keys(submit).sort()).toEqual(["200", "202", "400", "401", "403", "404", "409", "413", "429", "503"])
         expect(submit["409"].description).toContain("IDEMPOTENCY_CONFLICT")
         expect(submit["409"].description).toContain("PRICE_CHANGED")
+        const chat = document.paths["/api/v1/chat/completions"].post.responses
+        expect(Object.keys(chat).sort()).toEqual(["200", "400", "401", "403", "404", "409", "413", "429", "502", "503"])
+        expect(chat["409"].description).toContain("INSUFFICIENT_CREDITS")
+        expect(chat["502"].description).toContain("UPSTREAM_ERROR")
+        expect(document.paths["/api/v1/chat/requests/{id}"].get.responses["404"].description).toContain("REQUEST_NOT_FOUND")
       }))
 
     it.effect("documents the raw upload and download", () =>
@@ -110,6 +132,61 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(download.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
           expect.arrayContaining(["id", "range", "if-none-match"])
         )
+      }))
+
+    it.effect("describes the chat routes from their schemas: the request, the answer or its event stream, the records", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        const schemas = document.components.schemas
+        const completions = document.paths["/api/v1/chat/completions"].post
+        expect(completions.requestBody.content["application/json"].schema).toEqual({
+          $ref: "#/components/schemas/ChatCompletionRequest"
+        })
+        expect(schemas.ChatCompletionRequest.required).toEqual(["model", "messages"])
+        expect(Object.keys(schemas.ChatCompletionRequest.properties)).toEqual(expect.arrayContaining([...ChatWire.FORWARDED]))
+        expect(schemas.ChatMessage.properties.role.enum).toEqual([...ChatWire.ROLES])
+        const answer = completions.responses["200"]
+        expect(answer.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ChatCompletion" })
+        expect(Object.keys(answer.content)).toContain("text/event-stream")
+        expect(answer.description).toContain("[DONE]")
+        for (const event of ["ChatCompletionChunk", "ChatStreamError"]) {
+          expect(answer.description).toContain(event)
+          expect(schemas[event].type).toBe("object")
+        }
+        expect(schemas.ChatCompletionChunk.properties.usage).toEqual({ $ref: "#/components/schemas/ChatUsage" })
+        expect(document.paths["/api/v1/chat/models"].get.responses["200"].content["application/json"].schema)
+          .toEqual({ $ref: "#/components/schemas/ChatModels" })
+        const list = document.paths["/api/v1/chat/requests"].get
+        expect(list.parameters.find((parameter: { name: string }) => parameter.name === "limit").schema)
+          .toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 100 })
+        expect(list.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ChatRequests" })
+        expect(document.tags.map((tag: { name: string }) => tag.name)).toContain("chat")
+      }))
+
+    it.effect("what the chat routes answer is what the document's schemas say", () =>
+      Effect.gen(function*() {
+        conforms(ChatApi.ChatModels, (yield* T.call("/api/v1/chat/models")).body)
+        const who = yield* Chat.customer(1_000_000)
+        const question = { model: "taskmeter-local", messages: [{ role: "user", content: "Is this documented?" }], max_tokens: 40 }
+        const post = (body: object) =>
+          Chat.call("/api/v1/chat/completions", who, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body)
+          })
+        conforms(ChatApi.ChatCompletionRequest, question)
+        const completion = yield* post(question)
+        expect(completion.status).toBe(200)
+        const answered = conforms(ChatApi.ChatCompletion, completion.body)
+        const streamed = yield* post({ ...question, stream: true })
+        expect(streamed.headers.get("content-type")).toContain("text/event-stream")
+        const payloads = events(streamed.body)
+        expect(payloads.at(-1)).toBe("[DONE]")
+        const chunks = payloads.slice(0, -1).map((data) => conforms(ChatApi.ChatCompletionChunk, JSON.parse(data)))
+        expect(chunks.at(-1)?.svc?.charged_micros).toEqual(expect.any(Number))
+        const page = conforms(ChatApi.ChatRequests, (yield* Chat.call("/api/v1/chat/requests", who)).body)
+        expect(page.requests.map((request) => request.id)).toContain(answered.id)
+        conforms(ChatApi.ChatRequest, yield* Chat.request(who, answered.id))
       }))
 
     it.effect("lists the media links upstreams fetch as internal, without credentials, not for API callers", () =>
@@ -127,5 +204,15 @@ layer(T.layer(store), { excludeTestServices: true })("GET /api/openapi.json", (i
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
       }))
+  })
+})
+
+describe("the chat schemas of the document", () => {
+  it("describe exactly the kernel's wire types", () => {
+    expectTypeOf<typeof ChatApi.ChatCompletion.Type>().toEqualTypeOf<ChatWire.ChatCompletion>()
+    expectTypeOf<typeof ChatApi.ChatCompletionChunk.Type>().toEqualTypeOf<ChatWire.ChatCompletionChunk>()
+    expectTypeOf<typeof ChatApi.ChatStreamError.Type>().toEqualTypeOf<ChatWire.ChatStreamError>()
+    expectTypeOf<typeof ChatApi.ChatRequest.Type>().toEqualTypeOf<ChatWire.ChatRequestView>()
+    expectTypeOf<typeof ChatApi.ChatModels.Type>().toEqualTypeOf<ChatPrices.PublicChatModels>()
   })
 })

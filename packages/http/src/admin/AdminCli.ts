@@ -333,6 +333,19 @@ const taskResolve = Command.make("resolve", {
       (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
   )).pipe(Command.withDescription("Settle a task held in reconciliation_required."))
 
+const signInCode = Command.make("signin-code", { account: accountFlag }, ({ account }) =>
+  call(
+    (admin) => admin.SignInCodeCreate({ accountId: account }),
+    (created) =>
+      [
+        `Sign-in code for ${created.accountId} (shown once; it works once, until ${created.expiresAt}):`,
+        created.code,
+        "The account's owner enters it instead of an API key on the sign-in page their MCP client opens."
+      ].join("\n")
+  )).pipe(
+    Command.withDescription("Make a one-time code an account's owner enters on the MCP sign-in page instead of an API key.")
+  )
+
 const audit = Command.make("audit", {}, () =>
   call(
     (admin) => admin.Audit(),
@@ -359,6 +372,7 @@ export const command = admin.pipe(
       Command.withSubcommands([priceList, priceSet, priceDisable])
     ),
     Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
-    audit
+    audit,
+    signInCode
   ])
 )

@@ -19,6 +19,7 @@ import {
   type StoreError,
   TaskStore
 } from "@taskmeter/kernel"
+import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { AdminError, AdminRpcs } from "./AdminRpc.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
 
@@ -101,6 +102,7 @@ export const layer = (options: Options = {}) =>
     const ledger = yield* Ledger.Ledger
     const pricer = yield* Pricer.Pricer
     const tasks = yield* TaskStore.TaskStore
+    const oauth = yield* OAuthStore.OAuthStore
 
     /** The task, read first so that the operator learns why it cannot be resolved. */
     const heldTask = (accountId: string, taskId: Ids.TaskId) =>
@@ -215,6 +217,16 @@ export const layer = (options: Options = {}) =>
           }
           return task(resolved)
         }),
-      Audit: () => Effect.mapError(ledger.audit, storeUnavailable)
+      Audit: () => Effect.mapError(ledger.audit, storeUnavailable),
+      SignInCodeCreate: ({ accountId }) =>
+        Effect.gen(function*() {
+          const id = yield* accountIdOf(accountId)
+          const { code, expiresAt } = yield* SignInCodes.create(id).pipe(
+            Effect.provideService(OAuthStore.OAuthStore, oauth),
+            Effect.provideService(Accounts.Accounts, accounts),
+            onAccount(id)
+          )
+          return { accountId: id, code, expiresAt: iso(expiresAt) }
+        })
     })
   }))

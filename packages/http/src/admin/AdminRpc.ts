@@ -1,6 +1,7 @@
 /**
- * The operator's admin service: accounts, API keys, credit grants, refunds, price changes and
- * the resolution of reconciliation_required tasks, as effect/rpc procedures. This module holds
+ * The operator's admin service: accounts, API keys, credit grants, refunds, price changes, the
+ * resolution of reconciliation_required tasks and one-time MCP sign-in codes, as effect/rpc
+ * procedures. This module holds
  * only the contract (schemas and the group), so a client imports it without server code; the
  * handlers are in AdminHandlers, the HTTP route and its operator-token guard in AdminServer,
  * the client in AdminClient.
@@ -119,6 +120,14 @@ const Figures = Schema.Struct({ balanceMicros: Schema.Int, reservedMicros: Schem
 export const AuditFinding = Schema.Struct({ accountId: Schema.String, cached: Figures, journal: Figures })
 export type AuditFinding = typeof AuditFinding.Type
 
+/** A one-time sign-in code, shown this once: the server keeps only its hash. */
+export const SignInCode = Schema.Struct({
+  accountId: Schema.String,
+  code: Schema.String,
+  expiresAt: Timestamp
+})
+export type SignInCode = typeof SignInCode.Type
+
 const CreditChange = {
   accountId: Schema.String,
   amountMicros: PositiveMicros,
@@ -179,5 +188,10 @@ export class AdminRpcs extends RpcGroup.make(
     error: AdminError
   }),
   /** Recomputes every account from its journal; an empty list means the books balance. */
-  Rpc.make("Audit", { success: Schema.Array(AuditFinding), error: AdminError })
+  Rpc.make("Audit", { success: Schema.Array(AuditFinding), error: AdminError }),
+  /**
+   * A code the account's owner enters on the MCP sign-in page instead of an API key: it works
+   * once, within ten minutes, and grants the MCP tools every scope.
+   */
+  Rpc.make("SignInCodeCreate", { payload: { accountId: Schema.String }, success: SignInCode, error: AdminError })
 ) {}

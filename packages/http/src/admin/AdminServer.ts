@@ -7,7 +7,7 @@
  * @example
  * ```ts
  * const Admin = AdminServer.layer({ token, pricesFile: "data/prices.json" })
- * // Layer<never, never, HttpRouter | Accounts | Ledger | Pricer | TaskStore>
+ * // Layer<never, never, HttpRouter | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
  * ```
  */
 import { Effect, Layer, type Redacted } from "effect"

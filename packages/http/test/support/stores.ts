@@ -17,7 +17,7 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
 import type { StoreUnderTest } from "./TestServer.ts"
 
-const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 const answers = (url: string): Promise<boolean> =>
   new Promise((resolve) => {
@@ -56,7 +56,7 @@ const postgres = () => {
 
 const memory: StoreUnderTest = { name: "storage-memory", layer: () => MemoryStore.layer }
 
-const postgresReachable = await answers(databaseUrl)
+export const postgresReachable = await answers(databaseUrl)
 if (!postgresReachable) {
   console.warn(`Skipping the storage-pg runs of the http suites: no PostgreSQL answers at ${new URL(databaseUrl).host}.`)
 }

@@ -1,0 +1,135 @@
+/**
+ * The MCP endpoint in the composed server of `npm start` (main.ts `server` over `serverStorage`,
+ * ephemeral port, no workers): on the embedded PGlite of a temporary data directory, and on the
+ * PostgreSQL at TEST_DATABASE_URL (in a schema of its own) when one answers. Discovery names
+ * `<PUBLIC_URL origin>/mcp`, /mcp refuses a request without credentials with the OAuth
+ * challenge, an API key reaches the kernel through it, and the sign-in codes the admin service
+ * makes are kept in the same database as everything else.
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import type { Money } from "@taskmeter/kernel"
+import * as AdminClient from "../src/admin/AdminClient.ts"
+import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import * as Main from "../src/main.ts"
+import * as ServerConfig from "../src/ServerConfig.ts"
+import { databaseUrl, postgresReachable } from "./support/stores.ts"
+
+/** As `Config.URL` reads PUBLIC_URL: with a path, which the MCP endpoint leaves out. */
+const PUBLIC_URL = "https://api.taskmeter.example/some/path"
+const ORIGIN = "https://api.taskmeter.example"
+const token = OperatorToken.generate()
+
+const composed = (settings: Main.Settings) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-mount-"))
+  return Main.server({
+    settings: { ...settings, workers: false },
+    adapters: [],
+    mediaUrls: { baseUrl: PUBLIC_URL, secret: Main.mediaLinkSecret(settings, token) },
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    publicUrl: PUBLIC_URL,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Main.serverStorage(dataDir, settings)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+
+const request = (path: string, init: RequestInit = {}) =>
+  Effect.flatMap(baseUrl, (url) =>
+    Effect.promise(async () => {
+      const response = await fetch(`${url}${path}`, init)
+      return { status: response.status, headers: response.headers, text: await response.text() }
+    }))
+
+const mcpPost = (body: unknown, headers: Record<string, string> = {}) =>
+  request("/mcp", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(body)
+  })
+
+/** The JSON-RPC message of a response that may be an SSE stream. */
+const rpcMessage = (text: string): any => {
+  const data = text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6))
+  return JSON.parse(data.length > 0 ? data[data.length - 1]! : text)
+}
+
+const withAdmin = <A, E>(f: (admin: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
+  Effect.flatMap(baseUrl, (url) => AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token }))))
+
+const cases = (name: string, server: Layer.Layer<any, unknown>) =>
+  layer(server, { excludeTestServices: true })(name, (it) => {
+    describe("the MCP endpoint in the composed server", () => {
+      it.effect("its protected resource metadata names <PUBLIC_URL origin>/mcp and the built-in authorization server", () =>
+        Effect.gen(function*() {
+          const reply = yield* request("/.well-known/oauth-protected-resource/mcp")
+          expect(reply.status).toBe(200)
+          expect(JSON.parse(reply.text)).toMatchObject({ resource: `${ORIGIN}/mcp`, authorization_servers: [ORIGIN] })
+          const issuer = yield* request("/.well-known/oauth-authorization-server")
+          expect(JSON.parse(issuer.text)).toMatchObject({ issuer: ORIGIN, token_endpoint: `${ORIGIN}/token` })
+        }))
+
+      it.effect("a POST /mcp without credentials is 401 with the OAuth challenge", () =>
+        Effect.gen(function*() {
+          const reply = yield* mcpPost({ jsonrpc: "2.0", id: 1, method: "tools/list" })
+          expect(reply.status).toBe(401)
+          expect(reply.headers.get("www-authenticate")).toContain(
+            `Bearer resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp"`
+          )
+          expect(JSON.parse(reply.text).code).toBe("AUTH_REQUIRED")
+        }))
+
+      it.effect("an API key reaches the kernel through /mcp; the API is served beside it", () =>
+        Effect.gen(function*() {
+          const { key } = yield* withAdmin((admin) => admin.AccountCreate({ name: "mcp", creditsMicros: 3_000_000 as Money.Micros }))
+          const call = yield* mcpPost(
+            { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_balance", arguments: {} } },
+            { authorization: `Bearer ${key.secret}`, "mcp-protocol-version": "2025-11-25" }
+          )
+          expect(call.status).toBe(200)
+          expect(rpcMessage(call.text).result.structuredContent.availableMicros).toBe(3_000_000)
+          expect((yield* request("/api/v1/prices")).status).toBe(200)
+        }))
+
+      it.effect("a sign-in code from the admin service is kept in the database of the other stores", () =>
+        Effect.gen(function*() {
+          const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "signs-in" }))
+          yield* withAdmin((admin) => admin.SignInCodeCreate({ accountId: account.id }))
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* sql<{ readonly account_id: string }>`SELECT account_id FROM oauth_signin_codes
+            WHERE account_id = ${account.id} AND used_at IS NULL`
+          expect(rows).toHaveLength(1)
+          const accounts = yield* sql`SELECT 1 FROM accounts WHERE id = ${account.id}`
+          expect(accounts).toHaveLength(1)
+        }))
+    })
+  })
+
+cases("npm start on PGlite (no DATABASE_URL)", composed(Main.defaults))
+
+if (postgresReachable) {
+  const schema = `mcp_${randomUUID().replaceAll("-", "").slice(0, 20)}`
+  const dropAfter = Layer.effectDiscard(Effect.addFinalizer(() =>
+    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+      Effect.orDie
+    )
+  ))
+  const settings: Main.Settings = {
+    ...Main.defaults,
+    databaseUrl: Option.some(Redacted.make(databaseUrl)),
+    databaseSchema: Option.some(schema)
+  }
+  cases("npm start with DATABASE_URL (PostgreSQL)", composed(settings).pipe(Layer.provideMerge(dropAfter)))
+}
