@@ -5,14 +5,14 @@
  *   POST {base}/v1/generations   { prompt, aspect }       -> 202 { id }
  *   GET  {base}/v1/generations/{id}                       -> { status: "queued" | "running" | "done" | "error", images?, error? }
  *
- * Everything that is not Acme's own protocol comes from @taskmeter/providers: the HTTP client
- * (pooling, timeouts, transport errors classified), JSON decoding with an Effect Schema,
- * status classification (4xx Terminal, 5xx Retryable, 429 RateLimited with Retry-After) and
- * typed outputs.
+ * Everything that is not Acme's own protocol comes from @taskmeter/providers: the adapter around
+ * a table of served models, the HTTP client (pooling, timeouts, transport errors classified),
+ * JSON decoding with an Effect Schema, status classification (4xx Terminal, 5xx Retryable, 429
+ * RateLimited with Retry-After) and typed outputs.
  */
 import { Effect, Schema } from "effect"
 import type { Provider } from "@taskmeter/kernel"
-import { InputFields, JsonBody, Outputs, ProviderConfig, UpstreamError } from "@taskmeter/providers"
+import { InputFields, JsonBody, Outputs, ProviderConfig, TableAdapter, UpstreamError } from "@taskmeter/providers"
 
 const MODEL = "alpha-2-text-to-image-economy"
 
@@ -24,18 +24,13 @@ const Generation = Schema.Struct({
 })
 
 export const make = (options: ProviderConfig.AdapterOptions): Provider.ProviderV1 => {
-  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, "https://api.acme-images.example")
+  const { baseUrl, apiKey, http } = ProviderConfig.resolve(options, "https://api.acme-images.example")
   const headers = { authorization: `Bearer ${apiKey}` }
-  const served = (model: string) => model === MODEL ? Effect.void : Effect.fail(UpstreamError.unsupportedModel("acme", model))
 
-  return {
-    specificationVersion: "v1",
-    provider: "acme",
-    models: [MODEL],
-    maxConcurrency,
-    submit: ({ model, input }) =>
+  // The table of served models; TableAdapter fails any other before a request is sent.
+  return TableAdapter.make({ ...options, provider: "acme", models: { [MODEL]: { output: "image" as const } } }, {
+    submit: (_entry, { input }) =>
       Effect.gen(function*() {
-        yield* served(model)
         // "submit": a lost connection or an unreadable answer here is OutcomeUnknown.
         const reply = yield* http.send("submit", {
           method: "POST",
@@ -46,9 +41,8 @@ export const make = (options: ProviderConfig.AdapterOptions): Provider.ProviderV
         const created = yield* JsonBody.decode(Created, reply, "submit", "generation")
         return { _tag: "Accepted" as const, upstreamId: created.id }
       }),
-    poll: ({ model, upstreamId }) =>
+    poll: (entry, { upstreamId }) =>
       Effect.gen(function*() {
-        yield* served(model)
         const reply = yield* http.send("poll", { method: "GET", url: `${baseUrl}/v1/generations/${encodeURIComponent(upstreamId)}`, headers })
         const generation = yield* JsonBody.decode(Generation, reply, "poll", "generation")
         switch (generation.status) {
@@ -58,8 +52,8 @@ export const make = (options: ProviderConfig.AdapterOptions): Provider.ProviderV
           case "error":
             return { _tag: "Failed" as const, errorCode: UpstreamError.ErrorCodes.GenerationFailed, message: generation.error ?? "failed" }
           case "done":
-            return { _tag: "Succeeded" as const, outputs: (generation.images ?? []).map((image) => Outputs.fromUrl("image", image.url)) }
+            return { _tag: "Succeeded" as const, outputs: (generation.images ?? []).map((image) => Outputs.fromUrl(entry.output, image.url)) }
         }
       })
-  }
+  })
 }

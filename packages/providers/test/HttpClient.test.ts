@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import { Download, HttpClient } from "@taskmeter/providers"
+import { HttpClient } from "@taskmeter/providers"
 
 const server = createServer((request, response) => {
   switch (request.url) {
@@ -20,10 +20,6 @@ const server = createServer((request, response) => {
     case "/big":
       response.setHeader("content-length", "100000")
       response.end(Buffer.alloc(100_000))
-      return
-    case "/stream":
-      response.write(Buffer.alloc(60_000))
-      response.end(Buffer.alloc(60_000))
       return
     default:
       response.setHeader("content-type", "application/json")
@@ -86,21 +82,5 @@ describe("HttpClient", () => {
       const small = HttpClient.make({ maxJsonBytes: 1_000 })
       expect((yield* Effect.flip(small.send("poll", { method: "GET", url: `${base}/big` }))).reason).toBe("Retryable")
       expect((yield* Effect.flip(small.send("submit", { method: "GET", url: `${base}/big` }))).reason).toBe("OutcomeUnknown")
-    }))
-})
-
-describe("Download", () => {
-  it.live("collects a file within the cap", () =>
-    Effect.gen(function*() {
-      const file = yield* Download.bytes(client, `${base}/stream`, { maxBytes: 200_000 })
-      expect(file.bytes.length).toBe(120_000)
-    }))
-
-  it.live("refuses a declared length over the cap before reading, and a streamed body when it passes the cap", () =>
-    Effect.gen(function*() {
-      const declared = yield* Effect.flip(Download.stream(client, `${base}/big`, { maxBytes: 50_000 }))
-      expect(declared).toMatchObject({ reason: "Terminal", errorCode: "UPSTREAM_RESULT_TOO_LARGE" })
-      const streamed = yield* Effect.flip(Download.bytes(client, `${base}/stream`, { maxBytes: 100_000 }))
-      expect(streamed).toMatchObject({ reason: "Terminal", errorCode: "UPSTREAM_RESULT_TOO_LARGE" })
     }))
 })

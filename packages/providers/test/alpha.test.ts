@@ -1,23 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, HttpResponse } from "msw"
-import { setupServer } from "msw/node"
-import { afterAll, afterEach, beforeAll } from "vitest"
 import { Alpha } from "@taskmeter/providers"
 import { fakeMarket } from "./support/FakeMarket.ts"
+import { serve } from "./support/FakeServer.ts"
 import { protocolCases } from "./support/ProtocolCases.ts"
 import { outputsOf, run } from "./support/Run.ts"
 
 const BASE = "https://market.example.test"
 const IMG = "https://media.example.test/inputs/sample.png"
 const fake = fakeMarket(BASE)
-const server = setupServer(...fake.handlers)
-beforeAll(() => server.listen({ onUnhandledFrame: "error" }))
-afterEach(() => {
-  server.resetHandlers()
-  fake.requests.length = 0
-})
-afterAll(() => server.close())
+const server = serve(fake)
 
 const adapter = Alpha.make({ apiKey: "test-key", baseUrl: BASE })
 const recordInfo = (body: object) => http.get(`${BASE}/api/v1/jobs/recordInfo`, () => HttpResponse.json(body))

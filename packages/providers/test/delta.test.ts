@@ -1,10 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { HttpResponse } from "msw"
-import { setupServer } from "msw/node"
-import { afterAll, afterEach, beforeAll } from "vitest"
 import { Delta } from "@taskmeter/providers"
 import { fakeMarket } from "./support/FakeMarket.ts"
+import { serve } from "./support/FakeServer.ts"
 import { protocolCases } from "./support/ProtocolCases.ts"
 import { outputsOf, run } from "./support/Run.ts"
 
@@ -12,13 +11,7 @@ const BASE = "https://market.example.test"
 const IMG = "https://media.example.test/inputs/sample.png"
 const VID = "https://media.example.test/inputs/clip.mp4"
 const fake = fakeMarket(BASE)
-const server = setupServer(...fake.handlers)
-beforeAll(() => server.listen({ onUnhandledFrame: "error" }))
-afterEach(() => {
-  server.resetHandlers()
-  fake.requests.length = 0
-})
-afterAll(() => server.close())
+const server = serve(fake)
 
 const adapter = Delta.make({ apiKey: "test-key", baseUrl: BASE })
 

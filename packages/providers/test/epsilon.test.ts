@@ -1,10 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, HttpResponse } from "msw"
-import { setupServer } from "msw/node"
-import { afterAll, afterEach, beforeAll } from "vitest"
 import { Epsilon } from "@taskmeter/providers"
 import { fakeFal } from "./support/FakeFal.ts"
+import { serve } from "./support/FakeServer.ts"
 import { protocolCases } from "./support/ProtocolCases.ts"
 import { outputsOf, run } from "./support/Run.ts"
 
@@ -12,13 +11,7 @@ const BASE = "https://queue.fal.example.test"
 const A = "https://media.example.test/inputs/a.png"
 const B = "https://media.example.test/inputs/b.png"
 const fake = fakeFal(BASE)
-const server = setupServer(...fake.handlers)
-beforeAll(() => server.listen({ onUnhandledFrame: "error" }))
-afterEach(() => {
-  server.resetHandlers()
-  fake.requests.length = 0
-})
-afterAll(() => server.close())
+const server = serve(fake)
 
 const adapter = Epsilon.make({ apiKey: "test-key", baseUrl: BASE })
 const common = { prompt: "a lighthouse at dusk", aspect_ratio: "16:9", resolution: "720p", duration: "8s" }

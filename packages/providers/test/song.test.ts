@@ -1,22 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { http, HttpResponse } from "msw"
-import { setupServer } from "msw/node"
-import { afterAll, afterEach, beforeAll } from "vitest"
 import { Song } from "@taskmeter/providers"
+import { serve } from "./support/FakeServer.ts"
 import { fakeSong, LYRICS } from "./support/FakeSong.ts"
 import { protocolCases } from "./support/ProtocolCases.ts"
 import { outputsOf, run } from "./support/Run.ts"
 
 const BASE = "https://song.example.test"
 const fake = fakeSong(BASE)
-const server = setupServer(...fake.handlers)
-beforeAll(() => server.listen({ onUnhandledFrame: "error" }))
-afterEach(() => {
-  server.resetHandlers()
-  fake.requests.length = 0
-})
-afterAll(() => server.close())
+const server = serve(fake)
 
 const adapter = Song.make({ apiKey: "test-key", baseUrl: BASE, callBackUrl: "https://taskmeter.example.test/hooks/song" })
 const callBackUrl = (reference: string) => `https://taskmeter.example.test/hooks/song?reference=${reference}`

@@ -22,11 +22,7 @@ export const upstreamModels = {
 
 export type Slug = keyof typeof upstreamModels
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  /** Replaces upstream model ids, e.g. after the market renames one. */
-  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
-  readonly callBackUrl?: string | undefined
-}
+export interface Options extends ProviderConfig.FamilyOptions<Slug>, Pick<TaskMarket.Options, "callBackUrl"> {}
 
 const withResolution = (model: string) => (input: Catalog.ModelInput): TaskMarket.MarketRequest => ({
   model,

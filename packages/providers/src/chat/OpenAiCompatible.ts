@@ -31,6 +31,7 @@ import { Clock, Effect, Redacted, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { ChatBilling } from "@taskmeter/kernel"
 import { Agent } from "undici"
+import * as CappedBody from "../utils/CappedBody.ts"
 import { parseRetryAfter } from "../utils/UpstreamError.ts"
 import * as Sse from "./Sse.ts"
 
@@ -103,21 +104,6 @@ export const classifyStatus = (status: number, body: string, retryAfter: string 
   }
   if (status === 400 || status === 413 || status === 422) return fail("InvalidRequest", explain(body) || detail, { status })
   return fail("Unavailable", detail, { status })
-}
-
-const readLimited = async (response: Response, maxBytes: number): Promise<string> => {
-  if (response.body === null) return ""
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of response.body) {
-    size += chunk.byteLength
-    if (size > maxBytes) {
-      await response.body.cancel().catch(() => undefined)
-      throw new RangeError(`the reply is larger than ${maxBytes} bytes`)
-    }
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks).toString("utf8")
 }
 
 /** One parsed stream event: its deltas and usage; an error event fails. */
@@ -199,7 +185,7 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => {
       }),
       Effect.flatMap((response) =>
         response.ok ? Effect.succeed(response) : Effect.flatMap(
-          Effect.promise(() => readLimited(response, 64 * 1024).catch(() => "")),
+          Effect.promise(() => CappedBody.readText(response, 64 * 1024).catch(() => "")),
           (text) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Effect.fail(classifyStatus(response.status, text, response.headers.get("retry-after"), now)))
@@ -211,7 +197,7 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => {
     Effect.gen(function*() {
       const response = yield* post(body(call, false), undefined, requestTimeoutMs)
       const text = yield* Effect.tryPromise({
-        try: () => readLimited(response, maxReplyBytes),
+        try: () => CappedBody.readText(response, maxReplyBytes),
         catch: (cause) => fail("Unavailable", `reading the upstream's reply failed: ${String(cause)}`, { cause })
       })
       const reply = yield* Effect.try({

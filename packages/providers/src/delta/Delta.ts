@@ -17,10 +17,7 @@ export const upstreamModels = {
 
 export type Slug = keyof typeof upstreamModels
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
-  readonly callBackUrl?: string | undefined
-}
+export interface Options extends ProviderConfig.FamilyOptions<Slug>, Pick<TaskMarket.Options, "callBackUrl"> {}
 
 const common = (input: Catalog.ModelInput) => ({
   prompt: Fields.string(input, "prompt"),

@@ -18,6 +18,7 @@ import type { Catalog, Provider, Task } from "@taskmeter/kernel"
 import * as JsonBody from "../utils/JsonBody.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as TableAdapter from "../utils/TableAdapter.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 
 export const DEFAULT_BASE_URL = "https://queue.fal.run"
@@ -30,10 +31,7 @@ export interface FalModel {
   readonly request: (input: Catalog.ModelInput) => { readonly endpoint: string; readonly input: object }
 }
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly provider: string
-  readonly models: { readonly [slug: string]: FalModel }
-}
+export type Options = TableAdapter.Options<FalModel>
 
 const Submitted = Schema.Struct({ request_id: Schema.String.check(Schema.isMinLength(1)) })
 
@@ -76,82 +74,57 @@ const filesOf = (type: Task.AssetType, result: typeof Result.Type): ReadonlyArra
 const CONTENT_ERRORS = new Set(["content_policy_violation", "nsfw_content_detected"])
 
 export const make = (options: Options): Provider.ProviderV1 => {
-  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
+  const { baseUrl, apiKey, http } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
   const headers = { authorization: `Key ${apiKey}` }
-  const modelOf = (slug: string) =>
-    Object.hasOwn(options.models, slug)
-      ? Effect.succeed(options.models[slug]!)
-      : Effect.fail(UpstreamError.unsupportedModel(options.provider, slug))
   const requestUrl = (entry: FalModel, id: string) => `${baseUrl}/${entry.app}/requests/${encodeURIComponent(id)}`
-
-  const submit: Provider.ProviderV1["submit"] = ({ model, input }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const request = entry.request(input)
-      const reply = yield* http.send("submit", { method: "POST", url: `${baseUrl}/${request.endpoint}`, headers, json: request.input })
-      const submitted = yield* JsonBody.decode(Submitted, reply, "submit", "queue submit")
-      return { _tag: "Accepted" as const, upstreamId: submitted.request_id }
-    })
 
   const result = (entry: FalModel, id: string) =>
     Effect.gen(function*() {
       const reply = yield* http.send("poll", { method: "GET", url: requestUrl(entry, id), headers })
       const body = yield* JsonBody.decode(Result, reply, "poll", "queue result")
-      const files = filesOf(entry.output, body)
-      if (files.length === 0) {
-        return {
-          _tag: "Failed" as const,
-          errorCode: UpstreamError.ErrorCodes.NoOutput,
-          message: `the request completed without a ${entry.output} result`
-        }
-      }
-      return {
-        _tag: "Succeeded" as const,
-        outputs: files.map((file) =>
+      return Outputs.delivered(
+        filesOf(entry.output, body).map((file) =>
           Outputs.fromUrl(entry.output, file.url, {
             contentType: file.content_type ?? undefined,
             metadata: file.width && file.height ? { width: file.width, height: file.height } : undefined
           })
-        )
-      }
+        ),
+        `the request completed without a ${entry.output} result`
+      )
     })
 
-  const poll: Provider.ProviderV1["poll"] = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const reply = yield* http.send("poll", { method: "GET", url: `${requestUrl(entry, upstreamId)}/status`, headers })
-      const status = yield* JsonBody.decode(Status, reply, "poll", "queue status")
-      if (status.status !== "COMPLETED") {
-        return { _tag: "Pending" as const, progress: status.status === "IN_QUEUE" ? 0 : undefined }
-      }
-      if (status.error) {
-        return {
-          _tag: "Failed" as const,
-          errorCode: status.error_type && CONTENT_ERRORS.has(status.error_type)
-            ? UpstreamError.ErrorCodes.ContentRejected
-            : UpstreamError.ErrorCodes.GenerationFailed,
-          message: status.error
+  return TableAdapter.make(options, {
+    submit: (entry, { input }) =>
+      Effect.gen(function*() {
+        const request = entry.request(input)
+        const reply = yield* http.send("submit", { method: "POST", url: `${baseUrl}/${request.endpoint}`, headers, json: request.input })
+        const submitted = yield* JsonBody.decode(Submitted, reply, "submit", "queue submit")
+        return { _tag: "Accepted" as const, upstreamId: submitted.request_id }
+      }),
+    poll: (entry, { upstreamId }) =>
+      Effect.gen(function*() {
+        const reply = yield* http.send("poll", { method: "GET", url: `${requestUrl(entry, upstreamId)}/status`, headers })
+        const status = yield* JsonBody.decode(Status, reply, "poll", "queue status")
+        if (status.status !== "COMPLETED") {
+          return { _tag: "Pending" as const, progress: status.status === "IN_QUEUE" ? 0 : undefined }
         }
-      }
-      return yield* result(entry, upstreamId)
-    })
-
-  const cancel: NonNullable<Provider.ProviderV1["cancel"]> = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const reply = yield* http.send("poll", { method: "PUT", url: `${requestUrl(entry, upstreamId)}/cancel`, headers })
-      // 400 ALREADY_COMPLETED: nothing is left to cancel.
-      if (reply.status === 400) return
-      yield* JsonBody.expectOk(reply)
-    })
-
-  return {
-    specificationVersion: "v1",
-    provider: options.provider,
-    models: Object.keys(options.models),
-    maxConcurrency,
-    submit,
-    poll,
-    cancel
-  }
+        if (status.error) {
+          return {
+            _tag: "Failed" as const,
+            errorCode: status.error_type && CONTENT_ERRORS.has(status.error_type)
+              ? UpstreamError.ErrorCodes.ContentRejected
+              : UpstreamError.ErrorCodes.GenerationFailed,
+            message: status.error
+          }
+        }
+        return yield* result(entry, upstreamId)
+      }),
+    cancel: (entry, { upstreamId }) =>
+      Effect.gen(function*() {
+        const reply = yield* http.send("poll", { method: "PUT", url: `${requestUrl(entry, upstreamId)}/cancel`, headers })
+        // 400 ALREADY_COMPLETED: nothing is left to cancel.
+        if (reply.status === 400) return
+        yield* JsonBody.expectOk(reply)
+      })
+  })
 }

@@ -24,10 +24,7 @@ export const upstreamModels = {
 
 export type Slug = keyof typeof upstreamModels
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
-  readonly callBackUrl?: string | undefined
-}
+export interface Options extends ProviderConfig.FamilyOptions<Slug>, Pick<TaskMarket.Options, "callBackUrl"> {}
 
 const RATIO_OF_SIZE: { readonly [size: string]: string } = {
   "960x960": "1:1",

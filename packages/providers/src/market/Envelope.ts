@@ -4,9 +4,8 @@
  * is classified like an HTTP status (429 rate limited, 5xx and 455 "service unavailable"
  * retryable, other 4xx terminal).
  */
-import { Effect, Result, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Provider } from "@taskmeter/kernel"
-import type { Reply } from "../utils/HttpClient.ts"
 import * as JsonBody from "../utils/JsonBody.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 
@@ -20,12 +19,7 @@ const Envelope = Schema.Struct({
 const UNAVAILABLE = 455
 
 /** The envelope's `data`, decoded with `schema`, or the classified error of its `code`. */
-export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  schema: S,
-  reply: Reply,
-  step: UpstreamError.Step,
-  what: string
-): Effect.Effect<S["Type"], Provider.ProviderError> =>
+export const decode: JsonBody.Decode = (schema, reply, step, what) =>
   Effect.flatMap(JsonBody.decode(Envelope, reply, step, what), (envelope) => {
     if (envelope.code !== 200) {
       const message = envelope.msg ?? undefined
@@ -35,8 +29,5 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
           : UpstreamError.fromStatus(envelope.code, { message })
       )
     }
-    const data = Schema.decodeUnknownResult(schema)(envelope.data)
-    return Result.isSuccess(data)
-      ? Effect.succeed(data.success)
-      : Effect.fail(UpstreamError.malformed(step, `${what}: data does not have the documented shape: ${data.failure.message}`))
+    return JsonBody.validate(schema, envelope.data, step, `${what}: data`)
   })

@@ -23,11 +23,7 @@ export const upstreamModels = {
 
 export type Slug = keyof typeof upstreamModels
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
-  /** See `Replicate.Options.preferWaitSeconds`. */
-  readonly preferWaitSeconds?: number | undefined
-}
+export interface Options extends ProviderConfig.FamilyOptions<Slug>, Pick<Replicate.Options, "preferWaitSeconds"> {}
 
 const request = (model: string) => (input: Catalog.ModelInput) => {
   const images = Fields.strings(input, "imageUrls")

@@ -17,6 +17,7 @@ import type { Catalog, Provider, Task } from "@taskmeter/kernel"
 import * as JsonBody from "../utils/JsonBody.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as TableAdapter from "../utils/TableAdapter.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 
 export const DEFAULT_BASE_URL = "https://api.replicate.com"
@@ -27,9 +28,7 @@ export interface ReplicateModel {
   readonly request: (input: Catalog.ModelInput) => { readonly model: string; readonly input: object }
 }
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly provider: string
-  readonly models: { readonly [slug: string]: ReplicateModel }
+export interface Options extends TableAdapter.Options<ReplicateModel> {
   /** Seconds (1 to 60) the upstream may hold the submit open for a fast result; off by default. */
   readonly preferWaitSeconds?: number | undefined
 }
@@ -45,84 +44,59 @@ type Prediction = typeof Prediction.Type
 const urlsOf = (output: Prediction["output"]): ReadonlyArray<string> =>
   output === undefined || output === null ? [] : typeof output === "string" ? [output] : output
 
-export const make = (options: Options): Provider.ProviderV1 => {
-  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
-  const headers = { authorization: `Bearer ${apiKey}` }
-  const modelOf = (slug: string) =>
-    Object.hasOwn(options.models, slug)
-      ? Effect.succeed(options.models[slug]!)
-      : Effect.fail(UpstreamError.unsupportedModel(options.provider, slug))
-
-  const settled = (entry: ReplicateModel, prediction: Prediction): Provider.PollResult => {
-    switch (prediction.status) {
-      case "starting":
-        return { _tag: "Pending", progress: 0 }
-      case "processing":
-        return { _tag: "Pending" }
-      case "succeeded": {
-        const urls = urlsOf(prediction.output)
-        return urls.length === 0
-          ? { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.NoOutput, message: "the prediction succeeded without output" }
-          : { _tag: "Succeeded", outputs: urls.map((url) => Outputs.fromUrl(entry.output, url)) }
+const settled = (entry: ReplicateModel, prediction: Prediction): Provider.PollResult => {
+  switch (prediction.status) {
+    case "starting":
+      return { _tag: "Pending", progress: 0 }
+    case "processing":
+      return { _tag: "Pending" }
+    case "succeeded":
+      return Outputs.delivered(
+        urlsOf(prediction.output).map((url) => Outputs.fromUrl(entry.output, url)),
+        "the prediction succeeded without output"
+      )
+    case "failed":
+      return {
+        _tag: "Failed",
+        errorCode: UpstreamError.ErrorCodes.GenerationFailed,
+        message: typeof prediction.error === "string" ? prediction.error : "the prediction failed"
       }
-      case "failed":
-        return {
-          _tag: "Failed",
-          errorCode: UpstreamError.ErrorCodes.GenerationFailed,
-          message: typeof prediction.error === "string" ? prediction.error : "the prediction failed"
-        }
-      case "canceled":
-      case "aborted":
-        return { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.Canceled, message: `the prediction was ${prediction.status}` }
-    }
+    case "canceled":
+    case "aborted":
+      return { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.Canceled, message: `the prediction was ${prediction.status}` }
   }
+}
 
-  const submit: Provider.ProviderV1["submit"] = ({ model, input }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const request = entry.request(input)
-      const reply = yield* http.send("submit", {
-        method: "POST",
-        url: `${baseUrl}/v1/models/${request.model}/predictions`,
-        headers: options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
-        json: { input: request.input }
+export const make = (options: Options): Provider.ProviderV1 => {
+  const { baseUrl, apiKey, http } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
+  const headers = { authorization: `Bearer ${apiKey}` }
+  const predictionUrl = (id: string) => `${baseUrl}/v1/predictions/${encodeURIComponent(id)}`
+
+  return TableAdapter.make(options, {
+    submit: (entry, { input }) =>
+      Effect.gen(function*() {
+        const request = entry.request(input)
+        const reply = yield* http.send("submit", {
+          method: "POST",
+          url: `${baseUrl}/v1/models/${request.model}/predictions`,
+          headers: options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
+          json: { input: request.input }
+        })
+        const prediction = yield* JsonBody.decode(Prediction, reply, "submit", "prediction")
+        const result = settled(entry, prediction)
+        return result._tag === "Succeeded"
+          ? { _tag: "Completed" as const, upstreamId: prediction.id, outputs: result.outputs }
+          : { _tag: "Accepted" as const, upstreamId: prediction.id }
+      }),
+    poll: (entry, { upstreamId }) =>
+      Effect.gen(function*() {
+        const reply = yield* http.send("poll", { method: "GET", url: predictionUrl(upstreamId), headers })
+        return settled(entry, yield* JsonBody.decode(Prediction, reply, "poll", "prediction"))
+      }),
+    cancel: (_entry, { upstreamId }) =>
+      Effect.gen(function*() {
+        const reply = yield* http.send("poll", { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers })
+        yield* JsonBody.expectOk(reply)
       })
-      const prediction = yield* JsonBody.decode(Prediction, reply, "submit", "prediction")
-      const result = settled(entry, prediction)
-      return result._tag === "Succeeded"
-        ? { _tag: "Completed" as const, upstreamId: prediction.id, outputs: result.outputs }
-        : { _tag: "Accepted" as const, upstreamId: prediction.id }
-    })
-
-  const poll: Provider.ProviderV1["poll"] = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const reply = yield* http.send("poll", {
-        method: "GET",
-        url: `${baseUrl}/v1/predictions/${encodeURIComponent(upstreamId)}`,
-        headers
-      })
-      return settled(entry, yield* JsonBody.decode(Prediction, reply, "poll", "prediction"))
-    })
-
-  const cancel: NonNullable<Provider.ProviderV1["cancel"]> = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
-      yield* modelOf(model)
-      const reply = yield* http.send("poll", {
-        method: "POST",
-        url: `${baseUrl}/v1/predictions/${encodeURIComponent(upstreamId)}/cancel`,
-        headers
-      })
-      yield* JsonBody.expectOk(reply)
-    })
-
-  return {
-    specificationVersion: "v1",
-    provider: options.provider,
-    models: Object.keys(options.models),
-    maxConcurrency,
-    submit,
-    poll,
-    cancel
-  }
+  })
 }

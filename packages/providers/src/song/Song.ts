@@ -26,8 +26,7 @@ export const upstreamModels = {
 
 export type Slug = keyof typeof upstreamModels
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
+export interface Options extends ProviderConfig.FamilyOptions<Slug> {
   /** Our callback endpoint, which the upstream documents as required. */
   readonly callBackUrl?: string | undefined
 }

@@ -9,15 +9,15 @@
  * - lyrics: `POST {base}/api/v1/lyrics` with `{ prompt, callBackUrl }`, then
  *   `GET {base}/api/v1/lyrics/record-info?taskId=…` with `response.data[]` of `{ title, text }`.
  *
- * The upstream documents `callBackUrl` as required; the adapter sends the configured one (with
- * the task's reference as `reference` query parameter) and polls regardless. There is no
- * idempotency key and no search by reference, so `lookup` is left out.
+ * The upstream documents `callBackUrl` as required; the adapter sends the configured one
+ * (`TaskCalls`) and polls regardless. There is no idempotency key and no search by reference,
+ * so `lookup` is left out.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
-import * as Envelope from "../market/Envelope.ts"
+import * as TaskCalls from "../market/TaskCalls.ts"
 import * as Outputs from "../utils/Outputs.ts"
-import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as TableAdapter from "../utils/TableAdapter.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 
 export const DEFAULT_BASE_URL = "https://api.kie.ai"
@@ -28,13 +28,18 @@ export interface SongModel {
   readonly request: (input: Catalog.ModelInput) => { readonly [field: string]: unknown }
 }
 
-export interface Options extends ProviderConfig.AdapterOptions {
-  readonly provider: string
-  readonly models: { readonly [slug: string]: SongModel }
-  readonly callBackUrl?: string | undefined
-}
+export interface Options extends TableAdapter.Options<SongModel>, TaskCalls.Options {}
 
-const Created = Schema.Struct({ taskId: Schema.String.check(Schema.isMinLength(1)) })
+/**
+ * A job record of either kind: its status (the kind's own, and the failures both share), the
+ * kind's `response` and the upstream's explanation of a failure.
+ */
+const recordOf = <const Statuses extends ReadonlyArray<string>, Body extends Schema.Top>(statuses: Statuses, body: Body) =>
+  Schema.Struct({
+    status: Schema.Literals([...statuses, "CREATE_TASK_FAILED", "CALLBACK_EXCEPTION", "SENSITIVE_WORD_ERROR"]),
+    response: Schema.optional(Schema.NullOr(body)),
+    errorMessage: Schema.optional(Schema.NullOr(Schema.String))
+  })
 
 const Track = Schema.Struct({
   id: Schema.optional(Schema.NullOr(Schema.String)),
@@ -44,20 +49,10 @@ const Track = Schema.Struct({
   duration: Schema.optional(Schema.NullOr(Schema.Number))
 })
 
-const MusicRecord = Schema.Struct({
-  status: Schema.Literals([
-    "PENDING",
-    "TEXT_SUCCESS",
-    "FIRST_SUCCESS",
-    "SUCCESS",
-    "CREATE_TASK_FAILED",
-    "GENERATE_AUDIO_FAILED",
-    "CALLBACK_EXCEPTION",
-    "SENSITIVE_WORD_ERROR"
-  ]),
-  response: Schema.optional(Schema.NullOr(Schema.Struct({ sunoData: Schema.optional(Schema.NullOr(Schema.Array(Track))) }))),
-  errorMessage: Schema.optional(Schema.NullOr(Schema.String))
-})
+const MusicRecord = recordOf(
+  ["PENDING", "TEXT_SUCCESS", "FIRST_SUCCESS", "SUCCESS", "GENERATE_AUDIO_FAILED"],
+  Schema.Struct({ sunoData: Schema.optional(Schema.NullOr(Schema.Array(Track))) })
+)
 
 const Lyric = Schema.Struct({
   text: Schema.optional(Schema.NullOr(Schema.String)),
@@ -65,18 +60,10 @@ const Lyric = Schema.Struct({
   status: Schema.optional(Schema.NullOr(Schema.String))
 })
 
-const LyricsRecord = Schema.Struct({
-  status: Schema.Literals([
-    "PENDING",
-    "SUCCESS",
-    "CREATE_TASK_FAILED",
-    "GENERATE_LYRICS_FAILED",
-    "CALLBACK_EXCEPTION",
-    "SENSITIVE_WORD_ERROR"
-  ]),
-  response: Schema.optional(Schema.NullOr(Schema.Struct({ data: Schema.optional(Schema.NullOr(Schema.Array(Lyric))) }))),
-  errorMessage: Schema.optional(Schema.NullOr(Schema.String))
-})
+const LyricsRecord = recordOf(
+  ["PENDING", "SUCCESS", "GENERATE_LYRICS_FAILED"],
+  Schema.Struct({ data: Schema.optional(Schema.NullOr(Schema.Array(Lyric))) })
+)
 
 const MUSIC_PROGRESS = { PENDING: 0, TEXT_SUCCESS: 0.3, FIRST_SUCCESS: 0.6 } as const
 
@@ -86,34 +73,41 @@ const failed = (status: string, message: string | null | undefined): Provider.Po
   message: `${status}${message ? `: ${message}` : ""}`
 })
 
+/**
+ * A record whose job is done. CALLBACK_EXCEPTION means the callback to us failed, not the job:
+ * the results are there when the job finished, and it is the failure it reports otherwise.
+ */
+const finished = (
+  status: "SUCCESS" | "CALLBACK_EXCEPTION",
+  errorMessage: string | null | undefined,
+  outputs: ReadonlyArray<Provider.ProviderOutput>,
+  what: string
+): Provider.PollResult =>
+  outputs.length === 0 && status === "CALLBACK_EXCEPTION"
+    ? failed(status, errorMessage)
+    : Outputs.delivered(outputs, `the job succeeded without ${what}`)
+
 const music = (record: typeof MusicRecord.Type): Provider.PollResult => {
-  const tracks = (record.response?.sunoData ?? []).filter((track) => typeof track.audioUrl === "string" && track.audioUrl !== "")
   switch (record.status) {
     case "PENDING":
     case "TEXT_SUCCESS":
     case "FIRST_SUCCESS":
       return { _tag: "Pending", progress: MUSIC_PROGRESS[record.status] }
-    // The callback to us failed, not the music: the tracks are there when the job finished.
     case "CALLBACK_EXCEPTION":
-    case "SUCCESS":
-      if (tracks.length > 0) {
-        return {
-          _tag: "Succeeded",
-          outputs: tracks.map((track) =>
-            Outputs.fromUrl("audio", track.audioUrl!, {
-              metadata: {
-                ...(track.id ? { trackId: track.id } : {}),
-                ...(track.title ? { title: track.title } : {}),
-                ...(track.tags ? { tags: track.tags } : {}),
-                ...(typeof track.duration === "number" ? { durationSeconds: track.duration } : {})
-              }
-            })
-          )
-        }
-      }
-      return record.status === "SUCCESS"
-        ? { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.NoOutput, message: "the job succeeded without tracks" }
-        : failed(record.status, record.errorMessage)
+    case "SUCCESS": {
+      const tracks = (record.response?.sunoData ?? []).filter((track) => typeof track.audioUrl === "string" && track.audioUrl !== "")
+      const outputs = tracks.map((track) =>
+        Outputs.fromUrl("audio", track.audioUrl!, {
+          metadata: {
+            ...(track.id ? { trackId: track.id } : {}),
+            ...(track.title ? { title: track.title } : {}),
+            ...(track.tags ? { tags: track.tags } : {}),
+            ...(typeof track.duration === "number" ? { durationSeconds: track.duration } : {})
+          }
+        })
+      )
+      return finished(record.status, record.errorMessage, outputs, "tracks")
+    }
     default:
       return failed(record.status, record.errorMessage)
   }
@@ -126,68 +120,30 @@ const lyrics = (record: typeof LyricsRecord.Type): Provider.PollResult => {
     case "CALLBACK_EXCEPTION":
     case "SUCCESS": {
       const first = (record.response?.data ?? []).find((lyric) => typeof lyric.text === "string" && lyric.text.trim() !== "")
-      if (first !== undefined) {
-        const title = first.title?.trim()
-        return {
-          _tag: "Succeeded",
-          outputs: [Outputs.text(title ? `${title}\n\n${first.text!.trim()}\n` : `${first.text!.trim()}\n`, title ? { title } : undefined)]
-        }
-      }
-      return record.status === "SUCCESS"
-        ? { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.NoOutput, message: "the job succeeded without lyrics" }
-        : failed(record.status, record.errorMessage)
+      const title = first?.title?.trim()
+      const outputs = first === undefined
+        ? []
+        : [Outputs.text(title ? `${title}\n\n${first.text!.trim()}\n` : `${first.text!.trim()}\n`, title ? { title } : undefined)]
+      return finished(record.status, record.errorMessage, outputs, "lyrics")
     }
     default:
       return failed(record.status, record.errorMessage)
   }
 }
 
+const path = (entry: SongModel) => entry.kind === "music" ? "/api/v1/generate" : "/api/v1/lyrics"
+
 export const make = (options: Options): Provider.ProviderV1 => {
-  const { baseUrl, apiKey, http, maxConcurrency } = ProviderConfig.resolve(options, DEFAULT_BASE_URL)
-  const headers = { authorization: `Bearer ${apiKey}` }
-  const modelOf = (slug: string) =>
-    Object.hasOwn(options.models, slug)
-      ? Effect.succeed(options.models[slug]!)
-      : Effect.fail(UpstreamError.unsupportedModel(options.provider, slug))
-  const path = (entry: SongModel) => entry.kind === "music" ? "/api/v1/generate" : "/api/v1/lyrics"
-
-  const callBackUrl = (reference: string) => {
-    if (options.callBackUrl === undefined) return {}
-    const url = new URL(options.callBackUrl)
-    url.searchParams.set("reference", reference)
-    return { callBackUrl: url.href }
-  }
-
-  const submit: Provider.ProviderV1["submit"] = ({ model, input, reference }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const reply = yield* http.send("submit", {
-        method: "POST",
-        url: `${baseUrl}${path(entry)}`,
-        headers,
-        json: { ...entry.request(input), ...callBackUrl(reference) }
-      })
-      const created = yield* Envelope.decode(Created, reply, "submit", `${entry.kind} submit`)
-      return { _tag: "Accepted" as const, upstreamId: created.taskId }
-    })
-
-  const poll: Provider.ProviderV1["poll"] = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
-      const entry = yield* modelOf(model)
-      const url = new URL(`${baseUrl}${path(entry)}/record-info`)
-      url.searchParams.set("taskId", upstreamId)
-      const reply = yield* http.send("poll", { method: "GET", url: url.href, headers })
-      return entry.kind === "music"
-        ? music(yield* Envelope.decode(MusicRecord, reply, "poll", "music record-info"))
-        : lyrics(yield* Envelope.decode(LyricsRecord, reply, "poll", "lyrics record-info"))
-    })
-
-  return {
-    specificationVersion: "v1",
-    provider: options.provider,
-    models: Object.keys(options.models),
-    maxConcurrency,
-    submit,
-    poll
-  }
+  const tasks = TaskCalls.make(options, DEFAULT_BASE_URL)
+  return TableAdapter.make(options, {
+    submit: (entry, { input, reference }) =>
+      Effect.map(
+        tasks.create(path(entry), entry.request(input), reference, `${entry.kind} submit`),
+        (upstreamId) => ({ _tag: "Accepted" as const, upstreamId })
+      ),
+    poll: (entry, { upstreamId }) =>
+      entry.kind === "music"
+        ? Effect.map(tasks.record(`${path(entry)}/record-info`, upstreamId, MusicRecord, "music record-info"), music)
+        : Effect.map(tasks.record(`${path(entry)}/record-info`, upstreamId, LyricsRecord, "lyrics record-info"), lyrics)
+  })
 }

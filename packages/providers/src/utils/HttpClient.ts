@@ -13,9 +13,10 @@
  * const reply = yield* http.send("submit", { method: "POST", url, headers, json: body })
  * ```
  */
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import type { Provider } from "@taskmeter/kernel"
 import { Agent } from "undici"
+import * as CappedBody from "./CappedBody.ts"
 import * as UpstreamError from "./UpstreamError.ts"
 
 export interface Options {
@@ -27,8 +28,6 @@ export interface Options {
   readonly bodyTimeoutMs?: number | undefined
   /** Deadline of a whole JSON call, connection to last byte. Default 60 s. */
   readonly requestTimeoutMs?: number | undefined
-  /** Deadline of a whole result download. Default 10 min. */
-  readonly downloadTimeoutMs?: number | undefined
   /** Pooled connections per upstream origin. Default 16. */
   readonly connections?: number | undefined
   /** Largest JSON body read; larger answers count as malformed. Default 8 MiB. */
@@ -54,11 +53,6 @@ export interface HttpClient {
   readonly options: Required<Options>
   /** One JSON call: any status comes back as a Reply; only transport failures fail. */
   readonly send: (step: UpstreamError.Step, request: Request) => Effect.Effect<Reply, Provider.ProviderError>
-  /**
-   * Opens a GET whose body the caller streams (downloads). Non-2xx statuses fail classified.
-   * The download deadline keeps running while the body is read.
-   */
-  readonly open: (url: string, headers?: { readonly [name: string]: string }) => Effect.Effect<Response, Provider.ProviderError>
   /** Closes the pooled connections. */
   readonly close: Effect.Effect<void>
 }
@@ -68,26 +62,8 @@ const defaults: Required<Options> = {
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
   requestTimeoutMs: 60_000,
-  downloadTimeoutMs: 600_000,
   connections: 16,
   maxJsonBytes: 8 * 1024 * 1024
-}
-
-class BodyTooLarge extends Error {}
-
-const readText = async (response: Response, maxBytes: number): Promise<string> => {
-  if (response.body === null) return ""
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of response.body) {
-    size += chunk.byteLength
-    if (size > maxBytes) {
-      await response.body.cancel().catch(() => undefined)
-      throw new BodyTooLarge(`the body is larger than ${maxBytes} bytes`)
-    }
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks).toString("utf8")
 }
 
 const describe = (request: { readonly method: string; readonly url: string }) => `${request.method} ${request.url}`
@@ -98,7 +74,6 @@ export const make = (options: Options = {}): HttpClient => {
     headersTimeoutMs: options.headersTimeoutMs ?? defaults.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs ?? defaults.bodyTimeoutMs,
     requestTimeoutMs: options.requestTimeoutMs ?? defaults.requestTimeoutMs,
-    downloadTimeoutMs: options.downloadTimeoutMs ?? defaults.downloadTimeoutMs,
     connections: options.connections ?? defaults.connections,
     maxJsonBytes: options.maxJsonBytes ?? defaults.maxJsonBytes
   }
@@ -109,23 +84,23 @@ export const make = (options: Options = {}): HttpClient => {
     connections: settings.connections
   })
 
-  /** fetch under the caller's interruption and a deadline; a timeout reads as such in the error. */
-  const fetchWithin = (step: UpstreamError.Step, url: string, init: RequestInit, timeoutMs: number, what: string) =>
+  /** fetch under the caller's interruption and the call's deadline; a timeout reads as such in the error. */
+  const fetchWithin = (step: UpstreamError.Step, url: string, init: RequestInit, what: string) =>
     Effect.tryPromise({
-      try: (signal) => {
-        const deadline = AbortSignal.timeout(timeoutMs)
-        return fetch(url, {
+      try: (signal) =>
+        fetch(url, {
           ...init,
-          signal: AbortSignal.any([signal, deadline]),
+          signal: AbortSignal.any([signal, AbortSignal.timeout(settings.requestTimeoutMs)]),
           // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
           dispatcher: agent
-        } as RequestInit).then((response) => ({ response, deadline }))
-      },
+        } as RequestInit),
       catch: (error) =>
         UpstreamError.fromTransport(
           step,
           error,
-          error instanceof DOMException && error.name === "TimeoutError" ? `${what} timed out after ${timeoutMs} ms` : `${what} failed`
+          error instanceof DOMException && error.name === "TimeoutError"
+            ? `${what} timed out after ${settings.requestTimeoutMs} ms`
+            : `${what} failed`
         )
     })
 
@@ -139,10 +114,10 @@ export const make = (options: Options = {}): HttpClient => {
       ...(request.json === undefined ? {} : { body: JSON.stringify(request.json) })
     }
     return Effect.flatMap(
-      fetchWithin(step, request.url, init, settings.requestTimeoutMs, what),
-      ({ response }) =>
+      fetchWithin(step, request.url, init, what),
+      (response) =>
         Effect.tryPromise({
-          try: () => readText(response, settings.maxJsonBytes),
+          try: () => CappedBody.readText(response, settings.maxJsonBytes),
           catch: (error) => ({ error })
         }).pipe(
           Effect.map((text): Reply => ({ status: response.status, headers: response.headers, text })),
@@ -150,7 +125,7 @@ export const make = (options: Options = {}): HttpClient => {
             // An error status is classified by itself; its body only explains it.
             if (!response.ok) return Effect.succeed<Reply>({ status: response.status, headers: response.headers, text: "" })
             return Effect.fail(
-              error instanceof BodyTooLarge
+              error instanceof CappedBody.BodyTooLarge
                 ? UpstreamError.malformed(step, `${what}: ${error.message}`)
                 : UpstreamError.fromTransport(step, error, `${what}: reading the response failed`)
             )
@@ -159,25 +134,9 @@ export const make = (options: Options = {}): HttpClient => {
     )
   }
 
-  const open = (url: string, headers: { readonly [name: string]: string } = {}) =>
-    Effect.flatMap(
-      fetchWithin("poll", url, { method: "GET", headers }, settings.downloadTimeoutMs, `GET ${url}`),
-      ({ response }) =>
-        response.ok
-          ? Effect.succeed(response)
-          : Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            void response.body?.cancel().catch(() => undefined)
-            return Effect.fail(UpstreamError.fromStatus(response.status, {
-              message: `GET ${url}`,
-              retryAfterMs: UpstreamError.parseRetryAfter(response.headers.get("retry-after"), now)
-            }))
-          })
-    )
-
   return {
     options: settings,
     send,
-    open,
     close: Effect.promise(() => agent.close())
   }
 }

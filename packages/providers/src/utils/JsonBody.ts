@@ -35,28 +35,35 @@ export const expectOk = (reply: Reply): Effect.Effect<Reply, Provider.ProviderEr
         retryAfterMs: UpstreamError.parseRetryAfter(reply.headers.get("retry-after"), now)
       })))
 
-/** Parses and validates a JSON text. */
-export const decodeText = <S extends Schema.Top & { readonly DecodingServices: never }>(
+/** The schemas replies are decoded with: any that needs no services. */
+export type Decodable = Schema.Top & { readonly DecodingServices: never }
+
+/** A reply's decoder: `decode` here, `Envelope.decode` for the task-market style envelope. */
+export type Decode = <S extends Decodable>(
   schema: S,
-  text: string,
+  reply: Reply,
+  step: UpstreamError.Step,
+  what: string
+) => Effect.Effect<S["Type"], Provider.ProviderError>
+
+/** Validates a parsed value. */
+export const validate = <S extends Decodable>(
+  schema: S,
+  value: unknown,
   step: UpstreamError.Step,
   what: string
 ): Effect.Effect<S["Type"], Provider.ProviderError> => {
-  const parsed = Result.try(() => JSON.parse(text) as unknown)
-  if (Result.isFailure(parsed)) {
-    return Effect.fail(UpstreamError.malformed(step, `${what} is not JSON`, parsed.failure))
-  }
-  const decoded = Schema.decodeUnknownResult(schema)(parsed.success)
+  const decoded = Schema.decodeUnknownResult(schema)(value)
   return Result.isSuccess(decoded)
     ? Effect.succeed(decoded.success)
     : Effect.fail(UpstreamError.malformed(step, `${what} does not have the documented shape: ${decoded.failure.message}`))
 }
 
-/** `expectOk`, then `decodeText` of the body. */
-export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  schema: S,
-  reply: Reply,
-  step: UpstreamError.Step,
-  what: string
-): Effect.Effect<S["Type"], Provider.ProviderError> =>
-  Effect.flatMap(expectOk(reply), (ok) => decodeText(schema, ok.text, step, what))
+/** `expectOk`, then the body parsed as JSON and validated. */
+export const decode: Decode = (schema, reply, step, what) =>
+  Effect.flatMap(expectOk(reply), (ok) => {
+    const parsed = Result.try(() => JSON.parse(ok.text) as unknown)
+    return Result.isFailure(parsed)
+      ? Effect.fail(UpstreamError.malformed(step, `${what} is not JSON`, parsed.failure))
+      : validate(schema, parsed.success, step, what)
+  })

@@ -4,6 +4,7 @@
  */
 import type { Provider } from "@taskmeter/kernel"
 import { Task } from "@taskmeter/kernel"
+import * as UpstreamError from "./UpstreamError.ts"
 
 const byExtension: { readonly [extension: string]: string } = {
   png: "image/png",
@@ -49,3 +50,9 @@ export const text = (value: string, metadata?: { readonly [key: string]: unknown
   contentType: Task.mimeTypesOf.text[0]!,
   ...(metadata === undefined ? {} : { metadata })
 })
+
+/** A finished job's poll result: its outputs, or Failed `UPSTREAM_NO_OUTPUT` when it has none. */
+export const delivered = (outputs: ReadonlyArray<Provider.ProviderOutput>, emptyMessage: string): Provider.PollResult =>
+  outputs.length === 0
+    ? { _tag: "Failed", errorCode: UpstreamError.ErrorCodes.NoOutput, message: emptyMessage }
+    : { _tag: "Succeeded", outputs }

@@ -27,6 +27,12 @@ export interface AdapterOptions {
   readonly maxConcurrency?: number | undefined
 }
 
+/** What a family's adapter takes: the shared options and replacements for its upstream model ids. */
+export interface FamilyOptions<Slug extends string> extends AdapterOptions {
+  /** Replaces upstream model ids, e.g. after the upstream renames one. */
+  readonly upstreamModels?: Partial<Record<Slug, string>> | undefined
+}
+
 export interface Resolved {
   readonly baseUrl: string
   readonly apiKey: string

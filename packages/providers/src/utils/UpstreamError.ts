@@ -4,7 +4,7 @@
  * transport failure, a body that does not parse. Adapters never invent error classes.
  *
  * Every rule depends on the step: a `submit` may have created upstream work (and a charge there),
- * a `poll` (status, result, lookup, cancel, download) is safe to repeat.
+ * a `poll` (status, result, lookup, cancel) is safe to repeat.
  *
  * | what happened                                   | submit          | poll       |
  * |-------------------------------------------------|-----------------|------------|
@@ -45,8 +45,6 @@ export const ErrorCodes = {
   NoOutput: "UPSTREAM_NO_OUTPUT",
   /** The job finished but its result cannot be read; polling again returns the same. */
   MalformedResult: "UPSTREAM_MALFORMED_RESULT",
-  /** A result file is larger than the download limit. */
-  ResultTooLarge: "UPSTREAM_RESULT_TOO_LARGE",
   /** The adapter was asked to run a model it does not serve (a wiring defect). */
   UnsupportedModel: "PROVIDER_MODEL_UNSUPPORTED",
   /** The simulated provider's deterministic failure. */

@@ -1,0 +1,61 @@
+/**
+ * The two calls of the task-market style APIs (the market's createTask / recordInfo, the song
+ * API's generate / record-info), in their `{ code, msg, data }` envelope: a POST that creates a
+ * task and answers `{ taskId }`, and a GET of `…?taskId=` that reports on it. Authorization is
+ * `Bearer <key>`.
+ *
+ * When a `callBackUrl` is configured, every creation carries it with the task's reference as
+ * its `reference` query parameter, which the upstream echoes in the job's params: an operator
+ * can match a job to its task by hand.
+ */
+import { Effect, Schema } from "effect"
+import type { Provider } from "@taskmeter/kernel"
+import type * as JsonBody from "../utils/JsonBody.ts"
+import * as ProviderConfig from "../utils/ProviderConfig.ts"
+import * as Envelope from "./Envelope.ts"
+
+export interface Options extends ProviderConfig.AdapterOptions {
+  /** An https endpoint of ours for completion callbacks; the adapter polls either way. */
+  readonly callBackUrl?: string | undefined
+}
+
+export interface TaskCalls {
+  /** POSTs `body` and the callback URL to `path`; the created task's id. */
+  readonly create: (path: string, body: object, reference: string, what: string) => Effect.Effect<string, Provider.ProviderError>
+  /** GETs `path?taskId=…`; the record, decoded with `schema`. */
+  readonly record: <S extends JsonBody.Decodable>(
+    path: string,
+    taskId: string,
+    schema: S,
+    what: string
+  ) => Effect.Effect<S["Type"], Provider.ProviderError>
+}
+
+const Created = Schema.Struct({ taskId: Schema.String.check(Schema.isMinLength(1)) })
+
+export const make = (options: Options, defaultBaseUrl: string): TaskCalls => {
+  const { baseUrl, apiKey, http } = ProviderConfig.resolve(options, defaultBaseUrl)
+  const headers = { authorization: `Bearer ${apiKey}` }
+
+  const callBackUrl = (reference: string) => {
+    if (options.callBackUrl === undefined) return {}
+    const url = new URL(options.callBackUrl)
+    url.searchParams.set("reference", reference)
+    return { callBackUrl: url.href }
+  }
+
+  return {
+    create: (path, body, reference, what) =>
+      Effect.gen(function*() {
+        const reply = yield* http.send("submit", { method: "POST", url: `${baseUrl}${path}`, headers, json: { ...body, ...callBackUrl(reference) } })
+        return (yield* Envelope.decode(Created, reply, "submit", what)).taskId
+      }),
+    record: (path, taskId, schema, what) =>
+      Effect.gen(function*() {
+        const url = new URL(`${baseUrl}${path}`)
+        url.searchParams.set("taskId", taskId)
+        const reply = yield* http.send("poll", { method: "GET", url: url.href, headers })
+        return yield* Envelope.decode(schema, reply, "poll", what)
+      })
+  }
+}
