@@ -25,10 +25,8 @@ export const serverLayer = ({ dataDir, port, token }: Options) =>
   Main.server({
     settings: Main.defaults,
     adapters: [Simulated.make({ delayMs: 500 })],
-    mediaUrls: { baseUrl: `http://127.0.0.1:${port}`, secret: Main.mediaLinkSecret(Main.defaults, token) },
     pricesFile: Main.pricesFileOf(dataDir),
     token,
-    publicUrl: `http://127.0.0.1:${port}`,
     dataDir,
     onListening: (url) => Console.log(`listening on ${url}; admin token in ${dataDir}/admin.json`)
   }).pipe(

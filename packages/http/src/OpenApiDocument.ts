@@ -7,7 +7,8 @@
  *
  * The chat endpoints are raw routes (ChatServer) described by the `chat` group of ChatApi, which
  * is added to the API for the document only. Their stream events, which no HttpApi schema
- * carries, are added as components (ChatCompletionChunk, ChatStreamError) from their schemas.
+ * carries, are added as components (ChatCompletionChunk, ChatStreamError) from the kernel's
+ * schemas (ChatWire).
  *
  * It also lists GET /api/v1/media-links/{uuid}, the signed links upstream providers fetch uploads
  * from, as an internal operation (`x-internal: true`, its own tag): not for API callers, who
@@ -16,9 +17,9 @@
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
-import type { Catalog } from "@taskmeter/kernel"
+import { type Catalog, ChatWire } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
-import { ChatApi, ChatCompletionChunk, ChatStreamError } from "./api/ChatApi.ts"
+import { ChatApi } from "./api/ChatApi.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
@@ -96,7 +97,7 @@ const Documented = Api.add(ChatApi)
  * are: OpenAPI 3.1 references, no undeclared members).
  */
 const streamEventComponents = (): Json => {
-  const { definitions, schema } = Schema.toJsonSchemaDocument(Schema.Union([ChatCompletionChunk, ChatStreamError]), {
+  const { definitions, schema } = Schema.toJsonSchemaDocument(Schema.Union([ChatWire.ChatCompletionChunk, ChatWire.ChatStreamError]), {
     onExcessProperty: "error"
   })
   return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions

@@ -66,24 +66,32 @@ export const layer = Layer.mergeAll(
 )
 
 /**
- * Serves an app (`layer`, merged with any other route layers) with Node on ServerConfig's host
- * and port. The HttpServer it provides tells the bound address (useful with PORT=0).
+ * Node's HTTP server on ServerConfig's host and port, listening once built. The HttpServer it
+ * provides tells the bound address (useful with PORT=0), so that layers built over it can use
+ * the address (main.ts takes the default public URL from it).
  */
-export const serve = <E, R>(
-  app: Layer.Layer<never, E, R>,
-  options?: {
-    /** No log line per request. */
-    readonly disableLogger?: boolean | undefined
-    /** No "Listening on" log line. */
-    readonly disableListenLog?: boolean | undefined
-  }
-) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const { host, port } = yield* ServerConfig
-    return HttpRouter.serve(app, {
-      disableLogger: options?.disableLogger,
-      disableListenLog: options?.disableListenLog ?? false
-    }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port, host }))
-    )
-  }))
+export const listen = Layer.unwrap(Effect.gen(function*() {
+  const { host, port } = yield* ServerConfig
+  return NodeHttpServer.layer(createServer, { port, host })
+}))
+
+export interface ServeOptions {
+  /** No log line per request. */
+  readonly disableLogger?: boolean | undefined
+  /** No "Listening on" log line. */
+  readonly disableListenLog?: boolean | undefined
+}
+
+/** Serves an app on the HttpServer in context (`listen`, or any other). */
+export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
+  HttpRouter.serve(app, {
+    disableLogger: options?.disableLogger,
+    disableListenLog: options?.disableListenLog ?? false
+  })
+
+/**
+ * Serves an app (`layer`, merged with any other route layers) with Node on ServerConfig's host
+ * and port: `serveOn` over `listen`, whose HttpServer it provides too.
+ */
+export const serve = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
+  serveOn(app, options).pipe(Layer.provideMerge(listen))

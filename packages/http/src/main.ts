@@ -11,12 +11,15 @@
  * | DATABASE_URL              | (none: PGlite in DATA_DIR/pg) | PostgreSQL to keep everything in                |
  * | DATABASE_SCHEMA           | the server's search_path  | the PostgreSQL schema taskmeter's tables live in      |
  * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
- * | PUBLIC_URL                | http://HOST:PORT          | the public address: media links, MCP at <origin>/mcp |
+ * | PUBLIC_URL                | the bound address (*)     | the public address: media links, MCP at <origin>/mcp |
  * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links; same in every process       |
  * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
  * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
  * | WORKERS                   | true                      | run task workers inside the server process           |
+ *
+ * (*) The address the server is bound to once it listens (the real port with PORT=0), with the
+ * loopback address in place of a wildcard HOST (127.0.0.1 for 0.0.0.0, [::1] for ::).
  *
  * The executors are `Providers.fromConfig`: every upstream family whose API key is set, then
  * the offline `simulated` provider for every model (SIMULATED_ENABLED=false removes it).
@@ -26,6 +29,7 @@ import { access } from "node:fs/promises"
 import { join, resolve as resolvePath } from "node:path"
 import { Config, Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpServer } from "effect/http"
+import { NetAddress } from "effect/net"
 import {
   Accounts,
   BlobStore,
@@ -155,43 +159,59 @@ export const kernel = (options: KernelOptions) => {
   ).pipe(Layer.provideMerge(pricer(options.pricesFile)), Layer.provideMerge(base))
 }
 
-export interface ServerOptions extends KernelOptions {
+export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
   readonly token: Redacted.Redacted<string>
-  /** PUBLIC_URL: its origin is the MCP endpoint's base (`<origin>/mcp`) and the OAuth issuer. */
-  readonly publicUrl: string
   readonly dataDir: string
-  /** Called once the server listens, with its address. */
-  readonly onListening?: ((url: string) => Effect.Effect<void>) | undefined
+  /** Called once the server listens, with the address it listens on and the public URL in force. */
+  readonly onListening?: ((url: string, publicUrl: string) => Effect.Effect<void>) | undefined
 }
+
+/**
+ * The URL this machine reaches a server at: its bound address, a wildcard host (0.0.0.0, ::)
+ * named by the loopback address of its family.
+ */
+export const localUrl = (address: NetAddress.SocketAddress): string =>
+  NetAddress.isInetAddress(address) && NetAddress.isUnspecified(address.address)
+    ? HttpServer.formatAddress(NetAddress.inetAddressUnsafe(
+      NetAddress.isInetAddressV4(address) ? NetAddress.ipv4Loopback : NetAddress.ipv6Loopback,
+      address.port
+    ))
+    : HttpServer.formatAddress(address)
 
 /**
  * The whole server over the storage it is given (`serverStorage`, or any stores with an
  * OAuthStore): the API, the admin service, chat and the MCP endpoint with its OAuth sign-in
  * on one HTTP server (ServerConfig's host and port), and, unless `settings.workers` is false,
  * a task worker and the reconciler in the background. The admin file is written once the
- * server listens.
+ * server listens, with its `localUrl`.
+ *
+ * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
+ * else the server's `localUrl`, known once it is bound: so the server listens first and the
+ * services are built over it. Media links are signed with `mediaLinkSecret(settings, token)`.
  */
-export const server = (options: ServerOptions) => {
-  const app = Layer.mergeAll(
-    Server.layer,
-    AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
-    ChatServer.layer,
-    McpEndpoint.layer({ baseUrl: new URL(options.publicUrl).origin })
-  )
-  const listening = Layer.effectDiscard(
-    HttpServer.addressFormattedWith((url) =>
+export const server = (options: ServerOptions) =>
+  Layer.unwrap(Effect.map(HttpServer.HttpServer, (http) => {
+    const local = localUrl(http.address)
+    const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
+    const app = Layer.mergeAll(
+      Server.layer,
+      AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
+      ChatServer.layer,
+      McpEndpoint.layer({ baseUrl: new URL(publicUrl).origin })
+    )
+    const listening = Layer.effectDiscard(
       Effect.andThen(
-        AdminFile.write(options.dataDir, { url, token: Redacted.value(options.token) }),
-        options.onListening?.(url) ?? Effect.void
+        AdminFile.write(options.dataDir, { url: local, token: Redacted.value(options.token) }),
+        options.onListening?.(HttpServer.formatAddress(http.address), publicUrl) ?? Effect.void
       )
     )
-  )
-  const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
-  return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serve(app, { disableLogger: true }))), workers).pipe(
-    Layer.provideMerge(ChatServices.layerConfig),
-    Layer.provideMerge(kernel(options))
-  )
-}
+    const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+    const mediaUrls = { baseUrl: publicUrl, secret: mediaLinkSecret(options.settings, options.token) }
+    return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true }))), workers).pipe(
+      Layer.provideMerge(ChatServices.layerConfig),
+      Layer.provideMerge(kernel({ ...options, mediaUrls }))
+    )
+  })).pipe(Layer.provideMerge(Server.listen))
 
 const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
 
@@ -228,17 +248,14 @@ export const start = Effect.gen(function*() {
   const adapters = yield* Providers.fromConfig
   const dataDir = resolvePath(serverSettings.dataDir)
   const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
-  const publicUrl = Option.getOrElse(settings.publicUrl, () => `http://${serverSettings.host}:${serverSettings.port}`)
   return yield* Layer.launch(
     server({
       settings,
       adapters,
-      mediaUrls: { baseUrl: publicUrl, secret: mediaLinkSecret(settings, token) },
       pricesFile: pricesFileOf(dataDir),
       token,
-      publicUrl,
       dataDir,
-      onListening: (url) => announce(url, publicUrl, dataDir, settings, adapters)
+      onListening: (url, publicUrl) => announce(url, publicUrl, dataDir, settings, adapters)
     }).pipe(
       Layer.provide(serverStorage(dataDir, settings)),
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))

@@ -29,10 +29,8 @@ const pricesFile = Main.pricesFileOf(dataDir)
 const TestServer = Main.server({
   settings: { ...Main.defaults, workers: false },
   adapters: [],
-  mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
   pricesFile,
   token,
-  publicUrl: "http://127.0.0.1",
   dataDir
 }).pipe(
   Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),

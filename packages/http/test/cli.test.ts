@@ -34,10 +34,8 @@ const HELD_MODEL = "song-single-v5"
 const TestServer = Main.server({
   settings: Main.defaults,
   adapters: [Simulated.make({ models: [SERVED_MODEL] })],
-  mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make("s".repeat(32)) },
   pricesFile: Main.pricesFileOf(dataDir),
   token,
-  publicUrl: "http://127.0.0.1",
   dataDir
 }).pipe(
   Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),

@@ -4,7 +4,8 @@
  * PostgreSQL at TEST_DATABASE_URL (in a schema of its own) when one answers. Discovery names
  * `<PUBLIC_URL origin>/mcp`, /mcp refuses a request without credentials with the OAuth
  * challenge, an API key reaches the kernel through it, and the sign-in codes the admin service
- * makes are kept in the same database as everything else.
+ * makes are kept in the same database as everything else. Without PUBLIC_URL (over the memory
+ * stores), the public URL is the address the server is bound to.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -14,8 +15,11 @@ import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
+import { NetAddress } from "effect/net"
 import { SqlClient } from "effect/sql"
-import type { Money } from "@taskmeter/kernel"
+import { Ids, MediaReference, MediaUrls, type Money } from "@taskmeter/kernel"
+import { OAuthStore } from "@taskmeter/mcp"
+import { MemoryStore } from "@taskmeter/storage-memory"
 import * as AdminClient from "../src/admin/AdminClient.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
@@ -30,12 +34,10 @@ const token = OperatorToken.generate()
 const composed = (settings: Main.Settings) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-mount-"))
   return Main.server({
-    settings: { ...settings, workers: false },
+    settings: { ...settings, publicUrl: Option.some(PUBLIC_URL), workers: false },
     adapters: [],
-    mediaUrls: { baseUrl: PUBLIC_URL, secret: Main.mediaLinkSecret(settings, token) },
     pricesFile: Main.pricesFileOf(dataDir),
     token,
-    publicUrl: PUBLIC_URL,
     dataDir
   }).pipe(
     Layer.provideMerge(Main.serverStorage(dataDir, settings)),
@@ -44,6 +46,8 @@ const composed = (settings: Main.Settings) => {
 }
 
 const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+
+const boundPort = Effect.map(HttpServer.HttpServer, (server) => (server.address as NetAddress.InetAddress).port)
 
 const request = (path: string, init: RequestInit = {}) =>
   Effect.flatMap(baseUrl, (url) =>
@@ -133,3 +137,31 @@ if (postgresReachable) {
   }
   cases("npm start with DATABASE_URL (PostgreSQL)", composed(settings).pipe(Layer.provideMerge(dropAfter)))
 }
+
+/** The server without PUBLIC_URL, on the memory stores, listening on `host` and an ephemeral port. */
+const unconfigured = (host: string) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-bound-"))
+  return Main.server({ settings: { ...Main.defaults, workers: false }, adapters: [], pricesFile: Main.pricesFileOf(dataDir), token, dataDir })
+    .pipe(
+      Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir }))
+    )
+}
+
+const boundCases = (host: string, named: string) =>
+  layer(unconfigured(host), { excludeTestServices: true })(`without PUBLIC_URL, listening on ${host}`, (it) => {
+    it.effect(`the MCP endpoint and the media links name http://${named}:<the bound port>`, () =>
+      Effect.gen(function*() {
+        const port = yield* boundPort
+        expect(port).toBeGreaterThan(0)
+        const origin = `http://${named}:${port}`
+        const reply = yield* Effect.promise(() => fetch(`${origin}/.well-known/oauth-protected-resource/mcp`))
+        expect(yield* Effect.promise(() => reply.json())).toMatchObject({ resource: `${origin}/mcp`, authorization_servers: [origin] })
+        const links = yield* MediaUrls.MediaUrls
+        const link = yield* links.sign(Ids.makeAccountId(), MediaReference.make())
+        expect(link.startsWith(`${origin}/api/v1/media-links/`)).toBe(true)
+      }))
+  })
+
+boundCases("127.0.0.1", "127.0.0.1")
+boundCases("0.0.0.0", "127.0.0.1")

@@ -1,9 +1,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { expectTypeOf } from "vitest"
-import { Catalog, type ChatPrices, ChatWire, Errors } from "@taskmeter/kernel"
-import * as ChatApi from "../src/api/ChatApi.ts"
+import { Catalog, ChatWire, Errors } from "@taskmeter/kernel"
 import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
 
@@ -165,7 +163,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
 
     it.effect("what the chat routes answer is what the document's schemas say", () =>
       Effect.gen(function*() {
-        conforms(ChatApi.ChatModels, (yield* T.call("/api/v1/chat/models")).body)
+        conforms(ChatWire.ChatModels, (yield* T.call("/api/v1/chat/models")).body)
         const who = yield* Chat.customer(1_000_000)
         const question = { model: "taskmeter-local", messages: [{ role: "user", content: "Is this documented?" }], max_tokens: 40 }
         const post = (body: object) =>
@@ -174,19 +172,19 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             headers: { "content-type": "application/json" },
             body: JSON.stringify(body)
           })
-        conforms(ChatApi.ChatCompletionRequest, question)
+        conforms(ChatWire.ChatCompletionRequest, question)
         const completion = yield* post(question)
         expect(completion.status).toBe(200)
-        const answered = conforms(ChatApi.ChatCompletion, completion.body)
+        const answered = conforms(ChatWire.ChatCompletion, completion.body)
         const streamed = yield* post({ ...question, stream: true })
         expect(streamed.headers.get("content-type")).toContain("text/event-stream")
         const payloads = events(streamed.body)
         expect(payloads.at(-1)).toBe("[DONE]")
-        const chunks = payloads.slice(0, -1).map((data) => conforms(ChatApi.ChatCompletionChunk, JSON.parse(data)))
+        const chunks = payloads.slice(0, -1).map((data) => conforms(ChatWire.ChatCompletionChunk, JSON.parse(data)))
         expect(chunks.at(-1)?.svc?.charged_micros).toEqual(expect.any(Number))
-        const page = conforms(ChatApi.ChatRequests, (yield* Chat.call("/api/v1/chat/requests", who)).body)
+        const page = conforms(ChatWire.ChatRequestPage, (yield* Chat.call("/api/v1/chat/requests", who)).body)
         expect(page.requests.map((request) => request.id)).toContain(answered.id)
-        conforms(ChatApi.ChatRequest, yield* Chat.request(who, answered.id))
+        conforms(ChatWire.ChatRequestView, yield* Chat.request(who, answered.id))
       }))
 
     it.effect("lists the media links upstreams fetch as internal, without credentials, not for API callers", () =>
@@ -204,15 +202,5 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
       }))
-  })
-})
-
-describe("the chat schemas of the document", () => {
-  it("describe exactly the kernel's wire types", () => {
-    expectTypeOf<typeof ChatApi.ChatCompletion.Type>().toEqualTypeOf<ChatWire.ChatCompletion>()
-    expectTypeOf<typeof ChatApi.ChatCompletionChunk.Type>().toEqualTypeOf<ChatWire.ChatCompletionChunk>()
-    expectTypeOf<typeof ChatApi.ChatStreamError.Type>().toEqualTypeOf<ChatWire.ChatStreamError>()
-    expectTypeOf<typeof ChatApi.ChatRequest.Type>().toEqualTypeOf<ChatWire.ChatRequestView>()
-    expectTypeOf<typeof ChatApi.ChatModels.Type>().toEqualTypeOf<ChatPrices.PublicChatModels>()
   })
 })

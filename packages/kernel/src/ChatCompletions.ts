@@ -66,7 +66,7 @@ export type Created =
 
 export class ChatCompletions extends Context.Service<ChatCompletions, {
   /** The callable models (listed, enabled, priced and with a configured upstream): GET /api/v1/chat/models. */
-  readonly models: Effect.Effect<ChatPrices.PublicChatModels>
+  readonly models: Effect.Effect<ChatWire.ChatModels>
   /**
    * Runs one request (the parsed JSON body). A stream's upstream connection belongs to the
    * Scope, which must stay open while the stream is consumed (a server's request scope does).

@@ -28,6 +28,7 @@
 import { readFile } from "node:fs/promises"
 import { Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
 import defaultChatPrices from "../prices/default-chat-prices.json" with { type: "json" }
+import type { ChatModel } from "./ChatWire.ts"
 import { formatUsd, Micros, micros } from "./Money.ts"
 
 export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
@@ -166,31 +167,8 @@ export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceList
     }
   )
 
-/** One entry of GET /api/v1/chat/models. USD strings are exact (six decimals); micros are the same rates as integers. */
-export interface PublicChatModel {
-  readonly id: string
-  readonly object: "model"
-  readonly created: number
-  readonly owned_by: string
-  readonly context_length: number
-  readonly pricing: {
-    readonly currency: "USD"
-    readonly tiers: ReadonlyArray<{
-      readonly up_to_prompt_tokens: number | null
-      readonly prompt_usd_per_million: string
-      readonly completion_usd_per_million: string
-      readonly prompt_micros_per_million: number
-      readonly completion_micros_per_million: number
-    }>
-  }
-}
-
-export interface PublicChatModels {
-  readonly object: "list"
-  readonly data: ReadonlyArray<PublicChatModel>
-}
-
-export const toPublic = (id: string, entry: ChatModelPrice): PublicChatModel => ({
+/** A priced model as GET /api/v1/chat/models lists it. */
+export const toPublic = (id: string, entry: ChatModelPrice): ChatModel => ({
   id,
   object: "model",
   created: entry.created ?? 0,

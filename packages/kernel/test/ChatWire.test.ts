@@ -69,4 +69,13 @@ describe("ChatWire.decodeRequest", () => {
     expect(problem({ ...valid, tools: {} })).toBe("tools: must be an array of tool definitions.")
     expect(problem(valid)).toBeUndefined()
   })
+
+  it("names the member the schema refuses, inside arrays too", () => {
+    expect(problem({ model: "m", messages: [...valid.messages, "hi"] })).toBe("messages[1]: must be an object")
+    expect(problem({ model: "m", messages: [{ role: "assistant", content: null, tool_calls: [1] }] }))
+      .toBe("messages[0].tool_calls[0]: must be an object")
+    expect(problem({ model: "m", messages: [{ role: "user", content: "hi", tool_call_id: 5 }] }))
+      .toBe("messages[0].tool_call_id: must be a string")
+    expect(problem({ ...valid, tools: [1] })).toBe("tools[0]: must be a tool definition (an object).")
+  })
 })
