@@ -28,6 +28,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { SqlClient } from "effect/sql"
 import { AccountStore, Ids, LedgerStore, Money, TaskStore } from "@taskmeter/kernel"
 import { PgStore } from "@taskmeter/storage-pg"
+import { percentile } from "../support/percentile.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -50,9 +51,6 @@ const PRICE = Money.micros(1_000)
 const WORKER = join(import.meta.dirname, "worker.ts")
 /** Extra node flags for the worker processes, e.g. BENCH_WORKER_NODE_ARGS="--cpu-prof" to profile them. */
 const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
-
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 
 const admit = (accountId: Ids.AccountId) =>
   Effect.gen(function*() {
