@@ -59,21 +59,22 @@ export interface ChatRequestRecord {
   readonly completedAt: Date | null
 }
 
+/** Why a chat request was not opened: nothing was reserved. */
+export type OpenError =
+  | Errors.ModelNotFound
+  | Errors.ModelPriceUnavailable
+  | Errors.InsufficientCredits
+  | Errors.PaymentReviewRequired
+  | Errors.ApiKeyUsageExceeded
+  | Errors.RateLimited
+  | Errors.ConcurrencyLimited
+  | StoreUnavailable
+
 export class ChatBilling extends Context.Service<ChatBilling, {
   readonly open: (
     caller: Caller,
     request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
-  ) => Effect.Effect<
-    ChatRequestRecord,
-    | Errors.ModelNotFound
-    | Errors.ModelPriceUnavailable
-    | Errors.InsufficientCredits
-    | Errors.PaymentReviewRequired
-    | Errors.ApiKeyUsageExceeded
-    | Errors.RateLimited
-    | Errors.ConcurrencyLimited
-    | StoreUnavailable
-  >
+  ) => Effect.Effect<ChatRequestRecord, OpenError>
   /** Charges the usage (capped at the reservation) and releases the rest; a second settle is a no-op. */
   readonly settle: (
     id: ChatRequestId,

@@ -30,7 +30,7 @@
 import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Result, Scope, Stream } from "effect"
 import type { Caller } from "./Accounts.ts"
 import { ChatBilling, MAX_REQUEST_MS } from "./ChatBilling.ts"
-import type { ChatOutcome, ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
+import type { ChatOutcome, ChatRequestRecord, OpenError, TokenUsage } from "./ChatBilling.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatProviderError, ChatProviders } from "./ChatProvider.ts"
 import type { ChatCall, ChatProviderV1, ChatStreamPart, JsonObject } from "./ChatProvider.ts"
@@ -46,16 +46,9 @@ export const CLIENT_DISCONNECTED = "CLIENT_DISCONNECTED"
 
 export type CreateError =
   | Errors.InvalidRequest
-  | Errors.ModelNotFound
-  | Errors.ModelPriceUnavailable
-  | Errors.InsufficientCredits
-  | Errors.PaymentReviewRequired
-  | Errors.ApiKeyUsageExceeded
-  | Errors.RateLimited
-  | Errors.ConcurrencyLimited
+  | OpenError
   | Errors.UpstreamRateLimited
   | Errors.UpstreamError
-  | StoreUnavailable
 
 export type StreamEvent = ChatWire.ChatCompletionChunk | ChatWire.ChatStreamError
 

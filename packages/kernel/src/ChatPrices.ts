@@ -26,9 +26,10 @@
  * computed in BigInt and rounded once, up, at the end: never a float, never rounded per token.
  */
 import { readFile } from "node:fs/promises"
-import { Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
+import { Context, Effect, Layer, Result, Schema } from "effect"
 import defaultChatPrices from "../prices/default-chat-prices.json" with { type: "json" }
 import type { ChatModel } from "./ChatWire.ts"
+import { decodeAll } from "./internal/SchemaProblems.ts"
 import { formatUsd, Micros, micros } from "./Money.ts"
 
 export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
@@ -137,30 +138,12 @@ const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string>
 export const problems = (list: ChatPriceList): ReadonlyArray<string> =>
   Object.entries(list.models).flatMap(([id, entry]) => modelProblems(id, entry))
 
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1({
-  leafHook: (leaf) =>
-    leaf._tag === "UnexpectedKey"
-      ? "is not a member of the chat price list format (check its spelling)"
-      : SchemaIssue.defaultLeafHook(leaf)
-})
-
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
+const decodeList = decodeAll(ChatPriceList, "chat price list")
 
 /** Decodes raw JSON data into a chat price list, every problem reported at once. */
 export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceListInvalid> =>
   Result.flatMap(
-    Result.mapError(
-      Schema.decodeUnknownResult(ChatPriceList)(raw, { errors: "all", onExcessProperty: "error" }),
-      (error) =>
-        new ChatPriceListInvalid({
-          problems: issueFormatter(error.issue).issues.map(({ message, path = [] }) =>
-            path.length === 0
-              ? message
-              : `${formatPath(path.map((segment) => (typeof segment === "object" ? segment.key : segment)))}: ${message}`
-          )
-        })
-    ),
+    Result.mapError(decodeList(raw), (problems) => new ChatPriceListInvalid({ problems })),
     (list) => {
       const found = problems(list)
       return found.length === 0 ? Result.succeed(list) : Result.fail(new ChatPriceListInvalid({ problems: found }))

@@ -31,6 +31,7 @@ import { Result, Schema, SchemaIssue } from "effect"
 import type { ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
 import type { Json, JsonObject } from "./ChatProvider.ts"
 import * as Errors from "./Errors.ts"
+import { describeIssue } from "./internal/SchemaProblems.ts"
 
 export const ROLES = ["system", "developer", "user", "assistant", "tool", "function"] as const
 
@@ -183,15 +184,10 @@ const decodeBody = Schema.decodeUnknownResult(ChatCompletionRequest)
 
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
-
 /** The first problem of a refused body, as `<path>: <rule>`. */
 const problem = (issue: SchemaIssue.Issue): string => {
   const [first] = formatIssue(issue).issues
-  const path = (first?.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
-  const message = first?.message ?? "The body is not a valid chat-completion request."
-  return path.length === 0 ? message : `${formatPath(path)}: ${message}`
+  return first === undefined ? "The body is not a valid chat-completion request." : describeIssue(first)
 }
 
 /** Checks a parsed JSON body against the rules above. */

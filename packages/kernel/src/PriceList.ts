@@ -41,7 +41,8 @@
  * fields and values named exist in the Catalog, and that no price times the largest quantity
  * can leave the safe-integer range. Every problem is reported at once, in `PriceListInvalid`.
  */
-import { Effect, Result, Schema, SchemaIssue } from "effect"
+import { Effect, Result, Schema } from "effect"
+import { decodeAll } from "./internal/SchemaProblems.ts"
 import type { ModelInput } from "./ModelDefinition.ts"
 import type { FieldInfo } from "./ModelField.ts"
 import { Micros, micros } from "./Money.ts"
@@ -256,15 +257,7 @@ export const problems = (list: PriceList, models: ReadonlyArray<PricedModel>): R
     return ruleProblems.length > 0 ? ruleProblems : checkCoverage(model, entry.rateCard, `${at}.rateCard`)
   })
 
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
-
-const issueFormatter = SchemaIssue.makeFormatterStandardSchemaV1({
-  leafHook: (leaf) =>
-    leaf._tag === "UnexpectedKey"
-      ? "is not a member of the price list format (check its spelling)"
-      : SchemaIssue.defaultLeafHook(leaf)
-})
+const decodeList = decodeAll(PriceList, "price list")
 
 /**
  * One model as GET /api/v1/prices shows it. `enabled` says whether a task can be submitted now
@@ -316,17 +309,7 @@ export const toPublic = (list: PriceList, models: ReadonlyArray<PricedModel>): P
 
 /** Decodes raw JSON data into a price list (every schema problem reported), without the Catalog checks. */
 export const decode = (raw: unknown): Result.Result<PriceList, PriceListInvalid> =>
-  Result.mapError(
-    Schema.decodeUnknownResult(PriceList)(raw, { errors: "all", onExcessProperty: "error" }),
-    (error) =>
-      new PriceListInvalid({
-        problems: issueFormatter(error.issue).issues.map(({ message, path = [] }) =>
-          path.length === 0
-            ? message
-            : `${formatPath(path.map((segment) => (typeof segment === "object" ? segment.key : segment)))}: ${message}`
-        )
-      })
-  )
+  Result.mapError(decodeList(raw), (problems) => new PriceListInvalid({ problems }))
 
 /** Decodes raw JSON data and checks it against the Catalog's models: a price list ready to quote from. */
 export const load = (raw: unknown, models: ReadonlyArray<PricedModel>): Effect.Effect<PriceList, PriceListInvalid> =>

@@ -35,29 +35,29 @@ const result = (accountId: AccountId, taskId: TaskId): ResultRecord => {
   }
 }
 
+/** Two accounts, "mine" and "theirs", each with one upload stored. */
+const uploadsOfTwoAccounts = Effect.gen(function*() {
+  const store = yield* MediaStore
+  const mine = (yield* makeAccount()).id
+  const theirs = (yield* makeAccount("theirs")).id
+  const own = media(mine)
+  const foreign = media(theirs)
+  yield* store.putMedia(own)
+  yield* store.putMedia(foreign)
+  return { store, mine, own, foreign }
+})
+
 export const mediaCases = (test: Case) =>
   describe("MediaStore", () => {
     test("media is read only by the account that uploaded it", Effect.gen(function*() {
-      const store = yield* MediaStore
-      const mine = (yield* makeAccount()).id
-      const theirs = (yield* makeAccount("theirs")).id
-      const own = media(mine)
-      const foreign = media(theirs)
-      yield* store.putMedia(own)
-      yield* store.putMedia(foreign)
+      const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
       expect(yield* store.getMedia(mine, own.reference)).toEqual(own)
       expect(yield* store.getMedia(mine, foreign.reference)).toBeUndefined()
       expect(yield* store.getMedia(mine, MediaReference.make())).toBeUndefined()
     }))
 
     test("missingMedia names every reference the account does not own", Effect.gen(function*() {
-      const store = yield* MediaStore
-      const mine = (yield* makeAccount()).id
-      const theirs = (yield* makeAccount("theirs")).id
-      const own = media(mine)
-      const foreign = media(theirs)
-      yield* store.putMedia(own)
-      yield* store.putMedia(foreign)
+      const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
       const unknown = MediaReference.make()
       expect(yield* store.missingMedia(mine, [])).toEqual([])
       expect(yield* store.missingMedia(mine, [own.reference])).toEqual([])
