@@ -26,15 +26,17 @@ export const mediaTypeOf = (contentType: string | undefined): string | undefined
 
 const isJsonMediaType = (type: string): boolean => type === "application/json" || type.endsWith("+json")
 
+const declaresMoreThan = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): boolean => {
+  const declared = request.headers["content-length"]
+  return declared !== undefined && Number(declared) > maxBytes
+}
+
 /** Refuses a declared Content-Length above `maxBytes`, before anything is read. */
 export const checkContentLength = <E extends Errors.ApiError>(
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number,
   refusal: E
-): Effect.Effect<void, E> => {
-  const declared = request.headers["content-length"]
-  return declared !== undefined && Number(declared) > maxBytes ? Effect.fail(refusal) : Effect.void
-}
+): Effect.Effect<void, E> => declaresMoreThan(request, maxBytes) ? Effect.fail(refusal) : Effect.void
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -66,7 +68,8 @@ export const read = (
 ): Effect.Effect<unknown, Errors.InvalidRequest | Errors.InputTooLarge> =>
   Effect.gen(function*() {
     const maxBytes = options?.maxBytes ?? MAX_JSON_BODY_BYTES
-    yield* checkContentLength(request, maxBytes, tooLarge(maxBytes))
+    // The refusal is built only when refusing: an error captures a stack trace, too dear per request.
+    if (declaresMoreThan(request, maxBytes)) return yield* tooLarge(maxBytes)
     const type = mediaTypeOf(request.headers["content-type"])
     if (type === undefined || !isJsonMediaType(type)) {
       return yield* new Errors.InvalidRequest({

@@ -44,6 +44,7 @@ import admissionFunctions from "./migrations/0002_admission_functions.ts"
 import admissionBatches from "./migrations/0003_admission_batches.ts"
 import resultsTaskFk from "./migrations/0004_results_task_fk.ts"
 import chatRequests from "./migrations/0005_chat_requests.ts"
+import authenticateBatches from "./migrations/0006_authenticate_batches.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -79,7 +80,8 @@ export const migrations = Migrator.fromRecord({
   "2_admission_functions": admissionFunctions,
   "3_admission_batches": admissionBatches,
   "4_results_task_fk": resultsTaskFk,
-  "5_chat_requests": chatRequests
+  "5_chat_requests": chatRequests,
+  "6_authenticate_batches": authenticateBatches
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

@@ -201,6 +201,37 @@ describe("storage-pg under concurrency (PostgreSQL)", () => {
       }))
     })))
 
+  it.live("120 parallel authentications of one key count exactly 120, each count once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const processes = yield* twoProcesses
+      const accountId = yield* on(processes[0])(fundedAccount(USD))
+      const key: AccountStore.ApiKeyRecord = {
+        id: Ids.makeApiKeyId(),
+        accountId,
+        name: "race",
+        displayPrefix: "tm_race",
+        hash: "a".repeat(64),
+        scopes: ["jobs:create"],
+        createdAt: T0,
+        revokedAt: null,
+        rateLimitPerMinute: null,
+        usageLimit: null,
+        usageCount: 0
+      }
+      yield* on(processes[0])(AccountStore.AccountStore.use((store) => store.insertApiKey(key)))
+      const authenticate = (hash: string) => AccountStore.AccountStore.use((store) => store.authenticate(hash, T0))
+      // An unknown hash among them, written in one batch with some of them, is answered undefined.
+      const results = yield* race(processes, 121, (index) => authenticate(index === 60 ? "0".repeat(64) : key.hash))
+      expect(results[60]).toBeUndefined()
+      const found = results.filter((result) => result !== undefined)
+      expect(found.length).toBe(120)
+      expect(found.every((result) => result.key.id === key.id)).toBe(true)
+      expect(found.map((result) => result.requestsInWindow).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 120 }, (_, index) => index + 1)
+      )
+      expect((yield* on(processes[1])(authenticate(key.hash)))?.requestsInWindow).toBe(121)
+    })))
+
   it.live("parallel claims never lease one task twice", () =>
     Effect.scoped(Effect.gen(function*() {
       const processes = yield* twoProcesses

@@ -1,19 +1,66 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { AccountStore } from "@taskmeter/kernel"
+import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { AccountRow, ApiKeyRow } from "./Rows.ts"
 import { apiKeyColumns, toAccount, toApiKey } from "./Rows.ts"
 
 const WINDOW_MS = 60_000
 
+/**
+ * Authentication batches written at once, how many of them may hold one key, and their largest
+ * size (see Batcher). A key's batches queue on its window row, so one in flight per key lets the
+ * others gather into the next batch.
+ */
+const AUTHENTICATION_BATCHES = 4
+const AUTHENTICATION_BATCHES_PER_KEY = 1
+const MAX_AUTHENTICATION_BATCH = 100
+
 interface AuthenticatedRow extends ApiKeyRow {
+  readonly ordinal: number
   readonly window_started: Date
   readonly window_requests: number
 }
 
+interface Authentication {
+  readonly hash: string
+  readonly now: Date
+}
+
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+
+  // Every request authenticates: one statement and one transaction per batch of them, as for admissions.
+  const authenticateBatch = (calls: ReadonlyArray<Authentication>) =>
+    Failures.run(
+      "authenticate",
+      sql<AuthenticatedRow>`SELECT a.ordinal, ${sql.literal(apiKeyColumns("(a.key)"))}, a.window_started, a.window_requests
+        FROM taskmeter_authenticate_batch(
+          ${calls.map((call) => call.hash)}::text[],
+          ${calls.map((call) => call.now.toISOString())}::timestamptz[]
+        ) a`.pipe(
+        Effect.map((rows) => {
+          const results: Array<AccountStore.Authenticated | undefined> = calls.map(() => undefined)
+          for (const row of rows) {
+            results[row.ordinal - 1] = {
+              key: toApiKey(row),
+              requestsInWindow: row.window_requests,
+              windowResetsAt: new Date(row.window_started.getTime() + WINDOW_MS)
+            }
+          }
+          return results
+        })
+      )
+    )
+
+  const authenticate = yield* Batcher.make({
+    key: (call: Authentication) => call.hash,
+    maxBatch: MAX_AUTHENTICATION_BATCH,
+    concurrency: AUTHENTICATION_BATCHES,
+    perKey: AUTHENTICATION_BATCHES_PER_KEY,
+    run: authenticateBatch
+  })
 
   return AccountStore.AccountStore.of({
     createAccount: (account) =>
@@ -68,19 +115,6 @@ export const make = Effect.gen(function*() {
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
       ),
 
-    authenticate: (hash, now) =>
-      Failures.run(
-        "authenticate",
-        sql<AuthenticatedRow>`SELECT ${sql.literal(apiKeyColumns("(a.key)"))}, a.window_started, a.window_requests
-          FROM taskmeter_authenticate(${hash}, ${now}) a`.pipe(
-          Effect.map((rows) =>
-            rows.length === 0 ? undefined : {
-              key: toApiKey(rows[0]),
-              requestsInWindow: rows[0].window_requests,
-              windowResetsAt: new Date(rows[0].window_started.getTime() + WINDOW_MS)
-            }
-          )
-        )
-      )
+    authenticate: (hash, now) => authenticate({ hash, now })
   })
 })
