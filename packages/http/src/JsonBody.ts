@@ -31,12 +31,15 @@ const declaresMoreThan = (request: HttpServerRequest.HttpServerRequest, maxBytes
   return declared !== undefined && Number(declared) > maxBytes
 }
 
-/** Refuses a declared Content-Length above `maxBytes`, before anything is read. */
+/**
+ * Refuses a declared Content-Length above `maxBytes`, before anything is read. The refusal is
+ * built only when refusing: an error captures a stack trace, too dear to make per request.
+ */
 export const checkContentLength = <E extends Errors.ApiError>(
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number,
-  refusal: E
-): Effect.Effect<void, E> => declaresMoreThan(request, maxBytes) ? Effect.fail(refusal) : Effect.void
+  refusal: () => E
+): Effect.Effect<void, E> => declaresMoreThan(request, maxBytes) ? Effect.fail(refusal()) : Effect.void
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -68,8 +71,7 @@ export const read = (
 ): Effect.Effect<unknown, Errors.InvalidRequest | Errors.InputTooLarge> =>
   Effect.gen(function*() {
     const maxBytes = options?.maxBytes ?? MAX_JSON_BODY_BYTES
-    // The refusal is built only when refusing: an error captures a stack trace, too dear per request.
-    if (declaresMoreThan(request, maxBytes)) return yield* tooLarge(maxBytes)
+    yield* checkContentLength(request, maxBytes, () => tooLarge(maxBytes))
     const type = mediaTypeOf(request.headers["content-type"])
     if (type === undefined || !isJsonMediaType(type)) {
       return yield* new Errors.InvalidRequest({

@@ -68,7 +68,7 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
               (contentType === undefined ? "." : ` (not ${contentType}).`)
           })
         }
-        yield* checkContentLength(request, maxUploadBytes, tooLarge(maxUploadBytes))
+        yield* checkContentLength(request, maxUploadBytes, () => tooLarge(maxUploadBytes))
         const { body, head } = yield* readAhead(request)
         if (head.byteLength === 0) {
           return yield* new Errors.InvalidRequest({ message: "The body is empty; send the file's bytes as the body." })
