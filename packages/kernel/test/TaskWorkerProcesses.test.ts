@@ -36,7 +36,11 @@ const reachable = await Effect.runPromise(
     Effect.catchCause(() => Effect.succeed(false))
   )
 )
-if (!reachable) console.warn(`Skipping the worker process tests: no PostgreSQL at TEST_DATABASE_URL (${url})`)
+if (!reachable) {
+  // CI provides the database: there its absence is a failure, not a reason to test less.
+  if (process.env.CI) throw new Error(`The worker process tests need PostgreSQL under CI: none at ${url}`)
+  console.warn(`Skipping the worker process tests: no PostgreSQL at TEST_DATABASE_URL (${url})`)
+}
 
 /** A fresh schema with its stores, a blob directory and a fake upstream, all gone with the scope. */
 const environment = (initial: (reference: string) => Upstream.JobState) =>
