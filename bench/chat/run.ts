@@ -19,6 +19,7 @@ import type { ChildProcess } from "node:child_process"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { parseArgs } from "node:util"
+import { summarize } from "../support/percentile.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -79,9 +80,6 @@ const timed = async (base: string, model: string, stream: boolean): Promise<{ ms
   return { ms: first ?? Number.NaN, charged: charged === undefined ? 0 : Number(charged) }
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-
 let totalCharged = 0
 
 const measure = async (base: string, model: string, stream: boolean, concurrency: number, requests = REQUESTS) => {
@@ -96,8 +94,8 @@ const measure = async (base: string, model: string, stream: boolean, concurrency
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
-  samples.sort((a, b) => a - b)
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+  const { p50, p99 } = summarize(samples)
+  return { p50, p99 }
 }
 
 try {
