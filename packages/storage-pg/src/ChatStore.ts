@@ -10,6 +10,7 @@ import { PgTypes } from "@effect/sql-pg"
 import { ChatStore, Money } from "@taskmeter/kernel"
 import type { ChatBilling, ChatPrices, Ids } from "@taskmeter/kernel"
 import * as Failures from "./internal/Failures.ts"
+import { toRefusal } from "./internal/Rows.ts"
 
 type Int8 = bigint | number
 
@@ -96,14 +97,8 @@ export const make = Effect.gen(function*() {
         switch (row.outcome) {
           case "Opened":
             return { _tag: "Opened", record: toRecord(row) }
-          case "RateLimited":
-            return { _tag: "RateLimited", retryAfterSeconds: Number(row.detail) }
-          case "InsufficientCredits":
-            return { _tag: "InsufficientCredits", availableMicros: Number(row.detail) }
-          case "KeyUsageExceeded":
-          case "ConcurrencyLimited":
-          case "PaymentReviewRequired":
-            return { _tag: row.outcome }
+          default:
+            return toRefusal(row.outcome, row.detail)
         }
       })),
 

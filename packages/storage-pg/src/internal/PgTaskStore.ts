@@ -20,7 +20,7 @@ import { TaskStatus, TaskStore } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
-import { taskColumns as taskColumnList, toTask } from "./Rows.ts"
+import { taskColumns as taskColumnList, toRefusal, toTask } from "./Rows.ts"
 import type { Wakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
@@ -140,14 +140,8 @@ const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
       return { _tag: row.outcome, task: toTask(row) }
     case "IdempotencyConflict":
       return { _tag: "IdempotencyConflict", taskId: row.id as TaskStore.TaskRecord["id"] }
-    case "RateLimited":
-      return { _tag: "RateLimited", retryAfterSeconds: Number(row.detail) }
-    case "InsufficientCredits":
-      return { _tag: "InsufficientCredits", availableMicros: Number(row.detail) }
-    case "KeyUsageExceeded":
-    case "ConcurrencyLimited":
-    case "PaymentReviewRequired":
-      return { _tag: row.outcome }
+    default:
+      return toRefusal(row.outcome, row.detail)
   }
 }
 

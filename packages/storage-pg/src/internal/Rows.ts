@@ -206,3 +206,23 @@ export const toResult = (row: ResultRow): MediaStore.ResultRecord => ({
   blobKey: row.blob_key,
   createdAt: row.created_at
 })
+
+/** The limit and credit refusals that task admission and chat opening share, as their functions report them. */
+export type Refusal =
+  | { readonly _tag: "RateLimited"; readonly retryAfterSeconds: number }
+  | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
+  | { readonly _tag: "KeyUsageExceeded" | "ConcurrencyLimited" | "PaymentReviewRequired" }
+
+export type RefusalOutcome = Refusal["_tag"]
+
+/** A refusal from its outcome tag and the numeric `detail` column that carries its figure. */
+export const toRefusal = (outcome: RefusalOutcome, detail: unknown): Refusal => {
+  switch (outcome) {
+    case "RateLimited":
+      return { _tag: outcome, retryAfterSeconds: Number(detail) }
+    case "InsufficientCredits":
+      return { _tag: outcome, availableMicros: Number(detail) }
+    default:
+      return { _tag: outcome }
+  }
+}
