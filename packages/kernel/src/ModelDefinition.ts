@@ -7,7 +7,8 @@
 import { JsonSchema, Schema } from "effect"
 import type { Field, FieldInfo } from "./ModelField.ts"
 
-export type Category = "image" | "video" | "audio" | "text"
+export const Category = Schema.Literals(["image", "video", "audio", "text"])
+export type Category = typeof Category.Type
 
 /** A validated input with defaults applied, keyed by field name. */
 export type ModelInput = { readonly [field: string]: unknown }

@@ -25,28 +25,35 @@ import { Effect, Schema } from "effect"
 import type { SchemaAST } from "effect"
 import * as MediaReference from "./MediaReference.ts"
 
-/** One input field as GET /api/v1/models lists it. */
-export interface FieldInfo {
-  readonly name: string
-  readonly type: "string" | "integer" | "array"
-  /** Item type of an array field. */
-  readonly items?: "string"
-  /** As the spec states it; a required field with a `default` may still be omitted. */
-  readonly required: boolean
-  /** Takes an https URL or a `media:<uuid>` reference (per item for arrays). */
-  readonly media: boolean
-  readonly options?: ReadonlyArray<string | number>
-  readonly default?: string | number
-  readonly minLength?: number
-  readonly maxLength?: number
-  readonly minimum?: number
-  readonly maximum?: number
-  readonly minItems?: number
-  readonly maxItems?: number
-  /** The only item counts accepted, when the model rules some out (e.g. 1 or 3, not 2). */
-  readonly allowedCounts?: ReadonlyArray<number>
-  readonly description?: string
-}
+const Bound = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** One input field as GET /api/v1/models lists it (and as the OpenAPI document describes it). */
+export const FieldInfo = Schema.Struct({
+  name: Schema.String,
+  type: Schema.Literals(["string", "integer", "array"]),
+  items: Schema.optionalKey(Schema.Literal("string").annotate({ description: "Item type of an array field." })),
+  required: Schema.Boolean.annotate({
+    description: "As the spec states it; a required field with a default may be omitted (the default is applied)."
+  }),
+  media: Schema.Boolean.annotate({
+    description: "Takes an https URL or a media:<uuid> reference from POST /api/v1/media (per item for arrays)."
+  }),
+  options: Schema.optionalKey(Schema.Array(Schema.Union([Schema.String, Schema.Number]))),
+  default: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number])),
+  minLength: Schema.optionalKey(Bound),
+  maxLength: Schema.optionalKey(Bound),
+  minimum: Schema.optionalKey(Schema.Number),
+  maximum: Schema.optionalKey(Schema.Number),
+  minItems: Schema.optionalKey(Bound),
+  maxItems: Schema.optionalKey(Bound),
+  allowedCounts: Schema.optionalKey(
+    Schema.Array(Bound).annotate({
+      description: "The only item counts accepted, when the model rules some out (e.g. 1 or 3, not 2)."
+    })
+  ),
+  description: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "ModelField" })
+export type FieldInfo = typeof FieldInfo.Type
 
 /** A field's schema (as a Struct property, presence applied) and its listing without the name. */
 export interface Field {

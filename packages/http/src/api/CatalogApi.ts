@@ -7,44 +7,17 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Errors, PriceList } from "@taskmeter/kernel"
+import { Errors, ModelDefinition, ModelField, PriceList } from "@taskmeter/kernel"
 import { errors } from "./ApiErrors.ts"
-
-const Bound = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-
-/** One input field of a model, as the Catalog lists it. */
-export const ModelFieldInfo = Schema.Struct({
-  name: Schema.String,
-  type: Schema.Literals(["string", "integer", "array"]),
-  items: Schema.optionalKey(Schema.Literal("string").annotate({ description: "Item type of an array field." })),
-  required: Schema.Boolean.annotate({
-    description: "As the spec states it; a required field with a default may be omitted (the default is applied)."
-  }),
-  media: Schema.Boolean.annotate({
-    description: "Takes an https URL or a media:<uuid> reference from POST /api/v1/media (per item for arrays)."
-  }),
-  options: Schema.optionalKey(Schema.Array(Schema.Union([Schema.String, Schema.Number]))),
-  default: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number])),
-  minLength: Schema.optionalKey(Bound),
-  maxLength: Schema.optionalKey(Bound),
-  minimum: Schema.optionalKey(Schema.Number),
-  maximum: Schema.optionalKey(Schema.Number),
-  minItems: Schema.optionalKey(Bound),
-  maxItems: Schema.optionalKey(Bound),
-  allowedCounts: Schema.optionalKey(
-    Schema.Array(Bound).annotate({ description: "The only item counts accepted, when some are ruled out." })
-  ),
-  description: Schema.optionalKey(Schema.String)
-}).annotate({ identifier: "ModelField" })
 
 export const ModelInfo = Schema.Struct({
   slug: Schema.String,
-  category: Schema.Literals(["image", "video", "audio", "text"]),
+  category: ModelDefinition.Category,
   title: Schema.String,
   description: Schema.String,
   outputs: Schema.String.annotate({ description: "What a task produces, e.g. \"2 audio assets\"." }),
   deprecated: Schema.Boolean,
-  fields: Schema.Array(ModelFieldInfo),
+  fields: Schema.Array(ModelField.FieldInfo),
   inputSchema: Schema.Record(Schema.String, Schema.Unknown).annotate({
     description: "JSON Schema (draft 2020-12) of the model's `input` object for POST /api/v1/jobs."
   })
