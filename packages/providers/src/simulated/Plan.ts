@@ -5,12 +5,13 @@
  * at most a title, style tags and a topic, trimmed, never the caller's whole input.
  */
 import { Result, Schema } from "effect"
+import { ModelDefinition } from "@taskmeter/kernel"
 import type { Catalog } from "@taskmeter/kernel"
 import * as Lyrics from "./Lyrics.ts"
 
 export const Plan = Schema.Struct({
   model: Schema.String,
-  kind: Schema.Literals(["image", "video", "audio", "text"]),
+  kind: ModelDefinition.Category,
   seed: Schema.String,
   /** Submitted and ready, epoch milliseconds. */
   at: Schema.Number,
