@@ -45,6 +45,7 @@ import admissionBatches from "./migrations/0003_admission_batches.ts"
 import resultsTaskFk from "./migrations/0004_results_task_fk.ts"
 import chatRequests from "./migrations/0005_chat_requests.ts"
 import authenticateBatches from "./migrations/0006_authenticate_batches.ts"
+import admissionFastPath from "./migrations/0007_admission_fast_path.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -81,7 +82,8 @@ export const migrations = Migrator.fromRecord({
   "3_admission_batches": admissionBatches,
   "4_results_task_fk": resultsTaskFk,
   "5_chat_requests": chatRequests,
-  "6_authenticate_batches": authenticateBatches
+  "6_authenticate_batches": authenticateBatches,
+  "7_admission_fast_path": admissionFastPath
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */
