@@ -10,16 +10,20 @@
  *   answer must be 202. The server has a process of its own, as in production, so that the load
  *   generator does not share its event loop; WORKERS=false keeps task workers from competing
  *   for the cores, and the limits are set far out of reach.
+ * - bare: the issue's yardstick, a bare node:http handler in a child process (bare-server.ts)
+ *   admitting each POST with one statement of its own through the same driver, with no
+ *   framework, kernel, authentication or batching, driven like http.
  * - kernel: the same work without HTTP, in this process: Accounts.authenticate of the same key,
  *   then TaskRunner.submit (validation, quote, fingerprint, TaskStore.admit), N at a time.
  * - store: TaskStore.admit alone, N at a time: the bare admission transaction.
  * After one unrecorded pass of every path at the top level (JIT, pools, prepared statements),
- * for each N (1, 8, 32 by default) the three paths take turns for `--rounds` rounds, each round
+ * for each N (1, 8, 32 by default) the paths take turns for `--rounds` rounds, each round
  * a `--warmup` then its share of `--seconds` (or of `--max-requests` answers, if that comes
- * first): taking turns spreads any other work on the box over the three alike. Reported per
+ * first): taking turns spreads any other work on the box over them alike. Reported per
  * path and N: submits/s, latency p50/p99/max, and the cores used meanwhile by this process, the
- * server, PostgreSQL (every backend) and the rest of the machine (other work on the box, which
- * skews the figures when it is not near 0). At the end the tasks table must hold exactly one
+ * server (the bare one for bare), PostgreSQL (every backend), the rest of the machine (other
+ * work on the box, which skews the figures when it is not near 0) and the time the hypervisor
+ * took from this virtual machine (steal: cores the box did not get). At the end the tasks table must hold exactly one
  * task per admission answered.
  *
  * Usage: node bench/admission/run.ts [--connections 1,8,32] [--seconds 6] [--rounds 3]
@@ -90,13 +94,15 @@ const CREDITS = Money.micros(1_000_000_000_000)
 const INPUT = { prompt: "a song about a lighthouse keeper" }
 const BODY = Buffer.from(JSON.stringify({ model: MODEL, input: INPUT }))
 const SERVER = join(import.meta.dirname, "../../packages/http/bin/start.ts")
+const BARE_SERVER = join(import.meta.dirname, "bare-server.ts")
 const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
 const log = (line: string) => (args.json ? process.stderr : process.stdout).write(`${line}\n`)
 
-type Path = "http" | "kernel" | "store"
-const PATHS: ReadonlyArray<Path> = ["http", "kernel", "store"]
+type Path = "http" | "bare" | "kernel" | "store"
+const PATHS: ReadonlyArray<Path> = ["http", "bare", "kernel", "store"]
 const DESCRIPTION: Record<Path, string> = {
   http: "POST /api/v1/jobs to the server process",
+  bare: "POST to a bare node:http process admitting with one statement each (the issue's yardstick)",
   kernel: "Accounts.authenticate + TaskRunner.submit in this process, no HTTP",
   store: "TaskStore.admit alone in this process: the bare admission transaction"
 }
@@ -143,21 +149,21 @@ const kernel = ManagedRuntime.make(
 /** Outside the schema: checks the tasks at the end and drops the schema. */
 const admin = ManagedRuntime.make(PgStore.client({ url: databaseUrl, maxConnections: 1 }))
 
-let server: ChildProcess | undefined
+const children: Array<ChildProcess> = []
 let cleaned: Promise<void> | undefined
 
-const stopServer = async () => {
-  if (server === undefined || server.exitCode !== null || server.signalCode !== null) return
-  const exited = once(server, "exit")
-  server.kill("SIGTERM")
-  const timer = setTimeout(() => server?.kill("SIGKILL"), 10_000)
+const stop = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, "exit")
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
   await exited
   clearTimeout(timer)
 }
 
 const cleanup = () =>
   cleaned ??= (async () => {
-    await stopServer().catch(() => undefined)
+    await Promise.all(children.map((child) => stop(child).catch(() => undefined)))
     await kernel.dispose().catch(() => undefined)
     await admin.runPromise(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
       .catch((error) => console.error(`bench/admission: could not drop schema ${schema}:`, error))
@@ -176,30 +182,23 @@ process.once("SIGTERM", () => abort("terminated"))
 const budgetMs = (LEVELS.length * PATHS.length * (ROUNDS * WARMUP + SECONDS) + PATHS.length * FIRST_PASS + 120) * 1000
 setTimeout(() => abort(`still running after ${budgetMs / 1000} s`), budgetMs).unref()
 
-/** Starts `npm start`'s server on an ephemeral port and resolves with its base URL. */
-const startServer = (): Promise<URL> => {
-  const child = spawn(process.execPath, [...serverNodeArgs, SERVER], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_SCHEMA: schema,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      DATA_DIR: serverDir,
-      WORKERS: "false",
-      SIMULATED_ENABLED: "true",
-      SUBMISSIONS_PER_MINUTE: String(NO_LIMIT),
-      MAX_UNFINISHED_TASKS: String(NO_LIMIT),
-      KEY_RATE_LIMIT_PER_MINUTE: String(NO_LIMIT)
-    },
+interface Started {
+  readonly url: URL
+  readonly pid: number | undefined
+}
+
+/** Starts a server script on an ephemeral port and resolves with its base URL. */
+const startChild = (script: string, env: Record<string, string>): Promise<Started> => {
+  const child = spawn(process.execPath, [...serverNodeArgs, script], {
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"]
   })
-  server = child
+  children.push(child)
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! })
     lines.on("line", (line) => {
       const match = /listening on (http:\/\/\S+)/.exec(line)
-      if (match !== null) resolve(new URL(match[1]!))
+      if (match !== null) resolve({ url: new URL(match[1]!), pid: child.pid })
     })
     child.once("exit", (code) => reject(new Error(`the server exited with ${code} before listening`)))
   })
@@ -222,7 +221,8 @@ interface Window {
 const drive = async (
   connections: number,
   { maxRequests, seconds, warmup }: { readonly warmup: number; readonly seconds: number; readonly maxRequests: number },
-  send: (loop: number) => Promise<void>
+  send: (loop: number) => Promise<void>,
+  serverPid?: number | undefined
 ): Promise<Window> => {
   const samples: Array<number> = []
   const start = performance.now() + warmup * 1000
@@ -246,9 +246,9 @@ const drive = async (
   const window = new Promise<void>((resolve) => {
     const check = () => {
       const now = performance.now()
-      if (before === undefined && Cpu.available) before = Cpu.snapshot(server?.pid)
+      if (before === undefined && Cpu.available) before = Cpu.snapshot(serverPid)
       if (now < end) return void setTimeout(check, Math.min(20, Math.max(1, end - now)))
-      if (before !== undefined) cpu = Cpu.between(before, Cpu.snapshot(server?.pid))
+      if (before !== undefined) cpu = Cpu.between(before, Cpu.snapshot(serverPid))
       resolve()
     }
     setTimeout(check, warmup * 1000)
@@ -259,7 +259,7 @@ const drive = async (
 
 /** POST /api/v1/jobs over exactly `connections` keep-alive sockets. */
 const driveHttp = async (
-  base: URL,
+  { pid, url: base }: Started,
   keys: ReadonlyArray<string>,
   connections: number,
   options: Parameters<typeof drive>[1]
@@ -298,7 +298,7 @@ const driveHttp = async (
       req.end(BODY)
     })
   try {
-    return { ...(await drive(connections, options, send)), sockets: sockets.size }
+    return { ...(await drive(connections, options, send, pid)), sockets: sockets.size }
   } finally {
     agent.destroy()
   }
@@ -317,7 +317,7 @@ const cellOf = (path: Path, connections: number, windows: ReadonlyArray<Window>)
     seconds,
     perSecond: samples.length / seconds,
     ...summarize(samples),
-    ...(path === "http" ? { sockets: Math.max(...windows.map((window) => window.sockets ?? 0)) } : {}),
+    ...(path === "http" || path === "bare" ? { sockets: Math.max(...windows.map((window) => window.sockets ?? 0)) } : {}),
     cores: cpu === undefined ? undefined : Cpu.coresUsed(cpu)
   }
 }
@@ -332,7 +332,7 @@ const label = (cell: Cell) =>
     cell.max.toFixed(2).padStart(6),
     cell.cores === undefined
       ? "-"
-      : [cell.cores.self, cell.cores.server, cell.cores.postgres, cell.cores.rest].map((c) => c.toFixed(2)).join(" / ")
+      : [cell.cores.self, cell.cores.server, cell.cores.postgres, cell.cores.rest, cell.cores.steal].map((c) => c.toFixed(2)).join(" / ")
   ].join(" | ")
 
 try {
@@ -353,7 +353,25 @@ try {
       services: { accounts, runner: yield* TaskRunner.TaskRunner, tasks: yield* TaskStore.TaskStore }
     }
   }))
-  const base = await startServer()
+  const server = await startChild(SERVER, {
+    DATABASE_URL: databaseUrl,
+    DATABASE_SCHEMA: schema,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: serverDir,
+    WORKERS: "false",
+    SIMULATED_ENABLED: "true",
+    SUBMISSIONS_PER_MINUTE: String(NO_LIMIT),
+    MAX_UNFINISHED_TASKS: String(NO_LIMIT),
+    KEY_RATE_LIMIT_PER_MINUTE: String(NO_LIMIT)
+  })
+  const bare = await startChild(BARE_SERVER, {
+    BARE_DATABASE_URL: databaseUrl,
+    BARE_SCHEMA: schema,
+    BARE_ACCOUNT: callers[0]!.accountId,
+    BARE_KEY: callers[0]!.apiKeyId!,
+    BARE_QUOTE: JSON.stringify(quote)
+  })
 
   const submitKernel = (loop: number) =>
     Effect.runPromise(Effect.gen(function*() {
@@ -391,8 +409,8 @@ try {
     }))
 
   const run = (path: Path, connections: number, options: Parameters<typeof drive>[1]): Promise<Window> =>
-    path === "http"
-      ? driveHttp(base, keys, connections, options)
+    path === "http" || path === "bare"
+      ? driveHttp(path === "http" ? server : bare, keys, connections, options)
       : drive(connections, options, path === "kernel" ? submitKernel : admitStore)
 
   const top = Math.max(...LEVELS)
@@ -406,7 +424,7 @@ try {
   for (const path of PATHS) await run(path, top, { warmup: 0, seconds: FIRST_PASS, maxRequests: MAX_REQUESTS })
 
   log("")
-  log("connections | path   | submits/s | p50 ms | p99 ms | max ms | cores: bench / server / postgres / rest of box")
+  log("connections | path   | submits/s | p50 ms | p99 ms | max ms | cores: bench / server / postgres / rest of box / steal")
   const cells: Array<Cell> = []
   const round = { warmup: WARMUP, seconds: SECONDS / ROUNDS, maxRequests: Math.ceil(MAX_REQUESTS / ROUNDS) }
   for (const connections of LEVELS) {
@@ -436,14 +454,16 @@ try {
     cells.find((cell) => cell.path === path && cell.connections === connections)!.perSecond
   const ratios = LEVELS.map((connections) => ({
     connections,
+    httpOverBare: rate("http", connections) / rate("bare", connections),
     httpOverStore: rate("http", connections) / rate("store", connections),
     httpOverKernel: rate("http", connections) / rate("kernel", connections)
   }))
   log("")
   for (const ratio of ratios) {
     log(
-      `${String(ratio.connections).padStart(3)} connections: http reaches ${(100 * ratio.httpOverStore).toFixed(0)}% ` +
-        `of the bare admission, ${(100 * ratio.httpOverKernel).toFixed(0)}% of the kernel path`
+      `${String(ratio.connections).padStart(3)} connections: http reaches ${(100 * ratio.httpOverBare).toFixed(0)}% ` +
+        `of the bare handler, ${(100 * ratio.httpOverKernel).toFixed(0)}% of the kernel path, ` +
+        `${(100 * ratio.httpOverStore).toFixed(0)}% of the store admission`
     )
   }
   log(`books: ${admitted} admissions answered, ${stored[0]!.n} tasks stored`)

@@ -16,6 +16,8 @@ export interface CpuTime {
   readonly serverMs: number
   readonly postgresMs: number
   readonly machineBusyMs: number
+  /** Time the hypervisor ran something else while this virtual machine had work. */
+  readonly stealMs: number
 }
 
 /** Cores in use on average (1 = one core fully busy). */
@@ -25,6 +27,8 @@ export interface CoresUsed {
   readonly postgres: number
   /** The machine's busy time not accounted for by the three above: other work on the box. */
   readonly rest: number
+  /** Cores the hypervisor gave to other machines while this one had work (steal). */
+  readonly steal: number
 }
 
 const read = (path: string): string | undefined => {
@@ -52,11 +56,11 @@ const postgresMs = (): number => {
   return total
 }
 
-/** Busy time of all cores (everything but idle and iowait), in ms. */
-const machineBusyMs = (): number => {
+/** Busy time of all cores (user, nice, system, irq, softirq) and steal time, in ms. */
+const machineMs = (): { readonly busy: number; readonly steal: number } => {
   const [, ...ticks] = read("/proc/stat")!.split("\n")[0]!.trim().split(/\s+/).map(Number)
   const [user, nice, system, , , irq, softirq, steal] = ticks
-  return (user! + nice! + system! + irq! + softirq! + steal!) * TICK_MS
+  return { busy: (user! + nice! + system! + irq! + softirq!) * TICK_MS, steal: steal! * TICK_MS }
 }
 
 /** Whether /proc can be read here; elsewhere no CPU figures are given. */
@@ -65,12 +69,14 @@ export const available = read("/proc/stat") !== undefined
 /** The counters now, `wallMs` being the time since an arbitrary origin. */
 export const snapshot = (serverPid: number | undefined): CpuTime => {
   const self = process.cpuUsage()
+  const machine = machineMs()
   return {
     wallMs: performance.now(),
     selfMs: (self.user + self.system) / 1000,
     serverMs: serverPid === undefined ? 0 : processMs(serverPid),
     postgresMs: postgresMs(),
-    machineBusyMs: machineBusyMs()
+    machineBusyMs: machine.busy,
+    stealMs: machine.steal
   }
 }
 
@@ -79,7 +85,8 @@ const combine = (a: CpuTime, b: CpuTime, sign: 1 | -1): CpuTime => ({
   selfMs: a.selfMs + sign * b.selfMs,
   serverMs: a.serverMs + sign * b.serverMs,
   postgresMs: a.postgresMs + sign * b.postgresMs,
-  machineBusyMs: a.machineBusyMs + sign * b.machineBusyMs
+  machineBusyMs: a.machineBusyMs + sign * b.machineBusyMs,
+  stealMs: a.stealMs + sign * b.stealMs
 })
 
 /** The CPU time spent between two snapshots. */
@@ -93,5 +100,11 @@ export const coresUsed = (time: CpuTime): CoresUsed => {
   const server = time.serverMs / time.wallMs
   const postgres = time.postgresMs / time.wallMs
   const machine = time.machineBusyMs / time.wallMs
-  return { self, server, postgres, rest: Math.max(0, machine - self - server - postgres) }
+  return {
+    self,
+    server,
+    postgres,
+    rest: Math.max(0, machine - self - server - postgres),
+    steal: time.stealMs / time.wallMs
+  }
 }
