@@ -6,7 +6,8 @@
  * refused before a byte is read, and a body sent without one is counted while it streams and
  * refused at the first chunk that crosses the limit. Every refusal says what to fix.
  */
-import { Effect, Stream } from "effect"
+import { ByteSize, Effect } from "effect"
+import { HttpIncomingMessage } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { Errors } from "@taskmeter/kernel"
 
@@ -43,23 +44,19 @@ export const checkContentLength = <E extends Errors.ApiError>(
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** The body's bytes, refusing (and reading no further) once they exceed `maxBytes`. */
+/**
+ * The body's bytes, refusing (and reading no further) once they exceed `maxBytes`: the
+ * platform's own reader, counting against `MaxBodySize` as the bytes arrive.
+ */
 const readLimited = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
-  Effect.suspend(() => {
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    return request.stream.pipe(
-      Stream.mapError(() => new Errors.InvalidRequest({ message: "The request body could not be read; send it again." })),
-      Stream.runForEach((chunk) => {
-        size += chunk.byteLength
-        if (size > maxBytes) return Effect.fail(tooLarge(maxBytes))
-        chunks.push(chunk)
-        return Effect.void
-      }),
-      Effect.as(chunks),
-      Effect.map((parts) => Buffer.concat(parts, size))
+  request.arrayBuffer.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes)),
+    Effect.mapError((error) =>
+      error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
+        ? tooLarge(maxBytes)
+        : new Errors.InvalidRequest({ message: "The request body could not be read; send it again." })
     )
-  })
+  )
 
 /**
  * The parsed JSON body: INVALID_REQUEST when the Content-Type is not JSON, the body is empty,
