@@ -166,6 +166,15 @@ export class TaskStore extends Context.Service<TaskStore, {
     idempotencyKey: string,
     now: Date
   ) => Effect.Effect<IdempotentSubmission | undefined, StoreUnavailable>
+  /**
+   * Deletes up to `limit` Idempotency-Keys of any account whose `idempotencyExpiresAt <=
+   * expiredBefore`, and answers how many it deleted (0 when `limit` is below 1). These are the
+   * keys admit already treats as expired at `expiredBefore`; a key live then (a reused key
+   * included, which its admission renewed) is never deleted. The tasks they named stay. Purges
+   * running at once in several processes delete each key once and never wait for each other;
+   * an admission reusing an expired key that a purge deletes meanwhile still records its key.
+   */
+  readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
   /** The task, only if it belongs to the account. */
   readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
   /** The account's latest tasks, newest first. */

@@ -53,6 +53,7 @@ import type { BlobStore } from "./BlobStore.ts"
 import { Catalog } from "./Catalog.ts"
 import type { ModelInput } from "./Catalog.ts"
 import { Executors } from "./Executors.ts"
+import * as Housekeeping from "./Housekeeping.ts"
 import type { AccountId } from "./Ids.ts"
 import * as MediaReference from "./MediaReference.ts"
 import type { MediaStore } from "./MediaStore.ts"
@@ -440,14 +441,19 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
 
 export interface ServeOptions extends Options {
   readonly reconciler?: Reconciler.Options | undefined
+  readonly housekeeping?: Housekeeping.Options | undefined
 }
 
 /**
  * What a dedicated worker process runs (`npx taskmeter worker`), and the server process in
- * the background: the worker and the reconciler, until interrupted.
+ * the background: the worker, the reconciler and the housekeeping, until interrupted.
  */
 export const serve = (options: ServeOptions = {}): Effect.Effect<never, never, Requirements> =>
-  Effect.raceFirst(run(options), Reconciler.run(options.reconciler ?? {}))
+  Effect.raceAllFirst([
+    run(options),
+    Reconciler.run(options.reconciler ?? {}),
+    Housekeeping.run(options.housekeeping ?? {})
+  ])
 
 /** `serve` in the background of a layer's scope. */
 export const layer = (options: ServeOptions = {}): Layer.Layer<never, never, Requirements> =>

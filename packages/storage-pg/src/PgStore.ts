@@ -46,6 +46,7 @@ import resultsTaskFk from "./migrations/0004_results_task_fk.ts"
 import chatRequests from "./migrations/0005_chat_requests.ts"
 import authenticateBatches from "./migrations/0006_authenticate_batches.ts"
 import admissionFastPath from "./migrations/0007_admission_fast_path.ts"
+import idempotencyPurge from "./migrations/0008_idempotency_purge.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -83,7 +84,8 @@ export const migrations = Migrator.fromRecord({
   "4_results_task_fk": resultsTaskFk,
   "5_chat_requests": chatRequests,
   "6_authenticate_batches": authenticateBatches,
-  "7_admission_fast_path": admissionFastPath
+  "7_admission_fast_path": admissionFastPath,
+  "8_idempotency_purge": idempotencyPurge
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

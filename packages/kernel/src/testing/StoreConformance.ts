@@ -18,7 +18,8 @@
  * - Settlement entries: a charge entry on every success (its amount may be below the
  *   reservation), a release entry for the remainder only when it is above zero, a release of the
  *   whole reservation on failure.
- * - Idempotency: a key is live while `idempotencyExpiresAt > task.createdAt`.
+ * - Idempotency: a key is live while `idempotencyExpiresAt > task.createdAt`; a purge deletes
+ *   keys with `idempotencyExpiresAt <= cutoff` only, any `limit` of them, of every account.
  * - Windows: a key's request window and an account's submission window last 60 s from the first
  *   request counted in them and restart at `now >= start + 60 s`; RateLimited's
  *   retryAfterSeconds is the whole seconds left in the window, at least 1.
@@ -44,6 +45,7 @@ import { admissionCases } from "./admissionCases.ts"
 import { blobCases } from "./blobCases.ts"
 import type { Case, Stores } from "./Case.ts"
 import { expectBooksBalance, fundedAccount, USD } from "./fixtures.ts"
+import { idempotencyPurgeCases } from "./idempotencyPurgeCases.ts"
 import { ledgerCases } from "./ledgerCases.ts"
 import { check } from "./ledgerModel.ts"
 import { mediaCases } from "./mediaCases.ts"
@@ -75,6 +77,7 @@ export const suite = <R = never>(
     accountStoreCases(test)
     ledgerCases(test)
     admissionCases(test)
+    idempotencyPurgeCases(test)
     taskCases(test)
     mediaCases(test)
     blobCases(test)

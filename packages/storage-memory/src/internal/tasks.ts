@@ -139,6 +139,19 @@ export const make = (state: State): TaskStore.TaskStore["Service"] => {
     admit: (request) => Effect.sync(() => admit(request)),
     findIdempotent: (accountId, idempotencyKey, now) =>
       Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
+    purgeIdempotencyKeys: (expiredBefore, limit) =>
+      Effect.sync(() => {
+        const cutoff = expiredBefore.getTime()
+        let deleted = 0
+        for (const [key, row] of state.idempotency) {
+          if (deleted >= limit) break
+          if (row.expiresAt <= cutoff) {
+            state.idempotency.delete(key)
+            deleted++
+          }
+        }
+        return deleted
+      }),
     get: (accountId, taskId) =>
       Effect.sync(() => {
         const row = state.tasks.get(taskId)

@@ -4,6 +4,7 @@
  * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003) for all the admissions
  *   that arrived while the previous batch was written.
  * - findIdempotent: one SELECT of the key joined to its task.
+ * - purgeIdempotencyKeys: one DELETE of the oldest expired keys, picked `FOR UPDATE SKIP LOCKED`.
  * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
  *   lease token.
  * - transition, transitionAll, resolve: one data-modifying statement for the whole batch. It
@@ -274,6 +275,28 @@ export const make = (wakeups: Wakeups) =>
               rows.length === 0 ? undefined : { task: toTask(rows[0]), fingerprint: rows[0].request_fingerprint }
             )
           )
+        ),
+
+      purgeIdempotencyKeys: (expiredBefore, limit) =>
+        limit < 1 ? Effect.succeed(0) : Failures.run(
+          "purgeIdempotencyKeys",
+          // The oldest expired keys through idempotency_keys_expires_at (migration 0008), deleted
+          // by ctid in the same statement. SKIP LOCKED passes over keys another purge holds, and
+          // over a key an admission is renewing; the outer expiry test keeps the promise that a
+          // live key is never deleted on its own, whatever the pick saw.
+          sql<{ readonly deleted: number }>`WITH purged AS (
+              DELETE FROM idempotency_keys k
+              WHERE k.ctid = ANY(ARRAY(
+                  SELECT p.ctid FROM idempotency_keys p
+                  WHERE p.expires_at <= ${expiredBefore}
+                  ORDER BY p.expires_at
+                  LIMIT ${limit}
+                  FOR UPDATE SKIP LOCKED
+                ))
+                AND k.expires_at <= ${expiredBefore}
+              RETURNING 1
+            )
+            SELECT count(*)::integer AS deleted FROM purged`.pipe(Effect.map((rows) => rows[0]?.deleted ?? 0))
         ),
 
       get: (accountId, taskId) =>
