@@ -8,7 +8,9 @@
  * - Authorization code grant with PKCE, S256 only (plain and a missing challenge are refused).
  * - Clients: dynamic registration (RFC 7591; public clients, or confidential ones with a secret
  *   for client_secret_basic/_post) and Client ID Metadata Documents (an https client_id whose
- *   document is fetched when sign-in starts; those clients are public).
+ *   document is fetched when sign-in starts; those clients are public). Registration is
+ *   limited per source network and in total (RegistrationLimit), and a registration through
+ *   which no sign-in completes within a day is deleted.
  * - RFC 8707 `resource`: a missing one means `<base>/mcp`; any other value is `invalid_target`.
  *   The resource is bound into the grant, and the MCP endpoint accepts only tokens bound to it.
  * - RFC 9207: every authorization response carries `iss`.
@@ -33,6 +35,7 @@ import * as ClientMetadata from "./ClientMetadata.ts"
 import { oauthError } from "./OAuthError.ts"
 import type { OAuthError } from "./OAuthError.ts"
 import { OAuthStore } from "./OAuthStore.ts"
+import * as RegistrationLimit from "./RegistrationLimit.ts"
 import type { Grant, NewTokens, PendingAuthorization } from "./OAuthStore.ts"
 import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/secrets.ts"
 
@@ -46,6 +49,9 @@ export interface Options {
   readonly signInTtlSeconds?: number | undefined
   readonly maxSignInAttempts?: number | undefined
   readonly clientIdMetadata?: Partial<ClientIdMetadata.Options> | undefined
+  readonly registrationLimit?: Partial<RegistrationLimit.Options> | undefined
+  /** How long a registration lasts if no sign-in through it completes (default 24 hours). */
+  readonly unusedClientTtlSeconds?: number | undefined
 }
 
 /** The scopes MCP clients are offered, in the order the sign-in page lists them. */
@@ -67,6 +73,8 @@ export interface Settings {
   readonly signInTtlSeconds: number
   readonly maxSignInAttempts: number
   readonly clientIdMetadata: ClientIdMetadata.Options
+  readonly registrationLimit: RegistrationLimit.Options
+  readonly unusedClientTtlSeconds: number
 }
 
 /** Resolves the options; throws on a base URL that is not a bare http(s) origin (a configuration defect). */
@@ -91,7 +99,9 @@ export const settings = (options: Options): Settings => {
     authorizationCodeTtlSeconds: options.authorizationCodeTtlSeconds ?? 300,
     signInTtlSeconds: options.signInTtlSeconds ?? 600,
     maxSignInAttempts: options.maxSignInAttempts ?? 5,
-    clientIdMetadata: { ...ClientIdMetadata.defaults, ...options.clientIdMetadata }
+    clientIdMetadata: { ...ClientIdMetadata.defaults, ...options.clientIdMetadata },
+    registrationLimit: RegistrationLimit.resolve(options.registrationLimit),
+    unusedClientTtlSeconds: options.unusedClientTtlSeconds ?? 24 * 3600
   }
 }
 
@@ -173,8 +183,14 @@ export interface Verified {
 
 export class AuthorizationServer extends Context.Service<AuthorizationServer, {
   readonly settings: Settings
-  /** RFC 7591 registration: the registration response, or an OAuth error. */
-  readonly register: (body: unknown) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
+  /**
+   * RFC 7591 registration from the given remote address (undefined when unknown): the
+   * registration response, or an OAuth error (`too_many_requests` past the limit).
+   */
+  readonly register: (
+    body: unknown,
+    remoteAddress: string | undefined
+  ) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
   /** GET /authorize: checks the request and opens a sign-in, or says why not. */
   readonly authorize: (query: URLSearchParams) => Effect.Effect<AuthorizeOutcome>
   /** POST /authorize: the owner's answer on the sign-in page. */
@@ -300,10 +316,22 @@ export const make = (options: Options) =>
         : Effect.fail(oauthError("invalid_target", `This grant is for ${bound} only.`))
     }
 
-    const register = (body: unknown) =>
+    const register = (body: unknown, remoteAddress: string | undefined) =>
       Effect.gen(function*() {
         const metadata = yield* Effect.fromResult(ClientMetadata.parse(body))
         const at = yield* now
+        const window = RegistrationLimit.windowAt(at, RegistrationLimit.sourceOf(remoteAddress), s.registrationLimit)
+        const admission = yield* Effect.mapError(store.admitRegistration(window), unavailable)
+        if (admission._tag === "Limited") {
+          const wait = RegistrationLimit.retryAfterSeconds(window, at)
+          return yield* Effect.fail(oauthError(
+            "too_many_requests",
+            admission.by === "source"
+              ? `Too many client registrations from this network; try again in ${wait} seconds.`
+              : `Too many client registrations right now; try again in ${wait} seconds.`,
+            wait
+          ))
+        }
         const clientId = `mcpc_${crypto.randomUUID()}`
         const secret = metadata.tokenEndpointAuthMethod === "none" ? null : newSecret(PREFIX.clientSecret)
         yield* Effect.mapError(
@@ -314,7 +342,8 @@ export const make = (options: Options) =>
             redirectUris: metadata.redirectUris,
             clientName: metadata.clientName,
             metadata: metadata.echo,
-            createdAt: at
+            createdAt: at,
+            unusedExpiresAt: later(at, s.unusedClientTtlSeconds)
           }),
           unavailable
         )

@@ -4,42 +4,53 @@
  * https URL, and the document it serves is the client's metadata. The authorization server
  * fetches it when a sign-in starts.
  *
- * Fetching a URL a stranger chose is a server-side request: it is bounded (a timeout, a size
- * cap, no redirects, JSON only), and the URL must be https with a path, without credentials,
- * fragment or dot segments, naming a host that is not an IP address of a private, loopback or
- * link-local network. A hostname that resolves into such a network is not caught here; deploy
- * with an egress policy if that matters. For tests, `allowHttpLoopback` admits
- * `http://127.0.0.1:<port>/...` (and localhost) and nothing else.
+ * Fetching a URL a stranger chose is a server-side request (SSRF): it is bounded (one timeout
+ * over resolution, connection and body, a size cap, no redirects, JSON only), and the URL must
+ * be https with a path, without credentials, fragment or dot segments. The host name is
+ * resolved first, and the fetch is refused unless every address it has is public (see
+ * `internal/publicAddress.ts`: no private, loopback, link-local, unique-local, multicast or
+ * unspecified address, IPv4-mapped IPv6 judged as IPv4). The connection then goes to those
+ * vetted addresses only (the request's `lookup` answers with them), so a second resolution
+ * cannot swap in a private address (DNS rebinding); TLS SNI, certificate check and Host stay
+ * the URL's host name. Each fetch opens its own connection.
+ *
+ * For tests, `allowHttpLoopback` admits `http://127.0.0.1:<port>/...` (and localhost) and
+ * nothing else, and `resolve` replaces the system resolver.
  */
 import { Effect, Result } from "effect"
+import type { LookupAddress } from "node:dns"
+import { lookup } from "node:dns/promises"
+// The modules themselves, not their ESM namespaces: `request` is read at call time, where the
+// interceptors of tests (msw) replace it.
+import http from "node:http"
+import https from "node:https"
 import { isIP } from "node:net"
+import type { LookupFunction } from "node:net"
 import * as ClientMetadata from "./ClientMetadata.ts"
+import { isLoopbackAddress, isPublicAddress } from "./internal/publicAddress.ts"
 import { oauthError } from "./OAuthError.ts"
 import type { OAuthError } from "./OAuthError.ts"
+
+/** Every address of a host name (both families); rejects when there is none. */
+export type Resolve = (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+
+/** The system's resolver (getaddrinfo, as connections use it). */
+export const systemResolve: Resolve = (hostname) => lookup(hostname, { all: true, order: "verbatim" })
 
 export interface Options {
   readonly timeoutMs: number
   readonly maxBytes: number
   readonly allowHttpLoopback: boolean
+  readonly resolve: Resolve
 }
 
-export const defaults: Options = { timeoutMs: 5_000, maxBytes: 16 * 1024, allowHttpLoopback: false }
+export const defaults: Options = { timeoutMs: 5_000, maxBytes: 16 * 1024, allowHttpLoopback: false, resolve: systemResolve }
 
 /** Whether a client_id names a metadata document rather than a registered client. */
 export const isDocumentClientId = (clientId: string): boolean => /^https?:\/\//i.test(clientId)
 
-const PRIVATE_V4 = [/^10\./, /^127\./, /^169\.254\./, /^192\.168\./, /^172\.(1[6-9]|2\d|3[01])\./, /^0\./, /^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\./]
-
-const isPrivateAddress = (host: string): boolean => {
-  const bare = host.replace(/^\[|\]$/g, "")
-  const version = isIP(bare)
-  if (version === 4) return PRIVATE_V4.some((range) => range.test(bare))
-  if (version === 6) {
-    const lower = bare.toLowerCase()
-    return lower === "::1" || lower === "::" || /^f[cd]/.test(lower) || /^fe[89ab]/.test(lower) || lower.startsWith("::ffff:")
-  }
-  return false
-}
+/** The URL's host without the brackets of an IPv6 literal. */
+const bareHost = (url: URL) => url.hostname.replace(/^\[|\]$/g, "")
 
 /** What is wrong with a client_id URL, or undefined when it may be fetched. */
 export const urlProblem = (clientId: string, options: Pick<Options, "allowHttpLoopback">): string | undefined => {
@@ -55,26 +66,60 @@ export const urlProblem = (clientId: string, options: Pick<Options, "allowHttpLo
   const loopback = ClientMetadata.isLoopbackHost(url.hostname)
   if (url.protocol === "http:" && options.allowHttpLoopback && loopback) return undefined
   if (url.protocol !== "https:") return "must be an https URL"
-  if (loopback || isPrivateAddress(url.hostname)) return "must name a public host"
+  if (loopback || (isIP(bareHost(url)) !== 0 && !isPublicAddress(bareHost(url)))) return "must name a public host"
   return undefined
 }
 
-const readCapped = async (response: Response, maxBytes: number): Promise<string | undefined> => {
-  const declared = Number(response.headers.get("content-length"))
+/** `promise`, or the signal's reason once it aborts (a lookup cannot itself be cancelled). */
+const untilAborted = <A>(promise: Promise<A>, signal: AbortSignal): Promise<A> =>
+  new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason)
+    if (signal.aborted) return abort()
+    signal.addEventListener("abort", abort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort))
+  })
+
+/** The addresses of the URL's host when every one of them may be connected to; else what is wrong. */
+const vettedAddresses = async (
+  url: URL,
+  options: Options,
+  signal: AbortSignal
+): Promise<ReadonlyArray<LookupAddress> | string> => {
+  const host = bareHost(url)
+  const family = isIP(host)
+  const addresses = family !== 0 ? [{ address: host, family }] : await untilAborted(options.resolve(host), signal)
+  // urlProblem admits http only for a loopback host, and only under allowHttpLoopback.
+  const loopbackAllowed = options.allowHttpLoopback && url.protocol === "http:"
+  const allowed = ({ address }: LookupAddress) => isPublicAddress(address) || (loopbackAllowed && isLoopbackAddress(address))
+  if (addresses.length === 0) return "names a host without an address"
+  return addresses.every(allowed) ? addresses : "names a host with a private, loopback or otherwise non-public address"
+}
+
+/** A GET connected to one of `addresses` only: the host name is not looked up again. */
+const get = (url: URL, addresses: ReadonlyArray<LookupAddress>, signal: AbortSignal) =>
+  new Promise<http.IncomingMessage>((resolve, reject) => {
+    const pinned: LookupFunction = (_hostname, lookupOptions, callback) =>
+      lookupOptions.all === true ? callback(null, [...addresses]) : callback(null, addresses[0]!.address, addresses[0]!.family)
+    const request = (url.protocol === "https:" ? https.request : http.request)(url, {
+      headers: { accept: "application/json" },
+      lookup: pinned,
+      // A connection of its own: a pooled one might have been opened to addresses vetted for another fetch.
+      agent: false,
+      signal
+    }, resolve)
+    request.once("error", reject)
+    request.end()
+  })
+
+const readCapped = async (response: http.IncomingMessage, maxBytes: number): Promise<string | undefined> => {
+  const declared = Number(response.headers["content-length"])
   if (Number.isFinite(declared) && declared > maxBytes) return undefined
-  if (response.body === null) return ""
-  const reader = response.body.getReader()
-  const chunks: Array<Uint8Array> = []
+  const chunks: Array<Buffer> = []
   let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      await reader.cancel()
-      return undefined
-    }
-    chunks.push(value)
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    size += chunk.byteLength
+    if (size > maxBytes) return undefined
+    chunks.push(chunk)
   }
   return Buffer.concat(chunks).toString("utf8")
 }
@@ -91,20 +136,25 @@ export const fetchClient = (
   if (problem !== undefined) return Effect.fail(oauthError("invalid_client", `client_id ${problem}`))
   return Effect.tryPromise({
     try: async (signal) => {
-      const response = await fetch(clientId, {
-        headers: { accept: "application/json" },
-        redirect: "error",
-        signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)])
-      })
-      if (response.status !== 200) return { problem: `answered HTTP ${response.status}` } as const
-      const type = response.headers.get("content-type") ?? ""
-      if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) return { problem: "is not served as application/json" } as const
-      const text = await readCapped(response, options.maxBytes)
-      if (text === undefined) return { problem: `is larger than ${options.maxBytes} bytes` } as const
+      const deadline = AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)])
+      const url = new URL(clientId)
+      const addresses = await vettedAddresses(url, options, deadline)
+      if (typeof addresses === "string") return { problem: addresses } as const
+      // No redirect is followed: a 3xx is an answer other than 200 like any other.
+      const response = await get(url, addresses, deadline)
       try {
-        return { json: JSON.parse(text) as unknown } as const
-      } catch {
-        return { problem: "is not valid JSON" } as const
+        if (response.statusCode !== 200) return { problem: `answered HTTP ${response.statusCode}` } as const
+        const type = response.headers["content-type"] ?? ""
+        if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) return { problem: "is not served as application/json" } as const
+        const text = await readCapped(response, options.maxBytes)
+        if (text === undefined) return { problem: `is larger than ${options.maxBytes} bytes` } as const
+        try {
+          return { json: JSON.parse(text) as unknown } as const
+        } catch {
+          return { problem: "is not valid JSON" } as const
+        }
+      } finally {
+        response.destroy()
       }
     },
     catch: () => oauthError("invalid_client", `The client's metadata document at ${clientId} could not be fetched.`)

@@ -20,16 +20,23 @@ export type OAuthErrorCode =
   | "invalid_client_metadata"
   | "temporarily_unavailable"
   | "server_error"
+  // Not registered by IANA; the MCP SDKs' own authorization servers answer rate-limited
+  // registrations with it, and their clients recognise it.
+  | "too_many_requests"
 
 export class OAuthError extends Data.TaggedError("OAuthError")<{
   readonly error: OAuthErrorCode
   readonly description: string
+  /** When to try again; sent as Retry-After. */
+  readonly retryAfterSeconds?: number | undefined
 }> {
   /** The HTTP status of this error at the token, registration and revocation endpoints. */
   get status(): number {
     switch (this.error) {
       case "invalid_client":
         return 401
+      case "too_many_requests":
+        return 429
       case "temporarily_unavailable":
         return 503
       case "server_error":
@@ -44,5 +51,5 @@ export class OAuthError extends Data.TaggedError("OAuthError")<{
   }
 }
 
-export const oauthError = (error: OAuthErrorCode, description: string): OAuthError =>
-  new OAuthError({ error, description })
+export const oauthError = (error: OAuthErrorCode, description: string, retryAfterSeconds?: number): OAuthError =>
+  new OAuthError({ error, description, retryAfterSeconds })

@@ -8,11 +8,14 @@
  *   GET  /authorize, POST /authorize                 the sign-in page and its answer
  *   POST /token, /register, /revoke                  RFC 6749, RFC 7591, RFC 7009
  *
+ * /register counts each registration against the request's remote address (RegistrationLimit)
+ * and answers 429 with Retry-After past the limit.
+ *
  * The discovery documents and the machine endpoints answer any origin (CORS, no credentials):
  * browser-based MCP clients call them cross-origin, and they carry nothing a cookie could
  * unlock. The sign-in page does not: it is a same-origin form.
  */
-import { ByteSize, Effect, Layer } from "effect"
+import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as AuthorizationServer from "./AuthorizationServer.ts"
 import type { OAuthError } from "./OAuthError.ts"
@@ -37,7 +40,13 @@ const metadataDocument = (body: unknown) =>
 const preflight = HttpServerResponse.empty({ status: 204, headers: CORS_HEADERS })
 
 const oauthFailure = (error: OAuthError) =>
-  json(error.body, error.status, error.error === "invalid_client" ? { "www-authenticate": 'Basic realm="taskmeter"' } : {})
+  json(error.body, error.status, {
+    ...(error.error === "invalid_client" ? { "www-authenticate": 'Basic realm="taskmeter"' } : {}),
+    // Retry-After is not a CORS-safelisted header: browser clients read it only when exposed.
+    ...(error.retryAfterSeconds === undefined
+      ? {}
+      : { "retry-after": String(error.retryAfterSeconds), "access-control-expose-headers": "retry-after" })
+  })
 
 /** The body of a form-encoded POST, or an invalid_request naming what is wrong. */
 const formBody = Effect.gen(function*() {
@@ -134,9 +143,9 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Authorizat
         Effect.catchTag("OAuthError", (error) => Effect.succeed(oauthFailure(error)))
       ))
 
-    yield* router.add("POST", "/register", () =>
+    yield* router.add("POST", "/register", (request) =>
       jsonBody.pipe(
-        Effect.flatMap(server.register),
+        Effect.flatMap((body) => server.register(body, Option.getOrUndefined(request.remoteAddress))),
         Effect.map((registration) => json(registration, 201)),
         Effect.catchTag("OAuthError", (error) => Effect.succeed(oauthFailure(error)))
       ))

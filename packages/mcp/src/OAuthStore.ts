@@ -1,7 +1,7 @@
 /**
  * Storage port of the built-in OAuth authorization server: registered clients, sign-ins in
- * progress, authorization codes, grants with their access and refresh tokens, and one-time
- * sign-in codes.
+ * progress, authorization codes, grants with their access and refresh tokens, one-time
+ * sign-in codes, and the counts that limit client registration.
  *
  * Secrets never reach a store: codes, tokens, client secrets, CSRF tokens and sign-in codes are
  * random 256-bit values of which the store keeps only the lower-case hex SHA-256 (a plain hash
@@ -19,6 +19,8 @@
  *   pair; presenting a rotated refresh token again revokes its grant (reuse detection,
  *   RFC 9700 §4.14.2).
  * - `redeemSignInCode`: a sign-in code signs in at most once.
+ * - `admitRegistration`: of concurrent registrations in one window, no more are admitted than
+ *   the limits allow, per source and in total.
  * Each method is one atomic unit; expiry is judged against the `now` the caller passes.
  *
  * Implementations: `layerMemory` (one process) and `OAuthStorePg.layer` (PostgreSQL over
@@ -47,6 +49,11 @@ export interface RegisteredClient {
   /** The registration response's metadata members, kept to answer with them again. */
   readonly metadata: { readonly [member: string]: unknown }
   readonly createdAt: Date
+  /**
+   * When the registration is deleted unless a sign-in through it has completed by then (its
+   * first code redemption sets this to null, and the client is kept).
+   */
+  readonly unusedExpiresAt: Date | null
 }
 
 /** An authorization request that passed validation and waits for the account owner's answer. */
@@ -143,6 +150,24 @@ export interface SignInCode {
   readonly expiresAt: Date
 }
 
+/**
+ * One registration asking to be counted in the fixed window `[start, end)`: against its
+ * source's count (at most `perSource`) and the count of every source (at most `total`).
+ */
+export interface RegistrationWindow {
+  /** Where the request came from: an IPv4 address, an IPv6 /64 network, or `unknown`. */
+  readonly source: string
+  readonly start: Date
+  readonly end: Date
+  readonly perSource: number
+  readonly total: number
+}
+
+export type RegistrationAdmission =
+  | { readonly _tag: "Admitted" }
+  /** Refused, and not counted: the source's or the total count of the window is full. */
+  | { readonly _tag: "Limited"; readonly by: "source" | "total" }
+
 export class OAuthStore extends Context.Service<OAuthStore, {
   readonly insertClient: (client: RegisteredClient) => Effect.Effect<void, StoreUnavailable>
   readonly getClient: (clientId: string) => Effect.Effect<RegisteredClient | undefined, StoreUnavailable>
@@ -159,8 +184,9 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   /** The code as stored (even when redeemed), so its bindings can be checked before redeeming. */
   readonly getCode: (hash: string) => Effect.Effect<AuthorizationCode | undefined, StoreUnavailable>
   /**
-   * Redeems the code at `now`: creates the grant `code.grantId` and the given tokens in it.
-   * A redeemed code revokes that grant instead; an expired or unknown one changes nothing.
+   * Redeems the code at `now`: creates the grant `code.grantId` and the given tokens in it, and
+   * marks its registered client as used (`unusedExpiresAt` null). A redeemed code revokes that
+   * grant instead; an expired or unknown one changes nothing.
    */
   readonly redeemCode: (hash: string, now: Date, tokens: NewTokens) => Effect.Effect<CodeRedemption, StoreUnavailable>
 
@@ -180,9 +206,14 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   /** The account of a live, unused sign-in code, which is used up by this call. */
   readonly redeemSignInCode: (hash: string, now: Date) => Effect.Effect<Ids.AccountId | undefined, StoreUnavailable>
 
+  /** Counts the registration if both of the window's counts have room. */
+  readonly admitRegistration: (window: RegistrationWindow) => Effect.Effect<RegistrationAdmission, StoreUnavailable>
+
   /**
    * Deletes what can no longer be used at `now`: expired sign-ins, codes and sign-in codes,
-   * expired tokens, and grants left without a live token. Returns how many records went.
+   * expired tokens, grants left without a live token, registration counts of ended windows,
+   * and clients past `unusedExpiresAt` with no sign-in or code left in progress. Returns how
+   * many records went.
    */
   readonly purgeExpired: (now: Date) => Effect.Effect<number, StoreUnavailable>
 }>()("@taskmeter/mcp/OAuthStore") {}

@@ -4,15 +4,19 @@
  *
  * Its tables (`oauth_*`) are created at start with `CREATE TABLE IF NOT EXISTS`, in the
  * client's schema: they reference no other table (accounts are named by id), so the OAuth
- * store can run beside any account store. A change to them later needs a real migration; the
- * natural home is storage-pg's Migrator.
+ * store can run beside any account store. Columns added later come with an
+ * `ADD COLUMN IF NOT EXISTS` for tables made before them; a change beyond that needs a real
+ * migration, whose natural home is storage-pg's Migrator.
  *
  * The promises of the port hold across processes:
  * - a sign-in is taken by `DELETE ... RETURNING`, so one transaction gets the row;
  * - redemption and rotation are an `UPDATE ... WHERE redeemed_at IS NULL` (`rotated_at IS NULL`)
  *   in a transaction with the inserts of the grant and tokens; a concurrent second one waits for
  *   the first row lock, finds the row changed, and, in its own transaction, revokes the grant;
- * - a sign-in code is used by `UPDATE ... WHERE used_at IS NULL RETURNING`.
+ * - a sign-in code is used by `UPDATE ... WHERE used_at IS NULL RETURNING`;
+ * - a registration is counted by `INSERT ... ON CONFLICT DO UPDATE ... WHERE count < limit`, on
+ *   the source's row and then the window's total row (`*`), in one transaction: the row lock
+ *   orders concurrent counts, and a full total takes the source's count back.
  */
 import { Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -39,8 +43,11 @@ const schema = [
     redirect_uris text[] NOT NULL,
     client_name text,
     metadata jsonb NOT NULL,
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    unused_expires_at timestamptz
   )`,
+  // Clients registered before unused registrations expired keep null: kept, as they were.
+  `ALTER TABLE oauth_clients ADD COLUMN IF NOT EXISTS unused_expires_at timestamptz`,
   `CREATE TABLE IF NOT EXISTS oauth_pending (
     id text PRIMARY KEY,
     csrf_hash text NOT NULL,
@@ -96,8 +103,18 @@ const schema = [
     created_at timestamptz NOT NULL,
     expires_at timestamptz NOT NULL,
     used_at timestamptz
+  )`,
+  `CREATE TABLE IF NOT EXISTS oauth_registration_counts (
+    bucket text NOT NULL,
+    window_start timestamptz NOT NULL,
+    window_end timestamptz NOT NULL,
+    count integer NOT NULL,
+    PRIMARY KEY (bucket, window_start)
   )`
 ]
+
+/** The bucket of a window's total; sources are addresses, networks or `unknown`, never this. */
+const TOTAL_BUCKET = "*"
 
 interface ClientRow {
   readonly client_id: string
@@ -107,6 +124,7 @@ interface ClientRow {
   readonly client_name: string | null
   readonly metadata: { readonly [member: string]: unknown }
   readonly created_at: Date
+  readonly unused_expires_at: Date | null
 }
 
 interface PendingRow {
@@ -171,7 +189,8 @@ const toClient = (row: ClientRow): RegisteredClient => ({
   redirectUris: row.redirect_uris,
   clientName: row.client_name,
   metadata: row.metadata,
-  createdAt: row.created_at
+  createdAt: row.created_at,
+  unusedExpiresAt: row.unused_expires_at
 })
 
 const toPending = (row: PendingRow): PendingAuthorization => ({
@@ -253,9 +272,10 @@ export const make = Effect.gen(function*() {
   return OAuthStore.of({
     insertClient: (client) =>
       run("insertClient", Effect.asVoid(sql`INSERT INTO oauth_clients
-        (client_id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, metadata, created_at)
+        (client_id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, metadata, created_at, unused_expires_at)
         VALUES (${client.clientId}, ${client.secretHash}, ${client.tokenEndpointAuthMethod}, ${client.redirectUris}::text[],
-          ${client.clientName}, ${JSON.stringify(client.metadata)}::jsonb, ${client.createdAt})`)),
+          ${client.clientName}, ${JSON.stringify(client.metadata)}::jsonb, ${client.createdAt},
+          ${client.unusedExpiresAt}::timestamptz)`)),
     getClient: (clientId) =>
       run(
         "getClient",
@@ -322,6 +342,8 @@ export const make = Effect.gen(function*() {
                 ${code.resource}, ${now})
               RETURNING *`
             yield* insertTokens(code.grantId, now, next)
+            yield* sql`UPDATE oauth_clients SET unused_expires_at = NULL
+              WHERE client_id = ${code.clientId} AND unused_expires_at IS NOT NULL`
             return { _tag: "Redeemed", grant: toGrant(rows[0]!) } as const
           }
           const seen = yield* sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`
@@ -379,6 +401,25 @@ export const make = Effect.gen(function*() {
         )
       ),
 
+    admitRegistration: (window) =>
+      run(
+        "admitRegistration",
+        sql.withTransaction(Effect.gen(function*() {
+          const count = (bucket: string, limit: number) =>
+            sql<{ readonly count: number }>`INSERT INTO oauth_registration_counts AS c (bucket, window_start, window_end, count)
+              VALUES (${bucket}, ${window.start}, ${window.end}, 1)
+              ON CONFLICT (bucket, window_start) DO UPDATE SET count = c.count + 1 WHERE c.count < ${limit}
+              RETURNING count`.pipe(Effect.map((rows) => rows.length > 0))
+          if (!(yield* count(window.source, window.perSource))) return { _tag: "Limited", by: "source" } as const
+          if (!(yield* count(TOTAL_BUCKET, window.total))) {
+            yield* sql`UPDATE oauth_registration_counts SET count = count - 1
+              WHERE bucket = ${window.source} AND window_start = ${window.start}`
+            return { _tag: "Limited", by: "total" } as const
+          }
+          return { _tag: "Admitted" } as const
+        }))
+      ),
+
     purgeExpired: (now) =>
       run(
         "purgeExpired",
@@ -388,7 +429,12 @@ export const make = Effect.gen(function*() {
             sql`DELETE FROM oauth_codes WHERE expires_at <= ${now} RETURNING 1`,
             sql`DELETE FROM oauth_signin_codes WHERE expires_at <= ${now} RETURNING 1`,
             sql`DELETE FROM oauth_tokens WHERE expires_at <= ${now} RETURNING 1`,
-            sql`DELETE FROM oauth_grants g WHERE NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.grant_id = g.id) RETURNING 1`
+            sql`DELETE FROM oauth_grants g WHERE NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.grant_id = g.id) RETURNING 1`,
+            sql`DELETE FROM oauth_registration_counts WHERE window_end <= ${now} RETURNING 1`,
+            // After the sign-ins and codes above: those still there are in progress.
+            sql`DELETE FROM oauth_clients c WHERE c.unused_expires_at <= ${now}
+              AND NOT EXISTS (SELECT 1 FROM oauth_pending p WHERE p.client_id = c.client_id)
+              AND NOT EXISTS (SELECT 1 FROM oauth_codes k WHERE k.client_id = c.client_id) RETURNING 1`
           ])
           return counts.reduce((sum, rows) => sum + rows.length, 0)
         }))

@@ -141,7 +141,8 @@ describe("fetching a metadata document", () => {
     ["/html", "application/json"],
     ["/big", "larger than"],
     ["/missing", "HTTP 404"],
-    ["/redirect", "could not be fetched"],
+    // Redirects are not followed: the 302 is the answer.
+    ["/redirect", "answered HTTP 302"],
     ["/slow", "could not be fetched"]
   ])("refuses %s", async (path, reason) => {
     const result = await fetchDoc(path)
@@ -150,5 +151,39 @@ describe("fetching a metadata document", () => {
       expect(result.failure.error).toBe("invalid_client")
       expect(result.failure.description).toContain(reason)
     }
+  })
+})
+
+describe("connecting to a metadata document's host", () => {
+  let port = 0
+  let close = () => Promise.resolve()
+
+  // On 127.0.0.2 only (Linux routes all of 127/8 to the loopback interface), where
+  // localhost's own addresses, 127.0.0.1 and ::1, find nothing.
+  beforeAll(async () => {
+    const server = createServer((request, response) => {
+      const self = `http://localhost:${port}${request.url}`
+      response.writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ client_id: self, client_name: "Pinned", redirect_uris: ["http://127.0.0.1:9/cb"] }))
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve))
+    port = (server.address() as AddressInfo).port
+    close = () => new Promise((resolve) => server.close(() => resolve()))
+  })
+
+  afterAll(() => close())
+
+  it("connects to the address it vetted, not to one the host name resolves to again", async () => {
+    const asked: Array<string> = []
+    const result = await Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(`http://localhost:${port}/client.json`, {
+      ...ClientIdMetadata.defaults,
+      allowHttpLoopback: true,
+      resolve: async (hostname) => {
+        asked.push(hostname)
+        return [{ address: "127.0.0.2", family: 4 }]
+      }
+    })))
+    expect(Result.isSuccess(result) && result.success.clientName).toBe("Pinned")
+    expect(asked).toEqual(["localhost"])
   })
 })

@@ -121,6 +121,52 @@ describe("registration", () => {
   })
 })
 
+describe("registration limits", () => {
+  it("refuses registrations past the per-source limit with 429, Retry-After and too_many_requests", async () => {
+    const limited = await TestServer.make({ registrationLimit: { perSource: 2 } })
+    try {
+      expect((await RawOAuth.register(limited.baseUrl)).status).toBe(201)
+      expect((await RawOAuth.register(limited.baseUrl)).status).toBe(201)
+      const response = await fetch(`${limited.baseUrl}/register`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: "https://inspector.example" },
+        body: JSON.stringify({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none" })
+      })
+      expect(response.status).toBe(429)
+      const retryAfter = Number(response.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      expect(retryAfter).toBeLessThanOrEqual(3600)
+      expect(response.headers.get("access-control-allow-origin")).toBe("*")
+      expect(response.headers.get("access-control-expose-headers")).toBe("retry-after")
+      expect(await response.json()).toEqual({
+        error: "too_many_requests",
+        error_description: `Too many client registrations from this network; try again in ${retryAfter} seconds.`
+      })
+      // Invalid metadata is described, not counted.
+      expect((await RawOAuth.register(limited.baseUrl, { redirect_uris: [] })).body.error).toBe("invalid_client_metadata")
+    } finally {
+      await limited.close()
+    }
+  })
+
+  it("deletes a registration no sign-in completed through, and keeps one that signed in", async () => {
+    const short = await TestServer.make({ unusedClientTtlSeconds: 1, purgeEvery: "200 millis" })
+    try {
+      const who = await short.customer()
+      const unused = (await RawOAuth.register(short.baseUrl)).body.client_id
+      const used = (await RawOAuth.register(short.baseUrl)).body.client_id
+      await RawOAuth.signIn(short.baseUrl, { clientId: used, credential: who.secret })
+      await new Promise((resolve) => setTimeout(resolve, 1_500))
+      const gone = await RawOAuth.authorize(short.baseUrl, authorizeParams(unused))
+      expect(gone.status).toBe(400)
+      expect(gone.html).toContain("not registered")
+      expect((await RawOAuth.authorize(short.baseUrl, authorizeParams(used))).status).toBe(200)
+    } finally {
+      await short.close()
+    }
+  })
+})
+
 describe("authorization requests", () => {
   it("shows an error page, never a redirect, for an unknown client or an unregistered redirect URI", async () => {
     const clientId = await publicClient()

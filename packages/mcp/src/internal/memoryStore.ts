@@ -12,6 +12,7 @@ import type {
   OAuthStore,
   PendingAuthorization,
   RegisteredClient,
+  RegistrationAdmission,
   Rotation,
   SignInCode,
   TokenRecord
@@ -21,6 +22,11 @@ interface SignInCodeRow extends SignInCode {
   used: boolean
 }
 
+interface RegistrationCount {
+  count: number
+  readonly end: Date
+}
+
 export const makeMemoryStore = (): OAuthStore["Service"] => {
   const clients = new Map<string, RegisteredClient>()
   const pending = new Map<string, PendingAuthorization>()
@@ -28,6 +34,8 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
   const grants = new Map<string, Grant>()
   const tokens = new Map<string, TokenRecord>()
   const signInCodes = new Map<string, SignInCodeRow>()
+  /** Keyed by window start and source; the total of a window under its start alone. */
+  const registrationCounts = new Map<string, RegistrationCount>()
 
   const live = (expiresAt: Date, now: Date) => expiresAt.getTime() > now.getTime()
 
@@ -96,6 +104,8 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         }
         if (!live(code.expiresAt, now)) return { _tag: "Invalid" }
         codes.set(hash, { ...code, redeemedAt: now })
+        const client = clients.get(code.clientId)
+        if (client !== undefined && client.unusedExpiresAt !== null) clients.set(client.clientId, { ...client, unusedExpiresAt: null })
         const grant: Grant = {
           id: code.grantId,
           clientId: code.clientId,
@@ -142,6 +152,24 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         return row.accountId
       }),
 
+    admitRegistration: (window) =>
+      Effect.sync((): RegistrationAdmission => {
+        const countOf = (key: string) => {
+          const found = registrationCounts.get(key)
+          if (found !== undefined) return found
+          const created = { count: 0, end: window.end }
+          registrationCounts.set(key, created)
+          return created
+        }
+        const source = countOf(`${window.start.getTime()} ${window.source}`)
+        const total = countOf(`${window.start.getTime()}`)
+        if (source.count >= window.perSource) return { _tag: "Limited", by: "source" }
+        if (total.count >= window.total) return { _tag: "Limited", by: "total" }
+        source.count++
+        total.count++
+        return { _tag: "Admitted" }
+      }),
+
     purgeExpired: (now) =>
       Effect.sync(() => {
         let removed = 0
@@ -159,6 +187,10 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         sweep(tokens, (row) => !live(row.expiresAt, now))
         const withTokens = new Set([...tokens.values()].map((token) => token.grantId))
         sweep(grants, (grant) => !withTokens.has(grant.id))
+        sweep(registrationCounts, (row) => !live(row.end, now))
+        const inProgress = new Set([...pending.values(), ...codes.values()].map((row) => row.clientId))
+        sweep(clients, (client) =>
+          client.unusedExpiresAt !== null && !live(client.unusedExpiresAt, now) && !inProgress.has(client.clientId))
         return removed
       })
   }

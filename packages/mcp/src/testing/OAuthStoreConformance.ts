@@ -1,7 +1,8 @@
 /**
  * The conformance suite every OAuthStore passes: each method, expiry against the given `now`,
  * and the concurrency promises of the port (one winner for a sign-in, a code, a rotation;
- * reuse revokes). Every case gets a fresh store from `makeLayer` and passes every `now`.
+ * reuse revokes; no more registrations than the limits). Every case gets a fresh store from
+ * `makeLayer` and passes every `now`.
  *
  * @example
  * ```ts
@@ -14,7 +15,7 @@ import type { Layer } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { Ids } from "@taskmeter/kernel"
 import { OAuthStore } from "../OAuthStore.ts"
-import type { AuthorizationCode, NewTokens, PendingAuthorization } from "../OAuthStore.ts"
+import type { AuthorizationCode, NewTokens, PendingAuthorization, RegisteredClient, RegistrationWindow } from "../OAuthStore.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000)
@@ -61,6 +62,26 @@ const tokensAt = (from: Date): NewTokens => ({
   scopes: ["jobs:read"]
 })
 
+const clientAt = (overrides: Partial<RegisteredClient> = {}): RegisteredClient => ({
+  clientId: `mcpc_${randomUUID()}`,
+  secretHash: null,
+  tokenEndpointAuthMethod: "none",
+  redirectUris: ["http://127.0.0.1:9000/callback"],
+  clientName: "Test client",
+  metadata: { redirect_uris: ["http://127.0.0.1:9000/callback"] },
+  createdAt: T0,
+  unusedExpiresAt: at(86400),
+  ...overrides
+})
+
+/** The registration window of the first hour after T0. */
+const windowOf = (source: string, limits: { readonly perSource: number; readonly total: number }): RegistrationWindow => ({
+  source,
+  start: T0,
+  end: at(3600),
+  ...limits
+})
+
 /** A code redeemed at T0 and the tokens it issued. */
 const grantFixture = Effect.gen(function*() {
   const store = yield* OAuthStore
@@ -86,7 +107,8 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<OAuthStore, unk
         redirectUris: ["https://app.example.com/cb", "http://127.0.0.1/cb"],
         clientName: "Example",
         metadata: { client_name: "Example", redirect_uris: ["https://app.example.com/cb", "http://127.0.0.1/cb"] },
-        createdAt: T0
+        createdAt: T0,
+        unusedExpiresAt: at(86400)
       }
       yield* store.insertClient(client)
       expect(yield* store.getClient(client.clientId)).toEqual(client)
@@ -228,6 +250,82 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<OAuthStore, unk
       expect((yield* store.findToken(tokens.refreshHash))?.grant.revokedAt).toBeNull()
       expect(yield* store.purgeExpired(tokens.refreshExpiresAt)).toBeGreaterThanOrEqual(2)
       expect(yield* store.findToken(tokens.refreshHash)).toBeUndefined()
+    }))
+
+    test("a sign-in completed through a client keeps it; an unused one expires", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      const used = clientAt()
+      const unused = clientAt()
+      const signingIn = clientAt()
+      const legacy = clientAt({ unusedExpiresAt: null })
+      yield* Effect.forEach([used, unused, signingIn, legacy], store.insertClient, { discard: true })
+      const code = codeAt({ clientId: used.clientId, createdAt: at(600), expiresAt: at(900) })
+      yield* store.insertCode(code)
+      expect((yield* store.redeemCode(code.hash, at(601), tokensAt(at(601))))._tag).toBe("Redeemed")
+      expect((yield* store.getClient(used.clientId))?.unusedExpiresAt).toBeNull()
+
+      // A sign-in still in progress at expiry keeps its client until it ends.
+      const pending = pendingAt({ clientId: signingIn.clientId, createdAt: at(86000), expiresAt: at(86600) })
+      yield* store.insertPending(pending)
+      yield* store.purgeExpired(at(86399))
+      expect(yield* store.getClient(unused.clientId)).toEqual(unused)
+      yield* store.purgeExpired(at(86400))
+      expect(yield* store.getClient(unused.clientId)).toBeUndefined()
+      expect(yield* store.getClient(signingIn.clientId)).toEqual(signingIn)
+      expect(yield* store.getClient(used.clientId)).toBeDefined()
+      expect(yield* store.getClient(legacy.clientId)).toEqual(legacy)
+      yield* store.purgeExpired(at(86600))
+      expect(yield* store.getClient(signingIn.clientId)).toBeUndefined()
+      expect(yield* store.getClient(used.clientId)).toBeDefined()
+    }))
+
+    test("admits registrations up to the per-source limit of a window", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      const limits = { perSource: 3, total: 100 }
+      const tags = []
+      for (let i = 0; i < 5; i++) tags.push(yield* store.admitRegistration(windowOf("192.0.2.1", limits)))
+      expect(tags).toEqual([
+        { _tag: "Admitted" },
+        { _tag: "Admitted" },
+        { _tag: "Admitted" },
+        { _tag: "Limited", by: "source" },
+        { _tag: "Limited", by: "source" }
+      ])
+      expect(yield* store.admitRegistration(windowOf("2001:db8:1:2::/64", limits))).toEqual({ _tag: "Admitted" })
+      const next = { ...windowOf("192.0.2.1", limits), start: at(3600), end: at(7200) }
+      expect(yield* store.admitRegistration(next)).toEqual({ _tag: "Admitted" })
+    }))
+
+    test("admits registrations up to the total limit of a window, counting only the admitted", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      expect(yield* store.admitRegistration(windowOf("a", { perSource: 1, total: 2 }))).toEqual({ _tag: "Admitted" })
+      expect(yield* store.admitRegistration(windowOf("b", { perSource: 1, total: 1 }))).toEqual({ _tag: "Limited", by: "total" })
+      // b's refusal was not counted against b.
+      expect(yield* store.admitRegistration(windowOf("b", { perSource: 1, total: 2 }))).toEqual({ _tag: "Admitted" })
+      expect(yield* store.admitRegistration(windowOf("c", { perSource: 1, total: 2 }))).toEqual({ _tag: "Limited", by: "total" })
+    }))
+
+    test("concurrent registrations never pass the limits", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      const one = yield* Effect.all(
+        Array.from({ length: 12 }, () => store.admitRegistration(windowOf("198.51.100.7", { perSource: 4, total: 100 }))),
+        { concurrency: "unbounded" }
+      )
+      expect(one.filter((admission) => admission._tag === "Admitted")).toHaveLength(4)
+      const many = yield* Effect.all(
+        Array.from({ length: 12 }, (_, i) => store.admitRegistration(windowOf(`203.0.113.${i}`, { perSource: 4, total: 9 }))),
+        { concurrency: "unbounded" }
+      )
+      // 4 of the 9 went to the first source.
+      expect(many.filter((admission) => admission._tag === "Admitted")).toHaveLength(5)
+    }))
+
+    test("purges the counts of ended windows", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      yield* store.admitRegistration(windowOf("192.0.2.1", { perSource: 1, total: 1 }))
+      expect(yield* store.purgeExpired(at(3599))).toBe(0)
+      // The source's count and the total.
+      expect(yield* store.purgeExpired(at(3600))).toBe(2)
     }))
   })
 }
