@@ -11,7 +11,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
+import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, ResultUrls, TaskRunner } from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -23,14 +23,20 @@ export const CREDITS = 1_000_000_000
 
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
+// Server.layer serves signed media and result links; nothing here signs any, so any secret will do.
+const linkSecret = Redacted.make(randomUUID() + randomUUID())
+
 const kernel = Layer.mergeAll(
   TaskRunner.layer({ executorAvailable: () => true }),
   Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }),
   Ledger.layer
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),
-  // Server.layer serves signed media links; nothing here signs any, so any secret will do.
-  Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer({ baseUrl: "http://127.0.0.1", secret: Redacted.make(randomUUID() + randomUUID()) })))
+  Layer.provideMerge(Layer.mergeAll(
+    Catalog.layer,
+    MediaUrls.layer({ baseUrl: "http://127.0.0.1", secret: linkSecret }),
+    ResultUrls.layer({ secret: linkSecret })
+  ))
 )
 
 const chat = ChatServices.layer({

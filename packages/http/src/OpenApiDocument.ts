@@ -10,10 +10,12 @@
  * carries, are added as components (ChatCompletionChunk, ChatStreamError) from the kernel's
  * schemas (ChatWire).
  *
- * It also lists GET /api/v1/media-links/{uuid}, the signed links upstream providers fetch uploads
- * from, as an internal operation (`x-internal: true`, its own tag): not for API callers, who
- * never see such a link. It serves files exactly as the results download does, so it reuses
- * that operation's range headers and file responses.
+ * It also lists the two signed-link routes, which serve files exactly as the results download
+ * does and so reuse that operation's range headers and file responses: GET
+ * /api/v1/media-links/{uuid}, where upstream providers fetch uploads, as an internal operation
+ * (`x-internal: true`, its own tag: API callers never see such a link), and GET
+ * /api/v1/result-links/{uuid}, the credential-free result downloads the MCP tools hand out,
+ * under the results tag.
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -23,12 +25,14 @@ import { ChatApi } from "./api/ChatApi.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 
 type Json = Record<string, any>
 
 const JOBS_PATH = "/api/v1/jobs"
 const RESULTS_PATH = "/api/v1/results/{id}"
 const MEDIA_LINKS_TAG = "media-links"
+const RESULTS_TAG = "results"
 const ERROR_BODY = { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } }
 
 /** Component name of a model's request body; slugs are already valid component keys. */
@@ -55,21 +59,26 @@ const queryParameter = (name: string, description: string, schema: Json = { type
   schema
 })
 
-/** The media-link operation, from the results download's (the same file responses, other file types). */
-const mediaLinkOperation = (download: Json): Json => {
-  const files = Object.fromEntries(uploadContentTypes.map((type) => [type, { schema: { type: "string", format: "binary" } }]))
+interface SignedLink {
+  readonly fields: Json
+  readonly uuid: string
+  readonly account: string
+  readonly gone: string
+  /** The file types served; the results download's when absent. */
+  readonly contentTypes?: ReadonlyArray<string>
+}
+
+/** A signed-link operation, from the results download's (the same file responses, ranges and headers). */
+const signedLinkOperation = (download: Json, link: SignedLink): Json => {
   const { "200": whole, "206": partial, "304": notModified, "416": unsatisfiable } = download.responses
+  const files = link.contentTypes === undefined
+    ? whole.content
+    : Object.fromEntries(link.contentTypes.map((type) => [type, { schema: { type: "string", format: "binary" } }]))
   return {
-    tags: [MEDIA_LINKS_TAG],
-    operationId: "mediaLinks.fetch",
-    summary: "Fetch an upload through a signed link (upstream providers only)",
-    description: "Not for API callers. The service puts these links in the inputs it sends to upstream providers " +
-      "in place of `media:<uuid>` references; they carry no API key and expire (one hour by default). " +
-      "HEAD is served too.",
-    "x-internal": true,
+    ...link.fields,
     parameters: [
-      { name: "uuid", in: "path", required: true, description: "The <uuid> of the upload's `media:<uuid>`.", schema: { type: "string" } },
-      queryParameter("acct", "The account that uploaded the file."),
+      { name: "uuid", in: "path", required: true, description: link.uuid, schema: { type: "string" } },
+      queryParameter("acct", link.account),
       queryParameter("exp", "Expiry, in Unix seconds.", { type: "integer", minimum: 0 }),
       queryParameter("sig", "The service's signature of the uuid, account and expiry."),
       ...download.parameters.filter((parameter: Json) => parameter.in === "header")
@@ -80,13 +89,44 @@ const mediaLinkOperation = (download: Json): Json => {
       "206": { ...partial, content: files },
       "304": notModified,
       "404": {
-        description: "JOB_NOT_FOUND: the link is unknown, altered or expired, or the upload is gone.",
+        description: `JOB_NOT_FOUND: the link is unknown, altered or expired, or ${link.gone} is gone.`,
         content: ERROR_BODY
       },
       "416": unsatisfiable,
       "503": { description: "API_UNAVAILABLE: The API is temporarily unavailable.", content: ERROR_BODY }
     }
   }
+}
+
+const mediaLink: SignedLink = {
+  fields: {
+    tags: [MEDIA_LINKS_TAG],
+    operationId: "mediaLinks.fetch",
+    summary: "Fetch an upload through a signed link (upstream providers only)",
+    description: "Not for API callers. The service puts these links in the inputs it sends to upstream providers " +
+      "in place of `media:<uuid>` references; they carry no API key and expire (one hour by default). " +
+      "HEAD is served too.",
+    "x-internal": true
+  },
+  uuid: "The <uuid> of the upload's `media:<uuid>`.",
+  account: "The account that uploaded the file.",
+  gone: "the upload",
+  contentTypes: uploadContentTypes
+}
+
+const resultLink: SignedLink = {
+  fields: {
+    tags: [RESULTS_TAG],
+    operationId: "results.downloadSigned",
+    summary: "Download a result file through a signed link",
+    description: "The bytes GET /api/v1/results/{id} serves, with no credentials: the link is the credential. " +
+      "The MCP tools give one per file result (`downloadUrl`, with `downloadUrlExpiresAt`), for hosts signed in " +
+      "with OAuth, which hold no API key; it names one result of one account and expires (one hour by default). " +
+      "HEAD is served too."
+  },
+  uuid: "The <uuid> of the result, as in its asset url /api/v1/results/<uuid>.",
+  account: "The account the result belongs to.",
+  gone: "the result"
 }
 
 /** The API with the chat group, which the server serves as raw routes. */
@@ -127,7 +167,8 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
     }
   }
   delete spec.components.schemas[JOB_REQUEST_IDENTIFIER]
-  spec.paths[MediaLinksHandlers.PATH] = { get: mediaLinkOperation(spec.paths[RESULTS_PATH].get) }
+  spec.paths[MediaLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, mediaLink) }
+  spec.paths[ResultLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, resultLink) }
   spec.tags = [
     ...(spec.tags ?? []),
     { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." }

@@ -10,9 +10,11 @@
  *
  * `layer` registers every endpoint of `Api`, GET /api/openapi.json, the signed media links that
  * upstream providers fetch uploads from (GET /api/v1/media-links/{uuid}, see MediaLinksHandlers),
- * and a router-wide middleware that gives every error of every route (unknown routes included)
- * the spec's body `{ code, error }` (see ErrorResponse). It takes the kernel services from its
- * context, MediaUrls included (with the secret the workers sign links with).
+ * the signed result links the MCP tools give (GET /api/v1/result-links/{uuid}, see
+ * ResultLinksHandlers), and a router-wide middleware that gives every error of every route
+ * (unknown routes included) the spec's body `{ code, error }` (see ErrorResponse). It takes the
+ * kernel services from its context, MediaUrls and ResultUrls included (with the secret the
+ * workers and the MCP tools sign links with).
  */
 import { createServer } from "node:http"
 import { Effect, Layer } from "effect"
@@ -28,6 +30,7 @@ import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
@@ -62,6 +65,7 @@ export const layer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
   openApiRoute,
   MediaLinksHandlers.layer,
+  ResultLinksHandlers.layer,
   errorShape
 )
 

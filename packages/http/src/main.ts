@@ -12,7 +12,8 @@
  * | DATABASE_SCHEMA           | the server's search_path  | the PostgreSQL schema taskmeter's tables live in      |
  * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
  * | PUBLIC_URL                | the bound address (*)     | the public address: media links, MCP at <origin>/mcp |
- * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links; same in every process       |
+ * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links and result links; same in every process |
+ * | RESULT_LINK_TTL_SECONDS   | 3600                      | how long a result link of the MCP tools works        |
  * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
  * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
@@ -39,6 +40,7 @@ import {
   MediaUrls,
   Pricer,
   type Provider,
+  ResultUrls,
   TaskRunner,
   TaskWorker
 } from "@taskmeter/kernel"
@@ -59,6 +61,7 @@ export interface Settings {
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
   readonly publicUrl: Option.Option<string>
   readonly mediaLinkSecret: Option.Option<Redacted.Redacted<string>>
+  readonly resultLinkTtlSeconds: number
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
   readonly keyRateLimitPerMinute: number
@@ -72,6 +75,7 @@ export const defaults: Settings = {
   operatorToken: Option.none(),
   publicUrl: Option.none(),
   mediaLinkSecret: Option.none(),
+  resultLinkTtlSeconds: ResultUrls.DEFAULT_TTL_MS / 1000,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
@@ -88,6 +92,7 @@ export const config: Config.Config<Settings> = Config.all({
   operatorToken: Config.option(Config.Redacted("OPERATOR_TOKEN")),
   publicUrl: Config.option(Config.URL("PUBLIC_URL").pipe(Config.map((url) => url.href))),
   mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
+  resultLinkTtlSeconds: positive("RESULT_LINK_TTL_SECONDS", defaults.resultLinkTtlSeconds),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
@@ -117,6 +122,7 @@ export const serverStorage = (dataDir: string, settings: Pick<Settings, "databas
 /**
  * The media-link secret: configured, or derived from the operator token, so that every process
  * started with the same token (or the same data directory) signs and checks links alike.
+ * Result links are signed with a key ResultUrls derives from it.
  */
 export const mediaLinkSecret = (settings: Settings, token: Redacted.Redacted<string>): Redacted.Redacted<string> =>
   Option.getOrElse(settings.mediaLinkSecret, () =>
@@ -141,13 +147,14 @@ export interface KernelOptions {
 
 /** The kernel's services over the storage ports. */
 export const kernel = (options: KernelOptions) => {
+  const { settings } = options
   const executors = Executors.make({ adapters: options.adapters })
   const base = Layer.mergeAll(
     Catalog.layer,
     Layer.succeed(Executors.Executors, executors),
-    MediaUrls.layer(options.mediaUrls)
+    MediaUrls.layer(options.mediaUrls),
+    ResultUrls.layer({ secret: options.mediaUrls.secret, ttlMs: settings.resultLinkTtlSeconds * 1000 })
   )
-  const { settings } = options
   return Layer.mergeAll(
     Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute }),
     Ledger.layer,
@@ -187,7 +194,8 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
  *
  * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
  * else the server's `localUrl`, known once it is bound: so the server listens first and the
- * services are built over it. Media links are signed with `mediaLinkSecret(settings, token)`.
+ * services are built over it. Media links (and result links) are signed with
+ * `mediaLinkSecret(settings, token)`.
  */
 export const server = (options: ServerOptions) =>
   Layer.unwrap(Effect.map(HttpServer.HttpServer, (http) => {

@@ -45,6 +45,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
           "GET /api/v1/prices",
+          "GET /api/v1/result-links/{uuid}",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
           "POST /api/v1/chat/completions",
@@ -53,8 +54,9 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         ])
         for (const { method, path, operation } of operations(document)) {
           const reply = yield* T.call(path.replace("{id}", "x").replace("{uuid}", "x"), { method: method.toUpperCase() })
-          // An unsigned media link is served as any link that does not work: 404.
-          const expected = operation.security.length > 0 ? 401 : operation["x-internal"] === true ? 404 : 200
+          // An unsigned media or result link is served as any link that does not work: 404.
+          const signedLink = operation.parameters?.some((parameter: { name: string }) => parameter.name === "sig") === true
+          const expected = operation.security.length > 0 ? 401 : signedLink ? 404 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }
       }))
@@ -201,6 +203,23 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(Object.keys(link.responses["200"].content)).toContain("video/webm")
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
+      }))
+
+    it.effect("lists the signed result links beside the results download, without credentials, serving its file types", () =>
+      Effect.gen(function*() {
+        const document = yield* fetchDocument
+        const link = document.paths["/api/v1/result-links/{uuid}"].get
+        const download = document.paths["/api/v1/results/{id}"].get
+        expect(link["x-internal"]).toBeUndefined()
+        expect(link.security).toEqual([])
+        expect(link.tags).toEqual(download.tags)
+        expect(link.description).toContain("downloadUrl")
+        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
+          ["uuid", "acct", "exp", "sig", "range", "if-none-match", "if-range"]
+        )
+        expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "416", "503"])
+        expect(link.responses["200"].content).toEqual(download.responses["200"].content)
+        expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
       }))
   })
 })

@@ -23,9 +23,9 @@
  * // route: const result = yield* (yield* MediaUrls.MediaUrls).verify(request.url)
  * ```
  */
-import { createHmac, timingSafeEqual } from "node:crypto"
-import { Clock, Context, Effect, Layer, Redacted, Schema } from "effect"
-import { AccountId } from "./Ids.ts"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import type { AccountId } from "./Ids.ts"
+import * as SignedLink from "./internal/SignedLink.ts"
 import * as MediaReference from "./MediaReference.ts"
 
 export const PATH_PREFIX = "/api/v1/media-links/"
@@ -52,10 +52,7 @@ export class MediaUrls extends Context.Service<MediaUrls, {
   readonly verify: (pathAndQuery: string) => Effect.Effect<Verification>
 }>()("@taskmeter/kernel/MediaUrls") {}
 
-const isAccountId = Schema.is(AccountId)
-
-const signature = (secret: Redacted.Redacted<string>, uuid: string, accountId: string, exp: number): string =>
-  createHmac("sha256", Redacted.value(secret)).update(`${uuid}\n${accountId}\n${exp}`).digest("base64url")
+const isUploadUuid = (uuid: string): boolean => MediaReference.isMediaReference(`media:${uuid}`)
 
 /** The path and query of a link to `reference` valid until `expiresAt` (rounded down to the second). */
 export const signedPath = (
@@ -63,35 +60,14 @@ export const signedPath = (
   accountId: AccountId,
   reference: MediaReference.MediaReference,
   expiresAt: Date
-): string => {
-  const uuid = MediaReference.uuidOf(reference)
-  const exp = Math.floor(expiresAt.getTime() / 1000)
-  const query = new URLSearchParams({ acct: accountId, exp: String(exp), sig: signature(secret, uuid, accountId, exp) })
-  return `${PATH_PREFIX}${uuid}?${query}`
-}
+): string => SignedLink.signedPath(Redacted.value(secret), PATH_PREFIX, MediaReference.uuidOf(reference), accountId, expiresAt)
 
 /** Checks a link's path and query at `now`; any tampering, or a link not of this form, is Invalid. */
 export const verify = (secret: Redacted.Redacted<string>, pathAndQuery: string, now: Date): Verification => {
-  const invalid: Verification = { _tag: "Invalid" }
-  let url: URL
-  try {
-    url = new URL(pathAndQuery, "http://link.invalid")
-  } catch {
-    return invalid
-  }
-  if (!url.pathname.startsWith(PATH_PREFIX)) return invalid
-  const reference = `media:${url.pathname.slice(PATH_PREFIX.length)}`
-  const accountId = url.searchParams.get("acct")
-  const expText = url.searchParams.get("exp")
-  const sig = url.searchParams.get("sig")
-  if (!MediaReference.isMediaReference(reference) || accountId === null || !isAccountId(accountId)) return invalid
-  if (expText === null || !/^\d{1,12}$/.test(expText) || sig === null) return invalid
-  const exp = Number(expText)
-  const expected = Buffer.from(signature(secret, MediaReference.uuidOf(reference), accountId, exp))
-  const given = Buffer.from(sig)
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return invalid
-  if (now.getTime() >= exp * 1000) return { _tag: "Expired" }
-  return { _tag: "Valid", accountId, reference }
+  const link = SignedLink.verify(Redacted.value(secret), PATH_PREFIX, isUploadUuid, pathAndQuery, now)
+  return link._tag === "Valid"
+    ? { _tag: "Valid", accountId: link.accountId, reference: `media:${link.uuid}` as MediaReference.MediaReference }
+    : link
 }
 
 /** Throws on a secret shorter than 32 characters, a base URL that does not parse, or a ttl under one second. */

@@ -8,7 +8,7 @@
  * const app = Layer.mergeAll(Server.layer, McpEndpoint.layer({ baseUrl: "https://api.example.com" }))
  * const main = Server.serve(app).pipe(
  *   Layer.provide(OAuthStore.layerMemory), // or OAuthStorePg.layer over the SqlClient
- *   Layer.provide(kernel)                  // Accounts, Catalog, Pricer, TaskRunner, Ledger
+ *   Layer.provide(kernel)                  // Accounts, Catalog, Pricer, TaskRunner, Ledger, ResultUrls
  * )
  * ```
  */

@@ -26,6 +26,11 @@
  *
  * Every refusal is a tool error (`isError: true`) whose structured content is the spec's error
  * body `{ code, error }` (plus `retryAfterSeconds` when the error says when to retry).
+ *
+ * File results carry two links: `url`, the API's `/api/v1/results/<uuid>`, which takes an API
+ * key, and `downloadUrl`, a link ResultUrls signs for that one result of the account, which
+ * takes none (a host signed in with OAuth holds no API key) and expires at
+ * `downloadUrlExpiresAt` (one hour by default); every call that shows the task signs fresh ones.
  */
 import { createHash } from "node:crypto"
 import type { ToolAnnotations } from "@modelcontextprotocol/server"
@@ -38,20 +43,21 @@ import {
   Money,
   Pricer,
   PriceList,
+  ResultUrls,
   Task,
   TaskRunner,
   TaskStatus,
   TaskView
 } from "@taskmeter/kernel"
-import type { Accounts, Scope, StoreError } from "@taskmeter/kernel"
+import type { Accounts, Scope, StoreError, TaskStore } from "@taskmeter/kernel"
 
 /** The kernel services the tools use. */
-export type Services = Catalog.Catalog | Pricer.Pricer | TaskRunner.TaskRunner | Ledger.Ledger
+export type Services = Catalog.Catalog | Pricer.Pricer | TaskRunner.TaskRunner | Ledger.Ledger | ResultUrls.ResultUrls
 
 /** What a tool call knows about its circumstances. */
 export interface Call {
   readonly caller: Accounts.Caller
-  /** The service's public origin, for absolute result links. */
+  /** The service's public origin, for absolute result links (`url` and `downloadUrl`). */
   readonly baseUrl: string
   /** Reports progress to the client, when it asked for progress (a no-op otherwise). */
   readonly progress: (progress: number, total: number, message: string) => Effect.Effect<void>
@@ -88,7 +94,15 @@ const TaskIdArgument = Schema.String.annotate({ description: "A task id (task_â€
 const Asset = Schema.Struct({
   ...Task.Asset.fields,
   url: Schema.optionalKey(Schema.String.annotate({
-    description: "Absolute download link of a file result; it takes an API key of the account as `Authorization: Bearer <key>`."
+    description: "Absolute download link of a file result; it takes an API key of the account as " +
+      "`Authorization: Bearer <key>`. Without an API key, use downloadUrl."
+  })),
+  downloadUrl: Schema.optionalKey(Schema.String.annotate({
+    description: "Absolute signed download link of a file result that needs no credentials (send no " +
+      "Authorization header); it serves this one file until downloadUrlExpiresAt. Fetch get_task again for a fresh one."
+  })),
+  downloadUrlExpiresAt: Schema.optionalKey(Schema.String.annotate({
+    description: "When downloadUrl stops working (ISO 8601)."
   }))
 })
 
@@ -117,16 +131,33 @@ const usd = (micros: number) => `${Money.formatUsd(micros)} USD`
 const requireAccount = (error: Accounts.AccountNotFound) =>
   Effect.fail(new Errors.AuthRequired({ message: `The account ${error.accountId} no longer exists; sign in again.` }))
 
-const absolute = (task: Task.Task, baseUrl: string): typeof TaskResult.Type => ({
-  ...task,
-  assets: task.assets.map((asset) => asset.url === undefined ? asset : { ...asset, url: new URL(asset.url, baseUrl).href })
-})
+/** The task as its owner sees it, with absolute links and a freshly signed download link per file result. */
+const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
+  Effect.gen(function*() {
+    const links = yield* ResultUrls.ResultUrls
+    const assets = yield* Effect.forEach(record.assets, (stored) =>
+      Effect.gen(function*() {
+        const asset = TaskView.asset(stored)
+        if (stored.resultId === undefined || asset.url === undefined) return asset
+        const link = yield* links.sign(record.accountId, stored.resultId)
+        return {
+          ...asset,
+          url: new URL(asset.url, baseUrl).href,
+          downloadUrl: new URL(link.path, baseUrl).href,
+          downloadUrlExpiresAt: link.expiresAt.toISOString()
+        }
+      }))
+    return { ...TaskView.task(record), assets } satisfies typeof TaskResult.Type
+  })
 
 const describeTask = (task: typeof TaskResult.Type): string => {
   const price = `${usd(task.priceMicros)} (${task.priceMicros} micros)`
   switch (task.status) {
     case "succeeded":
-      return `Task ${task.id} (${task.model}) succeeded with ${task.assets.length} result${task.assets.length === 1 ? "" : "s"}; charged at most ${price}.`
+      return `Task ${task.id} (${task.model}) succeeded with ${task.assets.length} result${task.assets.length === 1 ? "" : "s"}; charged at most ${price}.` +
+        (task.assets.some((asset) => asset.downloadUrl !== undefined)
+          ? " Download files at their downloadUrl (no credentials needed, until downloadUrlExpiresAt)."
+          : "")
     case "failed":
       return `Task ${task.id} (${task.model}) failed${task.errorCode ? ` (${task.errorCode})` : ""}; nothing was charged.`
     case "reconciliation_required":
@@ -288,7 +319,7 @@ export const createTask = tool({
         expectedPriceMicros: args.expectedPriceMicros,
         idempotencyKey
       })
-      const view = absolute(TaskView.task(task), call.baseUrl)
+      const view = yield* present(task, call.baseUrl)
       return {
         structured: { ...view, replayed, idempotencyKey },
         summary: replayed
@@ -308,7 +339,8 @@ export const waitForTask = tool({
   description: `Wait until a task finishes, for at most timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ` +
     `${MAX_WAIT_SECONDS}), reporting progress meanwhile. Returns the task as soon as it is final (succeeded, ` +
     "failed, reconciliation_required), or as it stands when the wait ends (finished: false): then call again " +
-    "to keep waiting. Video and music can take minutes. Results are in `assets`: text inline, files as links.",
+    "to keep waiting. Video and music can take minutes. Results are in `assets`: text inline, files as links " +
+    "(`downloadUrl` needs no credentials and works for a limited time, `url` takes an API key).",
   annotations: { title: "Wait for a task", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({
     id: TaskIdArgument,
@@ -332,7 +364,7 @@ export const waitForTask = tool({
         const elapsed = (yield* Clock.currentTimeMillis) - started
         const finished = TaskStatus.isTerminal(record.status)
         if (finished || elapsed + POLL_MILLIS > timeoutMillis) {
-          const view = absolute(TaskView.task(record), call.baseUrl)
+          const view = yield* present(record, call.baseUrl)
           const waitedSeconds = Math.round(elapsed / 100) / 10
           return {
             structured: { ...view, finished, waitedSeconds },
@@ -348,7 +380,8 @@ export const waitForTask = tool({
 export const getTask = tool({
   name: "get_task",
   title: "Get a task",
-  description: "The current state of one task of this account: status, price, and results once it succeeded.",
+  description: "The current state of one task of this account: status, price, and results once it succeeded " +
+    "(with fresh download links).",
   annotations: { title: "Get a task", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({ id: TaskIdArgument }),
   output: TaskResult,
@@ -356,7 +389,7 @@ export const getTask = tool({
   run: (args, call) =>
     Effect.gen(function*() {
       const record = yield* (yield* TaskRunner.TaskRunner).get(call.caller, args.id)
-      const view = absolute(TaskView.task(record), call.baseUrl)
+      const view = yield* present(record, call.baseUrl)
       return { structured: view, summary: describeTask(view) }
     })
 })
@@ -375,10 +408,12 @@ export const listTasks = tool({
   run: (args, call) =>
     Effect.gen(function*() {
       const records = yield* (yield* TaskRunner.TaskRunner).list(call.caller)
-      const tasks = records
-        .filter((record) => args.status === undefined || record.status === args.status)
-        .slice(0, args.limit ?? 20)
-        .map((record) => absolute(TaskView.task(record), call.baseUrl))
+      const tasks = yield* Effect.forEach(
+        records
+          .filter((record) => args.status === undefined || record.status === args.status)
+          .slice(0, args.limit ?? 20),
+        (record) => present(record, call.baseUrl)
+      )
       return {
         structured: { tasks },
         summary: tasks.length === 0 ? "No tasks." : `${tasks.length} task${tasks.length === 1 ? "" : "s"}, newest first.`

@@ -4,7 +4,8 @@
  * identifies itself (a Client ID Metadata Document, or dynamic registration), sends the owner to
  * the sign-in page (headless Chromium signs in with an API key and approves), exchanges the code
  * with PKCE, calls each of the seven tools against the real kernel with a worker running tasks on
- * the simulated provider, and refreshes its token when the server refuses the old one.
+ * the simulated provider, downloads a result through the signed link a tool gave (no API key),
+ * and refreshes its token when the server refuses the old one.
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -169,11 +170,33 @@ describe.each([
     const download = await fetch(url, { headers: { authorization: `Bearer ${who.secret}` } })
     expect(download.status).toBe(200)
     expect(download.headers.get("content-type")).toBe("image/png")
+    const file = Buffer.from(await download.arrayBuffer())
+    // The API link wants an API key, which a host signed in with OAuth does not hold...
+    expect((await fetch(url)).status).toBe(401)
+    // ...so the result also carries a signed link that opens with no credentials at all.
+    const signed = new URL(task.assets[0].downloadUrl)
+    expect(signed.origin).toBe(server.baseUrl)
+    expect(signed.pathname).toBe(url.pathname.replace("/api/v1/results/", "/api/v1/result-links/"))
+    const expiresAt = Date.parse(task.assets[0].downloadUrlExpiresAt)
+    expect(expiresAt - Date.now()).toBeGreaterThan(55 * 60_000)
+    expect(expiresAt - Date.now()).toBeLessThanOrEqual(60 * 60_000)
+    const unauthenticated = await fetch(signed)
+    expect(unauthenticated.status).toBe(200)
+    expect(unauthenticated.headers.get("content-type")).toBe("image/png")
+    expect(unauthenticated.headers.get("etag")).toBe(download.headers.get("etag"))
+    expect(Buffer.from(await unauthenticated.arrayBuffer()).equals(file)).toBe(true)
+    const ranged = await fetch(signed, { headers: { range: "bytes=0-7" } })
+    expect(ranged.status).toBe(206)
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(file.subarray(0, 8))).toBe(true)
+    expect(textOf(waited)).toContain("downloadUrl")
 
-    // get_task, list_tasks, get_balance: charged once, for the one task.
-    expect((await call(client, "get_task", { id: created.data.id })).data).toMatchObject({ status: "succeeded" })
+    // get_task, list_tasks, get_balance: charged once, for the one task; each shows a working signed link.
+    const got = await call(client, "get_task", { id: created.data.id })
+    expect(got.data).toMatchObject({ status: "succeeded" })
+    expect((await fetch(got.data.assets[0].downloadUrl)).status).toBe(200)
     const listed = await call(client, "list_tasks", { status: "succeeded" })
     expect(listed.data.tasks.map((item: any) => item.id)).toEqual([created.data.id])
+    expect((await fetch(listed.data.tasks[0].assets[0].downloadUrl)).status).toBe(200)
     const balance = await call(client, "get_balance", {})
     expect(balance.data).toEqual({
       balanceMicros: CREDITS - price,

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { Accounts, Catalog, ChatBilling, Ledger, MediaUrls, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
+import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
 import type { Ids, Scope } from "@taskmeter/kernel"
 import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
@@ -15,7 +15,7 @@ import OpenAI from "openai"
 import * as ChatServer from "../../src/chat/ChatServer.ts"
 import * as ChatServices from "../../src/chat/ChatServices.ts"
 import { Server, ServerConfig } from "../../src/index.ts"
-import { MEDIA_LINKS } from "../support/TestServer.ts"
+import { signedLinks } from "../support/TestServer.ts"
 
 export const UPSTREAM = "https://chat.upstream.test/v1"
 
@@ -27,7 +27,7 @@ export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) =>
     TaskRunner.layer({ executorAvailable: () => true }),
     Accounts.layer({ defaultRateLimitPerMinute: 100_000 }),
     Ledger.layer
-  ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer(MEDIA_LINKS))))
+  ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
   const chat = ChatServices.layer({
     providers: [
       LocalChatModel.make(),

@@ -18,6 +18,7 @@ import {
   MediaUrls,
   Money,
   Pricer,
+  ResultUrls,
   StoreError,
   TaskRunner,
   TaskStore
@@ -55,6 +56,9 @@ export const MEDIA_LINKS = {
   baseUrl: "https://taskmeter.test",
   secret: Redacted.make("a media-link secret of the http suites, at least 32 characters")
 } satisfies MediaUrls.Options
+
+/** The signers of media links and result links, both on MEDIA_LINKS's secret as main.ts has them. */
+export const signedLinks = Layer.merge(MediaUrls.layer(MEDIA_LINKS), ResultUrls.layer({ secret: MEDIA_LINKS.secret }))
 
 /** The store ports currently unreachable. */
 export class Outage extends Context.Service<Outage, Ref.Ref<ReadonlySet<Port>>>()("test/Outage") {}
@@ -113,7 +117,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(Layer.merge(Catalog.layer, MediaUrls.layer(MEDIA_LINKS))),
+    Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),
     Layer.provideMerge(withOutage.pipe(Layer.provide(store.layer())))
   )
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)

@@ -9,12 +9,12 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer as createHttpServer } from "node:http"
-import { Accounts, Catalog, Executors, Ledger, MediaUrls, Money, Pricer, TaskRunner, TaskWorker } from "@taskmeter/kernel"
+import { Accounts, Catalog, Executors, Ledger, MediaUrls, Money, Pricer, ResultUrls, TaskRunner, TaskWorker } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { Server, ServerConfig } from "@taskmeter/http"
 import { Simulated } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
-import { AuthorizationServer, McpEndpoint, OAuthStore } from "../../src/index.ts"
+import { McpEndpoint, OAuthStore } from "../../src/index.ts"
 
 /** A TCP port free a moment ago, so the base URL is known before the server starts. */
 export const freePort = (): Promise<number> =>
@@ -27,7 +27,7 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-export interface Options extends Partial<Omit<AuthorizationServer.Options, "baseUrl">> {
+export interface Options extends Partial<Omit<McpEndpoint.Options, "baseUrl">> {
   /** How long simulated jobs stay pending (default 1.5 s, so waiting is observable). */
   readonly simulatedDelayMs?: number
 }
@@ -37,6 +37,7 @@ export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
   const baseUrl = `http://127.0.0.1:${port}`
   const simulated = Simulated.make({ delayMs: simulatedDelayMs ?? 1_500 })
   const executors = Executors.make({ adapters: [simulated] })
+  const secret = Redacted.make(randomUUID() + randomUUID())
   const kernel = Layer.mergeAll(
     Accounts.layer({ defaultRateLimitPerMinute: 100_000 }),
     Ledger.layer,
@@ -46,7 +47,8 @@ export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
     Layer.provideMerge(Layer.mergeAll(
       Catalog.layer,
       Layer.succeed(Executors.Executors, executors),
-      MediaUrls.layer({ baseUrl, secret: Redacted.make(randomUUID() + randomUUID()) })
+      MediaUrls.layer({ baseUrl, secret }),
+      ResultUrls.layer({ secret })
     )),
     Layer.provideMerge(MemoryStore.layer),
     Layer.provideMerge(OAuthStore.layerMemory)
@@ -56,6 +58,8 @@ export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
     McpEndpoint.layer({
       baseUrl,
       clientIdMetadata: { allowHttpLoopback: true },
+      // Every test registers from 127.0.0.1; the limit has tests of its own.
+      registrationLimit: { perSource: 10_000 },
       ...endpoint
     })
   )

@@ -1,0 +1,54 @@
+/**
+ * GET (and HEAD) /api/v1/result-links/{uuid}?acct=..&exp=..&sig=..: a result file through a
+ * signed link, with no API key. The MCP tools give these links (the kernel's ResultUrls signs
+ * them) beside each file result's `/api/v1/results/<uuid>`, for hosts signed in with OAuth,
+ * which hold no API key to open that one.
+ *
+ * A valid link serves what GET /api/v1/results/{id} serves for that account's result, through
+ * FileDownload (Content-Type, Content-Length, ETag, Range, If-None-Match), cacheable privately
+ * until the link expires. The signature is checked (in constant time) before any store is read:
+ * an expired, tampered or malformed link, and a valid one to a result that is gone, are the same
+ * 404 JOB_NOT_FOUND the results route gives an unknown result, so a link that does not work
+ * says nothing of whether its result exists.
+ *
+ * A raw route on the HttpRouter rather than an HttpApi endpoint: the link is its credential,
+ * which the API's authentication middleware has no place for.
+ */
+import { Clock, Effect } from "effect"
+import { HttpRouter } from "effect/http"
+import { BlobStore, Errors, MediaStore, ResultUrls } from "@taskmeter/kernel"
+import * as FileDownload from "./FileDownload.ts"
+import { toApiUnavailable } from "./StoreFailures.ts"
+
+/** The route's path, in the OpenAPI document's form. */
+export const PATH = `${ResultUrls.PATH_PREFIX}{uuid}`
+
+const notFound = new Errors.JobNotFound({
+  message: "Nothing is served at this result link: it is unknown, altered or expired. " +
+    "Ask for the task again (get_task) for a fresh link."
+})
+
+/** The route, on the HttpRouter in context; needs ResultUrls (the same secret the MCP tools sign with). */
+export const layer = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const links = yield* ResultUrls.ResultUrls
+    const blobs = yield* BlobStore.BlobStore
+    const media = yield* MediaStore.MediaStore
+    yield* router.add("GET", `${ResultUrls.PATH_PREFIX}:uuid`, (request) =>
+      Effect.gen(function*() {
+        const link = yield* links.verify(request.url)
+        if (link._tag !== "Valid") return yield* notFound
+        const result = yield* media.getResult(link.accountId, link.resultId)
+        if (result === undefined) return yield* notFound
+        const now = yield* Clock.currentTimeMillis
+        const secondsLeft = Math.max(0, Math.floor((link.expiresAt.getTime() - now) / 1000))
+        return yield* FileDownload.respond({
+          blobs,
+          file: result,
+          request,
+          cacheControl: `private, max-age=${secondsLeft}`,
+          label: `result ${result.id}`
+        })
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+  })
+)
