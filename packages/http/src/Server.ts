@@ -18,7 +18,8 @@
  */
 import { createServer } from "node:http"
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpMiddleware, HttpRouter, HttpServerResponse } from "effect/http"
+import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Catalog } from "@taskmeter/kernel"
@@ -82,6 +83,12 @@ export const listen = Layer.unwrap(Effect.gen(function*() {
 export interface ServeOptions {
   /** No log line per request. */
   readonly disableLogger?: boolean | undefined
+  /**
+   * Reverse proxies whose `X-Forwarded-For` (and `-Host`, `-Proto`) to believe: a request from
+   * one of these networks is taken to come from the nearest untrusted address it names, which is
+   * what per-client limits (MCP client registration) count. Empty: the socket's peer, always.
+   */
+  readonly trustedProxies?: ReadonlyArray<IpNetwork.IpNetwork> | undefined
   /** No "Listening on" log line. */
   readonly disableListenLog?: boolean | undefined
 }
@@ -89,6 +96,9 @@ export interface ServeOptions {
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
 export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
   HttpRouter.serve(app, {
+    middleware: options?.trustedProxies !== undefined && options.trustedProxies.length > 0
+      ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies })
+      : undefined,
     disableLogger: options?.disableLogger,
     disableListenLog: options?.disableListenLog ?? false
   })

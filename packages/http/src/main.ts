@@ -28,9 +28,9 @@
 import { createHmac } from "node:crypto"
 import { access } from "node:fs/promises"
 import { join, resolve as resolvePath } from "node:path"
-import { Config, Console, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, Console, Data, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpServer } from "effect/http"
-import { NetAddress } from "effect/net"
+import { IpNetwork, NetAddress } from "effect/net"
 import {
   Accounts,
   BlobStore,
@@ -66,6 +66,8 @@ export interface Settings {
   readonly maxUnfinishedTasks: number
   readonly keyRateLimitPerMinute: number
   readonly workers: boolean
+  /** TRUSTED_PROXIES: networks of the reverse proxies whose X-Forwarded-For is believed. */
+  readonly trustedProxies: ReadonlyArray<IpNetwork.IpNetwork>
 }
 
 /** The settings when nothing is configured. */
@@ -79,12 +81,31 @@ export const defaults: Settings = {
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
-  workers: true
+  workers: true,
+  trustedProxies: []
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
 const positive = (name: string, fallback: number) => Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+/** A TRUSTED_PROXIES entry: a network in CIDR form, or a single address. */
+const networkOf = (entry: string) =>
+  IpNetwork.fromString(entry.includes("/") ? entry : `${entry}/${entry.includes(":") ? 128 : 32}`)
+
+const entriesOf = (text: string): ReadonlyArray<string> =>
+  text.split(",").map((part) => part.trim()).filter((part) => part !== "")
+
+/** `10.0.0.0/8, 192.168.1.7, ::1`: comma-separated networks or addresses. */
+const TrustedProxies = Schema.String.check(Schema.makeFilter(
+  (text: string) => {
+    const bad = entriesOf(text).find((entry) => Result.isFailure(networkOf(entry)))
+    return bad === undefined || `${JSON.stringify(bad)} is not an IP address or network (write e.g. 10.0.0.0/8 or 192.168.1.7)`
+  }
+))
+
+const parseNetworks = (text: string): ReadonlyArray<IpNetwork.IpNetwork> =>
+  entriesOf(text).flatMap((entry) => Result.match(networkOf(entry), { onFailure: () => [], onSuccess: (network) => [network] }))
 
 export const config: Config.Config<Settings> = Config.all({
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
@@ -96,7 +117,11 @@ export const config: Config.Config<Settings> = Config.all({
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
-  workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers))
+  workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers)),
+  trustedProxies: Config.schema(TrustedProxies, "TRUSTED_PROXIES").pipe(
+    Config.map(parseNetworks),
+    Config.withDefault(defaults.trustedProxies)
+  )
 })
 
 /**
@@ -215,7 +240,7 @@ export const server = (options: ServerOptions) =>
     )
     const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
     const mediaUrls = { baseUrl: publicUrl, secret: mediaLinkSecret(options.settings, options.token) }
-    return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true }))), workers).pipe(
+    return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }))), workers).pipe(
       Layer.provideMerge(ChatServices.layerConfig),
       Layer.provideMerge(kernel({ ...options, mediaUrls }))
     )

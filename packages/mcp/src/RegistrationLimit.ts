@@ -8,9 +8,9 @@
  *
  * The source is the address the request came from, an IPv6 one by its /64 network (one
  * subscriber's usual allocation, which holds more addresses than any per-address count could
- * bound). Behind a reverse proxy that address is the proxy's unless the server applies
- * `HttpMiddleware.xForwardedHeaders` for it: then every client shares one source, and only the
- * per-source limit's worth of registrations fits in a window.
+ * bound). Behind a reverse proxy that address is the proxy's unless the server believes the
+ * proxy's `X-Forwarded-For` (the http package's TRUSTED_PROXIES); otherwise every client shares
+ * one source, and only the per-source limit's worth of registrations fits in a window.
  */
 import { Option, Result } from "effect"
 import { IpNetwork, NetAddress } from "effect/net"
