@@ -44,7 +44,7 @@ import {
   TaskRunner,
   TaskWorker
 } from "@taskmeter/kernel"
-import { McpEndpoint, OAuthStorePg } from "@taskmeter/mcp"
+import { McpEndpoint, OAuthStorePg, RegistrationLimit } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
 import * as AdminFile from "./admin/AdminFile.ts"
@@ -66,6 +66,10 @@ export interface Settings {
   readonly maxUnfinishedTasks: number
   readonly keyRateLimitPerMinute: number
   readonly workers: boolean
+  /** MCP_REGISTRATIONS_PER_HOUR: MCP client registrations per source address (or IPv6 /64). */
+  readonly mcpRegistrationsPerHour: number
+  /** MCP_REGISTRATIONS_PER_HOUR_TOTAL: MCP client registrations from all sources together. */
+  readonly mcpRegistrationsPerHourTotal: number
   /** TRUSTED_PROXIES: networks of the reverse proxies whose X-Forwarded-For is believed. */
   readonly trustedProxies: ReadonlyArray<IpNetwork.IpNetwork>
 }
@@ -82,6 +86,8 @@ export const defaults: Settings = {
   maxUnfinishedTasks: 10,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
   workers: true,
+  mcpRegistrationsPerHour: RegistrationLimit.defaults.perSource,
+  mcpRegistrationsPerHourTotal: RegistrationLimit.defaults.total,
   trustedProxies: []
 }
 
@@ -118,6 +124,8 @@ export const config: Config.Config<Settings> = Config.all({
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
   workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers)),
+  mcpRegistrationsPerHour: positive("MCP_REGISTRATIONS_PER_HOUR", defaults.mcpRegistrationsPerHour),
+  mcpRegistrationsPerHourTotal: positive("MCP_REGISTRATIONS_PER_HOUR_TOTAL", defaults.mcpRegistrationsPerHourTotal),
   trustedProxies: Config.schema(TrustedProxies, "TRUSTED_PROXIES").pipe(
     Config.map(parseNetworks),
     Config.withDefault(defaults.trustedProxies)
@@ -230,7 +238,14 @@ export const server = (options: ServerOptions) =>
       Server.layer,
       AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
       ChatServer.layer,
-      McpEndpoint.layer({ baseUrl: new URL(publicUrl).origin })
+      McpEndpoint.layer({
+        baseUrl: new URL(publicUrl).origin,
+        registrationLimit: {
+          windowSeconds: 3600,
+          perSource: options.settings.mcpRegistrationsPerHour,
+          total: options.settings.mcpRegistrationsPerHourTotal
+        }
+      })
     )
     const listening = Layer.effectDiscard(
       Effect.andThen(

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { NetAddress } from "effect/net"
 import { SqlClient } from "effect/sql"
@@ -165,3 +165,44 @@ const boundCases = (host: string, named: string) =>
 
 boundCases("127.0.0.1", "127.0.0.1")
 boundCases("0.0.0.0", "127.0.0.1")
+
+/** The server with MCP_REGISTRATIONS_PER_HOUR=1, on the memory stores. */
+const registrationLimited = () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-register-"))
+  return Main.server({
+    settings: { ...Main.defaults, workers: false, mcpRegistrationsPerHour: 1 },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_PER_HOUR", (it) => {
+  it.effect("limits the MCP client registrations of one address", () =>
+    Effect.gen(function*() {
+      const register = request("/register", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ redirect_uris: ["https://client.example/callback"], token_endpoint_auth_method: "none" })
+      })
+      expect((yield* register).status).toBe(201)
+      const refused = yield* register
+      expect(refused.status).toBe(429)
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
+    }))
+
+  it.effect("is read from the environment, with the MCP package's defaults", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+      const unset = yield* read({})
+      expect([unset.mcpRegistrationsPerHour, unset.mcpRegistrationsPerHourTotal]).toEqual([20, 1000])
+      const set = yield* read({ MCP_REGISTRATIONS_PER_HOUR: "5", MCP_REGISTRATIONS_PER_HOUR_TOTAL: "50" })
+      expect([set.mcpRegistrationsPerHour, set.mcpRegistrationsPerHourTotal]).toEqual([5, 50])
+      expect((yield* Effect.flip(read({ MCP_REGISTRATIONS_PER_HOUR: "0" })))._tag).toBe("ConfigError")
+    }))
+})
