@@ -141,46 +141,42 @@ const inRollback = <A, E>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E>)
     return result as A
   })
 
-const throughBatchFunction = (sql: SqlClient.SqlClient, scenario: Scenario) =>
+/** The scenario's batches, each answered by `admit`, from a fresh start; rolled back after. */
+const run = (
+  sql: SqlClient.SqlClient,
+  scenario: Scenario,
+  admit: (batch: ReadonlyArray<Admission>) => Effect.Effect<ReadonlyArray<Answer>, unknown>
+) =>
   inRollback(
     sql,
     Effect.gen(function*() {
       yield* setUp(sql, scenario)
       const answers: Array<ReadonlyArray<Answer>> = []
-      for (const batch of scenario.batches) {
-        answers.push(
-          yield* sql<Answer>`SELECT ordinal, outcome, detail::text, (task).id AS task_id
-            FROM taskmeter_admit_batch(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
-        )
-      }
+      for (const batch of scenario.batches) answers.push(yield* admit(batch))
       return { answers, state: yield* stateOf(sql) }
     })
   )
 
-const oneByOne = (sql: SqlClient.SqlClient, scenario: Scenario) =>
-  inRollback(
-    sql,
-    Effect.gen(function*() {
-      yield* setUp(sql, scenario)
-      const answers: Array<ReadonlyArray<Answer>> = []
-      for (const batch of scenario.batches) {
-        const answered: Array<Answer> = []
-        for (const a of [...batch].sort(byAccountThenOrdinal)) {
-          const [row] = yield* sql<Omit<Answer, "ordinal">>`SELECT outcome, detail::text, (task).id AS task_id
-            FROM taskmeter_admit(
-              ${a.task_id}, ${a.account_id}, ${a.api_key_id}::text, ${a.model}, ${JSON.stringify(a.input)}::jsonb,
-              ${a.price_micros}, ${a.unit_micros}, ${a.quantity}, ${a.settlement}, ${a.created_at}::timestamptz,
-              ${a.deadline_at}::timestamptz, ${a.idempotency_key}, ${a.fingerprint},
-              ${a.idempotency_expires_at}::timestamptz, ${a.submissions_per_minute}, ${a.max_unfinished_tasks},
-              ${a.key_usage_limit}::integer
-            )`
-          answered.push({ ordinal: a.ordinal, ...row! })
-        }
-        answers.push(answered.sort((x, y) => x.ordinal - y.ordinal))
-      }
-      return { answers, state: yield* stateOf(sql) }
-    })
-  )
+const throughBatchFunction = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>) =>
+  sql<Answer>`SELECT ordinal, outcome, detail::text, (task).id AS task_id
+    FROM taskmeter_admit_batch(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
+
+const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>) =>
+  Effect.gen(function*() {
+    const answered: Array<Answer> = []
+    for (const a of [...batch].sort(byAccountThenOrdinal)) {
+      const [row] = yield* sql<Omit<Answer, "ordinal">>`SELECT outcome, detail::text, (task).id AS task_id
+        FROM taskmeter_admit(
+          ${a.task_id}, ${a.account_id}, ${a.api_key_id}::text, ${a.model}, ${JSON.stringify(a.input)}::jsonb,
+          ${a.price_micros}, ${a.unit_micros}, ${a.quantity}, ${a.settlement}, ${a.created_at}::timestamptz,
+          ${a.deadline_at}::timestamptz, ${a.idempotency_key}, ${a.fingerprint},
+          ${a.idempotency_expires_at}::timestamptz, ${a.submissions_per_minute}, ${a.max_unfinished_tasks},
+          ${a.key_usage_limit}::integer
+        )`
+      answered.push({ ordinal: a.ordinal, ...row! })
+    }
+    return answered.sort((x, y) => x.ordinal - y.ordinal)
+  })
 
 describe("taskmeter_admit_batch (PostgreSQL)", () => {
   it.live("answers random batches exactly as admitting them one by one, and leaves the same figures", () =>
@@ -192,7 +188,7 @@ describe("taskmeter_admit_batch (PostgreSQL)", () => {
         fc.assert(
           fc.asyncProperty(scenarioArbitrary, async (scenario) => {
             const [batched, sequential] = await Effect.runPromise(
-              Effect.all([throughBatchFunction(sql, scenario), oneByOne(sql, scenario)])
+              Effect.all([run(sql, scenario, throughBatchFunction(sql)), run(sql, scenario, oneByOne(sql))])
             )
             expect(batched).toEqual(sequential)
             for (const answers of batched.answers) {
