@@ -37,15 +37,6 @@ const linkTo = (
   secret = T.MEDIA_LINKS.secret
 ) => MediaUrls.signedPath(secret, accountId, reference, expiresAt)
 
-/** Fetches a link the way an upstream does: no credentials. */
-const fetchLink = (pathAndQuery: string, init: RequestInit = {}) =>
-  Effect.flatMap(T.baseUrl, (base) =>
-    Effect.promise(async () => {
-      const response = await fetch(`${base}${pathAndQuery}`, init)
-      const bytes = Buffer.from(await response.arrayBuffer())
-      return { status: response.status, headers: response.headers, bytes }
-    }))
-
 /** Asserts the one answer every link that does not work gets. */
 const expectNotFound = (pathAndQuery: string) =>
   Effect.gen(function*() {
@@ -53,13 +44,6 @@ const expectNotFound = (pathAndQuery: string) =>
     expect(reply.status, pathAndQuery).toBe(404)
     expect(reply.body).toEqual({ code: "JOB_NOT_FOUND", error: expect.stringContaining("media link") })
   })
-
-/** The link with one query parameter replaced. */
-const withParam = (pathAndQuery: string, name: string, value: string): string => {
-  const url = new URL(pathAndQuery, "http://x")
-  url.searchParams.set(name, value)
-  return `${url.pathname}${url.search}`
-}
 
 for (const store of stores) {
   layer(T.layer(store), { excludeTestServices: true })(`media links over ${store.name}`, (it) => {
@@ -71,7 +55,7 @@ for (const store of stores) {
           const url = new URL(signed)
           expect(url.origin).toBe(T.MEDIA_LINKS.baseUrl)
           expect(url.pathname).toBe(`/api/v1/media-links/${MediaReference.uuidOf(reference)}`)
-          const reply = yield* fetchLink(`${url.pathname}${url.search}`)
+          const reply = yield* T.fetchBytes(`${url.pathname}${url.search}`)
           expect(reply.status).toBe(200)
           expect(reply.bytes.equals(FILE)).toBe(true)
           expect(reply.headers.get("content-type")).toBe("image/png")
@@ -86,7 +70,7 @@ for (const store of stores) {
       it.effect("keeps the link's Cache-Control within the time the link has left", () =>
         Effect.gen(function*() {
           const { reference, who } = yield* withUpload
-          const reply = yield* fetchLink(linkTo(who.accountId, reference, new Date(Date.now() + 120_000)))
+          const reply = yield* T.fetchBytes(linkTo(who.accountId, reference, new Date(Date.now() + 120_000)))
           expect(reply.status).toBe(200)
           const maxAge = Number(/max-age=(\d+)/.exec(reply.headers.get("cache-control") ?? "")?.[1])
           expect(maxAge).toBeGreaterThan(110)
@@ -97,12 +81,12 @@ for (const store of stores) {
         Effect.gen(function*() {
           const { reference, who } = yield* withUpload
           const link = linkTo(who.accountId, reference)
-          const partial = yield* fetchLink(link, { headers: { range: "bytes=100-1099" } })
+          const partial = yield* T.fetchBytes(link, { headers: { range: "bytes=100-1099" } })
           expect(partial.status).toBe(206)
           expect(partial.headers.get("content-range")).toBe(`bytes 100-1099/${FILE.length}`)
           expect(partial.headers.get("content-length")).toBe("1000")
           expect(partial.bytes.equals(FILE.subarray(100, 1100))).toBe(true)
-          const tail = yield* fetchLink(link, { headers: { range: "bytes=-10" } })
+          const tail = yield* T.fetchBytes(link, { headers: { range: "bytes=-10" } })
           expect(tail.bytes.equals(FILE.subarray(FILE.length - 10))).toBe(true)
           const outside = yield* T.call(link, { headers: { range: `bytes=${FILE.length}-` } })
           expect(outside.status).toBe(416)
@@ -114,12 +98,12 @@ for (const store of stores) {
         Effect.gen(function*() {
           const { reference, sha256, who } = yield* withUpload
           const link = linkTo(who.accountId, reference)
-          const head = yield* fetchLink(link, { method: "HEAD" })
+          const head = yield* T.fetchBytes(link, { method: "HEAD" })
           expect(head.status).toBe(200)
           expect(head.headers.get("content-length")).toBe(String(FILE.length))
           expect(head.headers.get("content-type")).toBe("image/png")
           expect(head.bytes.length).toBe(0)
-          const cached = yield* fetchLink(link, { headers: { "if-none-match": `"${sha256}"` } })
+          const cached = yield* T.fetchBytes(link, { headers: { "if-none-match": `"${sha256}"` } })
           expect(cached.status).toBe(304)
           expect(cached.bytes.length).toBe(0)
         }))
@@ -138,14 +122,14 @@ for (const store of stores) {
           const sig = new URL(link, "http://x").searchParams.get("sig")!
           const flipped = `${sig.slice(0, -1)}${sig.endsWith("A") ? "B" : "A"}`
           const exp = Number(new URL(link, "http://x").searchParams.get("exp"))
-          yield* expectNotFound(withParam(link, "sig", flipped))
-          yield* expectNotFound(withParam(link, "exp", String(exp + 3_600)))
-          yield* expectNotFound(withParam(link, "acct", other.accountId))
+          yield* expectNotFound(T.withQueryParam(link, "sig", flipped))
+          yield* expectNotFound(T.withQueryParam(link, "exp", String(exp + 3_600)))
+          yield* expectNotFound(T.withQueryParam(link, "acct", other.accountId))
           yield* expectNotFound(link.replace(MediaReference.uuidOf(reference), randomUUID()))
           yield* expectNotFound(link.split("?")[0]!)
           yield* expectNotFound(linkTo(who.accountId, reference, undefined, Redacted.make("x".repeat(40))))
           // The untouched link still works: the 404s above are the alterations'.
-          expect((yield* fetchLink(link)).status).toBe(200)
+          expect((yield* T.fetchBytes(link)).status).toBe(200)
         }))
 
       it.effect("answers 404 for a validly signed link naming another account, with the same uuid", () =>

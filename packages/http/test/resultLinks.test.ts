@@ -28,15 +28,6 @@ const linkTo = (
   secret = T.MEDIA_LINKS.secret
 ) => ResultUrls.signedPath(secret, accountId, resultId, expiresAt)
 
-/** Fetches a link as an MCP host holding no API key does: no credentials. */
-const fetchLink = (pathAndQuery: string, init: RequestInit = {}) =>
-  Effect.flatMap(T.baseUrl, (base) =>
-    Effect.promise(async () => {
-      const response = await fetch(`${base}${pathAndQuery}`, init)
-      const bytes = Buffer.from(await response.arrayBuffer())
-      return { status: response.status, headers: response.headers, bytes }
-    }))
-
 const NOT_FOUND = {
   code: "JOB_NOT_FOUND",
   error: "Nothing is served at this result link: it is unknown, altered or expired. Ask for the task again (get_task) for a fresh link."
@@ -50,13 +41,6 @@ const expectNotFound = (pathAndQuery: string) =>
     expect(reply.body, pathAndQuery).toEqual(NOT_FOUND)
   })
 
-/** The link with one query parameter replaced. */
-const withParam = (pathAndQuery: string, name: string, value: string): string => {
-  const url = new URL(pathAndQuery, "http://x")
-  url.searchParams.set(name, value)
-  return `${url.pathname}${url.search}`
-}
-
 const HEADERS = ["content-type", "content-length", "etag", "accept-ranges", "content-range"]
 
 for (const store of stores) {
@@ -67,7 +51,7 @@ for (const store of stores) {
           const { resultId, sha256, who } = yield* withResult
           const link = yield* (yield* ResultUrls.ResultUrls).sign(who.accountId, resultId)
           expect(link.path.startsWith(`/api/v1/result-links/${resultId}?`)).toBe(true)
-          const signed = yield* fetchLink(link.path)
+          const signed = yield* T.fetchBytes(link.path)
           const authenticated = yield* Effect.flatMap(T.baseUrl, (base) =>
             Effect.promise(async () => {
               const response = await fetch(`${base}/api/v1/results/${resultId}`, { headers: T.bearer(who.secret) })
@@ -90,30 +74,30 @@ for (const store of stores) {
         Effect.gen(function*() {
           const { resultId, sha256, who } = yield* withResult
           const link = linkTo(who.accountId, resultId)
-          const partial = yield* fetchLink(link, { headers: { range: "bytes=100-1099" } })
+          const partial = yield* T.fetchBytes(link, { headers: { range: "bytes=100-1099" } })
           expect(partial.status).toBe(206)
           expect(partial.headers.get("content-range")).toBe(`bytes 100-1099/${FILE.length}`)
           expect(partial.headers.get("content-length")).toBe("1000")
           expect(partial.bytes.equals(FILE.subarray(100, 1100))).toBe(true)
-          const tail = yield* fetchLink(link, { headers: { range: "bytes=-10" } })
+          const tail = yield* T.fetchBytes(link, { headers: { range: "bytes=-10" } })
           expect(tail.status).toBe(206)
           expect(tail.bytes.equals(FILE.subarray(FILE.length - 10))).toBe(true)
           const outside = yield* T.call(link, { headers: { range: `bytes=${FILE.length}-` } })
           expect(outside.status).toBe(416)
           expect(outside.headers.get("content-range")).toBe(`bytes */${FILE.length}`)
           expect(outside.body.code).toBe("INVALID_REQUEST")
-          const head = yield* fetchLink(link, { method: "HEAD" })
+          const head = yield* T.fetchBytes(link, { method: "HEAD" })
           expect(head.status).toBe(200)
           expect(head.headers.get("content-length")).toBe(String(FILE.length))
           expect(head.bytes.length).toBe(0)
-          const cached = yield* fetchLink(link, { headers: { "if-none-match": `"${sha256}"` } })
+          const cached = yield* T.fetchBytes(link, { headers: { "if-none-match": `"${sha256}"` } })
           expect(cached.status).toBe(304)
         }))
 
       it.effect("keeps Cache-Control within the time the link has left", () =>
         Effect.gen(function*() {
           const { resultId, who } = yield* withResult
-          const reply = yield* fetchLink(linkTo(who.accountId, resultId, new Date(Date.now() + 120_000)))
+          const reply = yield* T.fetchBytes(linkTo(who.accountId, resultId, new Date(Date.now() + 120_000)))
           expect(reply.status).toBe(200)
           const maxAge = Number(/max-age=(\d+)/.exec(reply.headers.get("cache-control") ?? "")?.[1])
           expect(maxAge).toBeGreaterThan(110)
@@ -134,9 +118,9 @@ for (const store of stores) {
           const sig = new URL(link, "http://x").searchParams.get("sig")!
           const flipped = `${sig.slice(0, -1)}${sig.endsWith("A") ? "B" : "A"}`
           const exp = Number(new URL(link, "http://x").searchParams.get("exp"))
-          yield* expectNotFound(withParam(link, "sig", flipped))
-          yield* expectNotFound(withParam(link, "exp", String(exp + 3_600)))
-          yield* expectNotFound(withParam(link, "acct", other.who.accountId))
+          yield* expectNotFound(T.withQueryParam(link, "sig", flipped))
+          yield* expectNotFound(T.withQueryParam(link, "exp", String(exp + 3_600)))
+          yield* expectNotFound(T.withQueryParam(link, "acct", other.who.accountId))
           // Another account's existing result, under this link's account and signature.
           yield* expectNotFound(link.replace(resultId, other.resultId))
           yield* expectNotFound(link.split("?")[0]!)
@@ -146,7 +130,7 @@ for (const store of stores) {
           const media = MediaUrls.signedPath(T.MEDIA_LINKS.secret, who.accountId, reference, new Date(Date.now() + HOUR_MS))
           yield* expectNotFound(media.replace(MediaUrls.PATH_PREFIX, ResultUrls.PATH_PREFIX))
           // The untouched link still works: the 404s above are the alterations'.
-          expect((yield* fetchLink(link)).status).toBe(200)
+          expect((yield* T.fetchBytes(link)).status).toBe(200)
         }))
 
       it.effect("answers 404 for a validly signed link naming an account the result does not belong to", () =>
@@ -165,8 +149,8 @@ for (const store of stores) {
       it.effect("refuses a bad signature without reading the store, so a 404 never tells whether the result exists", () =>
         Effect.gen(function*() {
           const { resultId, who } = yield* withResult
-          const forged = withParam(linkTo(who.accountId, resultId), "sig", "A".repeat(43))
-          const forgedUnknown = withParam(linkTo(who.accountId, Ids.makeResultId()), "sig", "A".repeat(43))
+          const forged = T.withQueryParam(linkTo(who.accountId, resultId), "sig", "A".repeat(43))
+          const forgedUnknown = T.withQueryParam(linkTo(who.accountId, Ids.makeResultId()), "sig", "A".repeat(43))
           yield* T.setOutage("media")
           yield* Effect.gen(function*() {
             // With the result store unreachable, a forged link is still the plain 404...

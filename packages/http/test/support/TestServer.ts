@@ -247,3 +247,19 @@ export const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
   "base64"
 )
+
+/** Fetches a path as a client holding no API key does (a signed link); the body as bytes. */
+export const fetchBytes = (pathAndQuery: string, init: RequestInit = {}) =>
+  Effect.flatMap(baseUrl, (base) =>
+    Effect.promise(async () => {
+      const response = await fetch(`${base}${pathAndQuery}`, init)
+      const bytes = Buffer.from(await response.arrayBuffer())
+      return { status: response.status, headers: response.headers, bytes }
+    }))
+
+/** A path and query with one query parameter replaced (to tamper with a signed link). */
+export const withQueryParam = (pathAndQuery: string, name: string, value: string): string => {
+  const url = new URL(pathAndQuery, "http://x")
+  url.searchParams.set(name, value)
+  return `${url.pathname}${url.search}`
+}
