@@ -119,14 +119,8 @@ for (const store of stores) {
           const { reference, who } = yield* withUpload
           const other = yield* T.customer()
           const link = linkTo(who.accountId, reference)
-          const sig = new URL(link, "http://x").searchParams.get("sig")!
-          const flipped = `${sig.slice(0, -1)}${sig.endsWith("A") ? "B" : "A"}`
-          const exp = Number(new URL(link, "http://x").searchParams.get("exp"))
-          yield* expectNotFound(T.withQueryParam(link, "sig", flipped))
-          yield* expectNotFound(T.withQueryParam(link, "exp", String(exp + 3_600)))
-          yield* expectNotFound(T.withQueryParam(link, "acct", other.accountId))
+          for (const altered of T.alterationsOf(link, other.accountId)) yield* expectNotFound(altered)
           yield* expectNotFound(link.replace(MediaReference.uuidOf(reference), randomUUID()))
-          yield* expectNotFound(link.split("?")[0]!)
           yield* expectNotFound(linkTo(who.accountId, reference, undefined, Redacted.make("x".repeat(40))))
           // The untouched link still works: the 404s above are the alterations'.
           expect((yield* T.fetchBytes(link)).status).toBe(200)

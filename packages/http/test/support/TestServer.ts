@@ -263,3 +263,18 @@ export const withQueryParam = (pathAndQuery: string, name: string, value: string
   url.searchParams.set(name, value)
   return `${url.pathname}${url.search}`
 }
+
+/**
+ * A signed link altered each way a client could try without the secret: a flipped signature,
+ * a later expiry, another account, the query dropped. Each must be refused.
+ */
+export const alterationsOf = (link: string, otherAccountId: string): ReadonlyArray<string> => {
+  const query = new URL(link, "http://x").searchParams
+  const sig = query.get("sig")!
+  return [
+    withQueryParam(link, "sig", `${sig.slice(0, -1)}${sig.endsWith("A") ? "B" : "A"}`),
+    withQueryParam(link, "exp", String(Number(query.get("exp")) + 3_600)),
+    withQueryParam(link, "acct", otherAccountId),
+    link.split("?")[0]!
+  ]
+}
