@@ -1,17 +1,19 @@
 /**
  * The admission benchmark's yardstick (the issue's "bare node:http handler running the same
- * writes as one statement"): node:http, the body parsed with JSON.parse, and each POST handed to
- * storage-pg's TaskStore.admit, whose admissions go to PostgreSQL as one statement per batch
- * (exactly what the server's admissions become), answered 202 with the task's id. No framework,
- * no kernel (validation, pricing, fingerprint), no authentication: the account, key and quote
- * are fixed at start. What POST /api/v1/jobs costs beyond this is the server's own.
+ * writes as one statement"): node:http, the body parsed with JSON.parse, the bearer key hashed,
+ * and each POST handed to storage-pg's TaskStore.admitWithKey, which counts the key's request
+ * and admits in one statement per batch (exactly what the server's submissions become),
+ * answered 202 with the task's id. No framework and no kernel (validation, pricing,
+ * fingerprint, the key's checks): the quote is fixed at start. What POST /api/v1/jobs costs
+ * beyond this is the server's own.
  *
  * Not one statement per request: 32 transactions of one account at once queue on its row lock,
  * and each release wakes every waiter (measured here: about 300 admissions/s, p99 0.5 s).
  *
- * Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA, BARE_ACCOUNT, BARE_KEY and BARE_QUOTE
- * (JSON); prints `listening on http://...` once it listens.
+ * Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA and BARE_QUOTE (JSON); prints
+ * `listening on http://...` once it listens.
  */
+import { createHash } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect, ManagedRuntime, Redacted } from "effect"
@@ -25,8 +27,6 @@ const required = (name: string): string => {
 }
 
 const NO_LIMIT = 1_000_000_000
-const accountId = required("BARE_ACCOUNT")
-const apiKeyId = required("BARE_KEY")
 const quote = JSON.parse(required("BARE_QUOTE")) as {
   readonly priceMicros: number
   readonly unitMicros: number
@@ -43,14 +43,18 @@ const tasks = await runtime.runPromise(Effect.gen(function*() {
   return yield* TaskStore.TaskStore
 }))
 
-const admit = (body: { readonly model: string; readonly input: unknown }, idempotencyKey: string) => {
+const admit = (key: string, body: { readonly model: string; readonly input: unknown }, idempotencyKey: string) => {
   const now = Date.now()
   const id = Ids.makeTaskId()
-  return runtime.runPromise(tasks.admit({
+  return runtime.runPromise(tasks.admitWithKey({
+    key: {
+      hash: createHash("sha256").update(key).digest("hex"),
+      now: new Date(now),
+      scope: "jobs:create",
+      defaultRateLimitPerMinute: NO_LIMIT
+    },
     task: {
       id,
-      accountId: accountId as Ids.AccountId,
-      apiKeyId: apiKeyId as Ids.ApiKeyId,
       model: body.model,
       input: body.input as Record<string, unknown>,
       priceMicros: Money.micros(quote.priceMicros),
@@ -63,7 +67,7 @@ const admit = (body: { readonly model: string; readonly input: unknown }, idempo
     idempotencyKey,
     fingerprint: id,
     idempotencyExpiresAt: new Date(now + 86_400_000),
-    limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT, keyUsageLimit: null }
+    limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT }
   }))
 }
 
@@ -77,9 +81,10 @@ const server = createServer((request, response) => {
     }
     try {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-      admit(body, String(request.headers["idempotency-key"])).then((result) => {
-        if (result._tag !== "Admitted") return fail(`not admitted: ${result._tag}`)
-        const answer = JSON.stringify({ id: result.task.id, status: result.task.status, replayed: false })
+      const key = String(request.headers.authorization).replace(/^Bearer /, "")
+      admit(key, body, String(request.headers["idempotency-key"])).then(({ admission }) => {
+        if (admission?._tag !== "Admitted") return fail(`not admitted: ${admission?._tag ?? "the key was refused"}`)
+        const answer = JSON.stringify({ id: admission.task.id, status: admission.task.status, replayed: false })
         response.writeHead(202, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) })
         response.end(answer)
       }, fail)

@@ -11,10 +11,10 @@
  *   generator does not share its event loop; WORKERS=false keeps task workers from competing
  *   for the cores, and the limits are set far out of reach.
  * - bare: the issue's yardstick, a bare node:http handler in a child process (bare-server.ts)
- *   admitting each POST with one statement of its own through the same driver, with no
- *   framework, kernel, authentication or batching, driven like http.
- * - kernel: the same work without HTTP, in this process: Accounts.authenticate of the same key,
- *   then TaskRunner.submit (validation, quote, fingerprint, TaskStore.admit), N at a time.
+ *   handing each POST to TaskStore.admitWithKey, the statement the server's submissions
+ *   become, with no framework or kernel, driven like http.
+ * - kernel: the same work without HTTP, in this process: TaskRunner.submitWithKey of the same
+ *   key (validation, quote, fingerprint, TaskStore.admitWithKey), N at a time.
  * - store: TaskStore.admit alone, N at a time: the bare admission transaction.
  * After one unrecorded pass of every path at the top level (JIT, pools, prepared statements),
  * for each N (1, 8, 32 by default) the paths take turns for `--rounds` rounds, each round
@@ -27,7 +27,8 @@
  * task per admission answered.
  *
  * Usage: node bench/admission/run.ts [--connections 1,8,32] [--seconds 6] [--rounds 3]
- *        [--warmup 0.5] [--max-requests 200000] [--accounts 1] [--model song-lyrics] [--json]
+ *        [--warmup 0.5] [--max-requests 200000] [--accounts 1] [--model song-lyrics]
+ *        [--paths http,bare,kernel,store] [--json]
  * Database: BENCH_DATABASE_URL, else DATABASE_URL, else TEST_DATABASE_URL, else
  * postgres://postgres@127.0.0.1:5432/test.
  * Profiling: BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" passes flags to the server.
@@ -61,6 +62,7 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "0.5" },
     "max-requests": { type: "string", default: "200000" },
     accounts: { type: "string", default: "1" },
+    paths: { type: "string", default: "http,bare,kernel,store" },
     model: { type: "string", default: "song-lyrics" },
     json: { type: "boolean", default: false }
   }
@@ -99,11 +101,15 @@ const serverNodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").fil
 const log = (line: string) => (args.json ? process.stderr : process.stdout).write(`${line}\n`)
 
 type Path = "http" | "bare" | "kernel" | "store"
-const PATHS: ReadonlyArray<Path> = ["http", "bare", "kernel", "store"]
+const ALL_PATHS: ReadonlyArray<Path> = ["http", "bare", "kernel", "store"]
+const PATHS = args.paths.split(",") as ReadonlyArray<Path>
+if (PATHS.length === 0 || PATHS.some((path) => !ALL_PATHS.includes(path))) {
+  throw new Error(`bench/admission: --paths takes a comma-separated list of ${ALL_PATHS.join(", ")}`)
+}
 const DESCRIPTION: Record<Path, string> = {
   http: "POST /api/v1/jobs to the server process",
-  bare: "POST to a bare node:http process admitting with one statement each (the issue's yardstick)",
-  kernel: "Accounts.authenticate + TaskRunner.submit in this process, no HTTP",
+  bare: "POST to a bare node:http process: the same statement per batch, no framework or kernel (the issue's yardstick)",
+  kernel: "TaskRunner.submitWithKey (authentication inside admission) in this process, no HTTP",
   store: "TaskStore.admit alone in this process: the bare admission transaction"
 }
 
@@ -350,7 +356,7 @@ try {
       callers,
       keys,
       quote,
-      services: { accounts, runner: yield* TaskRunner.TaskRunner, tasks: yield* TaskStore.TaskStore }
+      services: { runner: yield* TaskRunner.TaskRunner, tasks: yield* TaskStore.TaskStore }
     }
   }))
   const server = await startChild(SERVER, {
@@ -368,16 +374,13 @@ try {
   const bare = await startChild(BARE_SERVER, {
     BARE_DATABASE_URL: databaseUrl,
     BARE_SCHEMA: schema,
-    BARE_ACCOUNT: callers[0]!.accountId,
-    BARE_KEY: callers[0]!.apiKeyId!,
     BARE_QUOTE: JSON.stringify(quote)
   })
 
   const submitKernel = (loop: number) =>
     Effect.runPromise(Effect.gen(function*() {
-      const caller = yield* services.accounts.authenticate(keys[loop % ACCOUNTS]!)
       const submission = { model: MODEL, input: INPUT, idempotencyKey: nextKey() }
-      const { replayed } = yield* services.runner.submit(caller, submission)
+      const { replayed } = yield* services.runner.submitWithKey(keys[loop % ACCOUNTS]!, submission)
       if (replayed) return yield* Effect.die("a fresh Idempotency-Key was replayed")
     }))
 
@@ -451,20 +454,26 @@ try {
   if (stored[0]!.n !== admitted) throw new Error(`${admitted} admissions answered, but ${stored[0]!.n} tasks stored`)
 
   const rate = (path: Path, connections: number) =>
-    cells.find((cell) => cell.path === path && cell.connections === connections)!.perSecond
+    cells.find((cell) => cell.path === path && cell.connections === connections)?.perSecond
+  const ratio = (path: Path, connections: number) => {
+    const http = rate("http", connections)
+    const other = rate(path, connections)
+    return http === undefined || other === undefined ? undefined : http / other
+  }
   const ratios = LEVELS.map((connections) => ({
     connections,
-    httpOverBare: rate("http", connections) / rate("bare", connections),
-    httpOverStore: rate("http", connections) / rate("store", connections),
-    httpOverKernel: rate("http", connections) / rate("kernel", connections)
+    httpOverBare: ratio("bare", connections),
+    httpOverStore: ratio("store", connections),
+    httpOverKernel: ratio("kernel", connections)
   }))
   log("")
-  for (const ratio of ratios) {
-    log(
-      `${String(ratio.connections).padStart(3)} connections: http reaches ${(100 * ratio.httpOverBare).toFixed(0)}% ` +
-        `of the bare handler, ${(100 * ratio.httpOverKernel).toFixed(0)}% of the kernel path, ` +
-        `${(100 * ratio.httpOverStore).toFixed(0)}% of the store admission`
-    )
+  for (const { connections, ...of } of ratios) {
+    const parts = [
+      [of.httpOverBare, "the bare handler"],
+      [of.httpOverKernel, "the kernel path"],
+      [of.httpOverStore, "the store admission"]
+    ].filter(([value]) => value !== undefined).map(([value, name]) => `${(100 * (value as number)).toFixed(0)}% of ${name}`)
+    if (parts.length > 0) log(`${String(connections).padStart(3)} connections: http reaches ${parts.join(", ")}`)
   }
   log(`books: ${admitted} admissions answered, ${stored[0]!.n} tasks stored`)
   if (args.json) {

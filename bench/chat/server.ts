@@ -27,8 +27,7 @@ const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_
 const linkSecret = Redacted.make(randomUUID() + randomUUID())
 
 const kernel = Layer.mergeAll(
-  TaskRunner.layer({ executorAvailable: () => true }),
-  Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }),
+  TaskRunner.layer({ executorAvailable: () => true }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }))),
   Ledger.layer
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),

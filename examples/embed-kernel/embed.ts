@@ -27,9 +27,8 @@ const executors = Executors.make({ adapters: [Simulated.make()] })
 
 /** The kernel's services over the given storage, and a worker running tasks in the background. */
 export const kernelOver = <E>(storage: Layer.Layer<MemoryStore.Stores, E>) => Layer.mergeAll(
-  Accounts.layer(),
   Ledger.layer,
-  TaskRunner.layer({ executorAvailable: executors.executorAvailable }),
+  TaskRunner.layer({ executorAvailable: executors.executorAvailable }).pipe(Layer.provideMerge(Accounts.layer())),
   TaskWorker.layer()
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),

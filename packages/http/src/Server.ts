@@ -31,6 +31,7 @@ import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as PresentedKey from "./handlers/PresentedKey.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
@@ -59,7 +60,7 @@ const handlers = Layer.mergeAll(
   MediaHandlers.layer,
   ResultsHandlers.layer,
   UsageHandlers.layer
-).pipe(Layer.provide([Authentication.layer, ErrorBoundary.layer]))
+).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, ErrorBoundary.layer]))
 
 /** The API's routes on the HttpRouter in context. */
 export const layer = Layer.mergeAll(

@@ -189,13 +189,12 @@ export const kernel = (options: KernelOptions) => {
     ResultUrls.layer({ secret: options.mediaUrls.secret, ttlMs: settings.resultLinkTtlSeconds * 1000 })
   )
   return Layer.mergeAll(
-    Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute }),
     Ledger.layer,
     TaskRunner.layer({
       submissionsPerMinute: settings.submissionsPerMinute,
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
       executorAvailable: executors.executorAvailable
-    })
+    }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute })))
   ).pipe(Layer.provideMerge(pricer(options.pricesFile)), Layer.provideMerge(base))
 }
 

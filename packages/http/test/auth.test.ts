@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Accounts } from "@taskmeter/kernel"
@@ -5,6 +6,20 @@ import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
 
 const jobsOf = (headers: Record<string, string>) => T.call("/api/v1/jobs", { headers })
+
+/** POST /api/v1/jobs with the given credential headers. */
+const submitWith = (
+  headers: Record<string, string>,
+  body: unknown = { model: T.MODEL, input: T.INPUT },
+  idempotencyKey: string = randomUUID()
+) =>
+  T.call("/api/v1/jobs", {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json", "idempotency-key": idempotencyKey },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+const SUBMIT_SCOPE_REFUSAL = "This API key lacks the scope jobs:create, which POST /api/v1/jobs needs; use a key that has it."
 
 for (const store of stores) {
   layer(T.layer(store), { excludeTestServices: true })(`authentication over ${store.name}`, (it) => {
@@ -68,17 +83,21 @@ for (const store of stores) {
         Effect.gen(function*() {
           const who = yield* T.customer()
           yield* T.setOutage("accounts")
-          const auth = yield* jobsOf(T.bearer(who.secret)).pipe(Effect.ensuring(T.setOutage()))
-          expect(auth.status).toBe(503)
-          expect(auth.body.code).toBe("AUTH_UNAVAILABLE")
+          const auth = yield* jobsOf(T.bearer(who.secret))
+          const authOfSubmission = yield* T.submit(who).pipe(Effect.ensuring(T.setOutage()))
+          for (const reply of [auth, authOfSubmission]) {
+            expect(reply.status).toBe(503)
+            expect(reply.body.code).toBe("AUTH_UNAVAILABLE")
+          }
           yield* T.setOutage("tasks")
           const list = yield* jobsOf(T.bearer(who.secret))
           const submit = yield* T.submit(who)
           const usage = yield* T.usage(who).pipe(Effect.ensuring(T.setOutage()))
-          for (const reply of [list, submit]) {
-            expect(reply.status).toBe(503)
-            expect(reply.body.code).toBe("API_UNAVAILABLE")
-          }
+          expect(list.status).toBe(503)
+          expect(list.body.code).toBe("API_UNAVAILABLE")
+          // A submission is authenticated within its admission, one task-store call: that call's outage is the key's.
+          expect(submit.status).toBe(503)
+          expect(submit.body.code).toBe("AUTH_UNAVAILABLE")
           expect(usage.status).toBe(200)
         }))
     })
@@ -117,6 +136,71 @@ for (const store of stores) {
             expect(reply.status, path).toBe(403)
             expect(reply.body.code).toBe("INSUFFICIENT_SCOPE")
           }
+        }))
+    })
+
+    describe("POST /api/v1/jobs, whose key is authenticated within the admission", () => {
+      it.effect("submits with the key as Authorization: Bearer or as x-api-key, Bearer winning", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer()
+          expect((yield* submitWith({ authorization: `Bearer ${who.secret}` })).status).toBe(202)
+          expect((yield* submitWith({ "x-api-key": who.secret })).status).toBe(202)
+          expect((yield* submitWith({ authorization: `Bearer ${who.secret}`, "x-api-key": "tm_unknown" })).status).toBe(202)
+          const unknownBearer = yield* submitWith({ authorization: "Bearer tm_unknown", "x-api-key": who.secret })
+          expect(unknownBearer.status).toBe(401)
+          expect(unknownBearer.body.code).toBe("AUTH_REQUIRED")
+          expect((yield* T.usage(who)).body.reservedMicros).toBe(3 * T.MODEL_PRICE)
+        }))
+
+      it.effect("answers the key's refusal before a bad Idempotency-Key, a bad body or a body too large", () =>
+        Effect.gen(function*() {
+          const accounts = yield* Accounts.Accounts
+          const revoked = yield* T.customer()
+          yield* accounts.revokeKey(revoked.accountId, revoked.keyId)
+          const reader = yield* T.customer(10_000_000, { scopes: ["jobs:read", "usage:read"] })
+          const limited = yield* T.customer(10_000_000, { rateLimitPerMinute: 1 })
+          expect((yield* jobsOf(T.bearer(limited.secret))).status).toBe(200)
+          const good = yield* T.customer()
+          const tooLarge = JSON.stringify({ model: T.MODEL, input: { prompt: "x".repeat(300 * 1024) } })
+          const cases: Array<[string, ReturnType<typeof submitWith>, number, string]> = [
+            ["revoked key, bad Idempotency-Key", T.submit(revoked, undefined, "caf\u00e9"), 403, "PERMISSION_DENIED"],
+            ["revoked key, no Idempotency-Key", T.submit(revoked, undefined, null), 403, "PERMISSION_DENIED"],
+            ["revoked key as x-api-key, bad body", submitWith({ "x-api-key": revoked.secret }, "{not json"), 403, "PERMISSION_DENIED"],
+            ["revoked key, body too large", T.submit(revoked, tooLarge), 403, "PERMISSION_DENIED"],
+            ["read-only key, invalid body", T.submit(reader, { model: T.MODEL }), 403, "INSUFFICIENT_SCOPE"],
+            ["key past its rate, bad body", T.submit(limited, "[1, 2]"), 429, "API_KEY_RATE_LIMITED"],
+            ["no key, bad body", submitWith({}, "{not json"), 401, "AUTH_REQUIRED"],
+            ["malformed key, bad Idempotency-Key", submitWith(T.bearer("not-a-key"), undefined, ""), 401, "AUTH_REQUIRED"],
+            ["good key, body too large", T.submit(good, tooLarge), 413, "INPUT_TOO_LARGE"],
+            ["good key, bad Idempotency-Key", T.submit(good, undefined, "caf\u00e9"), 400, "INVALID_IDEMPOTENCY_KEY"],
+            ["good key, invalid body", T.submit(good, { model: T.MODEL }), 400, "INVALID_REQUEST"]
+          ]
+          for (const [name, request, status, code] of cases) {
+            const reply = yield* request
+            expect(reply.status, name).toBe(status)
+            expect(reply.body.code, name).toBe(code)
+          }
+          expect((yield* T.submit(reader, { model: T.MODEL })).body.error).toBe(SUBMIT_SCOPE_REFUSAL)
+          expect((yield* T.usage(good)).body.reservedMicros).toBe(0)
+        }))
+
+      it.effect("names the endpoint in INSUFFICIENT_SCOPE, as the other endpoints do", () =>
+        Effect.gen(function*() {
+          const reader = yield* T.customer(10_000_000, { scopes: ["jobs:read"] })
+          for (const model of [T.MODEL, T.MEDIA_MODEL, "no-such-model"]) {
+            const reply = yield* T.submit(reader, { model, input: T.INPUT })
+            expect(reply.status, model).toBe(403)
+            expect(reply.body).toEqual({ code: "INSUFFICIENT_SCOPE", error: SUBMIT_SCOPE_REFUSAL })
+          }
+        }))
+
+      it.effect("counts each submission once against the key's rate, whatever it answers", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer(10_000_000, { rateLimitPerMinute: 3 })
+          expect((yield* T.submit(who, "{not json")).status).toBe(400)
+          expect((yield* T.submit(who, { model: "no-such-model", input: T.INPUT })).status).toBe(404)
+          expect((yield* T.submit(who)).status).toBe(202)
+          expect((yield* T.submit(who)).body.code).toBe("API_KEY_RATE_LIMITED")
         }))
     })
 

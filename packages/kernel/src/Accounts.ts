@@ -4,13 +4,14 @@
  *
  * Key format: `tm_` followed by 43 base64url characters (32 random bytes).
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { AccountStore } from "./AccountStore.ts"
-import type { Account, ApiKeyRecord } from "./AccountStore.ts"
+import type { Account, ApiKeyRecord, Authenticated } from "./AccountStore.ts"
 import * as Errors from "./Errors.ts"
 import * as Ids from "./Ids.ts"
 import type { AccountId, ApiKeyId } from "./Ids.ts"
+import * as KeyCheck from "./KeyCheck.ts"
 import { LedgerStore } from "./LedgerStore.ts"
 import type { Micros } from "./Money.ts"
 import * as Scopes from "./Scope.ts"
@@ -42,6 +43,12 @@ export interface KeyOptions {
   readonly usageLimit?: number | null | undefined
 }
 
+export type AuthenticationError =
+  | Errors.AuthRequired
+  | Errors.PermissionDenied
+  | Errors.ApiKeyRateLimited
+  | Errors.AuthUnavailable
+
 export class Accounts extends Context.Service<Accounts, {
   /** Creates an account with a first key (all scopes) and, when given, an opening grant. */
   readonly create: (options: {
@@ -65,12 +72,19 @@ export class Accounts extends Context.Service<Accounts, {
    * retryAfterSeconds). An unknown or malformed key is AUTH_REQUIRED; an unreachable store is
    * AUTH_UNAVAILABLE. The secret is never logged or kept.
    */
-  readonly authenticate: (
-    presented: string
-  ) => Effect.Effect<
-    Caller,
-    Errors.AuthRequired | Errors.PermissionDenied | Errors.ApiKeyRateLimited | Errors.AuthUnavailable
-  >
+  readonly authenticate: (presented: string) => Effect.Effect<Caller, AuthenticationError>
+  /**
+   * Authenticates a presented key for `scope` through a store write that checks the key itself
+   * and writes only if it passes (TaskStore.admitWithKey): `write` gets the KeyCheck and answers
+   * what the store found for the key (undefined for an unknown hash) with its own result. The
+   * answers are authenticate's, then INSUFFICIENT_SCOPE; the result is the write's, given only
+   * when the key passed. A malformed key is refused before `write` runs.
+   */
+  readonly authenticateWithin: <A, E, R>(
+    presented: string,
+    scope: Scope,
+    write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
+  ) => Effect.Effect<{ readonly caller: Caller; readonly result: A }, AuthenticationError | Errors.InsufficientScope | E, R>
 }>()("@taskmeter/kernel/Accounts") {}
 
 export interface Options {
@@ -87,12 +101,6 @@ const KEY_FORMAT = /^tm_[A-Za-z0-9_-]{43}$/
 const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 4
 
 const hashOf = (secret: string): string => createHash("sha256").update(secret).digest("hex")
-
-const sameHash = (storedHex: string, computedHex: string): boolean => {
-  const stored = Buffer.from(storedHex, "hex")
-  const computed = Buffer.from(computedHex, "hex")
-  return stored.length === computed.length && timingSafeEqual(stored, computed)
-}
 
 const authRequired = () =>
   new Errors.AuthRequired({
@@ -129,37 +137,73 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
         return { record, secret }
       })
 
+    /** The answer for what the store found: the caller, or why the key is refused. */
+    const judge = (
+      found: Authenticated | undefined,
+      check: Omit<KeyCheck.KeyCheck, "scope"> & { readonly scope?: Scope | undefined }
+    ): Effect.Effect<Caller, AuthenticationError | Errors.InsufficientScope> => {
+      const refusal = KeyCheck.refusal(found, check)
+      if (found === undefined || refusal === "UnknownKey") return authRequired()
+      switch (refusal) {
+        case undefined:
+          return Effect.succeed(callerOf(found))
+        case "Revoked":
+          return new Errors.PermissionDenied({
+            message: `This API key (${found.key.displayPrefix}...) was revoked on ${found.key.revokedAt?.toISOString()}; ` +
+              "create a new key."
+          })
+        case "RateLimited":
+          return new Errors.ApiKeyRateLimited({
+            message: `This API key may make ${KeyCheck.rateLimitOf(found, check)} requests per minute; ` +
+              "retry after the time in Retry-After.",
+            retryAfterSeconds: Math.max(1, Math.ceil((found.windowResetsAt.getTime() - check.now.getTime()) / 1000))
+          })
+        case "MissingScope":
+          return new Errors.InsufficientScope({
+            message: `This API key lacks the scope ${check.scope}, which this request needs; use a key that has it.`
+          })
+      }
+    }
+
+    const callerOf = (found: Authenticated): Caller => ({
+      accountId: found.key.accountId,
+      apiKeyId: found.key.id,
+      scopes: found.key.scopes,
+      keyUsageLimit: found.key.usageLimit
+    })
+
+    /** The check of a well-formed key; AUTH_REQUIRED for anything else, before the store is asked. */
+    const checkOf = <S extends Scope | undefined>(presented: string, scope: S) =>
+      KEY_FORMAT.test(presented)
+        ? Effect.map(now, (at) => ({
+          hash: hashOf(presented),
+          now: at,
+          scope,
+          defaultRateLimitPerMinute: options.defaultRateLimitPerMinute
+        }))
+        : authRequired()
+
+    const unavailable = () =>
+      new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
+
     const authenticate = (presented: string) =>
       Effect.gen(function*() {
-        if (!KEY_FORMAT.test(presented)) return yield* authRequired()
-        const hash = hashOf(presented)
-        const at = yield* now
-        const found = yield* store.authenticate(hash, at).pipe(
-          Effect.mapError(() =>
-            new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
-          )
-        )
-        if (found === undefined || !sameHash(found.key.hash, hash)) return yield* authRequired()
-        const key = found.key
-        if (key.revokedAt !== null) {
-          return yield* new Errors.PermissionDenied({
-            message: `This API key (${key.displayPrefix}...) was revoked on ${key.revokedAt.toISOString()}; create a new key.`
-          })
-        }
-        const limit = key.rateLimitPerMinute ?? options.defaultRateLimitPerMinute
-        if (found.requestsInWindow > limit) {
-          return yield* new Errors.ApiKeyRateLimited({
-            message: `This API key may make ${limit} requests per minute; retry after the time in Retry-After.`,
-            retryAfterSeconds: Math.max(1, Math.ceil((found.windowResetsAt.getTime() - at.getTime()) / 1000))
-          })
-        }
-        const caller: Caller = {
-          accountId: key.accountId,
-          apiKeyId: key.id,
-          scopes: key.scopes,
-          keyUsageLimit: key.usageLimit
-        }
-        return caller
+        const check = yield* checkOf(presented, undefined)
+        const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(unavailable))
+        // Without a scope the check never answers INSUFFICIENT_SCOPE: scopes are the caller's to check.
+        return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
+      })
+
+    const authenticateWithin = <A, E, R>(
+      presented: string,
+      scope: Scope,
+      write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
+    ) =>
+      Effect.gen(function*() {
+        const check = yield* checkOf(presented, scope)
+        const [found, result] = yield* write(check)
+        const caller = yield* judge(found, check)
+        return { caller, result }
       })
 
     return Accounts.of({
@@ -179,7 +223,8 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
         Effect.flatMap(get(accountId), (account) => Effect.flatMap(now, (at) => newKey(account, keyOptions, at))),
       listKeys: store.listApiKeys,
       revokeKey: (accountId, keyId) => Effect.flatMap(now, (at) => store.revokeApiKey(accountId, keyId, at)),
-      authenticate
+      authenticate,
+      authenticateWithin
     })
   })
 

@@ -18,7 +18,8 @@
  * are: without a defaulted input there is no fingerprint to compare.
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
-import type { Caller } from "./Accounts.ts"
+import { Accounts } from "./Accounts.ts"
+import type { AuthenticationError, Caller } from "./Accounts.ts"
 import { Catalog } from "./Catalog.ts"
 import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
 import * as Errors from "./Errors.ts"
@@ -29,6 +30,7 @@ import type { MediaReference } from "./MediaReference.ts"
 import { MediaStore } from "./MediaStore.ts"
 import * as Money from "./Money.ts"
 import { Pricer } from "./Pricer.ts"
+import type { Quote } from "./Pricer.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
@@ -61,6 +63,20 @@ export type SubmitError =
 
 export class TaskRunner extends Context.Service<TaskRunner, {
   readonly submit: (caller: Caller, submission: Submission) => Effect.Effect<Submitted, SubmitError>
+  /**
+   * `Accounts.authenticate` of the presented key, its `jobs:create` scope, then `submit`, with
+   * the same answers, and key refusals ahead of every other. A submission that needs nothing
+   * of the account before the store (no media references, the price and model admissible) is
+   * authenticated and admitted in one store call (TaskStore.admitWithKey); a store outage there
+   * is AUTH_UNAVAILABLE, as it would have been for the authentication.
+   */
+  readonly submitWithKey: (
+    presented: string,
+    submission: Submission
+  ) => Effect.Effect<
+    Submitted & { readonly caller: Caller },
+    Exclude<SubmitError, StoreUnavailable> | AuthenticationError | Errors.InsufficientScope | StoreUnavailable
+  >
   /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
   readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
   /** The caller's latest 100 tasks, newest first. */
@@ -95,6 +111,9 @@ export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
 const CONCURRENCY_RETRY_SECONDS = 5
 
 const LIST_LIMIT = 100
+
+/** The scope `submitWithKey` asks of the key. */
+const SUBMIT_SCOPE = "jobs:create"
 
 /** Where in the input a media reference sits, as `input.<field>` or `input.<field>[i]`. */
 const pathOfReference = (input: ModelInput, reference: MediaReference): string => {
@@ -153,8 +172,9 @@ const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed
 
 export const make = (
   options: Options
-): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore> =>
+): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore | Accounts> =>
   Effect.gen(function*() {
+    const accounts = yield* Accounts
     const catalog = yield* Catalog
     const pricer = yield* Pricer
     const tasks = yield* TaskStore
@@ -214,6 +234,38 @@ export const make = (
         return { task: earlier.task, replayed: true }
       })
 
+    /** The store's answer as the submission's: the task, or the refusal. */
+    const answer = (result: AdmissionResult, caller: Caller, priceMicros: number) => {
+      switch (result._tag) {
+        case "Admitted":
+          return Effect.succeed({ task: result.task, replayed: false })
+        case "Replayed":
+          return Effect.succeed({ task: result.task, replayed: true })
+        default:
+          return Effect.fail(refused(result, { caller, priceMicros, options: limits }))
+      }
+    }
+
+    /** What admission writes, but for whose account: the caller's or the key's. */
+    const admissionOf = (model: ModelDefinition, input: ModelInput, quote: Quote, submission: Submission, fingerprint: string) =>
+      Effect.map(Clock.currentTimeMillis, (now) => ({
+        task: {
+          id: Ids.makeTaskId(),
+          model: model.slug,
+          input,
+          priceMicros: quote.priceMicros,
+          unitMicros: quote.unitMicros,
+          quantity: quote.quantity,
+          settlement: quote.settlement,
+          createdAt: new Date(now),
+          deadlineAt: new Date(now + deadlineMs(model))
+        },
+        idempotencyKey: submission.idempotencyKey,
+        fingerprint,
+        idempotencyExpiresAt: new Date(now + idempotencyTtlMs),
+        limits
+      }))
+
     const submit = (caller: Caller, submission: Submission) =>
       Effect.gen(function*() {
         const { model, input } = yield* catalog.validate(submission.model, submission.input)
@@ -225,34 +277,48 @@ export const make = (
             : yield* replayOr(caller, submission.idempotencyKey, fingerprint, checked.failure)
         }
         const quote = checked.success
-        const now = yield* Clock.currentTimeMillis
+        const admission = yield* admissionOf(model, input, quote, submission, fingerprint)
         const result = yield* tasks.admit({
-          task: {
-            id: Ids.makeTaskId(),
-            accountId: caller.accountId,
-            apiKeyId: caller.apiKeyId,
-            model: model.slug,
-            input,
-            priceMicros: quote.priceMicros,
-            unitMicros: quote.unitMicros,
-            quantity: quote.quantity,
-            settlement: quote.settlement,
-            createdAt: new Date(now),
-            deadlineAt: new Date(now + deadlineMs(model))
-          },
-          idempotencyKey: submission.idempotencyKey,
-          fingerprint,
-          idempotencyExpiresAt: new Date(now + idempotencyTtlMs),
+          ...admission,
+          task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
           limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
         })
-        switch (result._tag) {
-          case "Admitted":
-            return { task: result.task, replayed: false }
-          case "Replayed":
-            return { task: result.task, replayed: true }
-          default:
-            return yield* refused(result, { caller, priceMicros: quote.priceMicros, options: limits })
+        return yield* answer(result, caller, quote.priceMicros)
+      })
+
+    /** What a submission needs before the store when it needs nothing of the account; undefined otherwise. */
+    const prepareWithoutAccount = (submission: Submission) =>
+      Effect.gen(function*() {
+        const { model, input } = yield* catalog.validate(submission.model, submission.input)
+        if (catalog.mediaReferences(model, input).length > 0 || !options.executorAvailable(model.slug)) return undefined
+        const quote = yield* pricer.quote(model.slug, input)
+        yield* pricer.checkExpected(quote, submission.expectedPriceMicros)
+        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        return yield* admissionOf(model, input, quote, submission, fingerprint)
+      }).pipe(Effect.orElseSucceed(() => undefined))
+
+    const submitWithKey = (presented: string, submission: Submission) =>
+      Effect.gen(function*() {
+        const admission = yield* prepareWithoutAccount(submission)
+        if (admission === undefined) {
+          // Every refusal before the store, and media ownership, need the account first.
+          const caller = yield* accounts.authenticate(presented)
+          if (!caller.scopes.includes(SUBMIT_SCOPE)) {
+            return yield* new Errors.InsufficientScope({
+              message: `This API key lacks the scope ${SUBMIT_SCOPE}, which this request needs; use a key that has it.`
+            })
+          }
+          return { caller, ...(yield* submit(caller, submission)) }
         }
+        const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
+          tasks.admitWithKey({ ...admission, key }).pipe(
+            Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
+            Effect.mapError(() =>
+              new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
+            )
+          ))
+        if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
+        return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }
       })
 
     const jobNotFound = (id: string) =>
@@ -260,6 +326,7 @@ export const make = (
 
     return TaskRunner.of({
       submit,
+      submitWithKey,
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
@@ -271,4 +338,5 @@ export const make = (
 
 export const layer = (
   options: Options
-): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore> => Layer.effect(TaskRunner, make(options))
+): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore | Accounts> =>
+  Layer.effect(TaskRunner, make(options))

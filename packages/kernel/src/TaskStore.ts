@@ -11,10 +11,11 @@
  *   overwrite the new owner's work. The credit effect of the new status (charge, release) is
  *   written in the same atomic unit, at most once per task.
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+import { Context, Effect } from "effect"
+import type { AccountStore, Authenticated } from "./AccountStore.ts"
 import type { ModelInput } from "./Catalog.ts"
 import type { AccountId, ApiKeyId, ResultId, TaskId } from "./Ids.ts"
+import * as KeyCheck from "./KeyCheck.ts"
 import type { Micros } from "./Money.ts"
 import type { Settlement } from "./PriceList.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
@@ -110,6 +111,27 @@ export type AdmissionResult =
   | { readonly _tag: "PaymentReviewRequired" }
   | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
 
+/**
+ * An admission on behalf of whoever holds the key with `key.hash`: the store counts the request
+ * in the key's window as `AccountStore.authenticate` does and, only if the key then passes
+ * `KeyCheck.refusal`, admits the task under the key's account and id with the key's usage limit.
+ */
+export interface KeyedAdmissionRequest {
+  readonly key: KeyCheck.KeyCheck
+  readonly task: Omit<NewTask, "accountId" | "apiKeyId">
+  readonly idempotencyKey: string
+  readonly fingerprint: string
+  readonly idempotencyExpiresAt: Date
+  readonly limits: Omit<AdmissionLimits, "keyUsageLimit">
+}
+
+export interface KeyedAdmission {
+  /** What `AccountStore.authenticate(key.hash, key.now)` would have answered. */
+  readonly authenticated: Authenticated | undefined
+  /** The admission's result; undefined when the key did not pass (then nothing but the count was written). */
+  readonly admission: AdmissionResult | undefined
+}
+
 /** What a live Idempotency-Key names: the task it admitted and the fingerprint of that request. */
 export interface IdempotentSubmission {
   readonly task: TaskRecord
@@ -155,6 +177,11 @@ export interface Resolution {
 
 export class TaskStore extends Context.Service<TaskStore, {
   readonly admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+  /**
+   * Authentication and admission in one step (one round trip for a store that can). A store
+   * may do it as `admitWithKeyInSteps` does; the answers must be the same.
+   */
+  readonly admitWithKey: (request: KeyedAdmissionRequest) => Effect.Effect<KeyedAdmission, StoreUnavailable>
   /**
    * The submission a live Idempotency-Key of the account names (the task as it is now), or
    * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
@@ -223,3 +250,23 @@ export class TaskStore extends Context.Service<TaskStore, {
    */
   readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
 }>()("@taskmeter/kernel/TaskStore") {}
+
+/** `admitWithKey` as two calls: the key's count, then, if it passes, the admission. */
+export const admitWithKeyInSteps = (
+  accounts: Pick<AccountStore["Service"], "authenticate">,
+  admit: TaskStore["Service"]["admit"]
+) =>
+(request: KeyedAdmissionRequest): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
+  Effect.gen(function*() {
+    const authenticated = yield* accounts.authenticate(request.key.hash, request.key.now)
+    if (authenticated === undefined || KeyCheck.refusal(authenticated, request.key) !== undefined) {
+      return { authenticated, admission: undefined }
+    }
+    const { key } = authenticated
+    const admission = yield* admit({
+      ...request,
+      task: { ...request.task, accountId: key.accountId, apiKeyId: key.id },
+      limits: { ...request.limits, keyUsageLimit: key.usageLimit }
+    })
+    return { authenticated, admission }
+  })

@@ -7,10 +7,13 @@ import * as Accounts from "../src/Accounts.ts"
 import { AccountStore } from "../src/AccountStore.ts"
 import * as Errors from "../src/Errors.ts"
 import * as Ids from "../src/Ids.ts"
+import * as KeyCheck from "../src/KeyCheck.ts"
 import { Ledger } from "../src/Ledger.ts"
 import * as LedgerModule from "../src/Ledger.ts"
 import * as Money from "../src/Money.ts"
+import * as Scopes from "../src/Scope.ts"
 import { StoreUnavailable } from "../src/StoreError.ts"
+import { makeKey } from "../src/testing/fixtures.ts"
 
 const withAccounts = (options?: Accounts.Options) =>
   Layer.mergeAll(Accounts.layer(options), LedgerModule.layer).pipe(Layer.provideMerge(MemoryStore.layer))
@@ -120,6 +123,118 @@ describe("Accounts", () => {
       expect(yield* Effect.flip(accounts.get(missing))).toEqual(new Accounts.AccountNotFound({ accountId: missing }))
       expect(yield* Effect.flip(accounts.createKey(missing))).toBeInstanceOf(Accounts.AccountNotFound)
     }).pipe(Effect.provide(withAccounts())))
+})
+
+describe("Accounts.authenticateWithin", () => {
+  /** A write that finds the key as the store's authenticate does and answers `result`, keeping each check. */
+  const recording = <A>(result: A) => {
+    const checks: Array<KeyCheck.KeyCheck> = []
+    const write = (check: KeyCheck.KeyCheck) =>
+      AccountStore.use((store) => store.authenticate(check.hash, check.now)).pipe(
+        Effect.map((found) => (checks.push(check), [found, result] as const))
+      )
+    return { checks, write }
+  }
+
+  it.effect("a passing key gives its caller and the write's result; the write gets the key's check", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const { account } = yield* accounts.create({ name: "acme" })
+      const key = yield* accounts.createKey(account.id, { usageLimit: 3 })
+      yield* TestClock.adjust("5 seconds")
+      const { checks, write } = recording("written")
+      expect(yield* accounts.authenticateWithin(key.secret, "jobs:create", write)).toEqual({
+        caller: { accountId: account.id, apiKeyId: key.record.id, scopes: Scopes.all, keyUsageLimit: 3 },
+        result: "written"
+      })
+      expect(checks).toEqual([{
+        hash: createHash("sha256").update(key.secret).digest("hex"),
+        now: new Date(5_000),
+        scope: "jobs:create",
+        defaultRateLimitPerMinute: 7
+      }])
+    }).pipe(Effect.provide(withAccounts({ defaultRateLimitPerMinute: 7 }))))
+
+  it.effect("a refused key is the refusal, whatever the write answered", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const { account, key } = yield* accounts.create({ name: "acme" })
+      const readOnly = yield* accounts.createKey(account.id, { scopes: Scopes.readOnly })
+      const limited = yield* accounts.createKey(account.id, { rateLimitPerMinute: 1 })
+      const { checks, write } = recording("written")
+      const within = (secret: string) => Effect.flip(accounts.authenticateWithin(secret, "jobs:create", write))
+
+      expect(yield* within(`tm_${"a".repeat(43)}`)).toBeInstanceOf(Errors.AuthRequired)
+      const scope = yield* within(readOnly.secret)
+      expect(scope).toBeInstanceOf(Errors.InsufficientScope)
+      expect(scope.message).toContain("jobs:create")
+      yield* accounts.authenticateWithin(limited.secret, "jobs:create", write)
+      expect(yield* within(limited.secret)).toMatchObject({ _tag: "ApiKeyRateLimited", retryAfterSeconds: 60 })
+      yield* accounts.revokeKey(account.id, key.record.id)
+      expect(yield* within(key.secret)).toBeInstanceOf(Errors.PermissionDenied)
+      expect(checks.length).toBe(5)
+    }).pipe(Effect.provide(withAccounts())))
+
+  it.effect("refuses for the first reason: revoked, then over the rate, then the scope", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const { account } = yield* accounts.create({ name: "acme" })
+      const options = { scopes: Scopes.readOnly, rateLimitPerMinute: 1 }
+      const revoked = yield* accounts.createKey(account.id, options)
+      const limited = yield* accounts.createKey(account.id, options)
+      yield* accounts.revokeKey(account.id, revoked.record.id)
+      const { write } = recording("written")
+      const within = (secret: string) => Effect.flip(accounts.authenticateWithin(secret, "jobs:create", write))
+      expect(yield* within(limited.secret)).toBeInstanceOf(Errors.InsufficientScope)
+      // Over its rate now as well: the rate is said first.
+      expect(yield* within(limited.secret)).toBeInstanceOf(Errors.ApiKeyRateLimited)
+      yield* within(revoked.secret)
+      // Revoked, over its rate and lacking the scope: the revocation is said first.
+      expect(yield* within(revoked.secret)).toBeInstanceOf(Errors.PermissionDenied)
+    }).pipe(Effect.provide(withAccounts())))
+
+  it.effect("a malformed key is AUTH_REQUIRED without calling the write; the write's own failure is the answer", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const { key } = yield* accounts.create({ name: "acme" })
+      let writes = 0
+      const counted = () => Effect.sync(() => (writes++, [undefined, "written"] as const))
+      for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`]) {
+        expect(yield* Effect.flip(accounts.authenticateWithin(presented, "jobs:create", counted)))
+          .toBeInstanceOf(Errors.AuthRequired)
+      }
+      expect(writes).toBe(0)
+
+      const outage = new StoreUnavailable({ message: "connection refused" })
+      expect(yield* Effect.flip(accounts.authenticateWithin(key.secret, "jobs:create", () => Effect.fail(outage))))
+        .toBe(outage)
+    }).pipe(Effect.provide(withAccounts())))
+})
+
+describe("KeyCheck.refusal", () => {
+  const key = makeKey(Ids.makeAccountId(), { scopes: ["jobs:read"], rateLimitPerMinute: 2, revokedAt: new Date(0) })
+  const found = { key, requestsInWindow: 3, windowResetsAt: new Date(60_000) }
+  const check = { hash: key.hash, now: new Date(1_000), scope: "jobs:create", defaultRateLimitPerMinute: 10 } as const
+
+  it("refuses in order: unknown, revoked, over the rate, lacking the scope", () => {
+    expect(KeyCheck.refusal(undefined, check)).toBe("UnknownKey")
+    expect(KeyCheck.refusal(found, { ...check, hash: "0".repeat(64) })).toBe("UnknownKey")
+    expect(KeyCheck.refusal(found, check)).toBe("Revoked")
+    const live = { ...found, key: { ...key, revokedAt: null } }
+    expect(KeyCheck.refusal(live, check)).toBe("RateLimited")
+    expect(KeyCheck.refusal({ ...live, requestsInWindow: 2 }, check)).toBe("MissingScope")
+    expect(KeyCheck.refusal({ ...live, requestsInWindow: 2 }, { ...check, scope: undefined })).toBeUndefined()
+    expect(KeyCheck.refusal({ ...live, requestsInWindow: 2 }, { ...check, scope: "jobs:read" })).toBeUndefined()
+  })
+
+  it("counts the request itself against the key's rate, else the default", () => {
+    const open = { ...key, revokedAt: null, scopes: Scopes.all }
+    expect(KeyCheck.refusal({ ...found, key: open, requestsInWindow: 2 }, check)).toBeUndefined()
+    expect(KeyCheck.refusal({ ...found, key: open, requestsInWindow: 3 }, check)).toBe("RateLimited")
+    const defaulted = { ...open, rateLimitPerMinute: null }
+    expect(KeyCheck.refusal({ ...found, key: defaulted, requestsInWindow: 10 }, check)).toBeUndefined()
+    expect(KeyCheck.refusal({ ...found, key: defaulted, requestsInWindow: 11 }, check)).toBe("RateLimited")
+  })
 })
 
 /** Accounts over a memory store whose AccountStore is altered by `change`. */

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as Accounts from "../src/Accounts.ts"
+import { AccountStore } from "../src/AccountStore.ts"
 import * as Catalog from "../src/Catalog.ts"
 import * as Errors from "../src/Errors.ts"
 import * as Fingerprint from "../src/Fingerprint.ts"
@@ -12,6 +13,8 @@ import * as MediaReference from "../src/MediaReference.ts"
 import { MediaStore } from "../src/MediaStore.ts"
 import { micros } from "../src/Money.ts"
 import * as Pricer from "../src/Pricer.ts"
+import * as Scope from "../src/Scope.ts"
+import { StoreUnavailable } from "../src/StoreError.ts"
 import * as TaskRunner from "../src/TaskRunner.ts"
 import { TaskStore } from "../src/TaskStore.ts"
 
@@ -21,8 +24,7 @@ const UNSERVED = "song-lyrics"
 
 const layerWith = (options: Partial<TaskRunner.Options> = {}, stores = MemoryStore.layer) =>
   Layer.mergeAll(
-    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }),
-    Accounts.layer(),
+    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }).pipe(Layer.provideMerge(Accounts.layer())),
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
@@ -31,31 +33,53 @@ const layerWith = (options: Partial<TaskRunner.Options> = {}, stores = MemorySto
     Layer.orDie
   )
 
-/** The memory store, counting the TaskStore calls that admission makes. */
+/** The memory store, counting the store calls that authentication and admission make. */
 const countingStores = () => {
-  const calls = { admit: 0, findIdempotent: 0 }
-  const counted = Layer.effect(
-    TaskStore,
-    Effect.gen(function*() {
-      const store = yield* TaskStore
-      return TaskStore.of({
-        ...store,
-        admit: (request) => Effect.suspend(() => (calls.admit++, store.admit(request))),
-        findIdempotent: (...args) => Effect.suspend(() => (calls.findIdempotent++, store.findIdempotent(...args)))
+  const calls = { authenticate: 0, admitWithKey: 0, admit: 0, findIdempotent: 0 }
+  const counted = Layer.mergeAll(
+    Layer.effect(
+      TaskStore,
+      Effect.gen(function*() {
+        const store = yield* TaskStore
+        return TaskStore.of({
+          ...store,
+          admit: (request) => Effect.suspend(() => (calls.admit++, store.admit(request))),
+          admitWithKey: (request) => Effect.suspend(() => (calls.admitWithKey++, store.admitWithKey(request))),
+          findIdempotent: (...args) => Effect.suspend(() => (calls.findIdempotent++, store.findIdempotent(...args)))
+        })
       })
-    })
+    ),
+    Layer.effect(
+      AccountStore,
+      Effect.map(AccountStore, (store) =>
+        AccountStore.of({
+          ...store,
+          authenticate: (hash, now) => Effect.suspend(() => (calls.authenticate++, store.authenticate(hash, now)))
+        }))
+    )
   ).pipe(Layer.provideMerge(MemoryStore.layer))
   return { calls, stores: counted }
 }
 
-/** A caller of a new account holding `credits` micros. */
-const caller = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
+/** A key of a new account holding `credits` micros, and the caller it stands for; nothing authenticated yet. */
+const keyOf = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
     const { account } = yield* accounts.create({ name: "acme", credits: micros(credits) })
-    const key = yield* accounts.createKey(account.id, keyOptions)
-    return yield* accounts.authenticate(key.secret)
+    const { record, secret } = yield* accounts.createKey(account.id, keyOptions)
+    const who: Accounts.Caller = {
+      accountId: account.id,
+      apiKeyId: record.id,
+      scopes: record.scopes,
+      keyUsageLimit: record.usageLimit
+    }
+    return { secret, caller: who }
   })
+
+/** A caller of a new account holding `credits` micros. */
+const caller = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
+  Effect.flatMap(keyOf(credits, keyOptions), ({ secret }) =>
+    Accounts.Accounts.use((accounts) => accounts.authenticate(secret)))
 
 const reserved = (who: Accounts.Caller) =>
   Effect.map(Ledger.Ledger.use((ledger) => ledger.balances(who.accountId)), (balances) => balances.reservedMicros)
@@ -170,12 +194,12 @@ describe("TaskRunner.submit", () => {
       const request = submission({ expectedPriceMicros: 80_000 })
       const first = yield* runner.submit(who, request)
       // An admission is one store call; only refusals look the key up.
-      expect(counting.calls).toEqual({ admit: 1, findIdempotent: 0 })
+      expect(counting.calls).toMatchObject({ admit: 1, findIdempotent: 0 })
 
       yield* pricer.setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
       yield* TestClock.adjust("1 minute")
       expect(yield* runner.submit(who, request)).toEqual({ task: first.task, replayed: true })
-      expect(counting.calls).toEqual({ admit: 1, findIdempotent: 1 })
+      expect(counting.calls).toMatchObject({ admit: 1, findIdempotent: 1 })
       expect(yield* reserved(who)).toBe(80_000)
 
       const conflict = yield* Effect.flip(runner.submit(who, { ...request, input: { prompt: "a fox" } }))
@@ -286,6 +310,217 @@ describe("TaskRunner.submit", () => {
       const review = yield* Effect.flip(runner.submit(who, submission()))
       expect(review).toBeInstanceOf(Errors.PaymentReviewRequired)
     }).pipe(Effect.provide(layerWith())))
+})
+
+describe("TaskRunner.submitWithKey", () => {
+  it.effect("admits in one store call under the key's account and answers its caller", () => {
+    const counting = countingStores()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000, { usageLimit: 5 })
+      yield* TestClock.adjust("10 seconds")
+      const first = yield* runner.submitWithKey(secret, submission({ expectedPriceMicros: 80_000 }))
+      expect(first.caller).toEqual({ ...who, scopes: Scope.all, keyUsageLimit: 5 })
+      expect(first.replayed).toBe(false)
+      expect(first.task).toMatchObject({
+        accountId: who.accountId,
+        apiKeyId: who.apiKeyId,
+        model: TEXT_TO_IMAGE,
+        input: { prompt: "a lighthouse at dusk", aspectRatio: "9:16", resolution: "1k" },
+        status: "queued",
+        priceMicros: 80_000,
+        createdAt: new Date(10_000),
+        deadlineAt: new Date(10_000 + 15 * 60_000)
+      })
+      expect(yield* runner.get(who, first.task.id)).toEqual(first.task)
+      expect(yield* reserved(who)).toBe(80_000)
+      expect(counting.calls).toEqual({ authenticate: 0, admitWithKey: 1, admit: 0, findIdempotent: 0 })
+
+      const again = yield* runner.submitWithKey(secret, submission({
+        input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" },
+        expectedPriceMicros: 80_000
+      }))
+      expect(again).toEqual({ task: first.task, replayed: true, caller: first.caller })
+      const conflict = yield* Effect.flip(runner.submitWithKey(secret, submission({ input: { prompt: "a fox" } })))
+      expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
+      expect(conflict.message).toContain(first.task.id)
+      expect(counting.calls).toEqual({ authenticate: 0, admitWithKey: 3, admit: 0, findIdempotent: 0 })
+      expect(yield* reserved(who)).toBe(80_000)
+    }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("unknown and malformed keys are AUTH_REQUIRED on either path; malformed ones never reach the store", () => {
+    const counting = countingStores()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { caller: who } = yield* keyOf(1_000_000)
+      const unknown = `tm_${"a".repeat(43)}`
+      for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`, unknown]) {
+        for (const request of [submission(), submission({ input: { prompt: "" } })]) {
+          expect(yield* Effect.flip(runner.submitWithKey(presented, request))).toBeInstanceOf(Errors.AuthRequired)
+        }
+      }
+      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 1, admit: 0, findIdempotent: 0 })
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("a revoked key is PERMISSION_DENIED ahead of input errors and replays", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      yield* runner.submitWithKey(secret, submission())
+      yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
+      for (const request of [submission(), submission({ input: { prompt: "" } }), submission({ model: "no-such-model" })]) {
+        const denied = yield* Effect.flip(runner.submitWithKey(secret, request))
+        expect(denied).toBeInstanceOf(Errors.PermissionDenied)
+        expect(denied.message).toMatch(/revoked/)
+      }
+      expect(yield* reserved(who)).toBe(80_000)
+    }).pipe(Effect.provide(layerWith())))
+
+  it.effect("a key over its rate is API_KEY_RATE_LIMITED on either path, both counted in one window", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000, { rateLimitPerMinute: 2 })
+      yield* runner.submitWithKey(secret, submission({ idempotencyKey: "a" }))
+      yield* TestClock.adjust("20 seconds")
+      const invalid = submission({ idempotencyKey: "b", input: { prompt: "" } })
+      expect(yield* Effect.flip(runner.submitWithKey(secret, invalid))).toBeInstanceOf(Errors.InvalidModelInput)
+      for (const request of [submission({ idempotencyKey: "b" }), invalid]) {
+        const limited = yield* Effect.flip(runner.submitWithKey(secret, request))
+        expect(limited).toBeInstanceOf(Errors.ApiKeyRateLimited)
+        expect(limited).toMatchObject({ retryAfterSeconds: 40 })
+      }
+      expect(yield* reserved(who)).toBe(80_000)
+
+      yield* TestClock.adjust("40 seconds")
+      expect((yield* runner.submitWithKey(secret, submission({ idempotencyKey: "b" }))).replayed).toBe(false)
+      expect(yield* reserved(who)).toBe(160_000)
+    }).pipe(Effect.provide(layerWith())))
+
+  it.effect("a key without jobs:create is INSUFFICIENT_SCOPE on either path, after the reasons that come first", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000, { scopes: Scope.readOnly })
+      for (const request of [submission(), submission({ input: { prompt: "" } })]) {
+        const refused = yield* Effect.flip(runner.submitWithKey(secret, request))
+        expect(refused).toBeInstanceOf(Errors.InsufficientScope)
+        expect(refused.message).toContain("jobs:create")
+      }
+      expect(yield* runner.list(who)).toEqual([])
+
+      yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
+      expect(yield* Effect.flip(runner.submitWithKey(secret, submission()))).toBeInstanceOf(Errors.PermissionDenied)
+    }).pipe(Effect.provide(layerWith())))
+
+  it.effect("with a good key, input errors are submit's", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const refusals = [
+        [submission({ input: { prompt: "" } }), Errors.InvalidModelInput],
+        [submission({ model: "no-such-model" }), Errors.ModelNotFound],
+        [submission({ model: UNSERVED, input: { prompt: "rain" } }), Errors.ExecutionUnavailable],
+        [submission({ expectedPriceMicros: 70_000 }), Errors.PriceChanged]
+      ] as const
+      for (const [request, refusal] of refusals) {
+        expect(yield* Effect.flip(runner.submitWithKey(secret, request))).toBeInstanceOf(refusal)
+      }
+      expect(yield* reserved(who)).toBe(0)
+      // None of them kept the Idempotency-Key.
+      expect((yield* runner.submitWithKey(secret, submission())).replayed).toBe(false)
+    }).pipe(Effect.provide(layerWith())))
+
+  it.effect("a submission with media references takes authenticate then admit; a foreign one is INVALID_MODEL_INPUT", () => {
+    const counting = countingStores()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const { caller: other } = yield* keyOf(1_000_000)
+      const own = yield* uploaded(who)
+      const foreign = yield* uploaded(other)
+      const edit = (imageUrls: ReadonlyArray<string>, idempotencyKey: string) =>
+        runner.submitWithKey(secret, { model: EDIT, input: { prompt: "make it blue", imageUrls }, idempotencyKey })
+
+      const refused = yield* Effect.flip(edit([own, foreign], "k1"))
+      expect(refused).toBeInstanceOf(Errors.InvalidModelInput)
+      expect(refused.message).toMatch(/^input\.imageUrls\[1\]: media:/)
+      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 0, admit: 0, findIdempotent: 1 })
+      expect(yield* reserved(who)).toBe(0)
+
+      const admitted = yield* edit([own], "k2")
+      expect(admitted.caller).toEqual(who)
+      expect(admitted.task).toMatchObject({ accountId: who.accountId, apiKeyId: who.apiKeyId, status: "queued" })
+      expect(counting.calls).toEqual({ authenticate: 2, admitWithKey: 0, admit: 1, findIdempotent: 1 })
+    }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("a retry after the price changed replays through authenticate and submit; a new key is PRICE_CHANGED", () => {
+    const counting = countingStores()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const pricer = yield* Pricer.Pricer
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const request = submission({ expectedPriceMicros: 80_000 })
+      const first = yield* runner.submitWithKey(secret, request)
+
+      yield* pricer.setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
+      yield* TestClock.adjust("1 minute")
+      expect(yield* runner.submitWithKey(secret, request)).toEqual({ task: first.task, replayed: true, caller: who })
+      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 1, admit: 0, findIdempotent: 1 })
+      const conflict = yield* Effect.flip(runner.submitWithKey(secret, { ...request, input: { prompt: "a fox" } }))
+      expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
+      const fresh = yield* Effect.flip(runner.submitWithKey(secret, { ...request, idempotencyKey: "key-2" }))
+      expect(fresh).toBeInstanceOf(Errors.PriceChanged)
+      expect(yield* reserved(who)).toBe(80_000)
+    }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("admission refusals come through the one call as submit answers them", () =>
+    Effect.gen(function*() {
+      const accounts = yield* Accounts.Accounts
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(100_000, { usageLimit: 1 })
+      yield* runner.submitWithKey(secret, submission({ idempotencyKey: "a" }))
+      const exceeded = yield* Effect.flip(runner.submitWithKey(secret, submission({ idempotencyKey: "b" })))
+      expect(exceeded).toBeInstanceOf(Errors.ApiKeyUsageExceeded)
+      expect(exceeded.message).toContain("usage limit of 1 ")
+
+      const unlimited = yield* accounts.createKey(who.accountId)
+      const poor = yield* Effect.flip(runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "b" })))
+      expect(poor).toBeInstanceOf(Errors.InsufficientCredits)
+      expect(poor.message).toContain("20000 micros")
+      expect(poor.message).toContain("80000 micros")
+
+      yield* Ledger.Ledger.use((ledger) => ledger.grant(who.accountId, micros(1_000_000)))
+      yield* runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "b" }))
+      yield* TestClock.adjust("15 seconds")
+      const limited = yield* Effect.flip(runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "c" })))
+      expect(limited).toBeInstanceOf(Errors.RateLimited)
+      expect(limited).toMatchObject({ retryAfterSeconds: 45 })
+      expect(yield* reserved(who)).toBe(160_000)
+    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 2 }))))
+
+  it.effect("a store outage in the one call is AUTH_UNAVAILABLE", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      expect(yield* Effect.flip(runner.submitWithKey(secret, submission()))).toBeInstanceOf(Errors.AuthUnavailable)
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith(
+      {},
+      Layer.effect(
+        TaskStore,
+        Effect.map(TaskStore, (store) =>
+          TaskStore.of({
+            ...store,
+            admitWithKey: () => Effect.fail(new StoreUnavailable({ message: "connection refused" }))
+          }))
+      ).pipe(Layer.provideMerge(MemoryStore.layer))
+    ))))
 })
 
 describe("TaskRunner reads", () => {

@@ -22,14 +22,16 @@ export type Stores =
   | BlobStore.BlobStore
   | ChatStore.ChatStore
 
-const contextOf = (state: State.State): Context.Context<Stores> =>
-  Context.make(AccountStore.AccountStore, Accounts.make(state)).pipe(
+const contextOf = (state: State.State): Context.Context<Stores> => {
+  const accounts = Accounts.make(state)
+  return Context.make(AccountStore.AccountStore, accounts).pipe(
     Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
-    Context.add(TaskStore.TaskStore, Tasks.make(state)),
+    Context.add(TaskStore.TaskStore, Tasks.make(state, accounts)),
     Context.add(MediaStore.MediaStore, Media.make(state)),
     Context.add(BlobStore.BlobStore, Blobs.make(state)),
     Context.add(ChatStore.ChatStore, Chat.make(state))
   )
+}
 
 /** A fresh, empty store each time the layer is built. */
 export const layer: Layer.Layer<Stores> = Layer.effectContext(Effect.sync(() => contextOf(State.make())))

@@ -47,6 +47,7 @@ import chatRequests from "./migrations/0005_chat_requests.ts"
 import authenticateBatches from "./migrations/0006_authenticate_batches.ts"
 import admissionFastPath from "./migrations/0007_admission_fast_path.ts"
 import idempotencyPurge from "./migrations/0008_idempotency_purge.ts"
+import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -85,7 +86,8 @@ export const migrations = Migrator.fromRecord({
   "5_chat_requests": chatRequests,
   "6_authenticate_batches": authenticateBatches,
   "7_admission_fast_path": admissionFastPath,
-  "8_idempotency_purge": idempotencyPurge
+  "8_idempotency_purge": idempotencyPurge,
+  "9_keyed_admission": keyedAdmission
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

@@ -10,7 +10,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Errors, Task } from "@taskmeter/kernel"
 import { errors } from "./ApiErrors.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
-import { Authentication, requireScope } from "./Security.ts"
+import { Authentication, PresentedKey, requireScope } from "./Security.ts"
 
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -91,13 +91,16 @@ export const JobsApi = HttpApiGroup.make("jobs")
         description: "Validates the input, fixes the price and reserves it from the prepaid balance. " +
           "The body is at most 256 KB: upload media first (POST /api/v1/media) and send the reference."
       }))
-      .annotateMerge(requireScope("jobs:create", submitDocumentation)),
+      .annotateMerge(requireScope("jobs:create", submitDocumentation))
+      // The kernel authenticates the key within the admission (one store call): see handlers/PresentedKey.
+      .middleware(PresentedKey),
     HttpApiEndpoint.get("list", "/api/v1/jobs", {
       success: TaskList,
       error: errors(Errors.ApiUnavailable)
     })
       .annotateMerge(OpenApi.annotations({ summary: "List the latest 100 tasks" }))
-      .annotateMerge(requireScope("jobs:read")),
+      .annotateMerge(requireScope("jobs:read"))
+      .middleware(Authentication),
     HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
       success: Task.Task,
@@ -109,6 +112,6 @@ export const JobsApi = HttpApiGroup.make("jobs")
           "A task of another account is JOB_NOT_FOUND."
       }))
       .annotateMerge(requireScope("jobs:read"))
+      .middleware(Authentication)
   )
-  .middleware(Authentication)
   .annotate(OpenApi.Description, "Submit, list and poll tasks.")

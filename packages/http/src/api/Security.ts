@@ -6,8 +6,13 @@
  * middleware, so a request is authenticated exactly once (and counted once against the key's
  * rate limit). The OpenAPI document lists both schemes and, per operation, the scope
  * (OpenAPI 3.1 allows role names in the requirement of any scheme).
+ *
+ * POST /api/v1/jobs is behind `PresentedKey` instead: the same scheme and answers, but the key
+ * is authenticated by the kernel within the admission (one store call for both), so the
+ * middleware only finds it (see handlers/PresentedKey).
  */
 import { Context } from "effect"
+import type { Effect, Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Accounts, Scope } from "@taskmeter/kernel"
 import { Errors } from "@taskmeter/kernel"
@@ -28,18 +33,38 @@ export const bearer = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotate(OpenApi.Description, "An API key (tm_...) sent as `Authorization: Bearer <key>`.")
 )
 
+/** What every endpoint that needs a key may answer about it. */
+const keyErrors = errors(
+  Errors.AuthRequired,
+  Errors.InsufficientScope,
+  Errors.PermissionDenied,
+  Errors.ApiKeyRateLimited,
+  Errors.AuthUnavailable
+)
+
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
   "@taskmeter/http/Authentication",
-  {
-    security: { [BEARER_SCHEME]: bearer },
-    error: errors(
-      Errors.AuthRequired,
-      Errors.InsufficientScope,
-      Errors.PermissionDenied,
-      Errors.ApiKeyRateLimited,
-      Errors.AuthUnavailable
-    )
-  }
+  { security: { [BEARER_SCHEME]: bearer }, error: keyErrors }
+) {}
+
+/**
+ * The key a request presents, not yet authenticated, provided behind `PresentedKey`. The
+ * handler hands it to the kernel call that authenticates it through `authenticateWith`; that
+ * is how the middleware knows the kernel, not the middleware, answers for the key from then on.
+ */
+export class CurrentKey extends Context.Service<CurrentKey, {
+  readonly authenticateWith: <A, E, R>(
+    call: (key: Redacted.Redacted<string>) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
+}>()("@taskmeter/http/CurrentKey") {}
+
+/**
+ * Finds the key as `Authentication` does and leaves its authentication to the handler; the
+ * same scheme and error responses, so clients and the OpenAPI document see no difference.
+ */
+export class PresentedKey extends HttpApiMiddleware.Service<PresentedKey, { provides: CurrentKey }>()(
+  "@taskmeter/http/PresentedKey",
+  { security: { [BEARER_SCHEME]: bearer }, error: keyErrors }
 ) {}
 
 type Operation = Record<string, any>

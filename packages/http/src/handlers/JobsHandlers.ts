@@ -3,16 +3,18 @@
  *
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
- * the model's input to the TaskRunner (Catalog validation, price, admission).
+ * the key and the model's input to the TaskRunner (authentication within the admission, see
+ * PresentedKey; Catalog validation, price, admission).
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import { Effect, Redacted, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Errors, Ids, TaskRunner, TaskView } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { JobRequest } from "../api/JobsApi.ts"
-import { CurrentCaller } from "../api/Security.ts"
+import { CurrentCaller, CurrentKey } from "../api/Security.ts"
 import * as JsonBody from "../JsonBody.ts"
+import { insufficientScope } from "./Authentication.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 const requestFields = Object.keys(JobRequest.fields).join(", ")
@@ -54,18 +56,24 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function*() {
     const runner = yield* TaskRunner.TaskRunner
     return handlers
-      .handleRaw("create", ({ headers, request }) =>
+      .handleRaw("create", ({ endpoint, headers, request }) =>
         Effect.gen(function*() {
-          const caller = yield* CurrentCaller
+          const key = yield* CurrentKey
           const job = yield* decodeRequest(yield* JsonBody.read(request))
-          const { replayed, task } = yield* runner.submit(caller, {
-            model: job.model,
-            input: job.input,
-            expectedPriceMicros: job.expectedPriceMicros,
-            idempotencyKey: headers["idempotency-key"]
-          })
+          const { replayed, task } = yield* key.authenticateWith((presented) =>
+            runner.submitWithKey(Redacted.value(presented), {
+              model: job.model,
+              input: job.input,
+              expectedPriceMicros: job.expectedPriceMicros,
+              idempotencyKey: headers["idempotency-key"]
+            })
+          )
           return HttpServerResponse.jsonUnsafe(TaskView.submitted(task, replayed), { status: replayed ? 200 : 202 })
-        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+        }).pipe(
+          // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.
+          Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint))),
+          Effect.catchTag("StoreUnavailable", toApiUnavailable)
+        ))
       .handle("list", () =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller

@@ -24,8 +24,7 @@ export const upstreamTimeouts = { firstByteTimeoutMs: 400, idleTimeoutMs: 400, r
 
 export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) => {
   const kernel = Layer.mergeAll(
-    TaskRunner.layer({ executorAvailable: () => true }),
-    Accounts.layer({ defaultRateLimitPerMinute: 100_000 }),
+    TaskRunner.layer({ executorAvailable: () => true }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))),
     Ledger.layer
   ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
   const chat = ChatServices.layer({

@@ -65,11 +65,23 @@ export class Outage extends Context.Service<Outage, Ref.Ref<ReadonlySet<Port>>>(
 
 const down = (port: Port) => new StoreError.StoreUnavailable({ message: `test outage of the ${port} store` })
 
-/** Wraps every method of a store so that it fails while its port is in the outage set. */
-const guarded = <S extends object>(service: S, port: Port, outage: Ref.Ref<ReadonlySet<Port>>): S =>
+/**
+ * Wraps every method of a store so that it fails while its port is in the outage set, or one of
+ * the other ports `alsoNeeds` lists for that method.
+ */
+const guarded = <S extends object>(
+  service: S,
+  port: Port,
+  outage: Ref.Ref<ReadonlySet<Port>>,
+  alsoNeeds: { readonly [K in keyof S]?: ReadonlyArray<Port> } = {}
+): S =>
   Object.fromEntries(Object.entries(service).map(([name, member]) => {
+    const needed = [port, ...(alsoNeeds[name as keyof S] ?? [])]
     const guard = (effect: Effect.Effect<unknown, unknown>) =>
-      Effect.flatMap(Ref.get(outage), (ports) => ports.has(port) ? Effect.fail(down(port)) : effect)
+      Effect.flatMap(Ref.get(outage), (ports) => {
+        const unreachable = needed.find((each) => ports.has(each))
+        return unreachable === undefined ? effect : Effect.fail(down(unreachable))
+      })
     return [
       name,
       typeof member === "function"
@@ -90,7 +102,8 @@ const withOutage = Layer.effectContext(Effect.gen(function*() {
   return Context.make(Outage, outage).pipe(
     Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
     Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
-    Context.add(TaskStore.TaskStore, guarded(tasks, "tasks", outage)),
+    // admitWithKey authenticates the key too: the one call needs the account store as well.
+    Context.add(TaskStore.TaskStore, guarded(tasks, "tasks", outage, { admitWithKey: ["accounts"] })),
     Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
     Context.add(BlobStore.BlobStore, blobs)
   )
@@ -112,8 +125,7 @@ export interface Options {
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
   const kernel = Layer.mergeAll(
-    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }),
-    Accounts.layer({ defaultRateLimitPerMinute: 10_000 }),
+    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))),
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),

@@ -1,8 +1,9 @@
 /**
  * The one conformance suite every store passes: each port method, the ledger semantics
  * (reservations, charges once, releases once, payment review, pagination), idempotent
- * admission and its limits, leases and compare-and-set transitions, scoping by account,
- * blobs, and a model-based test of random operation sequences against a reference model.
+ * admission and its limits, admission on behalf of a key, leases and compare-and-set
+ * transitions, scoping by account, blobs, and a model-based test of random operation
+ * sequences against a reference model.
  *
  * Every case builds a fresh store from `makeLayer` (a store backed by a database gives each
  * case its own schema or database) and passes every `now` explicitly, so nothing depends on
@@ -28,6 +29,10 @@
  * - Entries: in insertion order (newest first); `nextCursor` is null when no older entry
  *   exists, so a page never leads to an empty one.
  * - listByStatus: ids in code-unit order (a SQL store compares them with COLLATE "C").
+ * - admitWithKey: `authenticated` is the key as it was before this admission (its usage count
+ *   not yet raised by it), as an `authenticate` called first would answer; the request is
+ *   counted whether or not the key passes, and concurrent requests of one key are counted and
+ *   checked one after another, so exactly the key's rate of them pass.
  *
  * @example
  * ```ts
@@ -46,6 +51,7 @@ import { blobCases } from "./blobCases.ts"
 import type { Case, Stores } from "./Case.ts"
 import { expectBooksBalance, fundedAccount, USD } from "./fixtures.ts"
 import { idempotencyPurgeCases } from "./idempotencyPurgeCases.ts"
+import { keyedAdmissionCases } from "./keyedAdmissionCases.ts"
 import { ledgerCases } from "./ledgerCases.ts"
 import { check } from "./ledgerModel.ts"
 import { mediaCases } from "./mediaCases.ts"
@@ -77,6 +83,7 @@ export const suite = <R = never>(
     accountStoreCases(test)
     ledgerCases(test)
     admissionCases(test)
+    keyedAdmissionCases(test)
     idempotencyPurgeCases(test)
     taskCases(test)
     mediaCases(test)

@@ -9,13 +9,22 @@ import { AccountStore } from "../AccountStore.ts"
 import type { ApiKeyRecord } from "../AccountStore.ts"
 import * as Ids from "../Ids.ts"
 import type { AccountId } from "../Ids.ts"
+import type { KeyCheck } from "../KeyCheck.ts"
 import { LedgerStore } from "../LedgerStore.ts"
 import type { Balances, LedgerEntry } from "../LedgerStore.ts"
 import { micros } from "../Money.ts"
 import type { Micros } from "../Money.ts"
 import * as Scope from "../Scope.ts"
 import { TaskStore } from "../TaskStore.ts"
-import type { AdmissionLimits, AdmissionRequest, AdmissionResult, Claim, NewTask, TaskRecord } from "../TaskStore.ts"
+import type {
+  AdmissionLimits,
+  AdmissionRequest,
+  AdmissionResult,
+  Claim,
+  KeyedAdmissionRequest,
+  NewTask,
+  TaskRecord
+} from "../TaskStore.ts"
 
 export const T0 = new Date("2030-01-01T00:00:00.000Z")
 
@@ -163,6 +172,50 @@ export const makeKey = (accountId: AccountId, overrides: Partial<ApiKeyRecord> =
     ...overrides
   }
 }
+
+/** Inserts a key of the account, with all scopes and no limits unless overridden. */
+export const insertKey = (accountId: AccountId, overrides: Partial<ApiKeyRecord> = {}) =>
+  Effect.gen(function*() {
+    const key = makeKey(accountId, overrides)
+    yield* (yield* AccountStore).insertApiKey(key)
+    return key
+  })
+
+export type KeyedTask = KeyedAdmissionRequest["task"]
+
+/** A task as a keyed admission names it: without an owner, which the key decides. */
+export const keyedTask = (overrides: Partial<KeyedTask> = {}): KeyedTask => {
+  const { accountId: _owner, apiKeyId: _key, ...task } = newTask(Ids.makeAccountId(), overrides)
+  return task
+}
+
+/**
+ * An admission on behalf of the key with `hash`, checked at the task's `createdAt` for
+ * jobs:create, with open limits and a default key rate too high to matter unless overridden.
+ */
+export const keyedAdmission = (
+  hash: string,
+  overrides: Partial<Omit<KeyedAdmissionRequest, "key" | "task">> & {
+    readonly task?: Partial<KeyedTask> | undefined
+    readonly check?: Partial<KeyCheck> | undefined
+  } = {}
+): KeyedAdmissionRequest => {
+  const { task: taskOverrides, check, ...rest } = overrides
+  const task = keyedTask(taskOverrides)
+  const { keyUsageLimit: _fromTheKey, ...limits } = openLimits
+  return {
+    key: { hash, now: task.createdAt, scope: "jobs:create", defaultRateLimitPerMinute: 1_000_000, ...check },
+    task,
+    idempotencyKey: `key-${randomUUID()}`,
+    fingerprint: `fp-${task.model}-${task.priceMicros}`,
+    idempotencyExpiresAt: new Date(task.createdAt.getTime() + 24 * 3600 * 1000),
+    limits,
+    ...rest
+  }
+}
+
+export const admitWithKey = (request: KeyedAdmissionRequest) =>
+  TaskStore.use((store) => store.admitWithKey(request))
 
 export const defined = <A>(value: A | undefined): A => {
   expect(value).toBeDefined()

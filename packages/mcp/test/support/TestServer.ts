@@ -39,9 +39,8 @@ export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
   const executors = Executors.make({ adapters: [simulated] })
   const secret = Redacted.make(randomUUID() + randomUUID())
   const kernel = Layer.mergeAll(
-    Accounts.layer({ defaultRateLimitPerMinute: 100_000 }),
     Ledger.layer,
-    TaskRunner.layer({ executorAvailable: executors.executorAvailable, submissionsPerMinute: 1000, maxUnfinishedTasks: 100 })
+    TaskRunner.layer({ executorAvailable: executors.executorAvailable, submissionsPerMinute: 1000, maxUnfinishedTasks: 100 }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 })))
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.mergeAll(

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Deferred, Effect } from "effect"
 import { TaskStatus, TaskStore } from "@taskmeter/kernel"
-import type { Money } from "@taskmeter/kernel"
+import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./journal.ts"
 import { wake } from "./state.ts"
 import type { AccountRow, State, TaskRow } from "./state.ts"
@@ -15,7 +15,7 @@ const claimable = (row: TaskRow, now: number): boolean =>
 
 const keyOf = (accountId: string, idempotencyKey: string): string => `${accountId} ${idempotencyKey}`
 
-export const make = (state: State): TaskStore.TaskStore["Service"] => {
+export const make = (state: State, accounts: AccountStore.AccountStore["Service"]): TaskStore.TaskStore["Service"] => {
   const findIdempotent = (
     accountId: string,
     idempotencyKey: string,
@@ -137,6 +137,7 @@ export const make = (state: State): TaskStore.TaskStore["Service"] => {
 
   return TaskStore.TaskStore.of({
     admit: (request) => Effect.sync(() => admit(request)),
+    admitWithKey: TaskStore.admitWithKeyInSteps(accounts, (request) => Effect.sync(() => admit(request))),
     findIdempotent: (accountId, idempotencyKey, now) =>
       Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
     purgeIdempotencyKeys: (expiredBefore, limit) =>

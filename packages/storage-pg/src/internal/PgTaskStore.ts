@@ -1,8 +1,10 @@
 /**
  * Tasks: admission, the queue and the state machine, each a single statement.
  *
- * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003) for all the admissions
- *   that arrived while the previous batch was written.
+ * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003, 0007) for all the
+ *   admissions that arrived while the previous batch was written.
+ * - admitWithKey: the same with each request's key counted and checked first, one call of
+ *   `taskmeter_admit_keyed_batch` (migration 0009) per batch.
  * - findIdempotent: one SELECT of the key joined to its task.
  * - purgeIdempotencyKeys: one DELETE of the oldest expired keys, picked `FOR UPDATE SKIP LOCKED`.
  * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
@@ -21,7 +23,14 @@ import { TaskStatus, TaskStore } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
-import { taskColumns as taskColumnList, toRefusal, toTask } from "./Rows.ts"
+import {
+  prefixedApiKeyColumns,
+  prefixedApiKeyRow,
+  taskColumns as taskColumnList,
+  toApiKey,
+  toRefusal,
+  toTask
+} from "./Rows.ts"
 import type { Wakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
@@ -30,6 +39,14 @@ interface AdmitRow extends TaskRow {
   readonly ordinal: number
   readonly outcome: TaskStore.AdmissionResult["_tag"]
   readonly detail: Int8 | null
+}
+
+/** A keyed admission's row: the key's count (`key_` columns) and, if it passed, the admission. */
+interface KeyedAdmitRow extends Omit<AdmitRow, "outcome"> {
+  readonly outcome: AdmitRow["outcome"] | null
+  readonly window_started: Date
+  readonly window_requests: number
+  readonly [column: `key_${string}`]: unknown
 }
 
 interface TransitionRow extends TaskRow {
@@ -113,11 +130,10 @@ const ADMISSION_BATCHES = 8
 const ADMISSION_BATCHES_PER_ACCOUNT = 2
 const MAX_ADMISSION_BATCH = 100
 
-const admissionJson = (request: TaskStore.AdmissionRequest, ordinal: number) => ({
+/** An admission's fields that do not depend on whose it is, as the batch statements read them. */
+const admissionFieldsJson = (request: TaskStore.KeyedAdmissionRequest | TaskStore.AdmissionRequest, ordinal: number) => ({
   ordinal,
   task_id: request.task.id,
-  account_id: request.task.accountId,
-  api_key_id: request.task.apiKeyId,
   model: request.task.model,
   input: request.task.input,
   price_micros: request.task.priceMicros,
@@ -130,9 +146,29 @@ const admissionJson = (request: TaskStore.AdmissionRequest, ordinal: number) => 
   fingerprint: request.fingerprint,
   idempotency_expires_at: request.idempotencyExpiresAt.toISOString(),
   submissions_per_minute: request.limits.submissionsPerMinute,
-  max_unfinished_tasks: request.limits.maxUnfinishedTasks,
+  max_unfinished_tasks: request.limits.maxUnfinishedTasks
+})
+
+const admissionJson = (request: TaskStore.AdmissionRequest, ordinal: number) => ({
+  ...admissionFieldsJson(request, ordinal),
+  account_id: request.task.accountId,
+  api_key_id: request.task.apiKeyId,
   key_usage_limit: request.limits.keyUsageLimit
 })
+
+/** Ordinals are 1-based positions, as taskmeter_admit_keyed_batch answers them. */
+const keyedAdmissionJson = (request: TaskStore.KeyedAdmissionRequest, index: number) => ({
+  ...admissionFieldsJson(request, index + 1),
+  key_hash: request.key.hash,
+  now: request.key.now.toISOString(),
+  scope: request.key.scope,
+  default_rate_limit: request.key.defaultRateLimitPerMinute
+})
+
+/** Requests of one key share its window row, so one batch per key at a time lets the rest gather. */
+const KEYED_BATCHES_PER_KEY = 1
+
+const WINDOW_MS = 60_000
 
 const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
   switch (row.outcome) {
@@ -261,8 +297,45 @@ export const make = (wakeups: Wakeups) =>
       run: admitBatch
     })
 
+    const admitKeyedBatch = (requests: ReadonlyArray<TaskStore.KeyedAdmissionRequest>) =>
+      Failures.run(
+        "admitWithKey",
+        sql<KeyedAdmitRow>`SELECT b.ordinal, ${sql.literal(prefixedApiKeyColumns("(b.key)", "key_"))},
+            b.window_started, b.window_requests, b.outcome, b.detail, ${sql.literal(taskColumnList("(b.task)"))}
+          FROM taskmeter_admit_keyed_batch(${PgTypes.jsonb(requests.map(keyedAdmissionJson))}) b`
+      ).pipe(
+        Effect.flatMap((rows) => {
+          const results: Array<TaskStore.KeyedAdmission> = requests.map(() => ({
+            authenticated: undefined,
+            admission: undefined
+          }))
+          for (const row of rows) {
+            results[row.ordinal - 1] = {
+              authenticated: {
+                key: toApiKey(prefixedApiKeyRow(row, "key_")),
+                requestsInWindow: row.window_requests,
+                windowResetsAt: new Date(row.window_started.getTime() + WINDOW_MS)
+              },
+              admission: row.outcome === null ? undefined : toAdmissionResult({ ...row, outcome: row.outcome })
+            }
+          }
+          return results.some((result) => result.admission?._tag === "Admitted")
+            ? Effect.as(wakeups.announce, results)
+            : Effect.succeed(results)
+        })
+      )
+
+    const admitWithKey = yield* Batcher.make({
+      key: (request: TaskStore.KeyedAdmissionRequest) => request.key.hash,
+      maxBatch: MAX_ADMISSION_BATCH,
+      concurrency: ADMISSION_BATCHES,
+      perKey: KEYED_BATCHES_PER_KEY,
+      run: admitKeyedBatch
+    })
+
     return TaskStore.TaskStore.of({
       admit,
+      admitWithKey,
 
       findIdempotent: (accountId, idempotencyKey, now) =>
         Failures.run(

@@ -50,6 +50,14 @@ const apiKeyColumnNames = [
 /** `alias.col, ...` for the api_keys columns an ApiKeyRow holds. */
 export const apiKeyColumns = (alias: string): string => apiKeyColumnNames.map((column) => `${alias}.${column}`).join(", ")
 
+/** `alias.col AS <prefix>col, ...`: the api_keys columns beside another table's in one row. */
+export const prefixedApiKeyColumns = (alias: string, prefix: string): string =>
+  apiKeyColumnNames.map((column) => `${alias}.${column} AS ${prefix}${column}`).join(", ")
+
+/** The ApiKeyRow a `prefixedApiKeyColumns` selection holds. */
+export const prefixedApiKeyRow = (row: object, prefix: string): ApiKeyRow =>
+  Object.fromEntries(apiKeyColumnNames.map((column) => [column, (row as Record<string, unknown>)[`${prefix}${column}`]])) as unknown as ApiKeyRow
+
 export const toApiKey = (row: ApiKeyRow): AccountStore.ApiKeyRecord => ({
   id: row.id as Ids.ApiKeyId,
   accountId: row.account_id as Ids.AccountId,
