@@ -102,6 +102,16 @@ const DISPLAY_PREFIX_LENGTH = KEY_PREFIX.length + 4
 
 const hashOf = (secret: string): string => createHash("sha256").update(secret).digest("hex")
 
+/** INSUFFICIENT_SCOPE for a key without `scope`. */
+export const insufficientScope = (scope: Scope) =>
+  new Errors.InsufficientScope({
+    message: `This API key lacks the scope ${scope}, which this request needs; use a key that has it.`
+  })
+
+/** AUTH_UNAVAILABLE: the store that checks keys could not be reached. */
+export const authUnavailable = () =>
+  new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
+
 const authRequired = () =>
   new Errors.AuthRequired({
     message: "A valid API key is required: send it as `Authorization: Bearer <key>` or in the `x-api-key` header."
@@ -159,9 +169,7 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
             retryAfterSeconds: Math.max(1, Math.ceil((found.windowResetsAt.getTime() - check.now.getTime()) / 1000))
           })
         case "MissingScope":
-          return new Errors.InsufficientScope({
-            message: `This API key lacks the scope ${check.scope}, which this request needs; use a key that has it.`
-          })
+          return insufficientScope(check.scope!)
       }
     }
 
@@ -183,13 +191,10 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
         }))
         : authRequired()
 
-    const unavailable = () =>
-      new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
-
     const authenticate = (presented: string) =>
       Effect.gen(function*() {
         const check = yield* checkOf(presented, undefined)
-        const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(unavailable))
+        const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(authUnavailable))
         // Without a scope the check never answers INSUFFICIENT_SCOPE: scopes are the caller's to check.
         return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
       })

@@ -18,7 +18,7 @@
  * are: without a defaulted input there is no fingerprint to compare.
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
-import { Accounts } from "./Accounts.ts"
+import { Accounts, authUnavailable, insufficientScope } from "./Accounts.ts"
 import type { AuthenticationError, Caller } from "./Accounts.ts"
 import { Catalog } from "./Catalog.ts"
 import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
@@ -73,10 +73,7 @@ export class TaskRunner extends Context.Service<TaskRunner, {
   readonly submitWithKey: (
     presented: string,
     submission: Submission
-  ) => Effect.Effect<
-    Submitted & { readonly caller: Caller },
-    Exclude<SubmitError, StoreUnavailable> | AuthenticationError | Errors.InsufficientScope | StoreUnavailable
-  >
+  ) => Effect.Effect<Submitted & { readonly caller: Caller }, SubmitError | AuthenticationError | Errors.InsufficientScope>
   /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
   readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
   /** The caller's latest 100 tasks, newest first. */
@@ -204,13 +201,8 @@ export const make = (
         })
       })
 
-    /** The checks between validation and the store; their refusals may be answered by a replay. */
-    const admissible = (
-      caller: Caller,
-      model: ModelDefinition,
-      input: ModelInput,
-      expectedPriceMicros: number | undefined
-    ) =>
+    /** The checks between validation and the store that need no account: the quote, or why not. */
+    const priced = (model: ModelDefinition, input: ModelInput, expectedPriceMicros: number | undefined) =>
       Effect.gen(function*() {
         const quote = yield* pricer.quote(model.slug, input)
         yield* pricer.checkExpected(quote, expectedPriceMicros)
@@ -220,9 +212,16 @@ export const make = (
               "Try again later or choose another model."
           })
         }
-        yield* ownsMedia(caller, model, input)
         return quote
       })
+
+    /** All the checks between validation and the store; their refusals may be answered by a replay. */
+    const admissible = (
+      caller: Caller,
+      model: ModelDefinition,
+      input: ModelInput,
+      expectedPriceMicros: number | undefined
+    ) => Effect.tap(priced(model, input, expectedPriceMicros), () => ownsMedia(caller, model, input))
 
     /** A refused submission may retry one the key already admitted: then the answer is that task. */
     const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
@@ -290,9 +289,8 @@ export const make = (
     const prepareWithoutAccount = (submission: Submission) =>
       Effect.gen(function*() {
         const { model, input } = yield* catalog.validate(submission.model, submission.input)
-        if (catalog.mediaReferences(model, input).length > 0 || !options.executorAvailable(model.slug)) return undefined
-        const quote = yield* pricer.quote(model.slug, input)
-        yield* pricer.checkExpected(quote, submission.expectedPriceMicros)
+        if (catalog.mediaReferences(model, input).length > 0) return undefined
+        const quote = yield* priced(model, input, submission.expectedPriceMicros)
         const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
         return yield* admissionOf(model, input, quote, submission, fingerprint)
       }).pipe(Effect.orElseSucceed(() => undefined))
@@ -303,19 +301,13 @@ export const make = (
         if (admission === undefined) {
           // Every refusal before the store, and media ownership, need the account first.
           const caller = yield* accounts.authenticate(presented)
-          if (!caller.scopes.includes(SUBMIT_SCOPE)) {
-            return yield* new Errors.InsufficientScope({
-              message: `This API key lacks the scope ${SUBMIT_SCOPE}, which this request needs; use a key that has it.`
-            })
-          }
+          if (!caller.scopes.includes(SUBMIT_SCOPE)) return yield* insufficientScope(SUBMIT_SCOPE)
           return { caller, ...(yield* submit(caller, submission)) }
         }
         const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
           tasks.admitWithKey({ ...admission, key }).pipe(
             Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
-            Effect.mapError(() =>
-              new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." })
-            )
+            Effect.mapError(authUnavailable)
           ))
         if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
         return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }

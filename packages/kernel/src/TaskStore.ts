@@ -256,10 +256,10 @@ export const admitWithKeyInSteps = (
   accounts: Pick<AccountStore["Service"], "authenticate">,
   admit: TaskStore["Service"]["admit"]
 ) =>
-(request: KeyedAdmissionRequest): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
+({ key: check, ...request }: KeyedAdmissionRequest): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
   Effect.gen(function*() {
-    const authenticated = yield* accounts.authenticate(request.key.hash, request.key.now)
-    if (authenticated === undefined || KeyCheck.refusal(authenticated, request.key) !== undefined) {
+    const authenticated = yield* accounts.authenticate(check.hash, check.now)
+    if (authenticated === undefined || KeyCheck.refusal(authenticated, check) !== undefined) {
       return { authenticated, admission: undefined }
     }
     const { key } = authenticated

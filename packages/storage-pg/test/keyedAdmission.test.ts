@@ -12,10 +12,11 @@
  * earlier-used Idempotency-Keys, so that every refusal of the key and of the admission, the
  * bulk path and its fallback are all taken often.
  */
-import { Data, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
+import * as RolledBackScenario from "./RolledBackScenario.ts"
 import { postgres } from "./TestDatabase.ts"
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z")
@@ -176,9 +177,6 @@ const passes = (counted: Counted, request: KeyedRequest): boolean =>
   counted.window_requests <= (counted.rate_limit_per_minute ?? request.default_rate_limit) &&
   counted.scopes.includes(request.scope)
 
-/** Ends a transaction by rolling it back, so each way starts from the same empty schema. */
-class RolledBack extends Data.TaggedError("RolledBack") {}
-
 const setUp = (sql: SqlClient.SqlClient, scenario: Scenario) =>
   Effect.gen(function*() {
     for (const account of scenario.accounts) {
@@ -211,31 +209,12 @@ const stateOf = (sql: SqlClient.SqlClient) =>
     entries: sql`SELECT account_id, kind, amount_micros::text, task_id FROM ledger_entries ORDER BY task_id, kind`
   })
 
-const inRollback = <A, E>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    let result: A | undefined
-    yield* sql.withTransaction(Effect.flatMap(effect, (a) => {
-      result = a
-      return Effect.fail(new RolledBack())
-    })).pipe(Effect.catchIf((error) => error instanceof RolledBack, () => Effect.void))
-    return result as A
-  })
-
 /** The scenario's batches, each answered by `admit`, from a fresh start; rolled back after. */
 const run = (
   sql: SqlClient.SqlClient,
   scenario: Scenario,
   admit: (batch: ReadonlyArray<KeyedRequest>) => Effect.Effect<ReadonlyArray<Answer>, unknown>
-) =>
-  inRollback(
-    sql,
-    Effect.gen(function*() {
-      yield* setUp(sql, scenario)
-      const answers: Array<ReadonlyArray<Answer>> = []
-      for (const batch of scenario.batches) answers.push(yield* admit(batch))
-      return { answers, state: yield* stateOf(sql) }
-    })
-  )
+) => RolledBackScenario.run(sql, { setUp: setUp(sql, scenario), batches: scenario.batches, admit, stateOf: stateOf(sql) })
 
 const throughKeyedBatch = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<KeyedRequest>) =>
   sql<Answer>`SELECT ordinal, (key).id AS key_id, window_started, window_requests, outcome, detail::text,

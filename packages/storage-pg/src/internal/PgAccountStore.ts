@@ -4,9 +4,7 @@ import { AccountStore } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { AccountRow, ApiKeyRow } from "./Rows.ts"
-import { apiKeyColumns, toAccount, toApiKey } from "./Rows.ts"
-
-const WINDOW_MS = 60_000
+import { apiKeyColumns, toAccount, toApiKey, toAuthenticated } from "./Rows.ts"
 
 /**
  * Authentication batches written at once, how many of them may hold one key, and their largest
@@ -43,11 +41,7 @@ export const make = Effect.gen(function*() {
         Effect.map((rows) => {
           const results: Array<AccountStore.Authenticated | undefined> = calls.map(() => undefined)
           for (const row of rows) {
-            results[row.ordinal - 1] = {
-              key: toApiKey(row),
-              requestsInWindow: row.window_requests,
-              windowResetsAt: new Date(row.window_started.getTime() + WINDOW_MS)
-            }
+            results[row.ordinal - 1] = toAuthenticated(row, row.window_started, row.window_requests)
           }
           return results
         })

@@ -27,7 +27,7 @@ import {
   prefixedApiKeyColumns,
   prefixedApiKeyRow,
   taskColumns as taskColumnList,
-  toApiKey,
+  toAuthenticated,
   toRefusal,
   toTask
 } from "./Rows.ts"
@@ -168,8 +168,6 @@ const keyedAdmissionJson = (request: TaskStore.KeyedAdmissionRequest, index: num
 /** Requests of one key share its window row, so one batch per key at a time lets the rest gather. */
 const KEYED_BATCHES_PER_KEY = 1
 
-const WINDOW_MS = 60_000
-
 const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
   switch (row.outcome) {
     case "Admitted":
@@ -274,6 +272,10 @@ export const make = (wakeups: Wakeups) =>
         })
       })
 
+    /** The answers, after waking idle workers when a task was admitted. */
+    const announcedIf = <A>(admitted: boolean, answers: A) =>
+      admitted ? Effect.as(wakeups.announce, answers) : Effect.succeed(answers)
+
     const admitBatch = (requests: ReadonlyArray<TaskStore.AdmissionRequest>) =>
       Failures.run(
         "admit",
@@ -283,9 +285,7 @@ export const make = (wakeups: Wakeups) =>
         Effect.flatMap((rows) => {
           const results: Array<TaskStore.AdmissionResult> = []
           for (const row of rows) results[row.ordinal] = toAdmissionResult(row)
-          return results.some((result) => result._tag === "Admitted")
-            ? Effect.as(wakeups.announce, results)
-            : Effect.succeed(results)
+          return announcedIf(results.some((result) => result._tag === "Admitted"), results)
         })
       )
 
@@ -311,17 +311,11 @@ export const make = (wakeups: Wakeups) =>
           }))
           for (const row of rows) {
             results[row.ordinal - 1] = {
-              authenticated: {
-                key: toApiKey(prefixedApiKeyRow(row, "key_")),
-                requestsInWindow: row.window_requests,
-                windowResetsAt: new Date(row.window_started.getTime() + WINDOW_MS)
-              },
+              authenticated: toAuthenticated(prefixedApiKeyRow(row, "key_"), row.window_started, row.window_requests),
               admission: row.outcome === null ? undefined : toAdmissionResult({ ...row, outcome: row.outcome })
             }
           }
-          return results.some((result) => result.admission?._tag === "Admitted")
-            ? Effect.as(wakeups.announce, results)
-            : Effect.succeed(results)
+          return announcedIf(results.some((result) => result.admission?._tag === "Admitted"), results)
         })
       )
 

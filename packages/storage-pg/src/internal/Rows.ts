@@ -72,6 +72,20 @@ export const toApiKey = (row: ApiKeyRow): AccountStore.ApiKeyRecord => ({
   usageCount: row.usage_count
 })
 
+/** A key's request window lasts this long from its first counted request. */
+const KEY_WINDOW_MS = 60_000
+
+/** What a key's counted request answers: the key row and its window after the count. */
+export const toAuthenticated = (
+  key: ApiKeyRow,
+  windowStarted: Date,
+  requestsInWindow: number
+): AccountStore.Authenticated => ({
+  key: toApiKey(key),
+  requestsInWindow,
+  windowResetsAt: new Date(windowStarted.getTime() + KEY_WINDOW_MS)
+})
+
 export interface TaskRow {
   readonly id: string
   readonly account_id: string
