@@ -2,11 +2,16 @@
  * The OAuthStore on PostgreSQL, over effect/sql's SqlClient (the one storage-pg's PgStore.client
  * provides, so both live in the same database and schema).
  *
- * Its tables (`oauth_*`) are created at start with `CREATE TABLE IF NOT EXISTS`, in the
- * client's schema: they reference no other table (accounts are named by id), so the OAuth
- * store can run beside any account store. Columns added later come with an
- * `ADD COLUMN IF NOT EXISTS` for tables made before them; a change beyond that needs a real
- * migration, whose natural home is storage-pg's Migrator.
+ * Starting the layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
+ * recorded in `taskmeter_oauth_migrations`), in the client's schema. They are this package's
+ * own, apart from storage-pg's (`taskmeter_migrations`): the `oauth_*` tables reference no other
+ * table (accounts are named by id), so the OAuth store can run beside any account store.
+ * Migration 1 is the `CREATE TABLE IF NOT EXISTS` list that earlier versions ran at every start,
+ * so it adopts their tables and rows as they are. A schema change is the next migration file.
+ *
+ * Processes starting together on one schema: the migrator locks its table for the run, so one
+ * migrates and the others find the work done. Creating the table itself, before that lock, can
+ * race; the migrator takes a failed creation for success when the table exists afterwards.
  *
  * The promises of the port hold across processes:
  * - a sign-in is taken by `DELETE ... RETURNING`, so one transaction gets the row;
@@ -19,7 +24,7 @@
  *   orders concurrent counts, and a full total takes the source's count back.
  */
 import { Effect, Layer, Schedule } from "effect"
-import { SqlClient } from "effect/sql"
+import { Migrator, SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { StoreError } from "@taskmeter/kernel"
 import type { Ids, Scope } from "@taskmeter/kernel"
@@ -34,84 +39,17 @@ import type {
   TokenKind,
   TokenRecord
 } from "./OAuthStore.ts"
+import oauthSchema from "./migrations/0001_oauth_schema.ts"
 
-const schema = [
-  `CREATE TABLE IF NOT EXISTS oauth_clients (
-    client_id text PRIMARY KEY,
-    secret_hash text,
-    token_endpoint_auth_method text NOT NULL,
-    redirect_uris text[] NOT NULL,
-    client_name text,
-    metadata jsonb NOT NULL,
-    created_at timestamptz NOT NULL,
-    unused_expires_at timestamptz
-  )`,
-  // Clients registered before unused registrations expired keep null: kept, as they were.
-  `ALTER TABLE oauth_clients ADD COLUMN IF NOT EXISTS unused_expires_at timestamptz`,
-  `CREATE TABLE IF NOT EXISTS oauth_pending (
-    id text PRIMARY KEY,
-    csrf_hash text NOT NULL,
-    client_id text NOT NULL,
-    client_name text,
-    client_verified boolean NOT NULL,
-    redirect_uri text NOT NULL,
-    state text,
-    code_challenge text NOT NULL,
-    scopes text[] NOT NULL,
-    resource text NOT NULL,
-    failed_attempts integer NOT NULL DEFAULT 0,
-    created_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL
-  )`,
-  `CREATE TABLE IF NOT EXISTS oauth_codes (
-    hash text PRIMARY KEY,
-    grant_id text NOT NULL UNIQUE,
-    client_id text NOT NULL,
-    redirect_uri text NOT NULL,
-    code_challenge text NOT NULL,
-    account_id text NOT NULL,
-    api_key_id text,
-    scopes text[] NOT NULL,
-    resource text NOT NULL,
-    created_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL,
-    redeemed_at timestamptz
-  )`,
-  `CREATE TABLE IF NOT EXISTS oauth_grants (
-    id text PRIMARY KEY,
-    client_id text NOT NULL,
-    account_id text NOT NULL,
-    api_key_id text,
-    scopes text[] NOT NULL,
-    resource text NOT NULL,
-    created_at timestamptz NOT NULL,
-    revoked_at timestamptz
-  )`,
-  `CREATE TABLE IF NOT EXISTS oauth_tokens (
-    hash text PRIMARY KEY,
-    kind text NOT NULL CHECK (kind IN ('access', 'refresh')),
-    grant_id text NOT NULL REFERENCES oauth_grants (id) ON DELETE CASCADE,
-    scopes text[] NOT NULL,
-    created_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL,
-    rotated_at timestamptz
-  )`,
-  `CREATE INDEX IF NOT EXISTS oauth_tokens_grant ON oauth_tokens (grant_id)`,
-  `CREATE TABLE IF NOT EXISTS oauth_signin_codes (
-    hash text PRIMARY KEY,
-    account_id text NOT NULL,
-    created_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL,
-    used_at timestamptz
-  )`,
-  `CREATE TABLE IF NOT EXISTS oauth_registration_counts (
-    bucket text NOT NULL,
-    window_start timestamptz NOT NULL,
-    window_end timestamptz NOT NULL,
-    count integer NOT NULL,
-    PRIMARY KEY (bucket, window_start)
-  )`
-]
+export const migrationsTable = "taskmeter_oauth_migrations"
+
+/** The migrations, by number. Never edit one that has shipped: add the next. */
+export const migrations = Migrator.fromRecord({
+  "1_oauth_schema": oauthSchema
+})
+
+/** Runs the pending migrations in the SqlClient's schema; the ids and names of those it ran. */
+export const migrate = Migrator.make({})({ loader: migrations, table: migrationsTable })
 
 /** The bucket of a window's total; sources are addresses, networks or `unknown`, never this. */
 const TOTAL_BUCKET = "*"
@@ -257,7 +195,9 @@ const run = <A, R>(operation: string, effect: Effect.Effect<A, SqlError, R>) =>
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* run("schema", Effect.forEach(schema, (statement) => sql.unsafe(statement), { discard: true }))
+  yield* migrate.pipe(Effect.mapError((error) =>
+    new StoreError.StoreUnavailable({ message: `OAuthStore.migrate: ${error.message}`, cause: error })
+  ))
 
   const insertTokens = (grantId: string, now: Date, next: NewTokens) =>
     sql`INSERT INTO oauth_tokens (hash, kind, grant_id, scopes, created_at, expires_at) VALUES
@@ -442,5 +382,5 @@ export const make = Effect.gen(function*() {
   })
 })
 
-/** The OAuthStore in the database of the SqlClient in context; creates its tables at start. */
+/** The OAuthStore in the database of the SqlClient in context; runs its migrations at start. */
 export const layer: Layer.Layer<OAuthStore, StoreError.StoreUnavailable, SqlClient.SqlClient> = Layer.effect(OAuthStore, make)

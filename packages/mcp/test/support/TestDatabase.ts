@@ -1,0 +1,56 @@
+/**
+ * Databases for the OAuthStorePg tests, each test in a schema of its own: on the machine's
+ * PostgreSQL (TEST_DATABASE_URL, as CI sets it) a schema created for the test and dropped
+ * after it; on PGlite one data directory per test file, since creating a PGlite takes seconds
+ * and reopening it a few hundred milliseconds. Tests of a file run one after another, and only
+ * one of them may open that PGlite at a time (PgStore's lock file says so if not).
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import type { Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import { PgStore } from "@taskmeter/storage-pg"
+
+export const url = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+
+export const schemaName = (): string => `test_oauth_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+
+/** Runs `effect` on a connection of its own, outside any test schema. */
+export const admin = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  Effect.scoped(effect.pipe(Effect.provide(PgStore.client({ url, maxConnections: 1 }))))
+
+/** A new empty schema on PostgreSQL, dropped when the scope closes; its name. */
+export const freshSchema: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.orDie(Effect.gen(function*() {
+    const schema = schemaName()
+    yield* admin(SqlClient.SqlClient.use((sql) => sql`CREATE SCHEMA ${sql(schema)}`))
+    return schema
+  })),
+  (schema) => Effect.orDie(admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA ${sql(schema)} CASCADE`)))
+)
+
+/**
+ * A client on PostgreSQL in a fresh schema; four connections, so that the concurrency cases of
+ * the conformance suite really race.
+ */
+export const postgres: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(Effect.map(
+  freshSchema,
+  (schema) => Layer.orDie(PgStore.client({ url, schema, maxConnections: 4 }))
+))
+
+let pgliteDirectory: Promise<string> | undefined
+
+/** A client on this test file's PGlite, in a new schema. */
+export const pglite: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(Effect.map(
+  Effect.promise(() => pgliteDirectory ??= mkdtemp(join(tmpdir(), "taskmeter-oauth-pglite-"))),
+  (dataDir) => Layer.orDie(PgStore.clientEmbedded({ dataDir, schema: schemaName() }))
+))
+
+/** Removes this test file's PGlite; call once the file's tests are done. */
+export const removePglite = async (): Promise<void> => {
+  if (pgliteDirectory !== undefined) await rm(await pgliteDirectory, { recursive: true, force: true })
+  pgliteDirectory = undefined
+}
