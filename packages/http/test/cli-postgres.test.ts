@@ -2,7 +2,7 @@
  * `taskmeter start` as deployed: two server processes on one PostgreSQL (a fresh schema of
  * TEST_DATABASE_URL), each with its in-process workers. The CLI creates an account through
  * one, its key submits through the other, and both see the same task, idempotency and money.
- * Both stop gracefully on SIGTERM.
+ * Both stop gracefully on SIGTERM; a worker process stopping gives up its tasks' leases.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
@@ -103,10 +103,13 @@ const settled = (url: string, key: string, id: string) =>
     return task
   })
 
-const dropSchema = SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-  Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-  Effect.orDie
-)
+const inDatabase = <A>(query: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  SqlClient.SqlClient.use(query).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+    Effect.orDie
+  )
+
+const dropSchema = inDatabase((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)
 
 describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
   afterAll(() => Effect.runPromise(dropSchema))
@@ -159,5 +162,33 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
       const worker = yield* launch("worker", /taskmeter worker: ()/)
       expect((yield* settled(server.url, key, submitted.body.id)).status).toBe("succeeded")
       expect(yield* stop(worker.child)).toBe(0)
+    }))
+
+  it.live("a worker stopped by SIGTERM gives up the lease of its running task for another worker", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ WORKERS: "false" })
+      const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
+      const key: string = created.key.secret
+      const submitted = yield* api(server.url, "/api/v1/jobs", key, {
+        method: "POST",
+        headers: { "idempotency-key": "handed-on" },
+        body: JSON.stringify({ model: "song-lyrics", input: { prompt: "a long song" } })
+      })
+      expect(submitted.status).toBe(202)
+      const worker = yield* launch("worker", /taskmeter worker: ()/, { SIMULATED_DELAY_MS: "600000" })
+      let status = "queued"
+      for (let i = 0; i < 200 && status !== "running"; i++) {
+        yield* Effect.sleep("50 millis")
+        status = (yield* api(server.url, `/api/v1/jobs/${submitted.body.id}`, key)).body.status
+      }
+      expect(status).toBe("running")
+
+      expect(yield* stop(worker.child)).toBe(0)
+      const [lease] = yield* inDatabase((sql) =>
+        sql<{ readonly lease_expires_at: Date | null }>`SELECT lease_expires_at FROM ${sql(schema)}.tasks
+          WHERE id = ${submitted.body.id}`
+      )
+      // Given up (the epoch), not left to lapse a lease length after the stop.
+      expect(lease?.lease_expires_at?.getTime()).toBe(0)
     }))
 })

@@ -221,7 +221,10 @@ export class TaskStore extends Context.Service<TaskStore, {
     /** Only these models (a worker serves the models it has executors for). */
     readonly models?: ReadonlyArray<string> | undefined
   }) => Effect.Effect<ReadonlyArray<Claim>, StoreUnavailable>
-  /** Extends a lease still held; false when it was lost. */
+  /**
+   * Moves the end of a lease still held to `until`; false when it was lost. An `until` in the
+   * past gives the lease up: the task is claimable at once (a worker stopping hands it on).
+   */
   readonly renew: (
     taskId: TaskId,
     leaseToken: string,

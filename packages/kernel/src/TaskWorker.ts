@@ -35,8 +35,9 @@
  * Between empty claims the worker waits on `TaskStore.awaitWork` (`idleWaitMs`, 1 s, as the
  * slow-poll fallback); while full it waits for one of its tasks to finish.
  *
- * Stopping. Interrupting `run` interrupts the tasks under way; their leases lapse and another
- * worker resumes them as above.
+ * Stopping. Interrupting `run` interrupts the tasks under way and gives their leases up (or,
+ * with the store unreachable, lets them lapse), so that another worker resumes them at once,
+ * as above, instead of a lease length later.
  *
  * @example
  * ```ts
@@ -116,6 +117,9 @@ const backoff = (initialMs: number, maxMs: number, attempt: number): number =>
   Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30))
 
 const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+const LAPSED = new Date(0)
+const GIVE_UP_TIMEOUT_MS = 2_000
 
 const defaults = (options: Options) => ({
   workerId: options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
@@ -205,6 +209,17 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           yield* Effect.sleep(delay)
         }
       })
+
+    /**
+     * A stopping worker hands its task on at once rather than after its lease lapses: a lease
+     * "renewed" to the epoch has lapsed on every clock. Bounded, so that an unreachable store
+     * cannot hold up shutdown; the lease then simply lapses as if the worker had died.
+     */
+    const giveUp = (taskId: TaskRecord["id"], leaseToken: string) =>
+      store.renew(taskId, leaseToken, LAPSED).pipe(
+        Effect.timeoutOption(GIVE_UP_TIMEOUT_MS),
+        Effect.ignore({ log: "Warn", message: "Could not give up a lease on stopping" })
+      )
 
     const processClaim = (claim: Claim): Effect.Effect<void, never> => {
       const leaseToken = claim.leaseToken
@@ -390,6 +405,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         : executors.withPermit(model)(work(claim.task, adapter))
 
       return Effect.raceFirst(main, heartbeat).pipe(
+        Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),
         Effect.catchTag("Dropped", (dropped) => Effect.logDebug(`Task dropped: ${dropped.reason}`)),
         Effect.catchCause((cause) => Effect.logError("Task worker defect", cause)),
         Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId })

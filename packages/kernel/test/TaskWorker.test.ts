@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { BlobStore } from "../src/BlobStore.ts"
 import * as MediaReference from "../src/MediaReference.ts"
@@ -8,6 +8,7 @@ import { micros } from "../src/Money.ts"
 import * as ErrorCode from "../src/TaskErrorCode.ts"
 import type { PollResult } from "../src/Provider.ts"
 import * as TaskWorker from "../src/TaskWorker.ts"
+import { TaskStore } from "../src/TaskStore.ts"
 import type { TaskRecord } from "../src/TaskStore.ts"
 import { entriesOfTask, expectBalances, expectBooksBalance, USD } from "../src/testing/fixtures.ts"
 import {
@@ -209,6 +210,22 @@ describe("TaskWorker", () => {
       yield* Effect.sleep(fast.leaseMs! * 2)
       expect(fake.calls.submit).toHaveLength(1)
       expect((yield* read(accountId, task.id)).status).toBe("reconciliation_required")
+    }).pipe(Effect.provide(services([fake.adapter])))
+  })
+
+  it.live("a stopped worker gives its leases up, so another worker resumes the task at once", () => {
+    const fake = fakeProvider({ poll: [() => Effect.never] })
+    return Effect.gen(function*() {
+      const { accountId, task } = yield* admitTask()
+      const worker = yield* Effect.forkScoped(TaskWorker.run(fast))
+      yield* waitForStatus(accountId, task.id, "running")
+      yield* Fiber.interrupt(worker)
+      // Without giving up, the lease would hold the task for up to leaseMs more.
+      const store = yield* TaskStore
+      const claims = yield* store.claim({ workerId: "next", limit: 1, leaseMs: 60_000, now: new Date() })
+      expect(claims.map((claim) => [claim.task.id, claim.task.status, claim.task.upstreamRef])).toEqual([
+        [task.id, "running", "up-1"]
+      ])
     }).pipe(Effect.provide(services([fake.adapter])))
   })
 

@@ -168,6 +168,18 @@ export const taskCases = (test: Case) => {
       }))
     }))
 
+    test("a lease renewed into the past is given up: another worker claims the task at once", Effect.gen(function*() {
+      const store = yield* TaskStore
+      const accountId = yield* fundedAccount(10 * USD)
+      const task = yield* admitted(admission(newTask(accountId)))
+      const first = defined((yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 10_000, now: at(0) }))[0])
+      expect(yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) })).toEqual([])
+      expect(yield* store.renew(task.id, first.leaseToken, new Date(0))).toBe(true)
+      const second = defined((yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) }))[0])
+      expect(second.task.id).toBe(task.id)
+      expect(yield* store.renew(task.id, first.leaseToken, at(30))).toBe(false)
+    }))
+
     test("a transition is a compare-and-set on the lease and the status", Effect.gen(function*() {
       const store = yield* TaskStore
       const accountId = yield* fundedAccount(10 * USD)
