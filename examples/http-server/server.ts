@@ -16,7 +16,7 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 
 export interface Options {
   readonly port: number
-  /** Where admin.json (the CLI's way in) and saved price changes go. */
+  /** Where admin.json (the CLI's way in) goes; a prices.json here seeds the store's empty price list. */
   readonly dataDir: string
   readonly token: Redacted.Redacted<string>
 }

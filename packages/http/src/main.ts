@@ -161,24 +161,33 @@ export const mediaLinkSecret = (settings: Settings, token: Redacted.Redacted<str
   Option.getOrElse(settings.mediaLinkSecret, () =>
     Redacted.make(createHmac("sha256", Redacted.value(token)).update("taskmeter media links").digest("base64url")))
 
-/** Where price changes made through the admin service are kept, and read back at start. */
+/**
+ * Where releases before the price list moved into the database kept the operator's price
+ * changes. Only read, as the seed: see `kernel`.
+ */
 export const pricesFileOf = (dataDir: string): string => join(dataDir, "prices.json")
 
 const exists = (path: string) => Effect.promise(() => access(path).then(() => true, () => false))
 
-/** The shipped prices, or those the operator saved in the data directory. */
-const pricer = (pricesFile: string) =>
-  Layer.unwrap(Effect.map(exists(pricesFile), (saved) => saved ? Pricer.layerFromFile(pricesFile) : Pricer.layerDefault))
+/** The list a database without one starts from: the one an existing install saved, else the shipped defaults. */
+const seedOf = (pricesFile: string) =>
+  Effect.flatMap(exists(pricesFile), (saved) => saved ? Pricer.readList(pricesFile) : Effect.succeed(Pricer.defaultList))
 
 export interface KernelOptions {
   readonly settings: Settings
   /** Executors in order of preference; the first that lists a model runs it. */
   readonly adapters: ReadonlyArray<Provider.ProviderV1>
   readonly mediaUrls: MediaUrls.Options
+  /** A price list file (`pricesFileOf(dataDir)`) adopted as version 1 when the database has none. */
   readonly pricesFile: string
 }
 
-/** The kernel's services over the storage ports. */
+/**
+ * The kernel's services over the storage ports. The Pricer keeps the price list in the
+ * database (PriceStore), so that every process sharing it quotes alike; a database without
+ * one gets `pricesFile` if it exists (an install upgraded from the file), else the shipped
+ * defaults, as its first version.
+ */
 export const kernel = (options: KernelOptions) => {
   const { settings } = options
   const executors = Executors.make({ adapters: options.adapters })
@@ -195,7 +204,7 @@ export const kernel = (options: KernelOptions) => {
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
       executorAvailable: executors.executorAvailable
     }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute })))
-  ).pipe(Layer.provideMerge(pricer(options.pricesFile)), Layer.provideMerge(base))
+  ).pipe(Layer.provideMerge(Pricer.layerStore({ seed: seedOf(options.pricesFile) })), Layer.provideMerge(base))
 }
 
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
@@ -235,7 +244,7 @@ export const server = (options: ServerOptions) =>
     const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
     const app = Layer.mergeAll(
       Server.layer,
-      AdminServer.layer({ token: options.token, pricesFile: options.pricesFile }),
+      AdminServer.layer({ token: options.token }),
       ChatServer.layer,
       McpEndpoint.layer({
         baseUrl: new URL(publicUrl).origin,

@@ -3,13 +3,13 @@
  * the operator-token guard, and every procedure through the typed client.
  */
 import { createHash } from "node:crypto"
-import { mkdtempSync, readFileSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Ids, type Money } from "@taskmeter/kernel"
+import { Ids, type Money, PriceStore } from "@taskmeter/kernel"
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as AdminClient from "../src/admin/AdminClient.ts"
@@ -175,7 +175,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
   })
 
   describe("prices", () => {
-    it.effect("price set takes effect at once, is public on GET /api/v1/prices and is saved for the next start", () =>
+    it.effect("price set takes effect at once, is public on GET /api/v1/prices and is saved in the store, not a file", () =>
       Effect.gen(function*() {
         const set = yield* withAdmin((admin) =>
           admin.PriceSet({ model: "song-lyrics", entry: { enabled: true, priceMicros: 7_000 as Money.Micros } })
@@ -186,7 +186,9 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         const prices = yield* Effect.flatMap(baseUrl, (url) =>
           Effect.promise(() => fetch(`${url}/api/v1/prices`).then((r) => r.text())))
         expect(prices).toContain("7000")
-        expect(JSON.parse(readFileSync(pricesFile, "utf8")).models["song-lyrics"]).toEqual({ enabled: true, priceMicros: 7_000 })
+        const stored = yield* PriceStore.PriceStore.use((store) => store.current)
+        expect((stored?.list as typeof list | undefined)?.models["song-lyrics"]).toEqual({ enabled: true, priceMicros: 7_000 })
+        expect(existsSync(pricesFile)).toBe(false)
       }))
 
     it.effect("price disable keeps the price but stops quotes; a list the catalog refuses is PriceListInvalid", () =>

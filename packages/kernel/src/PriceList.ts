@@ -311,6 +311,22 @@ export const toPublic = (list: PriceList, models: ReadonlyArray<PricedModel>): P
 export const decode = (raw: unknown): Result.Result<PriceList, PriceListInvalid> =>
   Result.mapError(decodeList(raw), (problems) => new PriceListInvalid({ problems }))
 
+/**
+ * The list without the entries of models not in `models`, and their slugs. A list saved by
+ * another release may price models this one no longer has: they cannot be submitted here
+ * anyway, and must not keep the rest of the list from being quoted.
+ */
+export const withoutUnknownModels = (
+  list: PriceList,
+  models: ReadonlyArray<PricedModel>
+): { readonly list: PriceList; readonly unknown: ReadonlyArray<string> } => {
+  const known = new Set(models.map((model) => model.slug))
+  const unknown = Object.keys(list.models).filter((slug) => !known.has(slug))
+  return unknown.length === 0
+    ? { list, unknown }
+    : { list: { models: Object.fromEntries(Object.entries(list.models).filter(([slug]) => known.has(slug))) }, unknown }
+}
+
 /** Decodes raw JSON data and checks it against the Catalog's models: a price list ready to quote from. */
 export const load = (raw: unknown, models: ReadonlyArray<PricedModel>): Effect.Effect<PriceList, PriceListInvalid> =>
   Effect.flatMap(Effect.fromResult(decode(raw)), (list) => {

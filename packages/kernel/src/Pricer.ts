@@ -12,9 +12,13 @@
  * `perDeliveredUnit` quote (gamma-imagine-2-0-text-to-image-economy: billed per image
  * delivered) charges `unitMicros × min(delivered, quantity)`, so never more than reserved.
  *
- * The list is held in a SynchronizedRef: `replace`, `setModel` and `disable` validate the
- * whole new list against the Catalog before it takes effect, one change at a time; a refused
- * change leaves the current list in place. Quotes already given keep their amounts.
+ * Where the list lives. `layerStore` (what the servers use) keeps it in the PriceStore, shared by
+ * every process on one database, with a copy in each process to quote from: a change made
+ * through any process is saved there and reaches the others within moments (see `makeStored`).
+ * `layer`, `layerDefault` and `layerFromFile` hold a fixed starting list in this process only,
+ * for embedding and tests. Either way `replace`, `setModel` and `disable` validate the whole new
+ * list against the Catalog before it takes effect; a refused change leaves the current list in
+ * place. Quotes already given keep their amounts.
  *
  * @example
  * ```ts
@@ -29,7 +33,8 @@
  * ```
  */
 import { readFile } from "node:fs/promises"
-import { Context, Effect, Layer, Schema, SynchronizedRef } from "effect"
+import { Context, Duration, Effect, Layer, Ref, Result, Schema, SynchronizedRef } from "effect"
+import type { Scope } from "effect"
 import defaultPrices from "../prices/default-prices.json" with { type: "json" }
 import { Catalog } from "./Catalog.ts"
 import * as Errors from "./Errors.ts"
@@ -37,6 +42,8 @@ import type { ModelInput } from "./ModelDefinition.ts"
 import * as Money from "./Money.ts"
 import { Micros } from "./Money.ts"
 import * as PriceList from "./PriceList.ts"
+import { type PriceListConflict, PriceStore } from "./PriceStore.ts"
+import type { StoreUnavailable } from "./StoreError.ts"
 
 /** A price fixed for one task: what to reserve, and how to settle it. */
 export const Quote = Schema.Struct({
@@ -137,6 +144,9 @@ export const settle = (
   return quote.settlement === "fixed" ? quote.priceMicros : Money.multiply(quote.unitMicros, Math.min(delivered, quote.quantity))
 }
 
+/** Why a price change was not made: the new list is invalid, or the store did not take it. */
+export type ChangeError = PriceList.PriceListInvalid | PriceListConflict | StoreUnavailable
+
 export class Pricer extends Context.Service<Pricer, {
   /** Quotes a validated input (defaults applied, as `Catalog.validate` returns it). */
   readonly quote: (slug: string, input: ModelInput) => Effect.Effect<
@@ -150,47 +160,212 @@ export class Pricer extends Context.Service<Pricer, {
   /** The body of GET /api/v1/prices for the list in force. */
   readonly prices: Effect.Effect<PriceList.PublicPrices>
   /** Replaces the whole list with raw JSON data, once it is valid. */
-  readonly replace: (raw: unknown) => Effect.Effect<void, PriceList.PriceListInvalid>
+  readonly replace: (raw: unknown) => Effect.Effect<void, ChangeError>
   /** Sets (adds or overwrites) one model's entry, given as raw JSON data; the result must be valid. */
-  readonly setModel: (slug: string, entry: unknown) => Effect.Effect<void, PriceList.PriceListInvalid>
+  readonly setModel: (slug: string, entry: unknown) => Effect.Effect<void, ChangeError>
   /** Stops a model from being quoted, keeping its prices; a model not listed gets `{ enabled: false }`. */
-  readonly disable: (slug: string) => Effect.Effect<void, PriceList.PriceListInvalid>
+  readonly disable: (slug: string) => Effect.Effect<void, ChangeError>
 }>()("@taskmeter/kernel/Pricer") {}
 
-/** A Pricer over the given models, starting from raw price-list data. */
+/**
+ * A change to the list, as the raw list it makes of the one it builds on. `base` is read only by
+ * changes that need it, so that a stored list this release cannot even decode can be replaced.
+ */
+type Change = (
+  base: Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid>
+) => Effect.Effect<unknown, PriceList.PriceListInvalid>
+
+const service = (
+  models: ReadonlyArray<PriceList.PricedModel>,
+  current: Effect.Effect<PriceList.PriceList>,
+  change: (next: Change) => Effect.Effect<void, ChangeError>
+): Pricer["Service"] =>
+  Pricer.of({
+    quote: (slug, input) => Effect.flatMap(current, (list) => quote(list, slug, input)),
+    checkExpected,
+    settle,
+    current,
+    prices: Effect.map(current, (list) => PriceList.toPublic(list, models)),
+    replace: (raw) => change(() => Effect.succeed(raw)),
+    setModel: (slug, entry) => change(Effect.map((list) => ({ models: { ...list.models, [slug]: entry } }))),
+    disable: (slug) =>
+      change(Effect.map((list) => ({ models: { ...list.models, [slug]: { ...list.models[slug], enabled: false } } })))
+  })
+
+/** A Pricer over the given models, starting from raw price-list data, held in this process only. */
 export const make = (
   models: ReadonlyArray<PriceList.PricedModel>,
   initial: unknown
 ): Effect.Effect<Pricer["Service"], PriceList.PriceListInvalid> =>
   Effect.gen(function*() {
     const ref = yield* SynchronizedRef.make(yield* PriceList.load(initial, models))
-    const change = (next: (list: PriceList.PriceList) => unknown) =>
-      SynchronizedRef.updateEffect(ref, (list) => PriceList.load(next(list), models))
-    return Pricer.of({
-      quote: (slug, input) => Effect.flatMap(SynchronizedRef.get(ref), (list) => quote(list, slug, input)),
-      checkExpected,
-      settle,
-      current: SynchronizedRef.get(ref),
-      prices: Effect.map(SynchronizedRef.get(ref), (list) => PriceList.toPublic(list, models)),
-      replace: (raw) => change(() => raw),
-      setModel: (slug, entry) => change((list) => ({ models: { ...list.models, [slug]: entry } })),
-      disable: (slug) =>
-        change((list) => ({ models: { ...list.models, [slug]: { ...list.models[slug], enabled: false } } }))
+    return service(models, SynchronizedRef.get(ref), (next) =>
+      SynchronizedRef.updateEffect(ref, (list) =>
+        Effect.flatMap(next(Effect.succeed(list)), (raw) => PriceList.load(raw, models))))
+  })
+
+export interface StoreOptions {
+  /**
+   * The list saved as version 1 when the store holds none (read only then): raw price-list
+   * JSON data, checked like any other. E.g. `Effect.succeed(Pricer.defaultList)`.
+   */
+  readonly seed: Effect.Effect<unknown, PriceList.PriceListInvalid>
+  /** How often the store's version is compared, besides the notifications. Default 5 s. */
+  readonly pollIntervalMs?: number | undefined
+}
+
+const POLL_INTERVAL_MS = 5_000
+
+/** A change meeting this many saves of other processes in a row gives up with PriceListConflict. */
+const CHANGE_ATTEMPTS = 5
+
+/** The problems of a stored list, saying which version they are in. */
+const inVersion = (version: number) => (error: PriceList.PriceListInvalid) =>
+  new PriceList.PriceListInvalid({ problems: error.problems.map((problem) => `version ${version} in the store: ${problem}`) })
+
+/**
+ * A stored version decoded, less the entries of models this release does not have (logged):
+ * a deploy that drops a model must not keep the server from starting on a list that prices it.
+ */
+const decodeStored = (
+  models: ReadonlyArray<PriceList.PricedModel>,
+  stored: { readonly version: number; readonly list: unknown }
+): Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid> =>
+  Effect.fromResult(PriceList.decode(stored.list)).pipe(
+    Effect.map((list) => PriceList.withoutUnknownModels(list, models)),
+    Effect.tap(({ unknown }) =>
+      unknown.length === 0 ? Effect.void : Effect.logWarning(
+        `Price list version ${stored.version} prices models this release does not have, left out: ${unknown.join(", ")}`
+      )
+    ),
+    Effect.map(({ list }) => list),
+    Effect.mapError(inVersion(stored.version))
+  )
+
+/** A stored version ready to quote from (see `decodeStored`). */
+const loadStored = (
+  models: ReadonlyArray<PriceList.PricedModel>,
+  stored: { readonly version: number; readonly list: unknown }
+): Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid> =>
+  Effect.flatMap(decodeStored(models, stored), (list) =>
+    Effect.mapError(PriceList.load(list, models), inVersion(stored.version)))
+
+/** The seed, checked, saved as version 1; or, if another process saved first, what it saved. */
+const seeded = (
+  models: ReadonlyArray<PriceList.PricedModel>,
+  store: PriceStore["Service"],
+  seed: StoreOptions["seed"]
+): Effect.Effect<{ readonly version: number; readonly list: unknown }, PriceList.PriceListInvalid | StoreUnavailable> =>
+  Effect.gen(function*() {
+    const list = yield* PriceList.load(yield* seed, models)
+    return yield* store.save(undefined, list).pipe(
+      Effect.map(({ version }) => ({ version, list })),
+      Effect.catchTag("PriceListConflict", () =>
+        Effect.flatMap(store.current, (stored) =>
+          stored === undefined ? Effect.die(new Error("PriceStore refused a first save yet holds no list")) : Effect.succeed(stored)))
+    )
+  })
+
+/** What this process quotes from, and how far it has looked. */
+interface Held {
+  readonly version: number
+  readonly list: PriceList.PriceList
+  /** The highest version read, usable or not: a version this release refuses is not read again. */
+  readonly seen: number
+}
+
+/**
+ * A Pricer over a PriceStore: the list is the store's current version, copied into this process
+ * to quote from (no store read per quote); changes are compare-and-set saves of the store (on a
+ * conflict, read again and redo, a few times) and take effect here at once; saves of other
+ * processes arrive by the store's notifications, or by comparing the store's version every
+ * `pollIntervalMs` in case one was missed. Entries of models the Catalog does not have are left
+ * out (logged). A stored version that still does not fit the Catalog is logged and skipped: the
+ * last usable list stays in force. At start an empty store gets the seed as version 1; a
+ * current version that does not fit fails with PriceListInvalid, naming its problems.
+ */
+export const makeStored = (
+  models: ReadonlyArray<PriceList.PricedModel>,
+  store: PriceStore["Service"],
+  options: StoreOptions
+): Effect.Effect<Pricer["Service"], PriceList.PriceListInvalid | StoreUnavailable, Scope.Scope> =>
+  Effect.gen(function*() {
+    // Before the first read, so that no save after it goes unheard.
+    const saved = yield* store.subscribe
+    const first = (yield* store.current) ?? (yield* seeded(models, store, options.seed))
+    const list = yield* loadStored(models, first)
+    const held = yield* Ref.make<Held>({ version: first.version, list, seen: first.version })
+
+    const adopt = (version: number, list: PriceList.PriceList) =>
+      Ref.update(held, (now) => version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now)
+
+    const follow = Effect.gen(function*() {
+      const latest = yield* store.version
+      if (latest === undefined || latest <= (yield* Ref.get(held)).seen) return
+      const stored = yield* store.current
+      if (stored === undefined) return
+      const loaded = yield* Effect.result(loadStored(models, stored))
+      if (Result.isSuccess(loaded)) return yield* adopt(stored.version, loaded.success)
+      const now = yield* Ref.updateAndGet(held, (now) => ({ ...now, seen: Math.max(now.seen, stored.version) }))
+      yield* Effect.logWarning(
+        `Price list version ${stored.version} does not fit this release's catalog; quotes stay on version ${now.version}`,
+        loaded.failure.message
+      )
     })
+    const poll = Duration.millis(options.pollIntervalMs ?? POLL_INTERVAL_MS)
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.timeoutOption(saved, poll).pipe(
+        Effect.andThen(follow),
+        Effect.catch((error) => Effect.logWarning("Could not follow the stored price list", error.message))
+      )
+    ))
+
+    const attempt = (next: Change) =>
+      Effect.gen(function*() {
+        const stored = yield* store.current
+        const base = stored === undefined
+          ? Effect.succeed<PriceList.PriceList>({ models: {} })
+          : decodeStored(models, stored)
+        const list = yield* Effect.flatMap(next(base), (raw) => PriceList.load(raw, models))
+        const { version } = yield* store.save(stored?.version, list)
+        yield* adopt(version, list)
+      })
+    return service(models, Effect.map(Ref.get(held), (now) => now.list), (next) =>
+      Effect.retry(attempt(next), {
+        while: (error) => error._tag === "PriceListConflict",
+        times: CHANGE_ATTEMPTS - 1
+      }))
   })
 
 /** The Pricer with the given raw price-list data, checked against the Catalog. */
 export const layer = (priceList: unknown): Layer.Layer<Pricer, PriceList.PriceListInvalid, Catalog> =>
   Layer.effect(Pricer, Catalog.use((catalog) => make(catalog.models, priceList)))
 
+/** Raw price-list data read from a JSON file; PriceListInvalid when it cannot be read or parsed. */
+export const readList = (path: string): Effect.Effect<unknown, PriceList.PriceListInvalid> =>
+  Effect.tryPromise({
+    try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
+    catch: (cause) => new PriceList.PriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
+  })
+
 /** The Pricer with the price list read from a JSON file at start. */
 export const layerFromFile = (path: string): Layer.Layer<Pricer, PriceList.PriceListInvalid, Catalog> =>
-  Layer.unwrap(
-    Effect.tryPromise({
-      try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
-      catch: (cause) => new PriceList.PriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
-    }).pipe(Effect.map(layer))
-  )
+  Layer.unwrap(Effect.map(readList(path), layer))
+
+/** The shipped defaults (prices/default-prices.json), as raw data. */
+export const defaultList: unknown = defaultPrices
 
 /** The Pricer with the shipped defaults (prices/default-prices.json). */
-export const layerDefault: Layer.Layer<Pricer, PriceList.PriceListInvalid, Catalog> = layer(defaultPrices)
+export const layerDefault: Layer.Layer<Pricer, PriceList.PriceListInvalid, Catalog> = layer(defaultList)
+
+/**
+ * The Pricer over the PriceStore (see `makeStored`): what processes sharing a store use, so
+ * that a price change made through one is quoted by all.
+ */
+export const layerStore = (
+  options: StoreOptions
+): Layer.Layer<Pricer, PriceList.PriceListInvalid | StoreUnavailable, Catalog | PriceStore> =>
+  Layer.effect(
+    Pricer,
+    Effect.flatMap(Effect.all([Catalog, PriceStore]), ([catalog, store]) => makeStored(catalog.models, store, options))
+  )

@@ -1,16 +1,17 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all five ports over one
+ * that may forget everything when it stops. One `layer` provides all seven ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Ids } from "@taskmeter/kernel"
-import { AccountStore, BlobStore, ChatStore, LedgerStore, MediaStore, TaskStore } from "@taskmeter/kernel"
+import { AccountStore, BlobStore, ChatStore, LedgerStore, MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
 import * as Chat from "./ChatStore.ts"
 import * as Accounts from "./internal/accounts.ts"
 import * as Blobs from "./internal/blobs.ts"
 import * as Ledger from "./internal/ledger.ts"
 import * as Media from "./internal/media.ts"
+import * as Prices from "./internal/prices.ts"
 import * as State from "./internal/state.ts"
 import * as Tasks from "./internal/tasks.ts"
 
@@ -21,20 +22,23 @@ export type Stores =
   | MediaStore.MediaStore
   | BlobStore.BlobStore
   | ChatStore.ChatStore
+  | PriceStore.PriceStore
 
-const contextOf = (state: State.State): Context.Context<Stores> => {
-  const accounts = Accounts.make(state)
-  return Context.make(AccountStore.AccountStore, accounts).pipe(
-    Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
-    Context.add(TaskStore.TaskStore, Tasks.make(state, accounts)),
-    Context.add(MediaStore.MediaStore, Media.make(state)),
-    Context.add(BlobStore.BlobStore, Blobs.make(state)),
-    Context.add(ChatStore.ChatStore, Chat.make(state))
-  )
-}
+const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
+  Effect.map(Prices.make(state), (prices) => {
+    const accounts = Accounts.make(state)
+    return Context.make(AccountStore.AccountStore, accounts).pipe(
+      Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
+      Context.add(TaskStore.TaskStore, Tasks.make(state, accounts)),
+      Context.add(MediaStore.MediaStore, Media.make(state)),
+      Context.add(BlobStore.BlobStore, Blobs.make(state)),
+      Context.add(ChatStore.ChatStore, Chat.make(state)),
+      Context.add(PriceStore.PriceStore, prices)
+    )
+  })
 
 /** A fresh, empty store each time the layer is built. */
-export const layer: Layer.Layer<Stores> = Layer.effectContext(Effect.sync(() => contextOf(State.make())))
+export const layer: Layer.Layer<Stores> = Layer.effectContext(Effect.suspend(() => contextOf(State.make())))
 
 /**
  * Test-only access behind the ports, for proving that checks catch what the ports forbid
@@ -45,9 +49,9 @@ export class Testing extends Context.Service<Testing, {
   readonly tamperBalance: (accountId: Ids.AccountId, deltaMicros: number) => Effect.Effect<void>
 }>()("@taskmeter/storage-memory/Testing") {}
 
-export const layerTesting: Layer.Layer<Stores | Testing> = Layer.effectContext(Effect.sync(() => {
+export const layerTesting: Layer.Layer<Stores | Testing> = Layer.effectContext(Effect.suspend(() => {
   const state = State.make()
-  return contextOf(state).pipe(Context.add(Testing, Testing.of({
+  return Effect.map(contextOf(state), Context.add(Testing, Testing.of({
     tamperBalance: (accountId, deltaMicros) =>
       Effect.sync(() => {
         const row = state.accounts.get(accountId)

@@ -1,16 +1,18 @@
 /**
- * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore) on PostgreSQL, through
- * @effect/sql-pg. Blobs are not kept here: use the kernel's BlobStore.layerFileSystem.
+ * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore) on
+ * PostgreSQL, through @effect/sql-pg. Blobs are not kept here: use the kernel's
+ * BlobStore.layerFileSystem.
  *
  * Starting a layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
  * recorded in `taskmeter_migrations`), so an empty database or schema is ready at once and a
  * migrated one is left as it is.
  *
  * - `layer({ url })`: a real PostgreSQL. A pool of `maxConnections` (default 16), one of them
- *   held by LISTEN for cross-process wake-ups of idle workers.
+ *   held by LISTEN for cross-process wake-ups (idle workers, saved price lists).
  * - `layerEmbedded({ dataDir })`: PGlite with its files in `<dataDir>/pg`, served on 127.0.0.1
  *   by pglite-socket (an ephemeral port unless `port` is given) and reached by the same client
- *   over one connection; wake-ups stay in this process and `awaitWork` polls otherwise.
+ *   over one connection; wake-ups stay in this process and `awaitWork` (and the Pricer's
+ *   follower) poll otherwise.
  * - `schema`: every table, function and the migrations table live in this schema (created if
  *   missing), so several stores, or tests, can share one database.
  *
@@ -31,12 +33,13 @@
 import { Config, Context, Effect, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { AccountStore, ChatStore, LedgerStore, MediaStore, StoreError, TaskStore } from "@taskmeter/kernel"
+import { AccountStore, ChatStore, LedgerStore, MediaStore, PriceStore, StoreError, TaskStore } from "@taskmeter/kernel"
 import * as PgChatStore from "./ChatStore.ts"
 import * as Embedded from "./internal/Embedded.ts"
 import * as PgAccountStore from "./internal/PgAccountStore.ts"
 import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
+import * as PgPriceStore from "./internal/PgPriceStore.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
@@ -48,6 +51,7 @@ import authenticateBatches from "./migrations/0006_authenticate_batches.ts"
 import admissionFastPath from "./migrations/0007_admission_fast_path.ts"
 import idempotencyPurge from "./migrations/0008_idempotency_purge.ts"
 import keyedAdmission from "./migrations/0009_keyed_admission.ts"
+import priceLists from "./migrations/0010_price_lists.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -55,6 +59,7 @@ export type Stores =
   | TaskStore.TaskStore
   | MediaStore.MediaStore
   | ChatStore.ChatStore
+  | PriceStore.PriceStore
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -63,7 +68,7 @@ export interface Options {
   readonly schema?: string | undefined
   /** Pool size, the LISTEN connection included. Default 16. */
   readonly maxConnections?: number | undefined
-  /** LISTEN for wake-ups from other processes. Default true. */
+  /** LISTEN for wake-ups from other processes (new work, a saved price list). Default true. */
   readonly listen?: boolean | undefined
 }
 
@@ -87,7 +92,8 @@ export const migrations = Migrator.fromRecord({
   "6_authenticate_batches": authenticateBatches,
   "7_admission_fast_path": admissionFastPath,
   "8_idempotency_purge": idempotencyPurge,
-  "9_keyed_admission": keyedAdmission
+  "9_keyed_admission": keyedAdmission,
+  "10_price_lists": priceLists
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */
@@ -126,14 +132,16 @@ export const layerClient = (options: {
     const wakeups = yield* Wakeups.make({ client, channel: options.channel })
     const accounts = yield* PgAccountStore.make
     const ledger = yield* PgLedgerStore.make
-    const tasks = yield* PgTaskStore.make(wakeups)
+    const tasks = yield* PgTaskStore.make(wakeups.work)
     const media = yield* PgMediaStore.make
     const chats = yield* PgChatStore.make
+    const prices = yield* PgPriceStore.make(wakeups.prices)
     return Context.make(AccountStore.AccountStore, accounts).pipe(
       Context.add(LedgerStore.LedgerStore, ledger),
       Context.add(TaskStore.TaskStore, tasks),
       Context.add(MediaStore.MediaStore, media),
-      Context.add(ChatStore.ChatStore, chats)
+      Context.add(ChatStore.ChatStore, chats),
+      Context.add(PriceStore.PriceStore, prices)
     )
   }))
 

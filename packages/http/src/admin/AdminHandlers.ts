@@ -1,12 +1,10 @@
 /**
  * The admin procedures over the kernel services. Thin: each handler checks the ids it was
  * given, calls one or two kernel operations and turns records into the wire shapes of
- * AdminRpc. Price changes are written back to `pricesFile` when one is given, so they outlive
- * a restart (other processes sharing the database read the file when they start).
+ * AdminRpc. Price changes go through the Pricer, which keeps them where it keeps the list (the
+ * servers' Pricer: the database, where every process sharing it picks them up).
  */
-import { randomUUID } from "node:crypto"
-import { rename, writeFile } from "node:fs/promises"
-import { Effect, Schema, Semaphore } from "effect"
+import { Effect, Schema } from "effect"
 import {
   Accounts,
   type AccountStore,
@@ -14,7 +12,6 @@ import {
   Ledger,
   type LedgerStore,
   type Money,
-  type PriceList,
   Pricer,
   type StoreError,
   TaskStore
@@ -22,11 +19,6 @@ import {
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { AdminError, AdminRpcs } from "./AdminRpc.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
-
-export interface Options {
-  /** Where the price list in force is saved after each change. */
-  readonly pricesFile?: string | undefined
-}
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -81,152 +73,133 @@ const onAccount = (accountId: string) =>
 const accountIdOf = (text: string): Effect.Effect<Ids.AccountId, AdminError> =>
   Schema.is(Ids.AccountId)(text) ? Effect.succeed(text) : Effect.fail(accountNotFound(text))
 
-const savePrices = (path: string, list: PriceList.PriceList) =>
-  Effect.tryPromise({
-    try: async () => {
-      // Written aside and renamed, so a crash never leaves a half-written list to load at start.
-      const temporary = `${path}.${randomUUID()}.partial`
-      await writeFile(temporary, `${JSON.stringify(list, null, 2)}\n`, { mode: 0o600 })
-      await rename(temporary, path)
-    },
-    catch: (cause) =>
-      new AdminError({
-        reason: "StoreUnavailable",
-        message: `The price change is in force but could not be saved to ${path}: ${String(cause)}`
+/** An invalid list is the operator's to fix; a store that failed or kept changing is worth a retry. */
+const priceChangeError = (error: Pricer.ChangeError) =>
+  new AdminError({ reason: error._tag === "PriceListInvalid" ? "PriceListInvalid" : "StoreUnavailable", message: error.message })
+
+export const layer = AdminRpcs.toLayer(Effect.gen(function*() {
+  const accounts = yield* Accounts.Accounts
+  const ledger = yield* Ledger.Ledger
+  const pricer = yield* Pricer.Pricer
+  const tasks = yield* TaskStore.TaskStore
+  const oauth = yield* OAuthStore.OAuthStore
+
+  /** The task, read first so that the operator learns why it cannot be resolved. */
+  const heldTask = (accountId: string, taskId: Ids.TaskId) =>
+    Effect.gen(function*() {
+      const id = yield* accountIdOf(accountId)
+      const found = yield* tasks.get(id, taskId).pipe(Effect.mapError(storeUnavailable))
+      if (found === undefined) return yield* fail("TaskNotFound", `Account ${accountId} has no task ${taskId}.`)
+      if (found.status !== "reconciliation_required") {
+        return yield* fail("TaskNotResolvable", `Task ${taskId} is ${found.status}, not reconciliation_required.`)
+      }
+      return found
+    })
+
+  const balancesOf = (accountId: Ids.AccountId) => ledger.balances(accountId).pipe(onAccount(accountId))
+
+  const priceChange = (change: Effect.Effect<void, Pricer.ChangeError>) =>
+    change.pipe(Effect.mapError(priceChangeError), Effect.andThen(pricer.current))
+
+  const creditChange = (
+    apply: typeof ledger.grant,
+    { accountId, amountMicros, externalRef, note }: {
+      readonly accountId: string
+      readonly amountMicros: Money.Micros
+      readonly note?: string
+      readonly externalRef?: string
+    }
+  ) =>
+    Effect.gen(function*() {
+      const id = yield* accountIdOf(accountId)
+      const moved = yield* apply(id, amountMicros, { note, externalRef }).pipe(onAccount(id))
+      return movement(moved)
+    })
+
+  return AdminRpcs.of({
+    AccountCreate: ({ creditsMicros, name }) =>
+      Effect.gen(function*() {
+        const created = yield* accounts.create({ name, credits: creditsMicros }).pipe(Effect.mapError(storeUnavailable))
+        return {
+          account: account(created.account),
+          balances: yield* balancesOf(created.account.id),
+          key: createdKey(created.key)
+        }
+      }),
+    AccountList: () =>
+      Effect.gen(function*() {
+        const all = yield* accounts.list.pipe(Effect.mapError(storeUnavailable))
+        return yield* Effect.forEach(all, (a) =>
+          Effect.map(balancesOf(a.id), (balances) => ({ ...account(a), balances })))
+      }),
+    AccountShow: ({ accountId }) =>
+      Effect.gen(function*() {
+        const id = yield* accountIdOf(accountId)
+        const found = yield* accounts.get(id).pipe(onAccount(id))
+        const keys = yield* accounts.listKeys(id).pipe(Effect.mapError(storeUnavailable))
+        return { account: account(found), balances: yield* balancesOf(id), keys: keys.map(apiKey) }
+      }),
+    KeyCreate: ({ accountId, name, rateLimitPerMinute, scopes, usageLimit }) =>
+      Effect.gen(function*() {
+        const id = yield* accountIdOf(accountId)
+        const created = yield* accounts.createKey(id, { name, scopes, rateLimitPerMinute, usageLimit }).pipe(
+          onAccount(id)
+        )
+        return createdKey(created)
+      }),
+    KeyRevoke: ({ accountId, keyId }) =>
+      Effect.gen(function*() {
+        const id = yield* accountIdOf(accountId)
+        const revoked = Schema.is(Ids.ApiKeyId)(keyId) &&
+          (yield* accounts.revokeKey(id, keyId).pipe(Effect.mapError(storeUnavailable)))
+        if (!revoked) return yield* fail("KeyNotFound", `Account ${accountId} has no key ${keyId}.`)
+      }),
+    CreditsGrant: (change) => creditChange(ledger.grant, change),
+    Refund: (change) => creditChange(ledger.refund, change),
+    PriceList: () => pricer.current,
+    PriceSet: ({ entry, model }) =>
+      priceChange(pricer.setModel(model, entry)).pipe(Effect.map((list) => list.models[model] ?? entry)),
+    PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
+    TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
+      Effect.gen(function*() {
+        if (!Ids.isTaskId(taskId)) return yield* fail("TaskNotFound", `No task ${taskId}.`)
+        if (outcome === "succeeded" && accountId === undefined) {
+          return yield* fail("InvalidRequest", "Resolving a task as succeeded needs its account, to read its quote.")
+        }
+        const held = accountId === undefined ? undefined : yield* heldTask(accountId, taskId)
+        const charge = outcome === "failed" ? undefined : chargeMicros ?? held?.priceMicros
+        if (held !== undefined && charge !== undefined && charge > held.priceMicros) {
+          return yield* fail(
+            "InvalidRequest",
+            `A charge of ${charge} micros exceeds the ${held.priceMicros} micros reserved for task ${taskId}.`
+          )
+        }
+        const resolved = yield* tasks.resolve({
+          taskId,
+          to: outcome,
+          now: new Date(),
+          chargeMicros: charge,
+          // Failing keeps the code that explained why the task was held.
+          errorCode: outcome === "succeeded" ? null : undefined
+        }).pipe(Effect.mapError(storeUnavailable))
+        if (resolved === undefined) {
+          return yield* fail(
+            "TaskNotResolvable",
+            `Task ${taskId} does not exist or is not in reconciliation_required.`
+          )
+        }
+        return task(resolved)
+      }),
+    Audit: () => Effect.mapError(ledger.audit, storeUnavailable),
+    SignInCodeCreate: ({ accountId }) =>
+      Effect.gen(function*() {
+        const id = yield* accountIdOf(accountId)
+        const { code, expiresAt } = yield* SignInCodes.create(id).pipe(
+          Effect.provideService(OAuthStore.OAuthStore, oauth),
+          Effect.provideService(Accounts.Accounts, accounts),
+          onAccount(id)
+        )
+        return { accountId: id, code, expiresAt: iso(expiresAt) }
       })
   })
-
-export const layer = (options: Options = {}) =>
-  AdminRpcs.toLayer(Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    const ledger = yield* Ledger.Ledger
-    const pricer = yield* Pricer.Pricer
-    const tasks = yield* TaskStore.TaskStore
-    const oauth = yield* OAuthStore.OAuthStore
-
-    /** The task, read first so that the operator learns why it cannot be resolved. */
-    const heldTask = (accountId: string, taskId: Ids.TaskId) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        const found = yield* tasks.get(id, taskId).pipe(Effect.mapError(storeUnavailable))
-        if (found === undefined) return yield* fail("TaskNotFound", `Account ${accountId} has no task ${taskId}.`)
-        if (found.status !== "reconciliation_required") {
-          return yield* fail("TaskNotResolvable", `Task ${taskId} is ${found.status}, not reconciliation_required.`)
-        }
-        return found
-      })
-
-    const balancesOf = (accountId: Ids.AccountId) => ledger.balances(accountId).pipe(onAccount(accountId))
-
-    // One change at a time, saved before the next, so the file always holds the list in force.
-    const changing = Semaphore.makeUnsafe(1)
-    const priceChange = <E extends { readonly message: string }>(change: Effect.Effect<void, E>) =>
-      change.pipe(
-        Effect.mapError((error) => new AdminError({ reason: "PriceListInvalid", message: error.message })),
-        Effect.andThen(pricer.current),
-        Effect.tap((list) => options.pricesFile === undefined ? Effect.void : savePrices(options.pricesFile, list)),
-        changing.withPermit
-      )
-
-    const creditChange = (
-      apply: typeof ledger.grant,
-      { accountId, amountMicros, externalRef, note }: {
-        readonly accountId: string
-        readonly amountMicros: Money.Micros
-        readonly note?: string
-        readonly externalRef?: string
-      }
-    ) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        const moved = yield* apply(id, amountMicros, { note, externalRef }).pipe(onAccount(id))
-        return movement(moved)
-      })
-
-    return AdminRpcs.of({
-      AccountCreate: ({ creditsMicros, name }) =>
-        Effect.gen(function*() {
-          const created = yield* accounts.create({ name, credits: creditsMicros }).pipe(Effect.mapError(storeUnavailable))
-          return {
-            account: account(created.account),
-            balances: yield* balancesOf(created.account.id),
-            key: createdKey(created.key)
-          }
-        }),
-      AccountList: () =>
-        Effect.gen(function*() {
-          const all = yield* accounts.list.pipe(Effect.mapError(storeUnavailable))
-          return yield* Effect.forEach(all, (a) =>
-            Effect.map(balancesOf(a.id), (balances) => ({ ...account(a), balances })))
-        }),
-      AccountShow: ({ accountId }) =>
-        Effect.gen(function*() {
-          const id = yield* accountIdOf(accountId)
-          const found = yield* accounts.get(id).pipe(onAccount(id))
-          const keys = yield* accounts.listKeys(id).pipe(Effect.mapError(storeUnavailable))
-          return { account: account(found), balances: yield* balancesOf(id), keys: keys.map(apiKey) }
-        }),
-      KeyCreate: ({ accountId, name, rateLimitPerMinute, scopes, usageLimit }) =>
-        Effect.gen(function*() {
-          const id = yield* accountIdOf(accountId)
-          const created = yield* accounts.createKey(id, { name, scopes, rateLimitPerMinute, usageLimit }).pipe(
-            onAccount(id)
-          )
-          return createdKey(created)
-        }),
-      KeyRevoke: ({ accountId, keyId }) =>
-        Effect.gen(function*() {
-          const id = yield* accountIdOf(accountId)
-          const revoked = Schema.is(Ids.ApiKeyId)(keyId) &&
-            (yield* accounts.revokeKey(id, keyId).pipe(Effect.mapError(storeUnavailable)))
-          if (!revoked) return yield* fail("KeyNotFound", `Account ${accountId} has no key ${keyId}.`)
-        }),
-      CreditsGrant: (change) => creditChange(ledger.grant, change),
-      Refund: (change) => creditChange(ledger.refund, change),
-      PriceList: () => pricer.current,
-      PriceSet: ({ entry, model }) =>
-        priceChange(pricer.setModel(model, entry)).pipe(Effect.map((list) => list.models[model] ?? entry)),
-      PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
-      TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
-        Effect.gen(function*() {
-          if (!Ids.isTaskId(taskId)) return yield* fail("TaskNotFound", `No task ${taskId}.`)
-          if (outcome === "succeeded" && accountId === undefined) {
-            return yield* fail("InvalidRequest", "Resolving a task as succeeded needs its account, to read its quote.")
-          }
-          const held = accountId === undefined ? undefined : yield* heldTask(accountId, taskId)
-          const charge = outcome === "failed" ? undefined : chargeMicros ?? held?.priceMicros
-          if (held !== undefined && charge !== undefined && charge > held.priceMicros) {
-            return yield* fail(
-              "InvalidRequest",
-              `A charge of ${charge} micros exceeds the ${held.priceMicros} micros reserved for task ${taskId}.`
-            )
-          }
-          const resolved = yield* tasks.resolve({
-            taskId,
-            to: outcome,
-            now: new Date(),
-            chargeMicros: charge,
-            // Failing keeps the code that explained why the task was held.
-            errorCode: outcome === "succeeded" ? null : undefined
-          }).pipe(Effect.mapError(storeUnavailable))
-          if (resolved === undefined) {
-            return yield* fail(
-              "TaskNotResolvable",
-              `Task ${taskId} does not exist or is not in reconciliation_required.`
-            )
-          }
-          return task(resolved)
-        }),
-      Audit: () => Effect.mapError(ledger.audit, storeUnavailable),
-      SignInCodeCreate: ({ accountId }) =>
-        Effect.gen(function*() {
-          const id = yield* accountIdOf(accountId)
-          const { code, expiresAt } = yield* SignInCodes.create(id).pipe(
-            Effect.provideService(OAuthStore.OAuthStore, oauth),
-            Effect.provideService(Accounts.Accounts, accounts),
-            onAccount(id)
-          )
-          return { accountId: id, code, expiresAt: iso(expiresAt) }
-        })
-    })
-  }))
+}))

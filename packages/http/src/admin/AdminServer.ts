@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * const Admin = AdminServer.layer({ token, pricesFile: "data/prices.json" })
+ * const Admin = AdminServer.layer({ token })
  * // Layer<never, never, HttpRouter | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
  * ```
  */
@@ -29,7 +29,7 @@ const unauthorized = HttpServerResponse.jsonUnsafe(
   { status: 401, headers: { "www-authenticate": "Bearer" } }
 )
 
-export interface Options extends AdminHandlers.Options {
+export interface Options {
   readonly token: Redacted.Redacted<string>
 }
 
@@ -48,5 +48,5 @@ export const layer = (options: Options) =>
       )
     })
   ).pipe(
-    Layer.provide([AdminHandlers.layer(options), RpcSerialization.layerJson])
+    Layer.provide([AdminHandlers.layer, RpcSerialization.layerJson])
   )

@@ -2,8 +2,9 @@
  * The one conformance suite every store passes: each port method, the ledger semantics
  * (reservations, charges once, releases once, payment review, pagination), idempotent
  * admission and its limits, admission on behalf of a key, leases and compare-and-set
- * transitions, scoping by account, blobs, and a model-based test of random operation
- * sequences against a reference model.
+ * transitions, scoping by account, blobs, the price list's versions (compare-and-set saves,
+ * wake-ups of subscribers), and a model-based test of random operation sequences against a
+ * reference model.
  *
  * Every case builds a fresh store from `makeLayer` (a store backed by a database gives each
  * case its own schema or database) and passes every `now` explicitly, so nothing depends on
@@ -33,6 +34,10 @@
  *   not yet raised by it), as an `authenticate` called first would answer; the request is
  *   counted whether or not the key passes, and concurrent requests of one key are counted and
  *   checked one after another, so exactly the key's rate of them pass.
+ * - Price lists: a save based on any version but the current one (a past one, a future one, or
+ *   one on an empty store) is a conflict, so versions have no gaps; a list is read back as
+ *   saved (JSON equality, safe integers exact); a subscriber is woken within 5 s of a save and
+ *   not before any save was made.
  *
  * @example
  * ```ts
@@ -55,6 +60,7 @@ import { keyedAdmissionCases } from "./keyedAdmissionCases.ts"
 import { ledgerCases } from "./ledgerCases.ts"
 import { check } from "./ledgerModel.ts"
 import { mediaCases } from "./mediaCases.ts"
+import { priceStoreCases } from "./priceStoreCases.ts"
 import { taskCases } from "./taskCases.ts"
 
 export type { Stores } from "./Case.ts"
@@ -88,6 +94,7 @@ export const suite = <R = never>(
     taskCases(test)
     mediaCases(test)
     blobCases(test)
+    priceStoreCases(test)
 
     describe("auditor", () => {
       const corrupt = options.corrupt

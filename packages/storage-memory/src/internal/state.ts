@@ -1,10 +1,10 @@
 /**
- * The one mutable state all five memory ports share. JavaScript runs one callback at a time,
+ * The one mutable state all the memory ports share. JavaScript runs one callback at a time,
  * so a method that does its checks and writes inside a single `Effect.sync` is atomic.
  */
 import { Deferred, Effect } from "effect"
 import type { AccountStore, LedgerStore } from "@taskmeter/kernel"
-import type { MediaStore, TaskStore } from "@taskmeter/kernel"
+import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -55,6 +55,8 @@ export interface State {
   readonly media: Map<string, MediaStore.MediaRecord>
   readonly results: Map<string, MediaStore.ResultRecord>
   readonly blobs: Map<string, Uint8Array>
+  /** Every price list saved, oldest first: index i holds version i + 1. */
+  readonly priceLists: Array<PriceStore.StoredPriceList>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   nextSeq: number
@@ -71,6 +73,7 @@ export const make = (): State => ({
   media: new Map(),
   results: new Map(),
   blobs: new Map(),
+  priceLists: [],
   wake: Deferred.makeUnsafe<void>(),
   nextSeq: 0
 })

@@ -31,7 +31,7 @@ import {
   toRefusal,
   toTask
 } from "./Rows.ts"
-import type { Wakeups } from "./Wakeups.ts"
+import type { WorkWakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
 
@@ -180,7 +180,7 @@ const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
   }
 }
 
-export const make = (wakeups: Wakeups) =>
+export const make = (wakeups: WorkWakeups) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))

@@ -1,25 +1,44 @@
 /**
- * Wake-ups for idle workers (TaskStore.awaitWork).
+ * Wake-ups between the processes sharing a database: for idle workers (TaskStore.awaitWork) and
+ * for followers of the price list (PriceStore.subscribe).
  *
- * In this process a wake-up completes every waiting awaitWork at once. Across processes the
- * store NOTIFYs a channel after an admission and LISTENs on it with a dedicated connection.
- * The NOTIFY is sent after the admission commits, on its own and coalesced (at most one in
- * flight, one more if admissions arrived meanwhile), because a NOTIFY inside the admission
- * transaction would take PostgreSQL's global notify lock at every commit and serialize them.
- * Where LISTEN is not available (PGlite behind its socket) the caller's timeout is the
- * fallback poll.
+ * In this process a wake-up completes every waiting awaitWork, or wakes every price subscriber,
+ * at once. Across processes the store NOTIFYs one channel after the write commits and LISTENs
+ * on it with one dedicated connection; the payload tells the two apart ("prices" for a saved
+ * price list; anything else is work, which is what earlier releases send, so processes of two
+ * releases still wake each other's workers during a rolling deploy). The NOTIFY is sent on its
+ * own and coalesced (at most one in flight per kind, one more if writes arrived meanwhile),
+ * because a NOTIFY inside the admission transaction would take PostgreSQL's global notify lock at
+ * every commit and serialize them. The store starts once its first LISTEN has answered, so a
+ * started process hears every later notification. Where LISTEN is not available (PGlite behind
+ * its socket) wake-ups stay in this process and the callers' own polls cover the rest.
  */
-import { Deferred, Effect, Queue, Schedule } from "effect"
+import { Deferred, Effect, PubSub, Queue, Schedule } from "effect"
 import type { Scope } from "effect"
 import type { PgClient } from "@effect/sql-pg"
 
-export interface Wakeups {
+export interface WorkWakeups {
   /** Something became claimable: wake local waiters and tell other processes. */
   readonly announce: Effect.Effect<void>
   /** A claim is starting: wake-ups before this point are answered by it. */
   readonly claimStarted: Effect.Effect<void>
   readonly await: (maxWaitMs: number) => Effect.Effect<void>
 }
+
+export interface PriceWakeups {
+  /** A price list was saved: wake local subscribers and tell other processes. */
+  readonly announce: Effect.Effect<void>
+  /** PriceStore.subscribe. */
+  readonly subscribe: Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+}
+
+export interface Wakeups {
+  readonly work: WorkWakeups
+  readonly prices: PriceWakeups
+}
+
+const PRICES = "prices"
+const WORK = ""
 
 export const make = Effect.fnUntraced(function*(options: {
   readonly client: PgClient.PgClient
@@ -30,28 +49,33 @@ export const make = Effect.fnUntraced(function*(options: {
   let claimedAt = 0
   let waiters = Deferred.makeUnsafe<void>()
 
-  const wakeLocal = Effect.sync(() => {
+  const wakeWork = Effect.sync(() => {
     generation++
     const woken = waiters
     waiters = Deferred.makeUnsafe<void>()
     Deferred.doneUnsafe(woken, Effect.void)
   })
 
-  const channel = options.channel
-  let announce: Effect.Effect<void> = wakeLocal
+  // One pending wake-up per subscriber is enough: a follower reads every save since in one go.
+  const saves = yield* PubSub.sliding<void>(1)
+  const wakePrices = Effect.asVoid(PubSub.publish(saves, undefined))
 
-  if (channel !== undefined) {
-    const scope = yield* Effect.scope
+  const channel = options.channel
+  const scope = yield* Effect.scope
+
+  /** Wakes this process, then NOTIFYs the others with `payload`, coalesced. */
+  const announcer = (payload: string, wakeLocal: Effect.Effect<void>): Effect.Effect<void> => {
+    if (channel === undefined) return wakeLocal
     let inFlight = false
     let pending = false
     const notifyLoop: Effect.Effect<void> = Effect.suspend(() => {
       pending = false
-      return options.client.notify(channel, "").pipe(
+      return options.client.notify(channel, payload).pipe(
         Effect.ignore,
         Effect.flatMap(() => pending ? notifyLoop : Effect.sync(() => { inFlight = false }))
       )
     })
-    announce = Effect.flatMap(wakeLocal, () =>
+    return Effect.flatMap(wakeLocal, () =>
       Effect.suspend(() => {
         if (inFlight) {
           pending = true
@@ -60,27 +84,42 @@ export const make = Effect.fnUntraced(function*(options: {
         inFlight = true
         return Effect.asVoid(Effect.forkIn(notifyLoop, scope))
       }))
+  }
 
+  if (channel !== undefined) {
+    const answered = Deferred.makeUnsafe<void>()
     const listen = Effect.scoped(
-      Effect.flatMap(options.client.listen(channel), (notifications) =>
-        Effect.forever(Effect.flatMap(Queue.take(notifications), () => wakeLocal)))
+      Effect.flatMap(
+        options.client.listen(channel).pipe(Effect.onExit(() => Deferred.succeed(answered, undefined))),
+        (notifications) =>
+          Effect.forever(Effect.flatMap(Queue.take(notifications), (notification) =>
+            notification.payload === PRICES ? wakePrices : wakeWork))
+      )
     )
-    // A dropped listening connection is reopened; until then the poll covers.
+    // A dropped listening connection is reopened; until then the polls cover.
     yield* Effect.forkScoped(Effect.retry(listen, Schedule.spaced("1 second")))
+    // Listening or refused, either way the first attempt has answered.
+    yield* Deferred.await(answered)
   }
 
   return {
-    announce,
-    claimStarted: Effect.sync(() => {
-      claimedAt = generation
-    }),
-    await: (maxWaitMs) =>
-      Effect.suspend(() => {
-        if (generation !== claimedAt) {
-          claimedAt = generation
-          return Effect.void
-        }
-        return Effect.asVoid(Effect.timeoutOption(Deferred.await(waiters), maxWaitMs))
-      })
+    work: {
+      announce: announcer(WORK, wakeWork),
+      claimStarted: Effect.sync(() => {
+        claimedAt = generation
+      }),
+      await: (maxWaitMs) =>
+        Effect.suspend(() => {
+          if (generation !== claimedAt) {
+            claimedAt = generation
+            return Effect.void
+          }
+          return Effect.asVoid(Effect.timeoutOption(Deferred.await(waiters), maxWaitMs))
+        })
+    },
+    prices: {
+      announce: announcer(PRICES, wakePrices),
+      subscribe: Effect.map(PubSub.subscribe(saves), PubSub.take)
+    }
   }
 })

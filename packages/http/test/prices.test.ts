@@ -1,0 +1,190 @@
+/**
+ * The price list of the composed server lives in the database. A database without one starts
+ * from DATA_DIR/prices.json (an install upgraded from the file) or the shipped defaults, once.
+ * Two servers of `npm start` (main.ts `server` over `serverStorage`, no workers) on one
+ * PostgreSQL schema, each with a data directory of its own as on two machines, quote alike: a
+ * price set through the admin service of one is quoted by the other, and price changes sent to
+ * both at once all survive.
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { type Money, Pricer, PriceStore } from "@taskmeter/kernel"
+import { Simulated } from "@taskmeter/providers"
+import { MemoryStore } from "@taskmeter/storage-memory"
+import * as AdminClient from "../src/admin/AdminClient.ts"
+import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import * as Main from "../src/main.ts"
+import * as ServerConfig from "../src/ServerConfig.ts"
+import { databaseUrl } from "./support/stores.ts"
+
+const SONG = "song-lyrics"
+const SONG_DEFAULT = 5_000
+const token = OperatorToken.generate()
+
+const dataDirWith = (prices?: unknown) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-prices-"))
+  if (prices !== undefined) writeFileSync(Main.pricesFileOf(dataDir), typeof prices === "string" ? prices : JSON.stringify(prices))
+  return dataDir
+}
+
+/** The kernel of the composed server over `stores`, with the data directory `dataDir`. */
+const kernelOn = (stores: Context.Context<MemoryStore.Stores>, dataDir: string) =>
+  Layer.build(
+    Main.kernel({
+      settings: Main.defaults,
+      adapters: [],
+      mediaUrls: { baseUrl: "http://127.0.0.1", secret: Redacted.make(randomUUID() + randomUUID()) },
+      pricesFile: Main.pricesFileOf(dataDir)
+    }).pipe(Layer.provide(Layer.succeedContext(stores)))
+  )
+
+const songPrice = (kernel: Context.Context<Pricer.Pricer>) =>
+  Effect.map(Pricer.Pricer.use((pricer) => pricer.quote(SONG, { prompt: "rain" })), (quote) => quote.priceMicros).pipe(
+    Effect.provide(kernel)
+  )
+
+describe("the price list a database starts from", () => {
+  it.live("DATA_DIR/prices.json, adopted once: a database holding a list never reads it again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const stores = yield* Layer.build(MemoryStore.layer)
+      const saved = { models: { [SONG]: { enabled: true, priceMicros: 7_000 } } }
+      expect(yield* songPrice(yield* kernelOn(stores, dataDirWith(saved)))).toBe(7_000)
+      expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(stores)))
+        .toMatchObject({ version: 1, list: saved })
+
+      const elsewhere = yield* kernelOn(stores, dataDirWith("{ not json"))
+      expect(yield* songPrice(elsewhere)).toBe(7_000)
+      expect(yield* PriceStore.PriceStore.use((store) => store.version).pipe(Effect.provide(stores))).toBe(1)
+    })))
+
+  it.live("the shipped defaults when the data directory has no prices.json", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const stores = yield* Layer.build(MemoryStore.layer)
+      expect(yield* songPrice(yield* kernelOn(stores, dataDirWith()))).toBe(SONG_DEFAULT)
+      expect((yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(stores)))?.list)
+        .toEqual(Pricer.defaultList)
+    })))
+
+  it.live("an unreadable prices.json fails the start of a database without a list", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const stores = yield* Layer.build(MemoryStore.layer)
+      const error = yield* Effect.flip(kernelOn(stores, dataDirWith("{ not json")))
+      expect(error._tag).toBe("PriceListInvalid")
+      expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(stores))).toBeUndefined()
+    })))
+})
+
+/** A server of `npm start` on the schema, with a data directory of its own; its address. */
+const serverOn = (settings: Main.Settings) =>
+  Effect.gen(function*() {
+    const dataDir = dataDirWith()
+    const context = yield* Layer.build(
+      Main.server({
+        settings,
+        adapters: [Simulated.make({ models: [SONG] })],
+        pricesFile: Main.pricesFileOf(dataDir),
+        token,
+        dataDir
+      }).pipe(
+        Layer.provideMerge(Main.serverStorage(dataDir, settings)),
+        Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+      )
+    )
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
+
+/** Two servers started together on a fresh schema, dropped at the end of the scope. */
+const twoServers = Effect.gen(function*() {
+  const schema = `http_prices_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+  yield* Effect.addFinalizer(() =>
+    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+      Effect.orDie
+    )
+  )
+  const settings: Main.Settings = {
+    ...Main.defaults,
+    databaseUrl: Option.some(Redacted.make(databaseUrl)),
+    databaseSchema: Option.some(schema),
+    workers: false
+  }
+  return yield* Effect.all([serverOn(settings), serverOn(settings)], { concurrency: 2 })
+})
+
+const admin = <A, E>(url: string, f: (client: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
+  AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token })))
+
+const fetchJson = (url: string, init: RequestInit = {}) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    return { status: response.status, body: await response.json() as any }
+  })
+
+/** Reads until `done` holds, every 50 ms, for at most 10 s (the servers' version check runs every 5 s). */
+const eventually = <A, E>(read: Effect.Effect<A, E>, done: (value: A) => boolean) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 10_000
+    let value = yield* read
+    while (!done(value) && Date.now() < deadline) {
+      yield* Effect.sleep("50 millis")
+      value = yield* read
+    }
+    return value
+  })
+
+const publicPrice = (url: string, model: string) =>
+  Effect.map(fetchJson(`${url}/api/v1/prices`), (reply) =>
+    (reply.body.models as Array<{ model: string; priceMicros: number | null }>).find((entry) => entry.model === model)?.priceMicros)
+
+describe("two servers on one PostgreSQL", () => {
+  it.live("a price set through the admin service of one is quoted by the other", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const [one, other] = yield* twoServers
+      expect(yield* publicPrice(other, SONG)).toBe(SONG_DEFAULT)
+      const { key } = yield* admin(other, (client) => client.AccountCreate({ name: "acme", creditsMicros: 1_000_000 as Money.Micros }))
+
+      yield* admin(one, (client) => client.PriceSet({ model: SONG, entry: { enabled: true, priceMicros: 7_123 as Money.Micros } }))
+      expect(yield* eventually(publicPrice(other, SONG), (price) => price === 7_123)).toBe(7_123)
+
+      const submitted = yield* fetchJson(`${other}/api/v1/jobs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json", "idempotency-key": randomUUID() },
+        body: JSON.stringify({ model: SONG, input: { prompt: "rain" }, expectedPriceMicros: 7_123 })
+      })
+      expect(submitted.status).toBe(202)
+      expect(submitted.body).toMatchObject({ model: SONG, priceMicros: 7_123 })
+    })))
+
+  it.live("price changes sent to both at once all survive", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const servers = yield* twoServers
+      const rounds = [
+        ["song-lyrics", "song-single-v5"],
+        ["alpha-2-lite-text-to-image-economy", "alpha-2-lite-image-to-image-economy"],
+        ["song-lyrics", "alpha-2-lite-text-to-image-economy"]
+      ] as const
+      const expected: Record<string, unknown> = {}
+      for (const [round, models] of rounds.entries()) {
+        const changes = models.map((model, i) => {
+          const entry = { enabled: true, priceMicros: (1_000 * (round + 1) + i) as Money.Micros }
+          expected[model] = entry
+          return admin(servers[i]!, (client) => client.PriceSet({ model, entry }))
+        })
+        yield* Effect.all(changes, { concurrency: "unbounded" })
+      }
+      for (const url of servers) {
+        const list = yield* eventually(
+          admin(url, (client) => client.PriceList()),
+          (found) => Object.entries(expected).every(([model, entry]) => found.models[model]?.priceMicros === (entry as { priceMicros: number }).priceMicros)
+        )
+        expect(list.models).toMatchObject(expected)
+      }
+    })))
+})

@@ -1,0 +1,63 @@
+/**
+ * The price list's versions in `price_lists` (migration 0010), each method one statement.
+ *
+ * - save: one INSERT of version `expected + 1`, only while the highest version is `expected`
+ *   (a backward scan of the primary key) and with ON CONFLICT DO NOTHING: a concurrent save of the
+ *   same version waits for the first to commit, then inserts nothing. No row back is a conflict.
+ *   The other processes are told after the commit.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { PgTypes } from "@effect/sql-pg"
+import { PriceStore } from "@taskmeter/kernel"
+import * as Failures from "./Failures.ts"
+import type { PriceWakeups } from "./Wakeups.ts"
+
+type Int8 = bigint | number
+
+interface PriceListRow {
+  readonly version: Int8
+  readonly list: unknown
+  readonly created_at: Date
+}
+
+export const make = (wakeups: PriceWakeups) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    return PriceStore.PriceStore.of({
+      current: Failures.run(
+        "current price list",
+        sql<PriceListRow>`SELECT version, list, created_at FROM price_lists ORDER BY version DESC LIMIT 1`.pipe(
+          Effect.map(([row]) =>
+            row === undefined ? undefined : { version: Number(row.version), list: row.list, changedAt: row.created_at })
+        )
+      ),
+
+      version: Failures.run(
+        "price list version",
+        sql<{ readonly version: Int8 | null }>`SELECT max(version) AS version FROM price_lists`.pipe(
+          Effect.map(([row]) => row?.version == null ? undefined : Number(row.version))
+        )
+      ),
+
+      save: (expectedVersion, list) => {
+        const expected = expectedVersion ?? 0
+        return Failures.run(
+          "save price list",
+          sql<{ readonly version: Int8 }>`INSERT INTO price_lists (version, list)
+            SELECT ${expected + 1}::bigint, ${PgTypes.jsonb(list)}
+            WHERE coalesce((SELECT max(version) FROM price_lists), 0) = ${expected}::bigint
+            ON CONFLICT (version) DO NOTHING
+            RETURNING version`
+        ).pipe(
+          Effect.flatMap(([row]) =>
+            row === undefined
+              ? Effect.fail(new PriceStore.PriceListConflict({ expectedVersion }))
+              : Effect.as(wakeups.announce, { version: Number(row.version) }))
+        )
+      },
+
+      subscribe: wakeups.subscribe
+    })
+  })
