@@ -79,25 +79,29 @@ for (const store of stores) {
           expect(retryAfter).toBeLessThanOrEqual(60)
         }))
 
-      it.effect("answers 503 AUTH_UNAVAILABLE when the account store is down, API_UNAVAILABLE when another is", () =>
+      it.effect("answers 503 AUTH_UNAVAILABLE when the account store is down, otherwise API_UNAVAILABLE, EXECUTION_TEMPORARILY_UNAVAILABLE for a submission", () =>
         Effect.gen(function*() {
           const who = yield* T.customer()
           yield* T.setOutage("accounts")
           const auth = yield* jobsOf(T.bearer(who.secret))
-          const authOfSubmission = yield* T.submit(who).pipe(Effect.ensuring(T.setOutage()))
-          for (const reply of [auth, authOfSubmission]) {
-            expect(reply.status).toBe(503)
-            expect(reply.body.code).toBe("AUTH_UNAVAILABLE")
-          }
+          const submitWithoutKeys = yield* T.submit(who).pipe(Effect.ensuring(T.setOutage()))
+          expect(auth.status).toBe(503)
+          expect(auth.body.code).toBe("AUTH_UNAVAILABLE")
+          // The submission's one store call checks the key and admits: it may have admitted.
+          expect(submitWithoutKeys.status).toBe(503)
+          expect(submitWithoutKeys.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
           yield* T.setOutage("tasks")
           const list = yield* jobsOf(T.bearer(who.secret))
           const submit = yield* T.submit(who)
           const usage = yield* T.usage(who).pipe(Effect.ensuring(T.setOutage()))
           expect(list.status).toBe(503)
           expect(list.body.code).toBe("API_UNAVAILABLE")
-          // A submission is authenticated within its admission, one task-store call: that call's outage is the key's.
+          // A submission is authenticated within its admission, one task-store call, which may have
+          // admitted the task: the answer says to retry with the same Idempotency-Key.
           expect(submit.status).toBe(503)
-          expect(submit.body.code).toBe("AUTH_UNAVAILABLE")
+          expect(submit.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
+          expect(submit.body.error).toContain("same Idempotency-Key")
+          expect(submit.headers.get("retry-after")).toBe("1")
           expect(usage.status).toBe(200)
         }))
     })

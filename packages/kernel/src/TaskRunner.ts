@@ -18,7 +18,7 @@
  * are: without a defaulted input there is no fingerprint to compare.
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
-import { Accounts, authUnavailable, insufficientScope } from "./Accounts.ts"
+import { Accounts, insufficientScope } from "./Accounts.ts"
 import type { AuthenticationError, Caller } from "./Accounts.ts"
 import { Catalog } from "./Catalog.ts"
 import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
@@ -59,7 +59,7 @@ export type SubmitError =
   | Errors.ConcurrencyLimited
   | Errors.PaymentReviewRequired
   | Errors.InsufficientCredits
-  | StoreUnavailable
+  | Errors.ExecutionTemporarilyUnavailable
 
 export class TaskRunner extends Context.Service<TaskRunner, {
   readonly submit: (caller: Caller, submission: Submission) => Effect.Effect<Submitted, SubmitError>
@@ -67,8 +67,9 @@ export class TaskRunner extends Context.Service<TaskRunner, {
    * `Accounts.authenticate` of the presented key, its `jobs:create` scope, then `submit`, with
    * the same answers, and key refusals ahead of every other. A submission that needs nothing
    * of the account before the store (no media references, the price and model admissible) is
-   * authenticated and admitted in one store call (TaskStore.admitWithKey); a store outage there
-   * is AUTH_UNAVAILABLE, as it would have been for the authentication.
+   * authenticated and admitted in one store call (TaskStore.admitWithKey). A store outage
+   * before the key is judged (the two-call path) is AUTH_UNAVAILABLE; one during the admission,
+   * or in the one call, which may have admitted the task, is EXECUTION_TEMPORARILY_UNAVAILABLE.
    */
   readonly submitWithKey: (
     presented: string,
@@ -104,6 +105,9 @@ export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
   text: "10 minutes"
 }
 
+/** An EXECUTION_TEMPORARILY_UNAVAILABLE caller may retry after this long: a store fail-over or restart. */
+const ADMISSION_RETRY_SECONDS = 1
+
 /** A CONCURRENCY_LIMITED caller may retry after this long: about one polling interval. */
 const CONCURRENCY_RETRY_SECONDS = 5
 
@@ -123,6 +127,24 @@ const pathOfReference = (input: ModelInput, reference: MediaReference): string =
   }
   return "input"
 }
+
+/**
+ * A store failure while admitting: the task may or may not have been written, and only the
+ * store can tell. The spec's answer for it tells the caller to retry with the same
+ * Idempotency-Key, which replays a task that was admitted and admits one that was not, so
+ * nothing is lost and nothing is reserved twice.
+ */
+const admissionUnavailable = (error: StoreUnavailable) =>
+  Effect.andThen(
+    Effect.logWarning("A submission failed on the task store", error.message),
+    Effect.fail(
+      new Errors.ExecutionTemporarilyUnavailable({
+        message: "The task could not be admitted just now and may or may not have been; retry with the same " +
+          "Idempotency-Key: a task that was admitted is answered again, never admitted or reserved twice.",
+        retryAfterSeconds: ADMISSION_RETRY_SECONDS
+      })
+    )
+  )
 
 const idempotencyConflict = (taskId: TaskId) =>
   new Errors.IdempotencyConflict({
@@ -283,7 +305,7 @@ export const make = (
           limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
         })
         return yield* answer(result, caller, quote.priceMicros)
-      })
+      }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
 
     /** What a submission needs before the store when it needs nothing of the account; undefined otherwise. */
     const prepareWithoutAccount = (submission: Submission) =>
@@ -307,7 +329,7 @@ export const make = (
         const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
           tasks.admitWithKey({ ...admission, key }).pipe(
             Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
-            Effect.mapError(authUnavailable)
+            Effect.catchTag("StoreUnavailable", admissionUnavailable)
           ))
         if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
         return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }

@@ -504,24 +504,65 @@ describe("TaskRunner.submitWithKey", () => {
       expect(yield* reserved(who)).toBe(160_000)
     }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 2 }))))
 
-  it.effect("a store outage in the one call is AUTH_UNAVAILABLE", () =>
+  it.effect("a store outage in the one call is EXECUTION_TEMPORARILY_UNAVAILABLE, to retry with the same key", () =>
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      expect(yield* Effect.flip(runner.submitWithKey(secret, submission()))).toBeInstanceOf(Errors.AuthUnavailable)
+      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission()))
+      expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
+      expect(refused).toMatchObject({ retryAfterSeconds: 1, message: expect.stringContaining("same Idempotency-Key") })
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith(
-      {},
-      Layer.effect(
-        TaskStore,
-        Effect.map(TaskStore, (store) =>
-          TaskStore.of({
-            ...store,
-            admitWithKey: () => Effect.fail(new StoreUnavailable({ message: "connection refused" }))
-          }))
-      ).pipe(Layer.provideMerge(MemoryStore.layer))
-    ))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitWithKey", "before")))))
+
+  it.effect("an admission whose answer was lost replays on the retry with the same key, reserved once", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      expect(yield* Effect.flip(runner.submitWithKey(secret, submission())))
+        .toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
+      const price = yield* reserved(who)
+      expect(price).toBeGreaterThan(0)
+      failing = false
+      const retry = yield* runner.submitWithKey(secret, submission())
+      expect(retry.replayed).toBe(true)
+      expect(yield* reserved(who)).toBe(price)
+      expect(yield* runner.list(who)).toHaveLength(1)
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitWithKey", "after")))))
+
+  it.effect("a store outage admitting after the key was judged (media references) is EXECUTION_TEMPORARILY_UNAVAILABLE", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const reference = yield* uploaded(who)
+      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission({
+        model: EDIT,
+        input: { prompt: "make it blue", imageUrls: [reference] }
+      })))
+      expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admit", "before")))))
 })
+
+/** Set to false to let the store answer again. */
+let failing = true
+
+/**
+ * storage-memory whose `operation` fails as a lost connection would: before the store did
+ * anything, or after it committed (the answer lost on the way back).
+ */
+const storeFailing = (operation: "admit" | "admitWithKey", when: "before" | "after") => {
+  failing = true
+  const lost = new StoreUnavailable({ message: "connection lost" })
+  return Layer.effect(
+    TaskStore,
+    Effect.map(TaskStore, (store) => {
+      const wrapped = <A extends ReadonlyArray<unknown>, B>(call: (...args: A) => Effect.Effect<B, StoreUnavailable>) =>
+        (...args: A): Effect.Effect<B, StoreUnavailable> =>
+          !failing ? call(...args) : when === "before" ? Effect.fail(lost) : Effect.andThen(call(...args), Effect.fail(lost))
+      return TaskStore.of({ ...store, [operation]: wrapped(store[operation]) })
+    })
+  ).pipe(Layer.provideMerge(MemoryStore.layer))
+}
 
 describe("TaskRunner reads", () => {
   it.effect("get finds only the caller's tasks; other ids are JOB_NOT_FOUND", () =>

@@ -71,8 +71,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           return HttpServerResponse.jsonUnsafe(TaskView.submitted(task, replayed), { status: replayed ? 200 : 202 })
         }).pipe(
           // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.
-          Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint))),
-          Effect.catchTag("StoreUnavailable", toApiUnavailable)
+          Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint)))
         ))
       .handle("list", () =>
         Effect.gen(function*() {
