@@ -556,10 +556,13 @@ const storeFailing = (operation: "admit" | "admitWithKey", when: "before" | "aft
   return Layer.effect(
     TaskStore,
     Effect.map(TaskStore, (store) => {
-      const wrapped = <A extends ReadonlyArray<unknown>, B>(call: (...args: A) => Effect.Effect<B, StoreUnavailable>) =>
-        (...args: A): Effect.Effect<B, StoreUnavailable> =>
-          !failing ? call(...args) : when === "before" ? Effect.fail(lost) : Effect.andThen(call(...args), Effect.fail(lost))
-      return TaskStore.of({ ...store, [operation]: wrapped(store[operation]) })
+      const fail = <B>(call: Effect.Effect<B, StoreUnavailable>): Effect.Effect<B, StoreUnavailable> =>
+        !failing ? call : when === "before" ? Effect.fail(lost) : Effect.andThen(call, Effect.fail(lost))
+      return TaskStore.of(
+        operation === "admit"
+          ? { ...store, admit: (request) => fail(store.admit(request)) }
+          : { ...store, admitWithKey: (request) => fail(store.admitWithKey(request)) }
+      )
     })
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 }
