@@ -5,7 +5,6 @@
  * Both stop gracefully on SIGTERM; a worker process stopping gives up its tasks' leases.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -16,12 +15,12 @@ import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll, vi } from "vitest"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import { databaseUrl, dropSchema, schemaName } from "./support/stores.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
 
 const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
-const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const schema = `test_${randomUUID().replaceAll("-", "").slice(0, 20)}`
+const schema = schemaName("test")
 const token = Redacted.value(OperatorToken.generate())
 
 const env = {
@@ -109,10 +108,23 @@ const inDatabase = <A>(query: (sql: SqlClient.SqlClient) => Effect.Effect<A, unk
     Effect.orDie
   )
 
-const dropSchema = inDatabase((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)
+/** A server without workers, an account on it, and one song-lyrics task it admitted (queued). */
+const queuedTask = (idempotencyKey: string) =>
+  Effect.gen(function*() {
+    const server = yield* startServer({ WORKERS: "false" })
+    const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
+    const key: string = created.key.secret
+    const submitted = yield* api(server.url, "/api/v1/jobs", key, {
+      method: "POST",
+      headers: { "idempotency-key": idempotencyKey },
+      body: JSON.stringify({ model: "song-lyrics", input: { prompt: "nobody here runs this" } })
+    })
+    expect(submitted.status).toBe(202)
+    return { server, key, id: submitted.body.id as string }
+  })
 
 describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
-  afterAll(() => Effect.runPromise(dropSchema))
+  afterAll(() => Effect.runPromise(dropSchema(schema)))
 
   it.live("two servers share accounts, tasks, idempotency and money, and stop on SIGTERM", () =>
     Effect.gen(function*() {
@@ -147,46 +159,30 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
 
   it.live("a server without workers leaves its tasks to a `taskmeter worker` process", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({ WORKERS: "false" })
-      const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
-      const key: string = created.key.secret
-      const submitted = yield* api(server.url, "/api/v1/jobs", key, {
-        method: "POST",
-        headers: { "idempotency-key": "for-the-worker" },
-        body: JSON.stringify({ model: "song-lyrics", input: { prompt: "nobody here runs this" } })
-      })
-      expect(submitted.status).toBe(202)
+      const { server, key, id } = yield* queuedTask("for-the-worker")
       yield* Effect.sleep("500 millis")
-      expect((yield* api(server.url, `/api/v1/jobs/${submitted.body.id}`, key)).body.status).toBe("queued")
+      expect((yield* api(server.url, `/api/v1/jobs/${id}`, key)).body.status).toBe("queued")
 
       const worker = yield* launch("worker", /taskmeter worker: ()/)
-      expect((yield* settled(server.url, key, submitted.body.id)).status).toBe("succeeded")
+      expect((yield* settled(server.url, key, id)).status).toBe("succeeded")
       expect(yield* stop(worker.child)).toBe(0)
     }))
 
   it.live("a worker stopped by SIGTERM gives up the lease of its running task for another worker", () =>
     Effect.gen(function*() {
-      const server = yield* startServer({ WORKERS: "false" })
-      const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
-      const key: string = created.key.secret
-      const submitted = yield* api(server.url, "/api/v1/jobs", key, {
-        method: "POST",
-        headers: { "idempotency-key": "handed-on" },
-        body: JSON.stringify({ model: "song-lyrics", input: { prompt: "a long song" } })
-      })
-      expect(submitted.status).toBe(202)
+      const { server, key, id } = yield* queuedTask("handed-on")
       const worker = yield* launch("worker", /taskmeter worker: ()/, { SIMULATED_DELAY_MS: "600000" })
       let status = "queued"
       for (let i = 0; i < 200 && status !== "running"; i++) {
         yield* Effect.sleep("50 millis")
-        status = (yield* api(server.url, `/api/v1/jobs/${submitted.body.id}`, key)).body.status
+        status = (yield* api(server.url, `/api/v1/jobs/${id}`, key)).body.status
       }
       expect(status).toBe("running")
 
       expect(yield* stop(worker.child)).toBe(0)
       const [lease] = yield* inDatabase((sql) =>
         sql<{ readonly lease_expires_at: Date | null }>`SELECT lease_expires_at FROM ${sql(schema)}.tasks
-          WHERE id = ${submitted.body.id}`
+          WHERE id = ${id}`
       )
       // Given up (the epoch), not left to lapse a lease length after the stop.
       expect(lease?.lease_expires_at?.getTime()).toBe(0)

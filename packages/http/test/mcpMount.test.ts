@@ -7,11 +7,9 @@
  * makes are kept in the same database as everything else. Without PUBLIC_URL (over the memory
  * stores), the public URL is the address the server is bound to.
  */
-import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -24,7 +22,7 @@ import * as AdminClient from "../src/admin/AdminClient.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { databaseUrl, postgresReachable } from "./support/stores.ts"
+import { databaseUrl, dropSchema, postgresReachable, schemaName } from "./support/stores.ts"
 
 /** As `Config.URL` reads PUBLIC_URL: with a path, which the MCP endpoint leaves out. */
 const PUBLIC_URL = "https://api.taskmeter.example/some/path"
@@ -123,13 +121,8 @@ const cases = (name: string, server: Layer.Layer<any, unknown>) =>
 cases("npm start on PGlite (no DATABASE_URL)", composed(Main.defaults))
 
 if (postgresReachable) {
-  const schema = `mcp_${randomUUID().replaceAll("-", "").slice(0, 20)}`
-  const dropAfter = Layer.effectDiscard(Effect.addFinalizer(() =>
-    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-      Effect.orDie
-    )
-  ))
+  const schema = schemaName("mcp")
+  const dropAfter = Layer.effectDiscard(Effect.addFinalizer(() => dropSchema(schema)))
   const settings: Main.Settings = {
     ...Main.defaults,
     databaseUrl: Option.some(Redacted.make(databaseUrl)),

@@ -10,10 +10,8 @@ import { randomUUID } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { type Money, Pricer, PriceStore } from "@taskmeter/kernel"
 import { Simulated } from "@taskmeter/providers"
@@ -22,7 +20,7 @@ import * as AdminClient from "../src/admin/AdminClient.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { databaseUrl } from "./support/stores.ts"
+import { databaseUrl, freshSchema } from "./support/stores.ts"
 
 const SONG = "song-lyrics"
 const SONG_DEFAULT = 5_000
@@ -102,13 +100,7 @@ const serverOn = (settings: Main.Settings) =>
 
 /** Two servers started together on a fresh schema, dropped at the end of the scope. */
 const twoServers = Effect.gen(function*() {
-  const schema = `http_prices_${randomUUID().replaceAll("-", "").slice(0, 16)}`
-  yield* Effect.addFinalizer(() =>
-    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-      Effect.orDie
-    )
-  )
+  const schema = yield* freshSchema("http_prices")
   const settings: Main.Settings = {
     ...Main.defaults,
     databaseUrl: Option.some(Redacted.make(databaseUrl)),

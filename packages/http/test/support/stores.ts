@@ -40,17 +40,26 @@ const blobsInTemporaryDirectory = Layer.unwrap(Effect.map(
   BlobStore.layerFileSystem
 ))
 
+/** A schema name of the test database no other test uses: `<prefix>_` and 20 hex digits. */
+export const schemaName = (prefix: string): string => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 20)}`
+
+/** Drops `schema` from the test database, with everything in it. */
+export const dropSchema = (schema: string): Effect.Effect<void> =>
+  SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+    Effect.orDie,
+    Effect.asVoid
+  )
+
+/** A fresh schema name, dropped when the scope closes. */
+export const freshSchema = (prefix: string) =>
+  Effect.tap(Effect.sync(() => schemaName(prefix)), (schema) => Effect.addFinalizer(() => dropSchema(schema)))
+
 /** storage-pg in a fresh schema, dropped (after everything built on it) when the suite ends. */
 const postgres = () => {
-  const schema = `http_${randomUUID().replaceAll("-", "").slice(0, 20)}`
-  const dropAfter = Layer.effectDiscard(Effect.addFinalizer(() =>
-    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-      Effect.orDie
-    )
-  ))
+  const schema = schemaName("http")
   return Layer.mergeAll(PgStore.layer({ url: databaseUrl, schema, maxConnections: 4 }), blobsInTemporaryDirectory).pipe(
-    Layer.provideMerge(dropAfter)
+    Layer.provideMerge(Layer.effectDiscard(Effect.addFinalizer(() => dropSchema(schema))))
   )
 }
 
