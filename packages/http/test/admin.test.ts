@@ -207,6 +207,16 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
           ))
         ).toBe("PriceListInvalid")
       }))
+
+    it.effect("price set of a daily budget alone keeps the rest of the entry; a set of nothing is InvalidRequest", () =>
+      Effect.gen(function*() {
+        const model = "delta-omni-flash-text-to-video-economy"
+        const before = (yield* withAdmin((admin) => admin.PriceList())).models[model]
+        const set = yield* withAdmin((admin) => admin.PriceSet({ model, dailyBudgetMicros: 1_000_000 as Money.Micros }))
+        expect(set).toEqual({ ...before, dailyBudgetMicros: 1_000_000 })
+        expect((yield* withAdmin((admin) => admin.PriceList())).models[model]).toEqual(set)
+        expect(yield* reasonOf(withAdmin((admin) => admin.PriceSet({ model })))).toBe("InvalidRequest")
+      }))
   })
 
   describe("task resolve", () => {

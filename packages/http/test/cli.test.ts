@@ -184,6 +184,36 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       expect(refused.reason).toBe("PriceListInvalid")
     }))
 
+  it.effect("price set --daily-budget-usd: alone, with a price, kept by a price change, removed with none", () =>
+    Effect.gen(function*() {
+      const model = "alpha-pro-text-to-image-economy"
+      const before = (yield* admin("price", "list")).models[model]
+      expect(before.rateCard).toBeDefined()
+      // A budget alone leaves the rate card as it is.
+      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "100.000001"))
+        .toEqual({ ...before, dailyBudgetMicros: 100_000_001 })
+      expect(yield* admin("price", "set", "--model", model, "--usd", "0.09"))
+        .toEqual({ enabled: true, priceMicros: 90_000, dailyBudgetMicros: 100_000_001 })
+      expect(yield* admin("price", "set", "--model", model, "--micros", "95000", "--daily-budget-usd", "2.5"))
+        .toEqual({ enabled: true, priceMicros: 95_000, dailyBudgetMicros: 2_500_000 })
+
+      const url = yield* baseUrl
+      const flags = ["--url", url, "--token", Redacted.value(token)]
+      const listed = yield* run(["admin", ...flags, "price", "list"])
+      expect(listed.stdout).toContain(`${model}  enabled  0.095000 USD  daily budget 2.500000 USD`)
+      for (const bad of ["0", "lots"]) {
+        const refused = yield* run(["admin", ...flags, "price", "set", "--model", model, "--daily-budget-usd", bad])
+        expect(refused.code).not.toBe(0)
+        expect(refused.stderr).toContain("--daily-budget-usd")
+      }
+      const nothing = yield* run(["admin", ...flags, "price", "set", "--model", model])
+      expect(nothing.code).toBe(1)
+      expect(nothing.stderr).toContain("--daily-budget-usd")
+
+      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "none"))
+        .toEqual({ enabled: true, priceMicros: 95_000 })
+    }))
+
   it.effect("task resolve settles a held task", () =>
     Effect.gen(function*() {
       const { account } = yield* admin("account", "create", "--credits-usd", "5")

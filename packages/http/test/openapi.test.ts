@@ -114,6 +114,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(Object.keys(submit).sort()).toEqual(["200", "202", "400", "401", "403", "404", "409", "413", "429", "503"])
         expect(submit["409"].description).toContain("IDEMPOTENCY_CONFLICT")
         expect(submit["409"].description).toContain("PRICE_CHANGED")
+        expect(submit["503"].description).toContain("PLATFORM_BUDGET_EXCEEDED")
         const chat = document.paths["/api/v1/chat/completions"].post.responses
         expect(Object.keys(chat).sort()).toEqual(["200", "400", "401", "403", "404", "409", "413", "429", "502", "503"])
         expect(chat["409"].description).toContain("INSUFFICIENT_CREDITS")

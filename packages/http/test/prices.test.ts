@@ -10,21 +10,12 @@ import { randomUUID } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { HttpServer } from "effect/http"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { type Money, Pricer, PriceStore } from "@taskmeter/kernel"
-import { Simulated } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
-import * as AdminClient from "../src/admin/AdminClient.ts"
-import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
-import * as ServerConfig from "../src/ServerConfig.ts"
-import { databaseUrl, freshSchema } from "./support/stores.ts"
-
-const SONG = "song-lyrics"
-const SONG_DEFAULT = 5_000
-const token = OperatorToken.generate()
+import { admin, eventually, fetchJson, SERVED as SONG, SERVED_PRICE as SONG_DEFAULT, twoServers } from "./support/Servers.ts"
 
 const dataDirWith = (prices?: unknown) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-prices-"))
@@ -79,58 +70,6 @@ describe("the price list a database starts from", () => {
     })))
 })
 
-/** A server of `npm start` on the schema, with a data directory of its own; its address. */
-const serverOn = (settings: Main.Settings) =>
-  Effect.gen(function*() {
-    const dataDir = dataDirWith()
-    const context = yield* Layer.build(
-      Main.server({
-        settings,
-        adapters: [Simulated.make({ models: [SONG] })],
-        pricesFile: Main.pricesFileOf(dataDir),
-        token,
-        dataDir
-      }).pipe(
-        Layer.provideMerge(Main.serverStorage(dataDir, settings)),
-        Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
-      )
-    )
-    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
-  })
-
-/** Two servers started together on a fresh schema, dropped at the end of the scope. */
-const twoServers = Effect.gen(function*() {
-  const schema = yield* freshSchema("http_prices")
-  const settings: Main.Settings = {
-    ...Main.defaults,
-    databaseUrl: Option.some(Redacted.make(databaseUrl)),
-    databaseSchema: Option.some(schema),
-    workers: false
-  }
-  return yield* Effect.all([serverOn(settings), serverOn(settings)], { concurrency: 2 })
-})
-
-const admin = <A, E>(url: string, f: (client: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
-  AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token })))
-
-const fetchJson = (url: string, init: RequestInit = {}) =>
-  Effect.promise(async () => {
-    const response = await fetch(url, init)
-    return { status: response.status, body: await response.json() as any }
-  })
-
-/** Reads until `done` holds, every 50 ms, for at most 10 s (the servers' version check runs every 5 s). */
-const eventually = <A, E>(read: Effect.Effect<A, E>, done: (value: A) => boolean) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 10_000
-    let value = yield* read
-    while (!done(value) && Date.now() < deadline) {
-      yield* Effect.sleep("50 millis")
-      value = yield* read
-    }
-    return value
-  })
-
 const publicPrice = (url: string, model: string) =>
   Effect.map(fetchJson(`${url}/api/v1/prices`), (reply) =>
     (reply.body.models as Array<{ model: string; priceMicros: number | null }>).find((entry) => entry.model === model)?.priceMicros)
@@ -138,7 +77,7 @@ const publicPrice = (url: string, model: string) =>
 describe("two servers on one PostgreSQL", () => {
   it.live("a price set through the admin service of one is quoted by the other", () =>
     Effect.scoped(Effect.gen(function*() {
-      const [one, other] = yield* twoServers
+      const [one, other] = yield* twoServers("http_prices")
       expect(yield* publicPrice(other, SONG)).toBe(SONG_DEFAULT)
       const { key } = yield* admin(other, (client) => client.AccountCreate({ name: "acme", creditsMicros: 1_000_000 as Money.Micros }))
 
@@ -156,7 +95,7 @@ describe("two servers on one PostgreSQL", () => {
 
   it.live("price changes sent to both at once all survive", () =>
     Effect.scoped(Effect.gen(function*() {
-      const servers = yield* twoServers
+      const servers = yield* twoServers("http_prices")
       const rounds = [
         ["song-lyrics", "song-single-v5"],
         ["alpha-2-lite-text-to-image-economy", "alpha-2-lite-image-to-image-economy"],

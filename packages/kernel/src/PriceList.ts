@@ -6,7 +6,7 @@
  *
  * ```json
  * { "models": {
- *     "song-lyrics": { "enabled": true, "priceMicros": 5000 },
+ *     "song-lyrics": { "enabled": true, "priceMicros": 5000, "dailyBudgetMicros": 100000000 },
  *     "alpha-2-text-to-image-economy": { "enabled": true, "rateCard": [
  *       { "when": { "resolution": ["1k", "2k"] }, "priceMicros": 45000 },
  *       { "when": { "resolution": "4k" }, "priceMicros": 100000 } ] },
@@ -18,6 +18,11 @@
  * An entry gives either a flat `priceMicros` or a `rateCard`, never both (with a rate card a
  * flat price would never be used). An entry with neither, like an entry with `enabled: false`
  * or a model left out of `models`, cannot be quoted: MODEL_PRICE_UNAVAILABLE.
+ *
+ * An entry may also give `dailyBudgetMicros` (a positive safe integer), the platform's daily
+ * budget for the model: the prices of its tasks admitted in one UTC day, over all accounts,
+ * never add up to more (TaskRunner, BudgetStore). It is the operator's: the public view
+ * (`toPublic`) leaves it out.
  *
  * The `when` language. A rule's `when` is an object from input field names to conditions,
  * tested against the input after the model's defaults are applied:
@@ -74,10 +79,21 @@ export const Rule = Schema.Struct({
 }).annotate({ identifier: "PriceRule" })
 export type Rule = typeof Rule.Type
 
+const budgetRule = "must be a whole number of USD micro-units from 1 to 9007199254740991"
+
+/** A model's daily platform budget: a positive amount, in USD micro-units. */
+export const DailyBudget = Schema.Int.annotate({ message: budgetRule }).check(
+  Schema.isGreaterThanOrEqualTo(1, { message: budgetRule })
+).pipe(Schema.brand("Micros")).annotate({
+  description: "The most the platform admits for the model per UTC day, summed over the prices of its tasks " +
+    "across all accounts; past it submissions are PLATFORM_BUDGET_EXCEEDED until 00:00 UTC."
+})
+
 export const ModelPrice = Schema.Struct({
   enabled: Schema.Boolean,
   priceMicros: Schema.optionalKey(Micros),
-  rateCard: Schema.optionalKey(Schema.Array(Rule).check(Schema.isMinLength(1)))
+  rateCard: Schema.optionalKey(Schema.Array(Rule).check(Schema.isMinLength(1))),
+  dailyBudgetMicros: Schema.optionalKey(DailyBudget)
 }).annotate({ identifier: "ModelPrice" })
 export type ModelPrice = typeof ModelPrice.Type
 

@@ -16,9 +16,9 @@
  * every process on one database, with a copy in each process to quote from: a change made
  * through any process is saved there and reaches the others within moments (see `makeStored`).
  * `layer`, `layerDefault` and `layerFromFile` hold a fixed starting list in this process only,
- * for embedding and tests. Either way `replace`, `setModel` and `disable` validate the whole new
- * list against the Catalog before it takes effect; a refused change leaves the current list in
- * place. Quotes already given keep their amounts.
+ * for embedding and tests. Either way `replace`, `setModel`, `updateModel` and `disable` validate
+ * the whole new list against the Catalog before it takes effect; a refused change leaves the
+ * current list in place. Quotes already given keep their amounts.
  *
  * @example
  * ```ts
@@ -155,6 +155,11 @@ export class Pricer extends Context.Service<Pricer, {
   >
   readonly checkExpected: typeof checkExpected
   readonly settle: typeof settle
+  /**
+   * The model's daily platform budget (`dailyBudgetMicros`) in the list in force, undefined when
+   * it has none; read from this process's copy, like a quote.
+   */
+  readonly budgetOf: (slug: string) => Effect.Effect<Money.Micros | undefined>
   /** The price list in force (plain JSON data: it can be written back to a file as is). */
   readonly current: Effect.Effect<PriceList.PriceList>
   /** The body of GET /api/v1/prices for the list in force. */
@@ -163,6 +168,15 @@ export class Pricer extends Context.Service<Pricer, {
   readonly replace: (raw: unknown) => Effect.Effect<void, ChangeError>
   /** Sets (adds or overwrites) one model's entry, given as raw JSON data; the result must be valid. */
   readonly setModel: (slug: string, entry: unknown) => Effect.Effect<void, ChangeError>
+  /**
+   * Sets one model's entry to what `update` makes of its entry in the list the change builds on
+   * (undefined when not listed), as raw JSON data: a change of part of an entry that cannot lose
+   * a concurrent change of another part (as `setModel` after a read could).
+   */
+  readonly updateModel: (
+    slug: string,
+    update: (entry: PriceList.ModelPrice | undefined) => unknown
+  ) => Effect.Effect<void, ChangeError>
   /** Stops a model from being quoted, keeping its prices; a model not listed gets `{ enabled: false }`. */
   readonly disable: (slug: string) => Effect.Effect<void, ChangeError>
 }>()("@taskmeter/kernel/Pricer") {}
@@ -179,18 +193,22 @@ const service = (
   models: ReadonlyArray<PriceList.PricedModel>,
   current: Effect.Effect<PriceList.PriceList>,
   change: (next: Change) => Effect.Effect<void, ChangeError>
-): Pricer["Service"] =>
-  Pricer.of({
+): Pricer["Service"] => {
+  const updateModel = (slug: string, update: (entry: PriceList.ModelPrice | undefined) => unknown) =>
+    change(Effect.map((list) => ({ models: { ...list.models, [slug]: update(list.models[slug]) } })))
+  return Pricer.of({
     quote: (slug, input) => Effect.flatMap(current, (list) => quote(list, slug, input)),
     checkExpected,
     settle,
+    budgetOf: (slug) => Effect.map(current, (list) => list.models[slug]?.dailyBudgetMicros),
     current,
     prices: Effect.map(current, (list) => PriceList.toPublic(list, models)),
     replace: (raw) => change(() => Effect.succeed(raw)),
-    setModel: (slug, entry) => change(Effect.map((list) => ({ models: { ...list.models, [slug]: entry } }))),
-    disable: (slug) =>
-      change(Effect.map((list) => ({ models: { ...list.models, [slug]: { ...list.models[slug], enabled: false } } })))
+    setModel: (slug, entry) => updateModel(slug, () => entry),
+    updateModel,
+    disable: (slug) => updateModel(slug, (entry) => ({ ...entry, enabled: false }))
   })
+}
 
 /** A Pricer over the given models, starting from raw price-list data, held in this process only. */
 export const make = (

@@ -16,10 +16,24 @@
  * another is IDEMPOTENCY_CONFLICT, and only an unused key gets the refusal. Admissions still take
  * one store round trip; only refusals pay a second. Validation failures are answered as they
  * are: without a defaulted input there is no fingerprint to compare.
+ *
+ * A model with a daily platform budget (`dailyBudgetMicros` in the price list) has its share
+ * taken from the BudgetStore after every other check before the store (validation, quote,
+ * expected price, executor, media ownership), for an authenticated caller only, right before
+ * the admission: the task's price is added to the model's total of the UTC day, which may not
+ * pass the budget, else PLATFORM_BUDGET_EXCEEDED (503, Retry-After until 00:00 UTC), nothing
+ * reserved; like the other refusals before the store it replays a retry of an admitted key. A
+ * share is given back when the admission does not admit (a refusal, a replay, a conflict), and
+ * kept when the admission's outcome is unknown (the store failed): the task may have been
+ * admitted, and counting it twice only stops the model early. A take that fails on the store
+ * may have been applied, and is not given back either. A task that fails later keeps its
+ * share: the budget counts what was committed at admission.
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
 import { Accounts, insufficientScope } from "./Accounts.ts"
 import type { AuthenticationError, Caller } from "./Accounts.ts"
+import { BudgetStore, secondsToNextDay, utcDay } from "./BudgetStore.ts"
+import type { Share } from "./BudgetStore.ts"
 import { Catalog } from "./Catalog.ts"
 import type { Category, ModelDefinition, ModelInput } from "./Catalog.ts"
 import * as Errors from "./Errors.ts"
@@ -59,6 +73,7 @@ export type SubmitError =
   | Errors.ConcurrencyLimited
   | Errors.PaymentReviewRequired
   | Errors.InsufficientCredits
+  | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
 export class TaskRunner extends Context.Service<TaskRunner, {
@@ -67,9 +82,11 @@ export class TaskRunner extends Context.Service<TaskRunner, {
    * `Accounts.authenticate` of the presented key, its `jobs:create` scope, then `submit`, with
    * the same answers, and key refusals ahead of every other. A submission that needs nothing
    * of the account before the store (no media references, the price and model admissible) is
-   * authenticated and admitted in one store call (TaskStore.admitWithKey). A store outage
-   * before the key is judged (the two-call path) is AUTH_UNAVAILABLE; one during the admission,
-   * or in the one call, which may have admitted the task, is EXECUTION_TEMPORARILY_UNAVAILABLE.
+   * authenticated and admitted in one store call (TaskStore.admitWithKey); a model with a daily
+   * budget is not one of those, so that only an authenticated caller takes from it. A store
+   * outage before the key is judged (the two-call path) is AUTH_UNAVAILABLE; one during the
+   * admission, or in the one call, which may have admitted the task, is
+   * EXECUTION_TEMPORARILY_UNAVAILABLE.
    */
   readonly submitWithKey: (
     presented: string,
@@ -189,15 +206,23 @@ const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed
   }
 }
 
+const budgetExceeded = (model: string, now: number) =>
+  new Errors.PlatformBudgetExceeded({
+    message: `Model ${model} is unavailable until 00:00 UTC: the platform's daily budget for it is spent. ` +
+      "Nothing was reserved; retry after midnight UTC or choose another model.",
+    retryAfterSeconds: secondsToNextDay(now)
+  })
+
 export const make = (
   options: Options
-): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore | Accounts> =>
+): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore | BudgetStore | Accounts> =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const catalog = yield* Catalog
     const pricer = yield* Pricer
     const tasks = yield* TaskStore
     const media = yield* MediaStore
+    const budgets = yield* BudgetStore
     const limits = {
       submissionsPerMinute: options.submissionsPerMinute ?? 60,
       maxUnfinishedTasks: options.maxUnfinishedTasks ?? 10
@@ -245,6 +270,24 @@ export const make = (
       expectedPriceMicros: number | undefined
     ) => Effect.tap(priced(model, input, expectedPriceMicros), () => ownsMedia(caller, model, input))
 
+    /** The task's share of its model's daily budget, taken; undefined when the model has no budget. */
+    const takeBudget = (quote: Quote) =>
+      Effect.gen(function*() {
+        const limitMicros = yield* pricer.budgetOf(quote.model)
+        if (limitMicros === undefined) return undefined
+        const now = yield* Clock.currentTimeMillis
+        const share: Share = { model: quote.model, day: utcDay(now), amountMicros: quote.priceMicros }
+        if (yield* budgets.take({ ...share, limitMicros })) return share
+        return yield* budgetExceeded(quote.model, now)
+      })
+
+    /** A share the admission did not use; failing to return it only leaves the day's total high. */
+    const giveBack = (share: Share) =>
+      budgets.giveBack(share).pipe(
+        Effect.catchTag("StoreUnavailable", (error) =>
+          Effect.logWarning(`Could not give back ${share.amountMicros} micros of ${share.model}'s daily budget`, error.message))
+      )
+
     /** A refused submission may retry one the key already admitted: then the answer is that task. */
     const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
       Effect.gen(function*() {
@@ -291,27 +334,38 @@ export const make = (
       Effect.gen(function*() {
         const { model, input } = yield* catalog.validate(submission.model, submission.input)
         const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
-        const checked = yield* Effect.result(admissible(caller, model, input, submission.expectedPriceMicros))
+        const checked = yield* Effect.result(
+          admissible(caller, model, input, submission.expectedPriceMicros).pipe(
+            Effect.flatMap((quote) => Effect.map(takeBudget(quote), (share) => ({ quote, share })))
+          )
+        )
         if (Result.isFailure(checked)) {
           return checked.failure._tag === "StoreUnavailable"
             ? yield* checked.failure
             : yield* replayOr(caller, submission.idempotencyKey, fingerprint, checked.failure)
         }
-        const quote = checked.success
+        const { quote, share } = checked.success
         const admission = yield* admissionOf(model, input, quote, submission, fingerprint)
+        // A failure here keeps the share: the task may have been admitted.
         const result = yield* tasks.admit({
           ...admission,
           task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
           limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
         })
+        if (share !== undefined && result._tag !== "Admitted") yield* giveBack(share)
         return yield* answer(result, caller, quote.priceMicros)
       }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
 
-    /** What a submission needs before the store when it needs nothing of the account; undefined otherwise. */
+    /**
+     * What a submission needs before the store when it needs nothing of the account nor of its
+     * model's daily budget; undefined otherwise.
+     */
     const prepareWithoutAccount = (submission: Submission) =>
       Effect.gen(function*() {
         const { model, input } = yield* catalog.validate(submission.model, submission.input)
         if (catalog.mediaReferences(model, input).length > 0) return undefined
+        // A budget is taken only once the key is judged: one call would take it for any key.
+        if ((yield* pricer.budgetOf(model.slug)) !== undefined) return undefined
         const quote = yield* priced(model, input, submission.expectedPriceMicros)
         const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
         return yield* admissionOf(model, input, quote, submission, fingerprint)
@@ -352,5 +406,5 @@ export const make = (
 
 export const layer = (
   options: Options
-): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore | Accounts> =>
+): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore | BudgetStore | Accounts> =>
   Layer.effect(TaskRunner, make(options))

@@ -1,6 +1,7 @@
 export * as Accounts from "./Accounts.ts"
 export * as AccountStore from "./AccountStore.ts"
 export * as BlobStore from "./BlobStore.ts"
+export * as BudgetStore from "./BudgetStore.ts"
 export * as Catalog from "./Catalog.ts"
 export * as ChatBilling from "./ChatBilling.ts"
 export * as ChatCompletions from "./ChatCompletions.ts"

@@ -185,6 +185,25 @@ describe("PriceList.load", () => {
     ])
   })
 
+  it("accepts a positive daily budget on any entry and refuses any other amount, naming it", () => {
+    expect(problemsOf({
+      models: {
+        "test-song": { enabled: true, priceMicros: 5000, dailyBudgetMicros: 100_000_000 },
+        "test-image": { enabled: false, dailyBudgetMicros: Number.MAX_SAFE_INTEGER }
+      }
+    })).toEqual([])
+    const budgetOf = (dailyBudgetMicros: unknown) =>
+      problemsOf({ models: { "test-song": { enabled: true, priceMicros: 5000, dailyBudgetMicros } } })
+    for (const bad of [0, -1, 1.5, Number.MAX_SAFE_INTEGER + 1, 1e300]) {
+      expect(budgetOf(bad), String(bad)).toEqual([
+        "models.test-song.dailyBudgetMicros: must be a whole number of USD micro-units from 1 to 9007199254740991"
+      ])
+    }
+    for (const bad of ["100", null]) {
+      expect(budgetOf(bad)).toEqual([expect.stringMatching(/^models\.test-song\.dailyBudgetMicros: Expected number/)])
+    }
+  })
+
   it.effect("reports the problems of every model together, in one PriceListInvalid", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(PriceList.load({
@@ -220,6 +239,15 @@ describe("PriceList.toPublic", () => {
       { when: { numImages: ["2", "3"] }, priceMicros: 4000, quantityField: "numImages" }
     ])))
     expect(PriceList.toPublic(list, [model]).models[0]!.priceMicros).toBe(8000)
+  })
+
+  it("leaves daily budgets out: they are the operator's", () => {
+    const list = Result.getOrThrow(PriceList.decode({
+      models: { "test-song": { enabled: true, priceMicros: 10, dailyBudgetMicros: 1_000 } }
+    }))
+    expect(PriceList.toPublic(list, [other]).models).toEqual([
+      { model: "test-song", enabled: true, currency: "USD", priceMicros: 10 }
+    ])
   })
 
   it("shows a disabled or unpriced model as not enabled", () => {

@@ -211,6 +211,27 @@ describe("the Pricer service", () => {
       expect(view.models.find((entry) => entry.model === ECONOMY)).toMatchObject({ enabled: false, priceMicros: 10 })
     }).pipe(Effect.provide(Pricer.layer({ models: {} }).pipe(Layer.provideMerge(Catalog.layer)))))
 
+  it.effect("updates part of one model's entry from the list in force; budgetOf reads the budget", () =>
+    Effect.gen(function*() {
+      const pricer = yield* Pricer.Pricer
+      expect(yield* pricer.budgetOf(ALPHA)).toBeUndefined()
+      yield* pricer.updateModel(ALPHA, (entry) => ({ ...entry, dailyBudgetMicros: 5_000_000 }))
+      expect(yield* pricer.budgetOf(ALPHA)).toBe(5_000_000)
+      expect((yield* pricer.current).models[ALPHA]).toEqual({ enabled: true, priceMicros: 1000, dailyBudgetMicros: 5_000_000 })
+      expect((yield* quoteValidated(ALPHA, { prompt: "a fox" })).priceMicros).toBe(1000)
+
+      // A model not listed is given to `update` as undefined.
+      yield* pricer.updateModel("song-lyrics", (entry) => ({ enabled: entry === undefined ? false : entry.enabled, dailyBudgetMicros: 7 }))
+      expect((yield* pricer.current).models["song-lyrics"]).toEqual({ enabled: false, dailyBudgetMicros: 7 })
+
+      const refused = yield* problemsOf(pricer.updateModel(ALPHA, (entry) => ({ ...entry, dailyBudgetMicros: 0 })))
+      expect(refused).toEqual([expect.stringMatching(new RegExp(`^models\\.${ALPHA}\\.dailyBudgetMicros: `))])
+      expect(yield* pricer.budgetOf(ALPHA)).toBe(5_000_000)
+      expect(yield* pricer.budgetOf("no-such-model")).toBeUndefined()
+    }).pipe(Effect.provide(
+      Pricer.layer({ models: { [ALPHA]: { enabled: true, priceMicros: 1000 } } }).pipe(Layer.provideMerge(Catalog.layer))
+    )))
+
   it.effect("fails to build with PriceListInvalid when the list does not fit the Catalog", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(

@@ -1,14 +1,24 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all seven ports over one
+ * that may forget everything when it stops. One `layer` provides all eight ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
 import type { Ids } from "@taskmeter/kernel"
-import { AccountStore, BlobStore, ChatStore, LedgerStore, MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
+import {
+  AccountStore,
+  BlobStore,
+  BudgetStore,
+  ChatStore,
+  LedgerStore,
+  MediaStore,
+  PriceStore,
+  TaskStore
+} from "@taskmeter/kernel"
 import * as Chat from "./ChatStore.ts"
 import * as Accounts from "./internal/accounts.ts"
 import * as Blobs from "./internal/blobs.ts"
+import * as Budgets from "./internal/budgets.ts"
 import * as Ledger from "./internal/ledger.ts"
 import * as Media from "./internal/media.ts"
 import * as Prices from "./internal/prices.ts"
@@ -23,6 +33,7 @@ export type Stores =
   | BlobStore.BlobStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | BudgetStore.BudgetStore
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Prices.make(state), (prices) => {
@@ -33,7 +44,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(MediaStore.MediaStore, Media.make(state)),
       Context.add(BlobStore.BlobStore, Blobs.make(state)),
       Context.add(ChatStore.ChatStore, Chat.make(state)),
-      Context.add(PriceStore.PriceStore, prices)
+      Context.add(PriceStore.PriceStore, prices),
+      Context.add(BudgetStore.BudgetStore, Budgets.make(state))
     )
   })
 

@@ -1,6 +1,6 @@
 /**
- * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore) on
- * PostgreSQL, through @effect/sql-pg. Blobs are not kept here: use the kernel's
+ * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
+ * BudgetStore) on PostgreSQL, through @effect/sql-pg. Blobs are not kept here: use the kernel's
  * BlobStore.layerFileSystem.
  *
  * Starting a layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
@@ -33,10 +33,20 @@
 import { Config, Context, Effect, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { AccountStore, ChatStore, LedgerStore, MediaStore, PriceStore, StoreError, TaskStore } from "@taskmeter/kernel"
+import {
+  AccountStore,
+  BudgetStore,
+  ChatStore,
+  LedgerStore,
+  MediaStore,
+  PriceStore,
+  StoreError,
+  TaskStore
+} from "@taskmeter/kernel"
 import * as PgChatStore from "./ChatStore.ts"
 import * as Embedded from "./internal/Embedded.ts"
 import * as PgAccountStore from "./internal/PgAccountStore.ts"
+import * as PgBudgetStore from "./internal/PgBudgetStore.ts"
 import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
@@ -52,6 +62,7 @@ import admissionFastPath from "./migrations/0007_admission_fast_path.ts"
 import idempotencyPurge from "./migrations/0008_idempotency_purge.ts"
 import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
+import modelBudgets from "./migrations/0011_model_budgets.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -60,6 +71,7 @@ export type Stores =
   | MediaStore.MediaStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | BudgetStore.BudgetStore
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -93,7 +105,8 @@ export const migrations = Migrator.fromRecord({
   "7_admission_fast_path": admissionFastPath,
   "8_idempotency_purge": idempotencyPurge,
   "9_keyed_admission": keyedAdmission,
-  "10_price_lists": priceLists
+  "10_price_lists": priceLists,
+  "11_model_budgets": modelBudgets
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */
@@ -136,12 +149,14 @@ export const layerClient = (options: {
     const media = yield* PgMediaStore.make
     const chats = yield* PgChatStore.make
     const prices = yield* PgPriceStore.make(wakeups.prices)
+    const budgets = yield* PgBudgetStore.make
     return Context.make(AccountStore.AccountStore, accounts).pipe(
       Context.add(LedgerStore.LedgerStore, ledger),
       Context.add(TaskStore.TaskStore, tasks),
       Context.add(MediaStore.MediaStore, media),
       Context.add(ChatStore.ChatStore, chats),
-      Context.add(PriceStore.PriceStore, prices)
+      Context.add(PriceStore.PriceStore, prices),
+      Context.add(BudgetStore.BudgetStore, budgets)
     )
   }))
 

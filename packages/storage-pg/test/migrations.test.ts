@@ -20,6 +20,7 @@ const ledgerTables = [
   "idempotency_keys",
   "ledger_entries",
   "media",
+  "model_budget_days",
   "price_lists",
   "results",
   "taskmeter_migrations",

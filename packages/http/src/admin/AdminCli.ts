@@ -271,9 +271,32 @@ const refund = Command.make(
 
 const priceEntryLine = (model: string, entry: PriceList.ModelPrice): string => {
   const state = entry.enabled ? "enabled" : "disabled"
-  if (entry.rateCard !== undefined) return `${model}  ${state}  rate card: ${JSON.stringify(entry.rateCard)}`
-  return `${model}  ${state}  ${entry.priceMicros === undefined ? "no price" : usd(entry.priceMicros)}`
+  const price = entry.rateCard !== undefined
+    ? `rate card: ${JSON.stringify(entry.rateCard)}`
+    : entry.priceMicros === undefined
+    ? "no price"
+    : usd(entry.priceMicros)
+  const budget = entry.dailyBudgetMicros === undefined ? "" : `  daily budget ${usd(entry.dailyBudgetMicros)}`
+  return `${model}  ${state}  ${price}${budget}`
 }
+
+/** `--daily-budget-usd`: an amount in USD above 0, or `none` (null) to remove the budget. */
+const dailyBudgetFlag = Flag.String("daily-budget-usd").pipe(
+  Flag.withMetavar("USD|none"),
+  Flag.filterMap(
+    (text): Option.Option<Money.Micros | null> => {
+      if (text.trim() === "none") return Option.some(null)
+      const amount = Money.parseUsd(text)
+      return amount !== undefined && amount > 0 ? Option.some(amount) : Option.none()
+    },
+    (text) => `--daily-budget-usd: "${text}" is neither an amount in USD above 0 with at most six decimals, such as 100 or 2.50, nor none`
+  ),
+  Flag.optional,
+  Flag.withDescription(
+    "The most the platform admits for the model per UTC day, summed over its tasks' prices across all accounts " +
+      "(past it submissions are PLATFORM_BUDGET_EXCEEDED until 00:00 UTC), or none to remove it. Not given: the budget stays as it is."
+  )
+)
 
 const priceList = Command.make("list", {}, () =>
   call(
@@ -289,21 +312,33 @@ const priceSet = Command.make("set", {
     Flag.mapTryCatch((text) => JSON.parse(text) as unknown, () => "--rate-card: not valid JSON"),
     Flag.optional,
     Flag.withDescription("A rate card as JSON: [{\"when\":{...},\"priceMicros\":N}, ...] (see the price list format).")
-  )
-}, ({ micros, model, rateCard, usd: usdPrice }) => {
-  const given = [micros, usdPrice, rateCard].filter(Option.isSome).length
-  if (given !== 1) {
-    return failWith("give exactly one of --micros, --usd or --rate-card")
+  ),
+  dailyBudget: dailyBudgetFlag
+}, ({ dailyBudget, micros, model, rateCard, usd: usdPrice }) => {
+  const prices = [micros, usdPrice, rateCard].filter(Option.isSome).length
+  if (prices > 1 || (prices === 0 && Option.isNone(dailyBudget))) {
+    return failWith("give a price (one of --micros, --usd or --rate-card), --daily-budget-usd, or both")
   }
-  const entry = Option.isSome(rateCard)
+  const entry = prices === 0
+    ? undefined
+    : Option.isSome(rateCard)
     ? { enabled: true, rateCard: rateCard.value }
     : { enabled: true, priceMicros: Option.getOrUndefined(micros) ?? Option.getOrUndefined(usdPrice) }
   return call(
     // The server checks the entry against its schema and the whole list against the catalog.
-    (admin) => admin.PriceSet({ model, entry: entry as PriceList.ModelPrice }),
-    (set) => `Price of ${priceEntryLine(model, set)}; new quotes use it from now on.`
+    (admin) =>
+      admin.PriceSet({
+        model,
+        ...(entry === undefined ? {} : { entry: entry as PriceList.ModelPrice }),
+        ...Option.match(dailyBudget, { onNone: () => ({}), onSome: (dailyBudgetMicros) => ({ dailyBudgetMicros }) })
+      }),
+    (set) => `${priceEntryLine(model, set)}; new submissions use it from now on.`
   )
-}).pipe(Command.withDescription("Set (and enable) one model's price."))
+}).pipe(
+  Command.withDescription(
+    "Set (and enable) one model's price, its daily platform budget, or both; what is not given stays as it is."
+  )
+)
 
 const priceDisable = Command.make("disable", { model: Flag.String("model") }, ({ model }) =>
   call(

@@ -13,6 +13,7 @@ import {
   type LedgerStore,
   type Money,
   Pricer,
+  type PriceList,
   type StoreError,
   TaskStore
 } from "@taskmeter/kernel"
@@ -76,6 +77,17 @@ const accountIdOf = (text: string): Effect.Effect<Ids.AccountId, AdminError> =>
 /** An invalid list is the operator's to fix; a store that failed or kept changing is worth a retry. */
 const priceChangeError = (error: Pricer.ChangeError) =>
   new AdminError({ reason: error._tag === "PriceListInvalid" ? "PriceListInvalid" : "StoreUnavailable", message: error.message })
+
+/** The entry PriceSet makes of the model's current one (see AdminRpc's PriceSet). */
+const priceSetEntry = (
+  current: PriceList.ModelPrice | undefined,
+  entry: PriceList.ModelPrice | undefined,
+  dailyBudgetMicros: Money.Micros | null | undefined
+): PriceList.ModelPrice => {
+  const { dailyBudgetMicros: named, ...rest } = entry ?? current ?? { enabled: false }
+  const budget = dailyBudgetMicros === undefined ? named ?? current?.dailyBudgetMicros : dailyBudgetMicros
+  return budget === null || budget === undefined ? rest : { ...rest, dailyBudgetMicros: budget }
+}
 
 export const layer = AdminRpcs.toLayer(Effect.gen(function*() {
   const accounts = yield* Accounts.Accounts
@@ -157,8 +169,12 @@ export const layer = AdminRpcs.toLayer(Effect.gen(function*() {
     CreditsGrant: (change) => creditChange(ledger.grant, change),
     Refund: (change) => creditChange(ledger.refund, change),
     PriceList: () => pricer.current,
-    PriceSet: ({ entry, model }) =>
-      priceChange(pricer.setModel(model, entry)).pipe(Effect.map((list) => list.models[model] ?? entry)),
+    PriceSet: ({ dailyBudgetMicros, entry, model }) =>
+      entry === undefined && dailyBudgetMicros === undefined
+        ? fail("InvalidRequest", "Give the model's entry, its dailyBudgetMicros, or both.")
+        : priceChange(pricer.updateModel(model, (current) => priceSetEntry(current, entry, dailyBudgetMicros))).pipe(
+          Effect.flatMap((list) => Effect.orDie(Effect.fromNullishOr(list.models[model])))
+        ),
     PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
     TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
       Effect.gen(function*() {

@@ -164,9 +164,20 @@ export class AdminRpcs extends RpcGroup.make(
   /** A payment refund; it may put the account into payment review (PAYMENT_REVIEW_REQUIRED). */
   Rpc.make("Refund", { payload: CreditChange, success: Movement, error: AdminError }),
   Rpc.make("PriceList", { success: PriceList.PriceList, error: AdminError }),
-  /** Sets one model's entry; the whole list is checked against the catalog before it applies. */
+  /**
+   * Sets one model's entry, its daily budget, or both (one of them must be given); the whole
+   * list is checked against the catalog before it applies, and the model's entry as set is
+   * answered. `entry` replaces the model's entry but keeps its daily budget unless it names one;
+   * `dailyBudgetMicros` then sets the budget, or with null removes it. A budget alone leaves the
+   * rest of the entry as it is (a model not in the list gets a disabled entry, as disabling one
+   * does). Changes of other models or parts made meanwhile by other processes are kept.
+   */
   Rpc.make("PriceSet", {
-    payload: { model: Schema.String, entry: PriceList.ModelPrice },
+    payload: {
+      model: Schema.String,
+      entry: Schema.optionalKey(PriceList.ModelPrice),
+      dailyBudgetMicros: Schema.optionalKey(Schema.NullOr(PriceList.DailyBudget))
+    },
     success: PriceList.ModelPrice,
     error: AdminError
   }),

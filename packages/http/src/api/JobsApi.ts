@@ -83,6 +83,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
         Errors.RateLimited,
         Errors.ConcurrencyLimited,
         Errors.ExecutionUnavailable,
+        Errors.PlatformBudgetExceeded,
         Errors.ExecutionTemporarilyUnavailable,
         Errors.ApiUnavailable
       )

@@ -11,6 +11,7 @@ import {
   Accounts,
   AccountStore,
   BlobStore,
+  BudgetStore,
   Catalog,
   Ledger,
   LedgerStore,
@@ -32,6 +33,7 @@ export type Stores =
   | TaskStore.TaskStore
   | MediaStore.MediaStore
   | BlobStore.BlobStore
+  | BudgetStore.BudgetStore
 
 /** A store implementation the suites run against. */
 export interface StoreUnderTest {
@@ -99,13 +101,15 @@ const withOutage = Layer.effectContext(Effect.gen(function*() {
   const tasks = yield* TaskStore.TaskStore
   const media = yield* MediaStore.MediaStore
   const blobs = yield* BlobStore.BlobStore
+  const budgets = yield* BudgetStore.BudgetStore
   return Context.make(Outage, outage).pipe(
     Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
     Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
     // admitWithKey authenticates the key too: the one call needs the account store as well.
     Context.add(TaskStore.TaskStore, guarded(tasks, "tasks", outage, { admitWithKey: ["accounts"] })),
     Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
-    Context.add(BlobStore.BlobStore, blobs)
+    Context.add(BlobStore.BlobStore, blobs),
+    Context.add(BudgetStore.BudgetStore, budgets)
   )
 }))
 

@@ -3,8 +3,8 @@
  * (reservations, charges once, releases once, payment review, pagination), idempotent
  * admission and its limits, admission on behalf of a key, leases and compare-and-set
  * transitions, scoping by account, blobs, the price list's versions (compare-and-set saves,
- * wake-ups of subscribers), and a model-based test of random operation sequences against a
- * reference model.
+ * wake-ups of subscribers), the daily budgets' totals (takes within a limit, concurrent takes),
+ * and a model-based test of random operation sequences against a reference model.
  *
  * Every case builds a fresh store from `makeLayer` (a store backed by a database gives each
  * case its own schema or database) and passes every `now` explicitly, so nothing depends on
@@ -38,6 +38,8 @@
  *   one on an empty store) is a conflict, so versions have no gaps; a list is read back as
  *   saved (JSON equality, safe integers exact); a subscriber is woken within 5 s of a save and
  *   not before any save was made.
+ * - Budgets: a take of 0 passes while the total is at most the limit; a take with a lower limit
+ *   than an earlier one is judged against its own; a giveBack on a day never taken from leaves 0.
  *
  * @example
  * ```ts
@@ -53,6 +55,7 @@ import { LedgerStore } from "../LedgerStore.ts"
 import { accountStoreCases } from "./accountStoreCases.ts"
 import { admissionCases } from "./admissionCases.ts"
 import { blobCases } from "./blobCases.ts"
+import { budgetStoreCases } from "./budgetStoreCases.ts"
 import type { Case, Stores } from "./Case.ts"
 import { expectBooksBalance, fundedAccount, USD } from "./fixtures.ts"
 import { idempotencyPurgeCases } from "./idempotencyPurgeCases.ts"
@@ -95,6 +98,7 @@ export const suite = <R = never>(
     mediaCases(test)
     blobCases(test)
     priceStoreCases(test)
+    budgetStoreCases(test)
 
     describe("auditor", () => {
       const corrupt = options.corrupt

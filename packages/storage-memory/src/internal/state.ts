@@ -57,6 +57,8 @@ export interface State {
   readonly blobs: Map<string, Uint8Array>
   /** Every price list saved, oldest first: index i holds version i + 1. */
   readonly priceLists: Array<PriceStore.StoredPriceList>
+  /** `${day} ${model}` -> micros admitted for the model that UTC day (BudgetStore) */
+  readonly budgetDays: Map<string, number>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   nextSeq: number
@@ -74,6 +76,7 @@ export const make = (): State => ({
   results: new Map(),
   blobs: new Map(),
   priceLists: [],
+  budgetDays: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   nextSeq: 0
 })
