@@ -161,9 +161,12 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       expect(refunded.balances.balanceMicros).toBe(9_900_001)
 
       const url = yield* baseUrl
-      const bad = yield* run(["admin", "credits", "grant", "--url", url, "--token", Redacted.value(token), "--account", account.id, "--usd", "1e3"])
-      expect(bad.code).not.toBe(0)
-      expect(bad.stderr).toContain("--usd")
+      for (const usd of ["1e3", "99999999999"]) {
+        const bad = yield* run(["admin", "credits", "grant", "--url", url, "--token", Redacted.value(token), "--account", account.id, "--usd", usd])
+        expect(bad.code).not.toBe(0)
+        expect(bad.stderr).toContain(`--usd: "${usd}" is not an amount in USD`)
+      }
+      expect((yield* admin("account", "show", "--account", account.id)).balances.balanceMicros).toBe(9_900_001)
       expect((yield* adminFails("credits", "grant", "--account", "acct_nope", "--usd", "1")).reason).toBe("AccountNotFound")
     }))
 

@@ -35,16 +35,19 @@ export const multiply = (amount: Micros, quantity: number): Micros => micros(amo
 
 const USD_DECIMAL = /^(\d{1,12})(?:\.(\d{1,6}))?$/
 
+/** The largest amount in USD that `parseUsd` takes: Number.MAX_SAFE_INTEGER micros. */
+export const MAX_USD = "9007199254.740991"
+
 /**
  * Parses a decimal USD string such as "12", "0.5" or "3.141592" exactly, with no float
- * arithmetic. Returns undefined for anything else (negative, more than six decimals, exponent).
+ * arithmetic. Returns undefined for anything else: negative, more than six decimals, an
+ * exponent, or more than `MAX_USD` (past that micros are no longer exact numbers).
  */
 export const parseUsd = (text: string): Micros | undefined => {
   const match = USD_DECIMAL.exec(text.trim())
   if (match === null) return undefined
-  const whole = Number(match[1])
-  const fraction = Number((match[2] ?? "").padEnd(6, "0"))
-  return micros(whole * MICROS_PER_USD + fraction)
+  const amount = BigInt(match[1]!) * BigInt(MICROS_PER_USD) + BigInt((match[2] ?? "").padEnd(6, "0"))
+  return amount <= BigInt(Number.MAX_SAFE_INTEGER) ? micros(Number(amount)) : undefined
 }
 
 /** Formats micros as a decimal USD string with six places, e.g. 1500000 -> "1.500000". */

@@ -31,7 +31,9 @@ const usdFlag = (name: string) =>
     Flag.withDescription("An amount in USD, such as 25 or 0.50."),
     Flag.filterMap(
       (text) => Option.fromNullishOr(Money.parseUsd(text)),
-      (text) => `--${name}: "${text}" is not an amount in USD with at most six decimals, such as 25 or 0.50`
+      (text) =>
+        `--${name}: "${text}" is not an amount in USD with at most six decimals, such as 25 or 0.50, ` +
+        `of at most ${Money.MAX_USD}`
     )
   )
 
@@ -289,7 +291,9 @@ const dailyBudgetFlag = Flag.String("daily-budget-usd").pipe(
       const amount = Money.parseUsd(text)
       return amount !== undefined && amount > 0 ? Option.some(amount) : Option.none()
     },
-    (text) => `--daily-budget-usd: "${text}" is neither an amount in USD above 0 with at most six decimals, such as 100 or 2.50, nor none`
+    (text) =>
+      `--daily-budget-usd: "${text}" is neither an amount in USD above 0 with at most six decimals, such as 100 or 2.50, ` +
+      `of at most ${Money.MAX_USD}, nor none`
   ),
   Flag.optional,
   Flag.withDescription(
