@@ -178,8 +178,10 @@ describe("taskmeter_admit_batch (PostgreSQL)", () => {
           { numRuns: 150 }
         )
       )
-      // Both ways were taken: batches admitted whole (in bulk), and batches with refusals.
-      expect(whole).toBeGreaterThan(20)
-      expect(refused).toBeGreaterThan(20)
+      // Both ways were taken: batches admitted whole (in bulk), and batches with refusals. The
+      // counts are random (measured: 25-38 whole and 250-265 with refusals in 150 scenarios),
+      // so the floor sits far below them: a floor near them failed about one run in fifty.
+      expect(whole).toBeGreaterThanOrEqual(5)
+      expect(refused).toBeGreaterThanOrEqual(5)
     }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))), 120_000)
 })

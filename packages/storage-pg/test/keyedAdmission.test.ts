@@ -292,7 +292,8 @@ describe("taskmeter_admit_keyed_batch (PostgreSQL)", () => {
         )
       )
       // Every refusal of the key and of the admission was met, and batches of several admissions
-      // both admitted whole (the bulk path) and not (the fallback).
+      // both admitted whole (the bulk path) and not (the fallback). The counts are random
+      // (measured: the rarest, whole batches, 13-20 in 150 scenarios), so each need only be met.
       for (
         const what of [
           "key UnknownKey",
@@ -310,6 +311,6 @@ describe("taskmeter_admit_keyed_batch (PostgreSQL)", () => {
           "batch admitted whole",
           "batch with refusals"
         ]
-      ) expect(tally.get(what) ?? 0, what).toBeGreaterThan(5)
+      ) expect(tally.get(what) ?? 0, what).toBeGreaterThan(0)
     }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))), 120_000)
 })
