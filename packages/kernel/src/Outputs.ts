@@ -7,7 +7,10 @@
  * All files are stored before any result record is written, and the records before the task
  * changes status, so a succeeded task never points at a missing file. A failure removes the
  * blobs this call wrote. If the caller then cannot record the success (its lease was taken
- * over), the files stay orphaned under result ids nobody was given.
+ * over, the task moved on), the files and records stay under result ids nobody was given;
+ * Housekeeping sweeps them once the task is succeeded or failed and an hour has passed
+ * (`MediaStore.purgeOrphanResults`). The caller deletes nothing itself: a success whose answer
+ * was lost looks refused when retried, and then these files are the task's.
  */
 import { Clock, Data, Effect } from "effect"
 import { BlobStore, BlobTooLarge } from "./BlobStore.ts"

@@ -2,14 +2,23 @@ import { Clock, Effect, Fiber, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { MemoryStore } from "@taskmeter/storage-memory"
+import { BlobStore } from "../src/BlobStore.ts"
 import * as Housekeeping from "../src/Housekeeping.ts"
+import type { AccountId, ResultId } from "../src/Ids.ts"
+import { MediaStore } from "../src/MediaStore.ts"
+import * as Outputs from "../src/Outputs.ts"
+import type { ProviderOutput } from "../src/Provider.ts"
 import { StoreUnavailable } from "../src/StoreError.ts"
 import * as TaskWorker from "../src/TaskWorker.ts"
 import { TaskStore } from "../src/TaskStore.ts"
-import { admission, admitted, fundedAccount, newTask, USD } from "../src/testing/fixtures.ts"
-import { services } from "./TaskWorkerSupport.ts"
+import type { NewTask, StoredAsset } from "../src/TaskStore.ts"
+import { isUnfinished } from "../src/TaskStatus.ts"
+import type { TaskStatus } from "../src/TaskStatus.ts"
+import { admission, admitted, claimTask, fundedAccount, newTask, USD } from "../src/testing/fixtures.ts"
+import { png, services, storedFile } from "./TaskWorkerSupport.ts"
 
 const MINUTE = 60_000
+const HOUR = 60 * MINUTE
 
 interface Purge {
   readonly cutoff: number
@@ -149,5 +158,129 @@ describe("Housekeeping", () => {
       yield* TestClock.adjust(Housekeeping.defaults.intervalMs)
       expect(purges).toHaveLength(2)
     }).pipe(Effect.provide(layer))
+  })
+})
+
+const outputOptions: Outputs.Options = { maxBytes: 1024, timeoutMs: MINUTE }
+
+/** Copies an output in as a worker does, at the test clock's time; the result id of its file. */
+const storeOutput = (task: NewTask, output: ProviderOutput) =>
+  Effect.map(Outputs.store(task, [output], outputOptions), ([asset]) => asset!.resultId!)
+
+/** Admits the task and moves it from queued along `path` under one lease, succeeding with `assets`. */
+const settle = (task: NewTask, path: ReadonlyArray<TaskStatus>, assets: ReadonlyArray<StoredAsset> = []) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    yield* admitted(admission(task))
+    const { leaseToken } = yield* claimTask(task.id, task.createdAt)
+    let from: TaskStatus = "queued"
+    for (const to of path) {
+      const moved = yield* store.transition({
+        taskId: task.id,
+        leaseToken,
+        from,
+        to,
+        now: task.createdAt,
+        keepLease: isUnfinished(to),
+        ...(to === "succeeded" ? { chargeMicros: task.priceMicros, assets } : {})
+      })
+      expect(moved._tag).toBe("Done")
+      from = to
+    }
+  })
+
+/**
+ * A succeeded task whose asset names one file, and two orphans: a second copy of its output,
+ * as a worker that lost the task leaves one, and a file of a task that failed.
+ */
+const namedAndOrphans = Effect.gen(function*() {
+  const accountId = yield* fundedAccount(10 * USD)
+  const succeeded = newTask(accountId)
+  const named = yield* storeOutput(succeeded, png(1))
+  const copy = yield* storeOutput(succeeded, png(2))
+  yield* settle(succeeded, ["submitting", "succeeded"], [
+    { id: "asset-1", type: "image", resultId: named, mimeType: "image/png" }
+  ])
+  const failed = newTask(accountId)
+  yield* settle(failed, ["failed"])
+  const lost = yield* storeOutput(failed, png(3))
+  return { accountId, failed, named, orphans: [copy, lost] }
+})
+
+/** Whether the record and the file of each result are still there. */
+const present = (accountId: AccountId, ids: ReadonlyArray<ResultId>) =>
+  Effect.forEach(ids, (id) =>
+    Effect.gen(function*() {
+      const record = yield* MediaStore.use((media) => media.getResult(accountId, id))
+      return { record: record !== undefined, file: (yield* storedFile(id)) !== undefined }
+    }))
+
+const both = { record: true, file: true }
+const neither = { record: false, file: false }
+const fileLeft = { record: false, file: true }
+
+/** The stores of MemoryStore.layer, with a BlobStore whose first `failures` removals fail. */
+const failingRemovals = (failures: number) =>
+  Layer.effect(
+    BlobStore,
+    Effect.gen(function*() {
+      const blobs = yield* BlobStore
+      let failed = 0
+      return BlobStore.of({
+        ...blobs,
+        remove: (key) =>
+          Effect.suspend(() =>
+            failed++ < failures ? Effect.fail(new StoreUnavailable({ message: "disk unavailable" })) : blobs.remove(key)
+          )
+      })
+    })
+  ).pipe(Layer.provideMerge(MemoryStore.layer))
+
+describe("Housekeeping of orphaned result files", () => {
+  it.effect("sweeps files past the grace period hourly in every worker process, keeps the named ones, logs how many", () => {
+    const logs = logged()
+    return Effect.gen(function*() {
+      const { accountId, failed, named, orphans } = yield* namedAndOrphans
+      yield* TestClock.adjust(MINUTE)
+      // A batch of one, to see the sweep go on until a batch comes back short.
+      yield* Effect.forkChild(TaskWorker.serve({ housekeeping: { batchSize: 1 } }))
+      yield* TestClock.adjust(0)
+      expect(yield* present(accountId, [named, ...orphans])).toEqual([both, both, both])
+
+      yield* TestClock.adjust(HOUR - MINUTE)
+      expect(yield* present(accountId, [named, ...orphans])).toEqual([both, both, both])
+      yield* TestClock.adjust(MINUTE)
+      expect(yield* present(accountId, [named, ...orphans])).toEqual([both, neither, neither])
+      expect(yield* storedFile(named)).toEqual([...png(1).bytes!])
+
+      // An orphan made now is not yet past the grace at the next sweep, an hour on; at the one after, it is.
+      const late = yield* storeOutput(failed, png(4))
+      yield* TestClock.adjust(HOUR + 5 * MINUTE)
+      expect(yield* present(accountId, [late])).toEqual([both])
+      yield* TestClock.adjust(HOUR)
+      expect(yield* present(accountId, [named, late])).toEqual([both, neither])
+      expect(logs.lines.filter((line) => line.message[0] === "Removed orphaned result files")).toEqual([
+        { level: "Info", message: ["Removed orphaned result files", { records: 2, removed: 2 }] },
+        { level: "Info", message: ["Removed orphaned result files", { records: 1, removed: 1 }] }
+      ])
+    }).pipe(Effect.provide(Layer.merge(services([]), logs.layer)))
+  })
+
+  it.effect("logs and leaves a file it cannot remove, and stops the sweep there", () => {
+    const logs = logged()
+    return Effect.gen(function*() {
+      const { accountId, named, orphans } = yield* namedAndOrphans
+      yield* TestClock.adjust(2 * HOUR)
+      expect(yield* Housekeeping.sweepOrphanResults({ batchSize: 1 })).toEqual({ records: 1, removed: 0 })
+      expect(logs.lines).toHaveLength(1)
+      const [message, detail] = logs.lines[0]!.message as [string, { readonly blobKey: string }]
+      expect([logs.lines[0]!.level, message]).toEqual(["Warn", "Could not remove an orphaned result file; it is left"])
+      const left = orphans.find((id) => Outputs.blobKeyOf(id) === detail.blobKey)!
+      const other = orphans.find((id) => id !== left)!
+      expect(yield* present(accountId, [left, other])).toEqual([fileLeft, both])
+
+      expect(yield* Housekeeping.sweepOrphanResults({ batchSize: 1 })).toEqual({ records: 1, removed: 1 })
+      expect(yield* present(accountId, [named, left, other])).toEqual([both, fileLeft, neither])
+    }).pipe(Effect.provide(Layer.merge(failingRemovals(1), logs.layer)))
   })
 })

@@ -1,15 +1,31 @@
-import { Effect, Layer } from "effect"
+import { Clock, Deferred, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as Catalog from "../src/Catalog.ts"
 import * as Executors from "../src/Executors.ts"
+import * as Housekeeping from "../src/Housekeeping.ts"
+import type { ResultId } from "../src/Ids.ts"
+import { MediaStore } from "../src/MediaStore.ts"
 import * as MediaUrls from "../src/MediaUrls.ts"
+import { StoreUnavailable } from "../src/StoreError.ts"
 import * as ErrorCode from "../src/TaskErrorCode.ts"
 import * as TaskWorker from "../src/TaskWorker.ts"
 import { TaskStore } from "../src/TaskStore.ts"
-import type { Claim, TaskRecord } from "../src/TaskStore.ts"
+import type { Claim, TaskRecord, TransitionResult } from "../src/TaskStore.ts"
 import { entriesOfTask, expectBalances, expectBooksBalance, fundedAccount, USD } from "../src/testing/fixtures.ts"
-import { admitTask, fakeProvider, fast, png, read, SECRET, services, waitFor, waitForStatus } from "./TaskWorkerSupport.ts"
+import {
+  admitTask,
+  fakeProvider,
+  fast,
+  png,
+  read,
+  SECRET,
+  services,
+  storedFile,
+  waitFor,
+  waitForStatus
+} from "./TaskWorkerSupport.ts"
 
 const finished = (task: TaskRecord) => task.status === "succeeded" || task.status === "failed"
 
@@ -137,6 +153,100 @@ describe("TaskWorker recovery", () => {
       yield* Effect.sleep(100)
       expect(fake.calls.poll.length).toBe(polls)
       expect((yield* read(accountId, task.id)).status).toBe("running")
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a worker that loses its task while storing outputs leaves orphans, which housekeeping sweeps after the grace period", () => {
+    const fake = fakeProvider({
+      poll: [{ _tag: "Succeeded", outputs: [png(1)] }, { _tag: "Succeeded", outputs: [png(2)] }]
+    })
+    // The first worker cannot renew its lease (cut off from the store), and its first result
+    // record waits for the test: the second worker takes the task over meanwhile.
+    const firstLeases = new Set<string>()
+    const stalled = Deferred.makeUnsafe<ResultId>()
+    const release = Deferred.makeUnsafe<void>()
+    const firstWrite = Deferred.makeUnsafe<TransitionResult["_tag"]>()
+    const stores = Layer.mergeAll(
+      Layer.effect(
+        TaskStore,
+        Effect.gen(function*() {
+          const store = yield* TaskStore
+          return TaskStore.of({
+            ...store,
+            claim: (options) =>
+              Effect.tap(store.claim(options), (claims) =>
+                Effect.sync(() => {
+                  if (options.workerId === "first") for (const claim of claims) firstLeases.add(claim.leaseToken)
+                })),
+            renew: (taskId, leaseToken, until) =>
+              firstLeases.has(leaseToken)
+                ? Effect.fail(new StoreUnavailable({ message: "cut off" }))
+                : store.renew(taskId, leaseToken, until),
+            transitionAll: (requests) =>
+              Effect.tap(store.transitionAll(requests), (results) =>
+                Effect.sync(() =>
+                  requests.forEach((request, i) => {
+                    if (firstLeases.has(request.leaseToken) && request.to === "succeeded") {
+                      Deferred.doneUnsafe(firstWrite, Effect.succeed(results[i]!._tag))
+                    }
+                  })
+                ))
+          })
+        })
+      ),
+      Layer.effect(
+        MediaStore,
+        Effect.gen(function*() {
+          const media = yield* MediaStore
+          let first = true
+          return MediaStore.of({
+            ...media,
+            putResult: (record) =>
+              Effect.suspend(() => {
+                if (!first) return media.putResult(record)
+                first = false
+                return Deferred.succeed(stalled, record.id).pipe(
+                  Effect.andThen(Deferred.await(release)),
+                  Effect.andThen(media.putResult(record))
+                )
+              })
+          })
+        })
+      )
+    ).pipe(Layer.provideMerge(MemoryStore.layer))
+    const layer = Layer.mergeAll(
+      stores,
+      Catalog.layer,
+      Executors.layer({ adapters: [fake.adapter] }),
+      MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
+    )
+    return Effect.gen(function*() {
+      const { accountId, task } = yield* admitTask()
+      // One task at a time, so that the first worker cannot claim the task back itself.
+      yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "first", maxTasks: 1 }))
+      const lost = yield* Deferred.await(stalled)
+      yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "second" }))
+      const done = yield* waitForStatus(accountId, task.id, "succeeded")
+      const won = done.assets[0]!.resultId!
+      expect(done.attempts).toBe(2)
+
+      yield* Deferred.succeed(release, undefined)
+      expect(yield* Deferred.await(firstWrite)).toBe("LeaseLost")
+      expect(yield* read(accountId, task.id)).toEqual(done)
+      yield* expectBalances(accountId, { balance: 9 * USD, reserved: 0 })
+      expect(yield* storedFile(lost)).toEqual([...png(1).bytes!])
+      expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toMatchObject({ taskId: task.id })
+
+      // Within the grace period nothing goes; past it, exactly the loser's file.
+      expect(yield* Housekeeping.sweepOrphanResults()).toEqual({ records: 0, removed: 0 })
+      const anHourOn = yield* TestClock.make()
+      yield* anHourOn.setTime(Date.now() + Housekeeping.defaults.orphanResultGraceMs + 1_000)
+      expect(yield* Housekeeping.sweepOrphanResults().pipe(Effect.provideService(Clock.Clock, anHourOn)))
+        .toEqual({ records: 1, removed: 1 })
+      expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toBeUndefined()
+      expect(yield* storedFile(lost)).toBeUndefined()
+      expect(yield* MediaStore.use((media) => media.getResult(accountId, won))).toMatchObject({ taskId: task.id })
+      expect(yield* storedFile(won)).toEqual([...png(2).bytes!])
     }).pipe(Effect.provide(layer))
   })
 

@@ -6,10 +6,12 @@
 import { Effect, Layer, Redacted } from "effect"
 import { expect } from "@effect/vitest"
 import { MemoryStore } from "@taskmeter/storage-memory"
+import { BlobStore } from "../src/BlobStore.ts"
 import * as Catalog from "../src/Catalog.ts"
 import * as Executors from "../src/Executors.ts"
-import type { AccountId, TaskId } from "../src/Ids.ts"
+import type { AccountId, ResultId, TaskId } from "../src/Ids.ts"
 import * as MediaUrls from "../src/MediaUrls.ts"
+import * as Outputs from "../src/Outputs.ts"
 import { ProviderError } from "../src/Provider.ts"
 import type { PollResult, ProviderOutput, ProviderV1, SubmitRequest, SubmitResult } from "../src/Provider.ts"
 import type * as TaskWorker from "../src/TaskWorker.ts"
@@ -150,3 +152,15 @@ export const waitFor = (
 
 export const waitForStatus = (accountId: AccountId, taskId: TaskId, status: TaskRecord["status"], timeoutMs?: number) =>
   waitFor(accountId, taskId, (task) => task.status === status, timeoutMs)
+
+/** The bytes of a result's file, or undefined when there is none. */
+export const storedFile = (id: ResultId) =>
+  Effect.gen(function*() {
+    const body = yield* BlobStore.use((blobs) => blobs.read(Outputs.blobKeyOf(id)))
+    if (body === undefined) return undefined
+    return yield* Effect.promise(async () => {
+      const chunks: Array<Uint8Array> = []
+      for await (const chunk of body) chunks.push(chunk)
+      return [...Buffer.concat(chunks)]
+    })
+  })

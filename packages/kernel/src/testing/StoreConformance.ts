@@ -2,7 +2,8 @@
  * The one conformance suite every store passes: each port method, the ledger semantics
  * (reservations, charges once, releases once, payment review, pagination), idempotent
  * admission and its limits, admission on behalf of a key, leases and compare-and-set
- * transitions, scoping by account, blobs, the price list's versions (compare-and-set saves,
+ * transitions, scoping by account, blobs, the purge of orphaned result records (which tasks'
+ * records go, when, concurrent purges), the price list's versions (compare-and-set saves,
  * wake-ups of subscribers), the daily budgets' totals (takes within a limit, concurrent takes),
  * and a model-based test of random operation sequences against a reference model.
  *
@@ -38,6 +39,9 @@
  *   one on an empty store) is a conflict, so versions have no gaps; a list is read back as
  *   saved (JSON equality, safe integers exact); a subscriber is woken within 5 s of a save and
  *   not before any save was made.
+ * - Orphaned results: a record is purged only when created strictly before the cutoff, of any
+ *   account; an answer lists exactly the records that call deleted, so concurrent purges' answers
+ *   add up to the orphans.
  * - Budgets: a take of 0 passes while the total is at most the limit; a take with a lower limit
  *   than an earlier one is judged against its own; a giveBack on a day never taken from leaves 0.
  *
@@ -63,6 +67,7 @@ import { keyedAdmissionCases } from "./keyedAdmissionCases.ts"
 import { ledgerCases } from "./ledgerCases.ts"
 import { check } from "./ledgerModel.ts"
 import { mediaCases } from "./mediaCases.ts"
+import { orphanResultCases } from "./orphanResultCases.ts"
 import { priceStoreCases } from "./priceStoreCases.ts"
 import { taskCases } from "./taskCases.ts"
 
@@ -96,6 +101,7 @@ export const suite = <R = never>(
     idempotencyPurgeCases(test)
     taskCases(test)
     mediaCases(test)
+    orphanResultCases(test)
     blobCases(test)
     priceStoreCases(test)
     budgetStoreCases(test)

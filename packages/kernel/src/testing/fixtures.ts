@@ -8,10 +8,11 @@ import { expect } from "@effect/vitest"
 import { AccountStore } from "../AccountStore.ts"
 import type { ApiKeyRecord } from "../AccountStore.ts"
 import * as Ids from "../Ids.ts"
-import type { AccountId } from "../Ids.ts"
+import type { AccountId, TaskId } from "../Ids.ts"
 import type { KeyCheck } from "../KeyCheck.ts"
 import { LedgerStore } from "../LedgerStore.ts"
 import type { Balances, LedgerEntry } from "../LedgerStore.ts"
+import type { ResultRecord } from "../MediaStore.ts"
 import { micros } from "../Money.ts"
 import type { Micros } from "../Money.ts"
 import * as Scope from "../Scope.ts"
@@ -121,6 +122,21 @@ export const newTask = (accountId: AccountId, overrides: Partial<NewTask> = {}):
     createdAt: T0,
     deadlineAt: at(3600),
     ...overrides
+  }
+}
+
+/** A result file's record for the task, made at T0 unless given. */
+export const resultRecord = (accountId: AccountId, taskId: TaskId, createdAt = T0): ResultRecord => {
+  const id = Ids.makeResultId()
+  return {
+    id,
+    accountId,
+    taskId,
+    contentType: "video/mp4",
+    sizeBytes: 99,
+    sha256: "b".repeat(64),
+    blobKey: `results/${id}`,
+    createdAt
   }
 }
 

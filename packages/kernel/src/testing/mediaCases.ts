@@ -1,12 +1,12 @@
 import { Effect } from "effect"
 import { describe, expect } from "@effect/vitest"
 import * as Ids from "../Ids.ts"
-import type { AccountId, TaskId } from "../Ids.ts"
+import type { AccountId } from "../Ids.ts"
 import * as MediaReference from "../MediaReference.ts"
 import { MediaStore } from "../MediaStore.ts"
-import type { MediaRecord, ResultRecord } from "../MediaStore.ts"
+import type { MediaRecord } from "../MediaStore.ts"
 import type { Case } from "./Case.ts"
-import { admission, admitted, fundedAccount, makeAccount, newTask, T0, USD } from "./fixtures.ts"
+import { admission, admitted, fundedAccount, makeAccount, newTask, resultRecord, T0, USD } from "./fixtures.ts"
 
 const media = (accountId: AccountId): MediaRecord => {
   const reference = MediaReference.make()
@@ -17,20 +17,6 @@ const media = (accountId: AccountId): MediaRecord => {
     sizeBytes: 1234,
     sha256: "a".repeat(64),
     blobKey: `media/${MediaReference.uuidOf(reference)}`,
-    createdAt: T0
-  }
-}
-
-const result = (accountId: AccountId, taskId: TaskId): ResultRecord => {
-  const id = Ids.makeResultId()
-  return {
-    id,
-    accountId,
-    taskId,
-    contentType: "video/mp4",
-    sizeBytes: 99,
-    sha256: "b".repeat(64),
-    blobKey: `results/${id}`,
     createdAt: T0
   }
 }
@@ -71,7 +57,7 @@ export const mediaCases = (test: Case) =>
       const mine = yield* fundedAccount(USD)
       const theirs = (yield* makeAccount("theirs")).id
       const task = yield* admitted(admission(newTask(mine)))
-      const own = result(mine, task.id)
+      const own = resultRecord(mine, task.id)
       yield* store.putResult(own)
       expect(yield* store.getResult(mine, own.id)).toEqual(own)
       expect(yield* store.getResult(theirs, own.id)).toBeUndefined()
