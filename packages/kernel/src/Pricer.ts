@@ -242,31 +242,32 @@ const inVersion = (version: number) => (error: PriceList.PriceListInvalid) =>
   new PriceList.PriceListInvalid({ problems: error.problems.map((problem) => `version ${version} in the store: ${problem}`) })
 
 /**
- * A stored version decoded, less the entries of models this release does not have (logged):
- * a deploy that drops a model must not keep the server from starting on a list that prices it.
+ * A stored version decoded, less the entries of models this release does not have: a deploy
+ * that drops a model must not keep the server from starting on a list that prices it.
  */
 const decodeStored = (
   models: ReadonlyArray<PriceList.PricedModel>,
   stored: { readonly version: number; readonly list: unknown }
-): Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid> =>
+) =>
   Effect.fromResult(PriceList.decode(stored.list)).pipe(
     Effect.map((list) => PriceList.withoutUnknownModels(list, models)),
-    Effect.tap(({ unknown }) =>
-      unknown.length === 0 ? Effect.void : Effect.logWarning(
-        `Price list version ${stored.version} prices models this release does not have, left out: ${unknown.join(", ")}`
-      )
-    ),
-    Effect.map(({ list }) => list),
     Effect.mapError(inVersion(stored.version))
   )
 
-/** A stored version ready to quote from (see `decodeStored`). */
+/** A stored version ready to quote from (see `decodeStored`); the entries left out are logged. */
 const loadStored = (
   models: ReadonlyArray<PriceList.PricedModel>,
   stored: { readonly version: number; readonly list: unknown }
 ): Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid> =>
-  Effect.flatMap(decodeStored(models, stored), (list) =>
-    Effect.mapError(PriceList.load(list, models), inVersion(stored.version)))
+  Effect.gen(function*() {
+    const { list, unknown } = yield* decodeStored(models, stored)
+    if (unknown.length > 0) {
+      yield* Effect.logWarning(
+        `Price list version ${stored.version} prices models this release does not have, left out: ${unknown.join(", ")}`
+      )
+    }
+    return yield* Effect.mapError(PriceList.load(list, models), inVersion(stored.version))
+  })
 
 /** The seed, checked, saved as version 1; or, if another process saved first, what it saved. */
 const seeded = (
@@ -343,7 +344,7 @@ export const makeStored = (
         const stored = yield* store.current
         const base = stored === undefined
           ? Effect.succeed<PriceList.PriceList>({ models: {} })
-          : decodeStored(models, stored)
+          : Effect.map(decodeStored(models, stored), ({ list }) => list)
         const list = yield* Effect.flatMap(next(base), (raw) => PriceList.load(raw, models))
         const { version } = yield* store.save(stored?.version, list)
         yield* adopt(version, list)
