@@ -1,4 +1,5 @@
 export * as Accounts from "./Accounts.ts"
+export * as AddressPolicy from "./AddressPolicy.ts"
 export * as AccountStore from "./AccountStore.ts"
 export * as BlobStore from "./BlobStore.ts"
 export * as BudgetStore from "./BudgetStore.ts"
