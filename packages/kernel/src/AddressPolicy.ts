@@ -111,7 +111,7 @@ export const permits = (policy: Policy, address: string): boolean =>
 /**
  * Names that never reach a public host: `localhost` and `*.localhost` (RFC 6761), `*.local`
  * (mDNS), `*.internal` (reserved for private use; `metadata.google.internal`), `*.home.arpa`,
- * and single-label names (`metadata`, `intranet`), which only search domains complete.
+ * `*.localdomain`, and single-label names (`metadata`, `intranet`), which only search domains complete.
  */
 const LOCAL_NAME = /(^|\.)(localhost|local|internal|home\.arpa|localdomain)$/
 
@@ -120,12 +120,16 @@ export const bareHost = (hostname: string): string => hostname.replace(/^\[|\]$/
 
 const isLoopbackName = (host: string): boolean => host === "localhost" || host.endsWith(".localhost")
 
-/**
- * What is wrong with a host as the WHATWG URL parser leaves it (`new URL(...).hostname`: IPv4 in
- * any notation, `2130706433` or `0x7f.1`, already normalised to dotted decimal), or undefined.
- */
-export const hostProblem = (hostname: string, policy: Pick<Policy, "allowLoopbackForTests"> = publicOnly): string | undefined => {
+/** A host as the WHATWG URL parser writes it: IPv4 in any notation (`2130706433`, `0x7f.1`) as dotted decimal. */
+const normalised = (hostname: string): string => {
   const host = bareHost(hostname)
+  if (isIP(host) !== 0 || !URL.canParse(`https://${host}/`)) return host
+  return bareHost(new URL(`https://${host}/`).hostname)
+}
+
+/** What is wrong with a host (a URL's `hostname`, or a bare name or address), or undefined. */
+export const hostProblem = (hostname: string, policy: Pick<Policy, "allowLoopbackForTests"> = publicOnly): string | undefined => {
+  const host = normalised(hostname)
   if (host === "") return "has no host"
   if (isIP(host) !== 0) {
     return permits({ ...publicOnly, ...policy }, host)

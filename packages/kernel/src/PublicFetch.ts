@@ -46,6 +46,10 @@ const refusalIn = (error: unknown): AddressRefused | undefined => {
   return undefined
 }
 
+/** A failed fetch's reason: its cause's (fetch itself only says "fetch failed"). */
+const reasonOf = (error: unknown): string =>
+  error instanceof Error && error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : String(error)
+
 /**
  * A dispatcher that connects to `host` at the vetted `addresses` only: its lookup answers with
  * them and with nothing for any other name, and an IP literal (which skips the lookup) must be
@@ -113,7 +117,7 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
         const refusal = refusalIn(error)
         return refusal !== undefined
           ? new Refused({ message: `${shown(url)}: ${refusal.message}` })
-          : new Failed({ message: `${shown(url)}: the request failed (${String(error)})`, cause: error })
+          : new Failed({ message: `${shown(url)}: the request failed (${reasonOf(error)})`, cause: error })
       }
     })
     if ((response.status >= 300 && response.status < 400) || response.type === "opaqueredirect") {

@@ -110,6 +110,15 @@ describe("URLs", () => {
     expect(AddressPolicy.urlProblem(url)).toContain(reason)
   })
 
+  it("judges a bare host as the URL parser would write it", () => {
+    for (const host of ["0x7f.1", "2130706433", "0177.0.0.1", "127.1", "[::1]", "::ffff:a00:1", "localhost.", "metadata"]) {
+      expect(AddressPolicy.hostProblem(host), host).toBeDefined()
+    }
+    for (const host of ["cdn.example.com", "93.184.215.14", "2606:4700::1111", "[2606:4700::1111]"]) {
+      expect(AddressPolicy.hostProblem(host), host).toBeUndefined()
+    }
+  })
+
   it("admits http to loopback hosts only under the tests' policy", () => {
     const tests = { allowLoopbackForTests: true }
     expect(AddressPolicy.urlProblem("http://127.0.0.1:4000/a.png")).toBeDefined()

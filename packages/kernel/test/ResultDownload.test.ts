@@ -137,6 +137,25 @@ describe("PublicFetch", () => {
       expect(hits.map((hit) => hit.path)).toEqual(["/moved.png"])
     }))
 
+  it.effect("has a dispatcher that itself connects nowhere but the vetted addresses", () =>
+    Effect.gen(function*() {
+      reset()
+      const vetted = zone({ "public.example.com": "93.184.215.14", "other.example.com": "127.0.0.2" }, false)
+      // A transport that sends the request elsewhere with the same dispatcher.
+      const elsewhere = (target: string): typeof globalThis.fetch => (_url, init) => globalThis.fetch(target, init)
+      for (const target of [`http://127.0.0.2:${port}/a.png`, `http://other.example.com:${port}/a.png`]) {
+        const error = yield* Effect.flip(
+          PublicFetch.get("https://public.example.com/a.png", { fetch: elsewhere(target) }).pipe(
+            Effect.scoped,
+            Effect.provide(Layer.succeed(AddressPolicy.AddressPolicy, vetted))
+          )
+        )
+        expect(error, target).toBeInstanceOf(PublicFetch.Refused)
+      }
+      expect(asked).toEqual(["public.example.com", "public.example.com"])
+      expect(hits).toEqual([])
+    }))
+
   it.effect("refuses a port other than the allowed ones", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
