@@ -1,9 +1,8 @@
 /**
- * A GET of a URL someone else chose (an upstream's result link, an OAuth client's metadata
- * document), under the `AddressPolicy`: the URL is checked, its host resolved and every address
- * checked, and the connection goes only to those addresses (the request's own connector answers
- * the lookup with them and refuses anything else), so DNS rebinding cannot swap one in. No
- * redirect is followed (a 3xx is `Refused`). Reading the body, and capping it, is the caller's.
+ * A GET of a URL someone else chose (an upstream's result link, an OAuth client's document)
+ * under the `AddressPolicy`: URL checked, host resolved and every address checked, connection
+ * pinned to those addresses (its own connector answers the lookup; DNS rebinding cannot swap one
+ * in), no redirect followed (a 3xx is `Refused`). Reading and capping the body is the caller's.
  */
 import { Data, Effect } from "effect"
 import type { Scope } from "effect"
