@@ -61,7 +61,8 @@ export const urlProblem = (clientId: string, options: Pick<Options, "allowHttpLo
 /** The body as UTF-8 text, or undefined past `maxBytes` (the rest is not read). */
 const readCapped = async (response: Response, maxBytes: number): Promise<string | undefined> => {
   const declared = Number(response.headers.get("content-length") ?? NaN)
-  if (declared > maxBytes || response.body === null) return undefined
+  if (declared > maxBytes) return undefined
+  if (response.body === null) return ""
   const chunks: Array<Uint8Array> = []
   let size = 0
   for await (const chunk of response.body) {
