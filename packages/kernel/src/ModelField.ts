@@ -23,6 +23,7 @@
  */
 import { Effect, Schema } from "effect"
 import type { SchemaAST } from "effect"
+import * as AddressPolicy from "./AddressPolicy.ts"
 import * as MediaReference from "./MediaReference.ts"
 
 const Bound = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -187,9 +188,21 @@ const isMediaInput = Schema.makeFilter(
   }
 )
 
+/**
+ * An https media URL must not point inside: no credentials, no `localhost` or other local name,
+ * no loopback, private, link-local or metadata address in any notation the URL parser reads
+ * (`AddressPolicy.urlProblem`, syntactic: no DNS at admission). Other strings pass here and
+ * meet `isMediaInput`.
+ */
+const isOutsideUrl = Schema.makeFilter((value: string) => {
+  if (!isHttpsUrl(value)) return undefined
+  const problem = AddressPolicy.urlProblem(value)
+  return problem === undefined ? undefined : `must be an https URL of a public host: this one ${problem}`
+})
+
 /** A single media input field (`imageUrl`, `videoUrl`, `firstFrameUrl`, ...). */
 export const mediaUrl = (options: Omit<Presence<string>, "default"> = {}): Field =>
-  field(StringType, [isMediaInput], options, { type: "string", media: true })
+  field(StringType, [isMediaInput, isOutsideUrl], options, { type: "string", media: true })
 
 export interface MediaUrlsOptions extends Omit<Presence<never>, "default"> {
   readonly maxItems: number
@@ -214,7 +227,7 @@ export const mediaUrls = (options: MediaUrlsOptions): Field => {
       toJsonSchema: () => ({ anyOf: counts.map((n) => ({ minItems: n, maxItems: n })) })
     }
   )]
-  const base = Schema.Array(StringType.check(isMediaInput)).annotate({ message: "must be an array of strings" })
+  const base = Schema.Array(StringType.check(isMediaInput, isOutsideUrl)).annotate({ message: "must be an array of strings" })
   return field(base, [size, ...count], options, {
     type: "array",
     items: "string",

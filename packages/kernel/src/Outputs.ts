@@ -1,6 +1,7 @@
 /**
  * Copies what an upstream delivered into our own stores, as the assets of a task: upstream
- * result links expire, so file results are downloaded (with a size cap) into the BlobStore
+ * result links expire, so file results are downloaded (with a size cap, through `PublicFetch`:
+ * https to public addresses only, no redirects) into the BlobStore
  * under `results/<resultId>` and recorded in the MediaStore, and text results become the
  * asset's `text`. Used by the TaskWorker and the Reconciler before they mark a task succeeded.
  *
@@ -17,10 +18,17 @@ import { BlobStore, BlobTooLarge } from "./BlobStore.ts"
 import { makeResultId } from "./Ids.ts"
 import type { AccountId, ResultId, TaskId } from "./Ids.ts"
 import { MediaStore } from "./MediaStore.ts"
+import * as PublicFetch from "./PublicFetch.ts"
 import type { ResultRecord } from "./MediaStore.ts"
 import type { ProviderOutput } from "./Provider.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
 import type { StoredAsset } from "./TaskStore.ts"
+
+/**
+ * A result link the address policy refuses (not https, a non-public host or address, a
+ * redirect): trying again will not help, the task fails.
+ */
+export class DownloadRefused extends Data.TaggedError("DownloadRefused")<{ readonly message: string }> {}
 
 /** A result link that could not be read; worth trying again later (or after polling anew). */
 export class DownloadFailed extends Data.TaggedError("DownloadFailed")<{
@@ -33,7 +41,10 @@ export interface Options {
   readonly maxBytes: number
   /** How long one download may take, body included. */
   readonly timeoutMs: number
-  /** For tests and custom agents; the global `fetch` otherwise. */
+  /**
+   * Tests: the transport in place of the global `fetch`; the address policy's checks still run
+   * first (see `PublicFetch`).
+   */
   readonly fetch?: typeof globalThis.fetch | undefined
 }
 
@@ -47,23 +58,16 @@ const download = (
   url: string,
   key: string,
   options: Options
-): Effect.Effect<{ readonly sizeBytes: number; readonly sha256: string }, DownloadFailed | BlobTooLarge | StoreUnavailable, BlobStore> =>
+): Effect.Effect<{ readonly sizeBytes: number; readonly sha256: string }, DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable, BlobStore> =>
   Effect.gen(function*() {
-    const protocol = URL.canParse(url) ? new URL(url).protocol : undefined
-    if (protocol !== "https:" && protocol !== "http:") {
-      return yield* new DownloadFailed({ message: `Not a downloadable result link: ${url.slice(0, 200)}` })
-    }
     const blobs = yield* BlobStore
-    // Aborting on scope close also stops a body that the blob store is still reading.
-    const controller = yield* Effect.acquireRelease(
-      Effect.sync(() => new AbortController()),
-      (controller) => Effect.sync(() => controller.abort())
+    const response = yield* PublicFetch.get(url, { fetch: options.fetch }).pipe(
+      Effect.mapError((error) =>
+        error._tag === "Refused"
+          ? new DownloadRefused({ message: `Result link refused: ${error.message}` })
+          : new DownloadFailed({ message: `Result download failed: ${error.message}`, cause: error.cause })
+      )
     )
-    const fetchFn = options.fetch ?? globalThis.fetch
-    const response = yield* Effect.tryPromise({
-      try: () => fetchFn(url, { signal: controller.signal }),
-      catch: (cause) => new DownloadFailed({ message: `Result download failed: ${String(cause)}`, cause })
-    })
     if (!response.ok || response.body === null) {
       yield* Effect.ignore(Effect.tryPromise(() => response.body?.cancel() ?? Promise.resolve()))
       return yield* new DownloadFailed({ message: `Result download answered HTTP ${response.status}` })
@@ -72,6 +76,8 @@ const download = (
     if (declared > options.maxBytes) {
       return yield* new BlobTooLarge({ maxBytes: options.maxBytes })
     }
+    // The blob store counts what streams in and stops reading past the cap; closing the scope
+    // then aborts the rest of the download.
     return yield* blobs.put(key, response.body, { maxBytes: options.maxBytes })
   }).pipe(
     Effect.scoped,
@@ -89,7 +95,7 @@ export const store = (
   task: { readonly id: TaskId; readonly accountId: AccountId },
   outputs: ReadonlyArray<ProviderOutput>,
   options: Options
-): Effect.Effect<ReadonlyArray<StoredAsset>, DownloadFailed | BlobTooLarge | StoreUnavailable, BlobStore | MediaStore> =>
+): Effect.Effect<ReadonlyArray<StoredAsset>, DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable, BlobStore | MediaStore> =>
   Effect.gen(function*() {
     const blobs = yield* BlobStore
     const media = yield* MediaStore

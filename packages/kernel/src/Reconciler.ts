@@ -134,9 +134,12 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
             if (polled.outputs.length === 0) return yield* resolve(task, { to: "failed", errorCode: ErrorCode.NoOutput })
             const stored = yield* Effect.result(Outputs.store(task, polled.outputs, outputOptions).pipe(Effect.provide(context)))
             if (stored._tag === "Failure") {
-              return stored.failure._tag === "BlobTooLarge"
-                ? yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
-                : { _tag: "Unreachable", message: stored.failure.message } as const
+              if (stored.failure._tag === "BlobTooLarge") return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
+              if (stored.failure._tag === "DownloadRefused") {
+                yield* Effect.logWarning("A result link was refused", stored.failure.message)
+                return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultUrlRefused })
+              }
+              return { _tag: "Unreachable", message: stored.failure.message } as const
             }
             return yield* resolve(task, {
               to: "succeeded",

@@ -16,6 +16,11 @@ export const Failed = "UPSTREAM_FAILED"
 export const NoOutput = "UPSTREAM_NO_OUTPUT"
 /** A result file exceeded the worker's size cap. */
 export const ResultTooLarge = "RESULT_TOO_LARGE"
+/**
+ * A result link the address policy refuses: not https, a host that is not public (or resolves
+ * to a non-public address), or a redirect. No file is stored and nothing is charged.
+ */
+export const ResultUrlRefused = "RESULT_URL_REFUSED"
 /** The model lost its executor while the task was queued. */
 export const ExecutionUnavailable = "EXECUTION_UNAVAILABLE"
 /** Reconciliation found that the upstream never received the task. */

@@ -91,7 +91,7 @@ export interface Options {
   readonly maxResultBytes?: number | undefined
   /** How long one result download may take. Default 10 minutes. */
   readonly downloadTimeoutMs?: number | undefined
-  /** Used for result downloads; the global `fetch` otherwise. */
+  /** Tests: the transport of result downloads; the address policy still applies (see `Outputs`). */
   readonly fetch?: typeof globalThis.fetch | undefined
 }
 
@@ -296,6 +296,10 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
               }))
             }
             if (stored.failure._tag === "BlobTooLarge") return yield* fail(task, from, ErrorCode.ResultTooLarge)
+            if (stored.failure._tag === "DownloadRefused") {
+              yield* Effect.logWarning("A result link was refused", stored.failure.message)
+              return yield* fail(task, from, ErrorCode.ResultUrlRefused)
+            }
             const delay = backoff(config.retryInitialMs, config.retryMaxMs, attempt)
             if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) {
               return yield* fail(task, from, ErrorCode.DeadlineExceeded)

@@ -198,7 +198,7 @@ layer(Catalog.layer)("Catalog", (it) => {
     const accepted = [
       URL_OK,
       "https://example.com",
-      "https://203.0.113.7:8443/a.png?sig=abc#x",
+      "https://93.184.215.14:8443/a.png?sig=abc#x",
       REF
     ]
     const rejected = [

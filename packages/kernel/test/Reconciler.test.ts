@@ -73,6 +73,23 @@ describe("Reconciler", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.live("fails a task whose result link the address policy refuses, charging nothing", () => {
+    const { layer } = withFake({
+      lookup: [{ upstreamId: "job-5" }],
+      poll: [{
+        _tag: "Succeeded",
+        outputs: [{ type: "image", url: "https://169.254.169.254/latest/meta-data/iam", contentType: "image/png" }]
+      }]
+    })
+    return Effect.gen(function*() {
+      const accountId = yield* fundedAccount(10 * USD)
+      const task = yield* inReconciliation(accountId)
+      expect(yield* reconcileAll()).toEqual({ examined: 1, succeeded: 0, failed: 1, left: 0 })
+      expect(yield* read(accountId, task.id)).toMatchObject({ status: "failed", errorCode: ErrorCode.ResultUrlRefused })
+      yield* expectBalances(accountId, { balance: 10 * USD, reserved: 0 })
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("releases a task whose upstream job failed, with the upstream's code", () => {
     const { layer } = withFake({
       lookup: [{ upstreamId: "job-4" }],

@@ -6,6 +6,7 @@
 import { Effect, Layer, Redacted } from "effect"
 import { expect } from "@effect/vitest"
 import { MemoryStore } from "@taskmeter/storage-memory"
+import * as AddressPolicy from "../src/AddressPolicy.ts"
 import { BlobStore } from "../src/BlobStore.ts"
 import * as Catalog from "../src/Catalog.ts"
 import * as Executors from "../src/Executors.ts"
@@ -97,6 +98,18 @@ export const fast: TaskWorker.Options = {
   idleWaitMs: 20
 }
 
+/**
+ * Test DNS for result links: hosts under `.upstream.test` resolve to one public address (the
+ * downloads themselves go to an injected `fetch`), anything else does not resolve.
+ */
+export const upstreamDns: AddressPolicy.Policy = {
+  allowLoopbackForTests: false,
+  resolve: async (hostname) => {
+    if (hostname.endsWith(".upstream.test")) return [{ address: "93.184.215.14", family: 4 }]
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" })
+  }
+}
+
 /** Every service the worker needs, over a fresh memory store. */
 export const services = (
   adapters: ReadonlyArray<ProviderV1>,
@@ -106,7 +119,8 @@ export const services = (
     MemoryStore.layer,
     Catalog.layer,
     Executors.layer({ adapters, modelConcurrency }),
-    MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
+    MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET }),
+    Layer.succeed(AddressPolicy.AddressPolicy, upstreamDns)
   )
 
 /** An account with 10 USD and one admitted task on it, deadline an hour away unless given. */

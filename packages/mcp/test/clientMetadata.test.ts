@@ -5,7 +5,7 @@
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Result } from "effect"
+import { Effect, Logger, Result } from "effect"
 import { ClientIdMetadata, ClientMetadata } from "../src/index.ts"
 
 describe("redirect URIs", () => {
@@ -72,8 +72,16 @@ describe("client_id URLs", () => {
       "https://localhost/client.json",
       "https://app.example.com/a/../client.json",
       "https://APP.example.com/client.json",
-      "https://user@app.example.com/client.json"
+      "https://user@app.example.com/client.json",
+      "https://app.local/client.json",
+      "https://metadata.google.internal/client.json",
+      "https://2130706433/client.json"
     ]) expect(ClientIdMetadata.urlProblem(url, strict)).toBeDefined()
+  })
+
+  it("connects to port 443 only", () => {
+    expect(ClientIdMetadata.urlProblem("https://app.example.com:8443/client.json", strict)).toBe("must be on port 443 (no other port)")
+    expect(ClientIdMetadata.urlProblem("https://app.example.com:443/client.json", strict)).toContain("normalised form")
   })
 
   it("allows http on a loopback address only when configured to", () => {
@@ -137,19 +145,40 @@ describe("fetching a metadata document", () => {
 
   it.each([
     ["/other-id", "must name itself"],
-    ["/secret", "public here"],
-    ["/html", "application/json"],
-    ["/big", "larger than"],
-    ["/missing", "HTTP 404"],
-    // Redirects are not followed: the 302 is the answer.
-    ["/redirect", "answered HTTP 302"],
-    ["/slow", "could not be fetched"]
-  ])("refuses %s", async (path, reason) => {
+    ["/secret", "public here"]
+  ])("refuses %s, a document that does not pass", async (path, reason) => {
     const result = await fetchDoc(path)
     expect(Result.isFailure(result)).toBe(true)
     if (Result.isFailure(result)) {
       expect(result.failure.error).toBe("invalid_client")
       expect(result.failure.description).toContain(reason)
+    }
+  })
+
+  it("answers every failed fetch the same, logging the reason", async () => {
+    const logged: Array<string> = []
+    const logs = Logger.layer([Logger.make((options) => void logged.push((options.message as Array<unknown>).join(" ")))])
+    for (
+      const [path, reason] of [
+        ["/html", "served as text/html"],
+        ["/big", "larger than"],
+        ["/missing", "HTTP 404"],
+        // Redirects are not followed.
+        ["/redirect", "redirect (HTTP 302)"],
+        ["/slow", "took longer than 500 ms"]
+      ]
+    ) {
+      logged.length = 0
+      const result = await Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(`${origin}${path}`, {
+        ...ClientIdMetadata.defaults,
+        timeoutMs: 500,
+        allowHttpLoopback: true
+      })).pipe(Effect.provide(logs)))
+      expect(Result.isFailure(result) && result.failure, path).toMatchObject({
+        error: "invalid_client",
+        description: `The client's metadata document at ${origin}${path} could not be fetched.`
+      })
+      expect(logged, path).toEqual([expect.stringContaining(reason)])
     }
   })
 })
