@@ -1,5 +1,5 @@
 /**
- * One request's data cannot fail another's: on the real PostgreSQL, admissions whose data the
+ * One request's data cannot fail another's: on the real PostgreSQL and on PGlite, admissions whose data the
  * database refuses (a NUL, an unpaired surrogate, which validation refuses before the store;
  * written here through the store directly) are sent at once with valid admissions of two
  * accounts, through both admission doors. The batches that hold them die and are rerun one by
@@ -8,19 +8,26 @@
  */
 import { createHash, randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { AccountStore, Ids, LedgerStore, Money, StoreError, TaskStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
-import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+import { dropSchemaAfter, pglite, removeTemplate, schemaName, url } from "./TestDatabase.ts"
+
+afterAll(removeTemplate)
 
 const PRICE = 1_000_000
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const PER_ACCOUNT = 14
 
-const stores = Layer.unwrap(Effect.sync(() => {
+const postgres = Layer.unwrap(Effect.sync(() => {
   const schema = schemaName()
   return PgStore.layer({ url, schema, maxConnections: 4 }).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
 }))
+
+const databases = [
+  { name: "PostgreSQL", stores: postgres },
+  { name: "PGlite", stores: pglite }
+] as const
 
 const fundedAccount = (credits: number) =>
   Effect.gen(function*() {
@@ -100,7 +107,7 @@ const checkBooks = (accountId: Ids.AccountId, admitted: number, credits: number)
     expect(yield* ledger.audit).toEqual([])
   })
 
-describe("storage-pg: a batch with refused data (PostgreSQL)", () => {
+for (const { name, stores } of databases) describe(`storage-pg: a batch with refused data (${name})`, () => {
   it.live("admit: every valid admission of two accounts is admitted, every poisoned one refused alone", () =>
     Effect.gen(function*() {
       const credits = 100 * PRICE
