@@ -409,7 +409,12 @@ export const make = (
             Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
             Effect.catchTag("StoreUnavailable", admissionUnavailable),
             Effect.catchDefect(refusedByStore)
-          ))
+          )).pipe(
+            // The refused statement judged no key, and a refused key comes before every other answer.
+            Effect.catchTag("InvalidRequest", (refusal) =>
+              Effect.flatMap(accounts.authenticate(presented), (found) =>
+                Effect.fail(found.scopes.includes(SUBMIT_SCOPE) ? refusal : insufficientScope(SUBMIT_SCOPE))))
+          )
         if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
         return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }
       })

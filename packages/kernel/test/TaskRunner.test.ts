@@ -484,6 +484,11 @@ describe("TaskRunner.submitWithKey", () => {
       expect(refused).toMatchObject({ status: 400, message: expect.stringContaining("could not be stored") })
       expect(refused.retryAfterSeconds).toBeUndefined()
       expect(yield* reserved(who)).toBe(0)
+      // The refused statement judged no key: a refused key is still answered first.
+      const unknown = yield* Effect.flip(runner.submitWithKey(`tm_${"x".repeat(43)}`, submission()))
+      expect(unknown).toBeInstanceOf(Errors.AuthRequired)
+      const { secret: readOnly } = yield* keyOf(1_000_000, { scopes: ["jobs:read"] })
+      expect(yield* Effect.flip(runner.submitWithKey(readOnly, submission()))).toBeInstanceOf(Errors.InsufficientScope)
     }).pipe(Effect.provide(layerWith({}, storeRefusing("admitWithKey")))))
 
   it.effect("a write the store refuses for its data is INVALID_REQUEST after the key was judged too", () =>
