@@ -6,13 +6,14 @@
  *
  * A failure that is not an API error never reaches a client as a 500: request decoding
  * failures say which value to fix (INVALID_REQUEST, or INVALID_IDEMPOTENCY_KEY for that
- * header), an unknown route is INVALID_REQUEST, and an unreachable store or a defect is
- * API_UNAVAILABLE (503), logged with its cause.
+ * header), an unknown route is INVALID_REQUEST, a write the store refuses for its data
+ * (StoreRefused) is INVALID_REQUEST, and an unreachable store or any other defect is
+ * API_UNAVAILABLE (503), all logged with their cause.
  */
 import { Cause, Effect, SchemaIssue } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { Errors, StoreError } from "@taskmeter/kernel"
+import { Errors, ProblemList, StoreError } from "@taskmeter/kernel"
 import { IDEMPOTENCY_KEY_HEADER } from "./api/JobsApi.ts"
 
 /** Retry-After for a 429 whose error does not say when: about one polling interval. */
@@ -55,10 +56,10 @@ const slotNames: { readonly [K in HttpApiError.HttpApiSchemaError["kind"]]: stri
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const describeSchemaError = (error: HttpApiError.HttpApiSchemaError): string =>
-  formatIssues(error.cause.issue).issues.map(({ message, path = [] }) => {
+  ProblemList.join(formatIssues(error.cause.issue).issues.map(({ message, path = [] }) => {
     const name = path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
     return name === "" ? `${slotNames[error.kind]}: ${message}` : `${slotNames[error.kind]} ${name}: ${message}`
-  }).join("; ")
+  }))
 
 const concernsIdempotencyKey = (error: HttpApiError.HttpApiSchemaError): boolean =>
   error.kind === "Headers" &&
@@ -80,6 +81,12 @@ export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): Errors.
 const unavailable = new Errors.ApiUnavailable({
   message: "The API is temporarily unavailable; retry shortly."
 })
+
+/** The store refused the request's data and would again: the caller must change it, not retry. */
+const storeRefused = (refusal: StoreError.StoreRefused) =>
+  new Errors.InvalidRequest({
+    message: `The request's data could not be stored: ${refusal.message}; change the data and send it again.`
+  })
 
 const isRouteNotFound = (u: unknown): u is HttpServerError.HttpServerError =>
   u instanceof HttpServerError.HttpServerError && u.reason._tag === "RouteNotFound"
@@ -111,6 +118,9 @@ export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServer
     if (apiError !== undefined) return Effect.succeed(fromError(apiError))
     if (value instanceof StoreError.StoreUnavailable) {
       return Effect.as(Effect.logWarning("A store is unavailable", cause), fromError(unavailable))
+    }
+    if (StoreError.isStoreRefused(value)) {
+      return Effect.as(Effect.logError("A store refused a request's data", cause), fromError(storeRefused(value)))
     }
   }
   return Effect.as(Effect.logError("Request failed unexpectedly", cause), fromError(unavailable))

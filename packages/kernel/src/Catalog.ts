@@ -26,7 +26,9 @@
  *   keeps the listing, the quote and the submitted input in agreement.
  * - "Has a default prompt text" (delta Omni Flash from text or image) is a written prompt,
  *   applied when the prompt is omitted.
- * - Validation reports every issue it finds, each as `input.<field>: <rule>`, joined by "; ".
+ * - Validation reports the issues it finds, each as `input.<field>: <rule>`, joined by "; ", the
+ *   first 20 of them and then "and N more" (ProblemList). A string the store cannot hold (NUL,
+ *   an unpaired surrogate; StorableText), in a key or a value, is refused before anything else.
  *
  * @example
  * ```ts
@@ -37,6 +39,8 @@
 import { Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
 import * as Errors from "./Errors.ts"
 import * as MediaReference from "./MediaReference.ts"
+import * as ProblemList from "./ProblemList.ts"
+import * as StorableText from "./StorableText.ts"
 import type { Category, ModelDefinition, ModelInput } from "./ModelDefinition.ts"
 import { models as shippedModels } from "./models/index.ts"
 
@@ -70,19 +74,6 @@ export class Catalog extends Context.Service<Catalog, {
 
 const parseOptions = { errors: "all", onExcessProperty: "error" } as const
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/
-
-const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (acc, key) =>
-      typeof key === "number"
-        ? `${acc}[${key}]`
-        : typeof key === "string" && IDENTIFIER.test(key)
-        ? `${acc}.${key}`
-        : `${acc}[${JSON.stringify(String(key))}]`,
-    "input"
-  )
-
 const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string => {
   const fieldNames = model.fields.map((field) => field.name).join(", ")
   const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
@@ -94,9 +85,11 @@ const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string
         : SchemaIssue.defaultLeafHook(leaf)
   })
   const lines = formatter(issue).issues.map((entry) =>
-    `${pathOf((entry.path ?? []).map((segment) => typeof segment === "object" ? segment.key : segment))}: ${entry.message}`
+    `${
+      StorableText.formatPath("input", (entry.path ?? []).map((segment) => typeof segment === "object" ? segment.key : segment))
+    }: ${entry.message}`
   )
-  return [...new Set(lines)].join("; ")
+  return ProblemList.join(lines)
 }
 
 const isRecord = (input: unknown): input is { readonly [key: string]: unknown } =>
@@ -124,6 +117,10 @@ export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"]
     Effect.flatMap(get(slug), (model) => {
       if (!isRecord(input)) {
         return Effect.fail(new Errors.InvalidModelInput({ message: "input: must be a JSON object of the model's fields" }))
+      }
+      const unstorable = StorableText.findUnstorable(input, "input")
+      if (unstorable !== undefined) {
+        return Effect.fail(new Errors.InvalidModelInput({ message: StorableText.describe(unstorable) }))
       }
       const decoded = Schema.decodeUnknownResult(model.inputSchema)(input, parseOptions)
       return Result.isSuccess(decoded)

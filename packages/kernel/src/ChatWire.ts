@@ -19,6 +19,8 @@
  *   ends with a usage chunk.
  * - Forwarded to the upstream when given: `FORWARDED` below. Other members are dropped, so that
  *   a caller cannot switch on upstream features that would cost more than was reserved.
+ * - No string of `model`, `messages` or a forwarded member (keys included) may hold what a store
+ *   cannot (U+0000, an unpaired surrogate; StorableText): the path names it, e.g. `messages[0].content`.
  *
  * The INVALID_REQUEST message names the first problem found (members in the order of
  * ChatCompletionRequest) as `<path>: <rule>`, the rule being the `message` annotation of the
@@ -32,6 +34,7 @@ import type { ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
 import type { Json, JsonObject } from "./ChatProvider.ts"
 import * as Errors from "./Errors.ts"
 import { describeIssue } from "./internal/SchemaProblems.ts"
+import * as StorableText from "./StorableText.ts"
 
 export const ROLES = ["system", "developer", "user", "assistant", "tool", "function"] as const
 
@@ -190,26 +193,37 @@ const problem = (issue: SchemaIssue.Issue): string => {
   return first === undefined ? "The body is not a valid chat-completion request." : describeIssue(first)
 }
 
+/** The request as the service runs it. */
+const toRequest = (request: ChatCompletionRequest): ChatRequest => {
+  const caps = [request.max_tokens, request.max_completion_tokens].filter((cap) => typeof cap === "number")
+  const forward: Record<string, Json> = { messages: request.messages }
+  for (const name of FORWARDED) {
+    const value = request[name]
+    if (value !== undefined) forward[name] = value
+  }
+  return {
+    model: request.model,
+    messages: request.messages,
+    stream: request.stream === true,
+    maxTokens: caps.length === 0 ? undefined : Math.min(...caps),
+    forward
+  }
+}
+
 /** Checks a parsed JSON body against the rules above. */
 export const decodeRequest = (body: unknown): Result.Result<ChatRequest, Errors.InvalidRequest> =>
-  Result.mapBoth(decodeBody(body), {
-    onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
-    onSuccess: (request) => {
-      const caps = [request.max_tokens, request.max_completion_tokens].filter((cap) => typeof cap === "number")
-      const forward: Record<string, Json> = { messages: request.messages }
-      for (const name of FORWARDED) {
-        const value = request[name]
-        if (value !== undefined) forward[name] = value
-      }
-      return {
-        model: request.model,
-        messages: request.messages,
-        stream: request.stream === true,
-        maxTokens: caps.length === 0 ? undefined : Math.min(...caps),
-        forward
-      }
+  Result.flatMap(
+    Result.mapBoth(decodeBody(body), {
+      onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
+      onSuccess: toRequest
+    }),
+    (request) => {
+      const unstorable = StorableText.findUnstorable({ model: request.model, ...request.forward })
+      return unstorable === undefined
+        ? Result.succeed(request)
+        : Result.fail(new Errors.InvalidRequest({ message: StorableText.describe(unstorable) }))
     }
-  })
+  )
 
 // Responses
 

@@ -33,3 +33,4 @@ export const makeResultId = (): ResultId => randomUUID() as ResultId
 export const isTaskId = Schema.is(TaskId)
 export const isResultId = Schema.is(ResultId)
 export const isChatRequestId = Schema.is(ChatRequestId)
+export const isLedgerEntryId = Schema.is(LedgerEntryId)

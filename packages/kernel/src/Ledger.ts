@@ -6,6 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AccountNotFound } from "./Accounts.ts"
 import * as Errors from "./Errors.ts"
+import { isLedgerEntryId } from "./Ids.ts"
 import type { AccountId } from "./Ids.ts"
 import { LedgerStore } from "./LedgerStore.ts"
 import type { AuditFinding, Balances, CreditChange, LedgerEntry, Movement } from "./LedgerStore.ts"
@@ -78,7 +79,10 @@ export const make: Effect.Effect<Ledger["Service"], never, LedgerStore> = Effect
       Effect.gen(function*() {
         const current = yield* balances(accountId)
         const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(page.limit)))
-        const entries = yield* store.entries(accountId, { limit, before: page.before })
+        // A cursor that is no entry id is answered like an unknown one, without asking the store.
+        const entries = page.before === undefined || isLedgerEntryId(page.before)
+          ? yield* store.entries(accountId, { limit, before: page.before })
+          : undefined
         if (entries === undefined) {
           return yield* new Errors.RequestNotFound({
             message: "No such page of the ledger: pass a nextCursor this account received, or none for the newest entries."

@@ -51,6 +51,7 @@ import { decodeAll } from "./internal/SchemaProblems.ts"
 import type { ModelInput } from "./ModelDefinition.ts"
 import type { FieldInfo } from "./ModelField.ts"
 import { Micros, micros } from "./Money.ts"
+import * as ProblemList from "./ProblemList.ts"
 
 /** A value in a `when` condition; `null` means "field omitted". */
 export const ConditionValue = Schema.Union([Schema.String, Schema.Finite, Schema.Null])
@@ -102,12 +103,17 @@ export const PriceList = Schema.Struct({
 }).annotate({ identifier: "PriceList" })
 export type PriceList = typeof PriceList.Type
 
-/** A price list that cannot be used, with every problem found, each prefixed by where it is. */
+/**
+ * A price list that cannot be used, with every problem found, each prefixed by where it is; its
+ * message lists the first ProblemList.MAX_LISTED of them.
+ */
 export class PriceListInvalid extends Schema.TaggedError<PriceListInvalid>()("PriceListInvalid", {
   problems: Schema.Array(Schema.String)
 }) {
   override get message(): string {
-    return `The price list is invalid:\n- ${this.problems.join("\n- ")}`
+    const listed = this.problems.slice(0, ProblemList.MAX_LISTED)
+    const more = this.problems.length - listed.length
+    return `The price list is invalid:\n- ${listed.join("\n- ")}${more > 0 ? `\n- and ${more} more` : ""}`
   }
 }
 

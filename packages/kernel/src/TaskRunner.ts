@@ -28,6 +28,9 @@
  * admitted, and counting it twice only stops the model early. A take that fails on the store
  * may have been applied, and is not given back either. A task that fails later keeps its
  * share: the budget counts what was committed at admission.
+ *
+ * A store outage while admitting is EXECUTION_TEMPORARILY_UNAVAILABLE (retry with the same key);
+ * a write the store refuses for its data (StoreRefused) is INVALID_REQUEST, never "retry".
  */
 import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
 import { Accounts, insufficientScope } from "./Accounts.ts"
@@ -45,6 +48,8 @@ import { MediaStore } from "./MediaStore.ts"
 import * as Money from "./Money.ts"
 import { Pricer } from "./Pricer.ts"
 import type { Quote } from "./Pricer.ts"
+import * as ProblemList from "./ProblemList.ts"
+import { isStoreRefused } from "./StoreError.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
@@ -64,6 +69,7 @@ export interface Submitted {
 export type SubmitError =
   | Errors.ModelNotFound
   | Errors.InvalidModelInput
+  | Errors.InvalidRequest
   | Errors.ModelPriceUnavailable
   | Errors.PriceChanged
   | Errors.ExecutionUnavailable
@@ -163,6 +169,24 @@ const admissionUnavailable = (error: StoreUnavailable) =>
     )
   )
 
+/**
+ * The store refused the admission for its data (StoreRefused: a value validation let through):
+ * nothing was admitted, and the same request would be refused again, so the answer is 400,
+ * never "retry". Only that submission fails: a batch the store refuses is rerun one by one.
+ */
+const refusedByStore = (defect: unknown) =>
+  isStoreRefused(defect)
+    ? Effect.andThen(
+      Effect.logError("The task store refused a submission's data", defect),
+      Effect.fail(
+        new Errors.InvalidRequest({
+          message: `The request's data could not be stored: ${defect.message}. Nothing was admitted or reserved; ` +
+            "change the data and send it again."
+        })
+      )
+    )
+    : Effect.die(defect)
+
 const idempotencyConflict = (taskId: TaskId) =>
   new Errors.IdempotencyConflict({
     message: `This Idempotency-Key was already used for a different request (task ${taskId}); ` +
@@ -239,12 +263,10 @@ export const make = (
         if (missing.length === 0) return
         // A reference of another account reads exactly like one that does not exist.
         return yield* new Errors.InvalidModelInput({
-          message: missing
-            .map((reference) =>
-              `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
-              "upload it with POST /api/v1/media and send the reference it returns"
-            )
-            .join("; ")
+          message: ProblemList.join(missing.map((reference) =>
+            `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+            "upload it with POST /api/v1/media and send the reference it returns"
+          ))
         })
       })
 
@@ -346,12 +368,14 @@ export const make = (
         }
         const { quote, share } = checked.success
         const admission = yield* admissionOf(model, input, quote, submission, fingerprint)
-        // A failure here keeps the share: the task may have been admitted.
+        // A failure here keeps the share: the task may have been admitted. A refusal did not admit it.
         const result = yield* tasks.admit({
           ...admission,
           task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
           limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
-        })
+        }).pipe(Effect.catchDefect((defect) =>
+          Effect.andThen(share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void, refusedByStore(defect))
+        ))
         if (share !== undefined && result._tag !== "Admitted") yield* giveBack(share)
         return yield* answer(result, caller, quote.priceMicros)
       }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
@@ -383,8 +407,14 @@ export const make = (
         const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
           tasks.admitWithKey({ ...admission, key }).pipe(
             Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
-            Effect.catchTag("StoreUnavailable", admissionUnavailable)
-          ))
+            Effect.catchTag("StoreUnavailable", admissionUnavailable),
+            Effect.catchDefect(refusedByStore)
+          )).pipe(
+            // The refused statement judged no key, and a refused key comes before every other answer.
+            Effect.catchTag("InvalidRequest", (refusal) =>
+              Effect.flatMap(accounts.authenticate(presented), (found) =>
+                Effect.fail(found.scopes.includes(SUBMIT_SCOPE) ? refusal : insufficientScope(SUBMIT_SCOPE))))
+          )
         if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
         return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }
       })

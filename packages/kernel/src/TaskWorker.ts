@@ -32,6 +32,8 @@
  * Throughput. Claims take up to the free capacity in one call, and the transitions of all tasks
  * under way are batched into `transitionAll` round trips (requests made in the same scheduler
  * tick share one), so a fast upstream costs about three store round trips per batch of tasks.
+ * A batch the store refuses (a defect, e.g. StoreRefused for one task's data) is written again
+ * move by move, so only the task at fault is held back.
  * Between empty claims the worker waits on `TaskStore.awaitWork` (`idleWaitMs`, 1 s, as the
  * slow-poll fallback); while full it waits for one of its tasks to finish.
  *
@@ -49,7 +51,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import { Clock, Data, Effect, Exit, FiberSet, Latch, Layer, Request, RequestResolver } from "effect"
+import { Cause, Clock, Data, Effect, Exit, FiberSet, Latch, Layer, Request, RequestResolver } from "effect"
 import type { BlobStore } from "./BlobStore.ts"
 import { Catalog } from "./Catalog.ts"
 import type { ModelInput } from "./Catalog.ts"
@@ -175,24 +177,29 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
       catalog.models.map((model) => [model.slug, model.fields.filter((field) => field.media).map((field) => field.name)])
     )
 
-    const writes = RequestResolver.make<Write>((entries) =>
-      store.transitionAll(entries.map((entry) => entry.request.transition)).pipe(
-        Effect.match({
-          onFailure: (error) => {
-            for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
-          },
-          onSuccess: (results) =>
-            entries.forEach((entry, i) => {
-              const result = results[i]
-              entry.completeUnsafe(
-                result === undefined
-                  ? Exit.die(new Error("TaskStore.transitionAll returned fewer results than requests"))
-                  : Exit.succeed(result)
-              )
-            })
-        })
-      )
-    ).pipe(RequestResolver.batchN(config.claimBatch * 2))
+    // A batch the store refuses (a defect: one task's data, e.g. an upstream's text it cannot
+    // hold) is written again one move at a time, so the other tasks' moves are not lost with it.
+    const writeAll = (entries: ReadonlyArray<Request.Entry<Write>>): Effect.Effect<void> =>
+      Effect.flatMap(Effect.exit(store.transitionAll(entries.map((entry) => entry.request.transition))), (exit) => {
+        if (Exit.isFailure(exit)) {
+          if (entries.length > 1 && Cause.hasDies(exit.cause)) {
+            return Effect.forEach(entries, (entry) => writeAll([entry]), { discard: true })
+          }
+          return Effect.sync(() => entries.forEach((entry) => entry.completeUnsafe(Exit.failCause(exit.cause))))
+        }
+        return Effect.sync(() =>
+          entries.forEach((entry, i) => {
+            const result = exit.value[i]
+            entry.completeUnsafe(
+              result === undefined
+                ? Exit.die(new Error("TaskStore.transitionAll returned fewer results than requests"))
+                : Exit.succeed(result)
+            )
+          })
+        )
+      })
+
+    const writes = RequestResolver.make<Write>(writeAll).pipe(RequestResolver.batchN(config.claimBatch * 2))
 
     /** A store call retried through an outage for up to one lease length, then Dropped. */
     const persistently = <A>(effect: Effect.Effect<A, StoreUnavailable>): Effect.Effect<A, Dropped> =>

@@ -194,6 +194,40 @@ layer(Catalog.layer)("Catalog", (it) => {
       expect(error.message).toContain("input.colour: is not a field of alpha-pro-text-to-image-economy")
     }))
 
+  it.effect("refuses a string the store cannot hold, naming where it is", () =>
+    Effect.gen(function*() {
+      const catalog = yield* Catalog.Catalog
+      const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+        ["song-lyrics", { prompt: "a\u0000b" }, "input.prompt: contains U+0000 (NUL)"],
+        ["song-lyrics", { prompt: "\ud800" }, "input.prompt: contains an unpaired surrogate"],
+        ["song-lyrics", { prompt: "ok\udfff" }, "input.prompt: contains an unpaired surrogate"],
+        ["alpha-pro-edit-economy", { prompt: "x", imageUrls: [URL_OK, `${URL_OK}\u0000`] }, "input.imageUrls[1]: contains U+0000"],
+        // Before the unknown key is reported: its name could not be stored either.
+        ["song-lyrics", { prompt: "x", ["col\u0000our"]: "red" }, "input[\"col\\u0000our\"]: its name contains U+0000"]
+      ]
+      for (const [slug, input, expected] of cases) {
+        const error = yield* Effect.flip(catalog.validate(slug, input))
+        expect(error.code).toBe("INVALID_MODEL_INPUT")
+        expect(error.message).toContain(expected)
+      }
+      // A surrogate pair (an emoji) is text like any other.
+      const { input } = yield* catalog.validate("song-lyrics", { prompt: "a song about 🦊 and \ud83d\ude00" })
+      expect(input.prompt).toBe("a song about 🦊 and 😀")
+    }))
+
+  it.effect("lists the first 20 problems, then how many more", () =>
+    Effect.gen(function*() {
+      const input: Record<string, unknown> = { prompt: "a fox" }
+      for (let i = 0; i < 20_000; i++) input[`unknown${i}`] = i
+      const error = yield* Effect.flip((yield* Catalog.Catalog).validate("song-lyrics", input))
+      expect(error.code).toBe("INVALID_MODEL_INPUT")
+      expect(error.message).toContain("input.unknown0: is not a field of song-lyrics")
+      expect(error.message).toContain("input.unknown19: is not a field")
+      expect(error.message).not.toContain("input.unknown20:")
+      expect(error.message).toMatch(/; and 19980 more$/)
+      expect(error.message.length).toBeLessThan(4000)
+    }))
+
   describe("media fields", () => {
     const accepted = [
       URL_OK,

@@ -50,6 +50,29 @@ describe("ChatWire.decodeRequest", () => {
     })
   })
 
+  it("refuses a string a store cannot hold in the model, a message or a forwarded member, naming it", () => {
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [{ ...valid, model: "m\u0000" }, "model: contains U+0000 (NUL)"],
+      [{ model: "m", messages: [{ role: "user", content: "a\u0000b" }] }, "messages[0].content: contains U+0000 (NUL)"],
+      [
+        { model: "m", messages: [{ role: "system", content: "ok" }, { role: "user", content: [{ type: "text", text: "\ud800" }] }] },
+        "messages[1].content[0].text: contains an unpaired surrogate"
+      ],
+      [{ model: "m", messages: [{ role: "user", content: "hi", name: "\udc00" }] }, "messages[0].name: contains an unpaired surrogate"],
+      [{ ...valid, stop: ["\u0000"] }, "stop[0]: contains U+0000 (NUL)"],
+      [{ ...valid, user: "u\ud800" }, "user: contains an unpaired surrogate"],
+      [{ ...valid, tools: [{ type: "function", ["na\u0000me"]: 1 }] }, "tools[0][\"na\\u0000me\"]: its name contains U+0000"]
+    ]
+    for (const [body, expected] of cases) {
+      const decoded = ChatWire.decodeRequest(body)
+      expect(Result.isFailure(decoded) && decoded.failure.code).toBe("INVALID_REQUEST")
+      expect(problem(body)).toContain(expected)
+    }
+    // Members that are dropped are never stored nor forwarded; emoji are text like any other.
+    expect(problem({ ...valid, dropped: "\u0000" })).toBeUndefined()
+    expect(problem({ model: "m", messages: [{ role: "user", content: "🦊 \ud83d\ude00" }] })).toBeUndefined()
+  })
+
   it("says what is wrong", () => {
     expect(problem([])).toBe("The body must be a JSON object.")
     expect(problem({ messages: valid.messages })).toBe("model: required (a chat model id).")

@@ -11,7 +11,7 @@ import * as MediaReference from "../src/MediaReference.ts"
 import { micros } from "../src/Money.ts"
 import * as Pricer from "../src/Pricer.ts"
 import * as Scope from "../src/Scope.ts"
-import { StoreUnavailable } from "../src/StoreError.ts"
+import { StoreRefused, StoreUnavailable } from "../src/StoreError.ts"
 import * as TaskRunner from "../src/TaskRunner.ts"
 import { TaskStore } from "../src/TaskStore.ts"
 import {
@@ -460,7 +460,60 @@ describe("TaskRunner.submitWithKey", () => {
       expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
       expect(yield* reserved(who)).toBe(0)
     }).pipe(Effect.provide(layerWith({}, storeFailing("admit", "before")))))
+
+  it.effect("a string the store cannot hold is INVALID_MODEL_INPUT naming it, and nothing is stored", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      for (const prompt of ["a\u0000b", "\ud800", "x\udc00"]) {
+        const refused = yield* Effect.flip(runner.submitWithKey(secret, submission({ input: { prompt } })))
+        expect(refused).toBeInstanceOf(Errors.InvalidModelInput)
+        expect(refused.message).toMatch(/^input\.prompt: contains (U\+0000 \(NUL\)|an unpaired surrogate)/)
+        expect(yield* Effect.flip(runner.submit(who, submission({ input: { prompt } })))).toBeInstanceOf(Errors.InvalidModelInput)
+      }
+      expect(yield* runner.list(who)).toEqual([])
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith())))
+
+  it.effect("a write the store refuses for its data is INVALID_REQUEST, never a retry, in the one call", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission()))
+      expect(refused).toBeInstanceOf(Errors.InvalidRequest)
+      expect(refused).toMatchObject({ status: 400, message: expect.stringContaining("could not be stored") })
+      expect(refused.retryAfterSeconds).toBeUndefined()
+      expect(yield* reserved(who)).toBe(0)
+      // The refused statement judged no key: a refused key is still answered first.
+      const unknown = yield* Effect.flip(runner.submitWithKey(`tm_${"x".repeat(43)}`, submission()))
+      expect(unknown).toBeInstanceOf(Errors.AuthRequired)
+      const { secret: readOnly } = yield* keyOf(1_000_000, { scopes: ["jobs:read"] })
+      expect(yield* Effect.flip(runner.submitWithKey(readOnly, submission()))).toBeInstanceOf(Errors.InsufficientScope)
+    }).pipe(Effect.provide(layerWith({}, storeRefusing("admitWithKey")))))
+
+  it.effect("a write the store refuses for its data is INVALID_REQUEST after the key was judged too", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const reference = yield* uploaded(who)
+      const withMedia = submission({ model: EDIT, input: { prompt: "make it blue", imageUrls: [reference] } })
+      expect(yield* Effect.flip(runner.submitWithKey(secret, withMedia))).toBeInstanceOf(Errors.InvalidRequest)
+      expect(yield* Effect.flip(runner.submit(who, submission()))).toBeInstanceOf(Errors.InvalidRequest)
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith({}, storeRefusing("admit")))))
 })
+
+/** storage-memory whose `operation` dies as storage-pg's does when the database refuses the data. */
+const storeRefusing = (operation: "admit" | "admitWithKey") =>
+  Layer.effect(
+    TaskStore,
+    Effect.map(TaskStore, (store) => {
+      const refused = Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
+      return TaskStore.of(
+        operation === "admit" ? { ...store, admit: () => refused } : { ...store, admitWithKey: () => refused }
+      )
+    })
+  ).pipe(Layer.provideMerge(MemoryStore.layer))
 
 /** Set to false to let the store answer again. */
 let failing = true

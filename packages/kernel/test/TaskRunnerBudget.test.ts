@@ -13,7 +13,7 @@ import * as Errors from "../src/Errors.ts"
 import type * as Ids from "../src/Ids.ts"
 import * as Pricer from "../src/Pricer.ts"
 import * as Scope from "../src/Scope.ts"
-import { StoreUnavailable } from "../src/StoreError.ts"
+import { StoreRefused, StoreUnavailable } from "../src/StoreError.ts"
 import * as TaskRunner from "../src/TaskRunner.ts"
 import { TaskStore } from "../src/TaskStore.ts"
 import {
@@ -194,6 +194,21 @@ describe("TaskRunner and a model's daily budget", () => {
       down.take = false
     }).pipe(Effect.provide(layerWith({}, stores)))
   })
+
+  it.effect("an admission the store refused for its data gives its share back: nothing was admitted", () =>
+    Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      yield* budgeted(10 * PRICE)
+      const who = yield* caller(1_000_000)
+      const refused = yield* Effect.flip(runner.submit(who, submission()))
+      expect(refused).toBeInstanceOf(Errors.InvalidRequest)
+      expect(yield* spent()).toBe(0)
+      expect(yield* reserved(who)).toBe(0)
+    }).pipe(Effect.provide(layerWith({}, Layer.effect(TaskStore, Effect.map(TaskStore, (store) =>
+      TaskStore.of({
+        ...store,
+        admit: () => Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
+      }))).pipe(Layer.provideMerge(MemoryStore.layer))))))
 
   it.effect("a share that cannot be given back leaves the admission's answer as it was", () => {
     const { down, stores } = outageStores()

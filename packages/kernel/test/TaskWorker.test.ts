@@ -1,4 +1,4 @@
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { BlobStore } from "../src/BlobStore.ts"
 import * as MediaReference from "../src/MediaReference.ts"
@@ -7,6 +7,7 @@ import * as MediaUrls from "../src/MediaUrls.ts"
 import { micros } from "../src/Money.ts"
 import * as ErrorCode from "../src/TaskErrorCode.ts"
 import type { PollResult } from "../src/Provider.ts"
+import { StoreRefused } from "../src/StoreError.ts"
 import * as TaskWorker from "../src/TaskWorker.ts"
 import { TaskStore } from "../src/TaskStore.ts"
 import type { TaskRecord } from "../src/TaskStore.ts"
@@ -357,5 +358,36 @@ describe("TaskWorker", () => {
       expect(most).toBe(2)
       expect(fake.calls.submit).toHaveLength(5)
     }).pipe(Effect.provide(services([fake.adapter], { "test-image": 2 })))
+  })
+})
+
+describe("TaskWorker writes", () => {
+  it.live("a batch of moves the store refuses for one task's data is written again move by move", () => {
+    const fake = fakeProvider({})
+    let poisoned: string | undefined
+    let mixedBatches = 0
+    // storage-memory refusing, as storage-pg does a value it cannot hold, every batch naming `poisoned`.
+    const refusing = Layer.effect(
+      TaskStore,
+      Effect.map(TaskStore, (store) =>
+        TaskStore.of({
+          ...store,
+          transitionAll: (requests) => {
+            if (!requests.some((request) => request.taskId === poisoned)) return store.transitionAll(requests)
+            if (requests.length > 1) mixedBatches++
+            return Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
+          }
+        }))
+    ).pipe(Layer.provideMerge(services([fake.adapter])))
+    return Effect.gen(function*() {
+      const healthy = yield* admitTask()
+      const bad = yield* admitTask({}, healthy.accountId)
+      poisoned = bad.task.id
+      yield* Effect.forkScoped(TaskWorker.run(fast))
+      expect((yield* waitFor(healthy.accountId, healthy.task.id, finished)).status).toBe("succeeded")
+      // Both tasks were claimed at once, so their first moves shared a batch.
+      expect(mixedBatches).toBeGreaterThan(0)
+      expect((yield* read(healthy.accountId, bad.task.id)).status).toBe("queued")
+    }).pipe(Effect.provide(refusing))
   })
 })

@@ -22,7 +22,7 @@
  *
  * Failures: a database that cannot be reached or migrated fails the layer with
  * StoreUnavailable; at run time an unreachable database is StoreUnavailable and a write that
- * the database's constraints refuse is a defect.
+ * the database refuses for its data is a StoreRefused defect (see internal/Failures).
  *
  * @example
  * ```ts

@@ -9,7 +9,7 @@
 import { Effect, Redacted, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { Errors, Ids, TaskRunner, TaskView } from "@taskmeter/kernel"
+import { Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
@@ -39,9 +39,10 @@ const decodeRequest = (body: unknown): Effect.Effect<JobRequest, Errors.InvalidR
   return Schema.decodeUnknownEffect(JobRequest)(body, { errors: "all", onExcessProperty: "error" }).pipe(
     Effect.mapError((error) =>
       new Errors.InvalidRequest({
-        message: formatRequestIssues(error.issue).issues
-          .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".")}: ${message}`)
-          .join("; ")
+        message: ProblemList.join(
+          formatRequestIssues(error.issue).issues
+            .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".")}: ${message}`)
+        )
       })
     )
   )

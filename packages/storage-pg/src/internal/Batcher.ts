@@ -7,8 +7,9 @@
  * per round trip and per commit, and a busy account does not have all the runners queueing on
  * its row lock at once.
  *
- * A batch that dies (a write the database refused, which should never happen) is run again
- * one call at a time, so the call at fault fails alone and the others still get their answer.
+ * A batch that dies (a write the database refused: one call's data, a StoreRefused, or any other
+ * defect) is run again one call at a time, so the call at fault fails alone and the others still
+ * get their answer. A batch that fails (StoreUnavailable) fails whole: a retry may succeed.
  */
 import { Cause, Deferred, Effect, Exit } from "effect"
 import type { Scope } from "effect"

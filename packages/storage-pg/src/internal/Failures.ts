@@ -1,23 +1,56 @@
 /**
- * How a SQL failure reaches a port caller.
- *
- * - A lost deadlock or serialization conflict rolled the whole statement back, so it is run
- *   again, a few times.
- * - An unreachable, timed-out or otherwise failing database is StoreUnavailable (503 upstream).
- * - A broken constraint, a syntax error or a missing privilege is a defect: the database
- *   refused a write the kernel should never have asked for (a double release, a charge above
- *   its reservation, a key for an unknown account), and nothing was written.
+ * How a SQL failure reaches a port caller, by its SQLSTATE (`classify`):
+ * - contended (40001, 40P01): the statement was rolled back whole; it is run again, a few times.
+ * - transient (no SQLSTATE: the connection or the client; classes 08, 25006 read-only after a
+ *   fail-over, 28, 40 once retries are spent, 53, 55P03, 57, 58, XX): StoreUnavailable, 503.
+ * - refused (classes 22 data exception, 23 integrity violation, 44, 54 program limit): this
+ *   request's data, refused again on every retry: a StoreRefused defect. A batch that dies is
+ *   rerun one request at a time (Batcher), so only the request at fault fails; servers answer 400.
+ * - defect (any other SQLSTATE: syntax, privilege, a missing object): our statement or schema is
+ *   wrong for every request alike; a defect carrying the SqlError, logged by the servers.
  */
 import { Effect, Schedule } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import { StoreError } from "@taskmeter/kernel"
 
-const defects = new Set(["ConstraintError", "UniqueViolation", "SqlSyntaxError", "AuthorizationError"])
+export type Fault = "contended" | "transient" | "refused" | "defect"
 
-const contended = (error: SqlError): boolean =>
-  error.reason._tag === "DeadlockError" || error.reason._tag === "SerializationError"
+/** The SQLSTATE the server sent, if the failure came from the server. */
+export const sqlStateOf = (error: SqlError): string | undefined => {
+  const cause: unknown = error.reason.cause
+  if (typeof cause !== "object" || cause === null || !("code" in cause)) return undefined
+  return typeof cause.code === "string" && /^[0-9A-Z]{5}$/.test(cause.code) ? cause.code : undefined
+}
+
+const TRANSIENT_CLASSES = new Set(["08", "28", "40", "53", "57", "58", "XX"])
+const REFUSED_CLASSES = new Set(["22", "23", "44", "54"])
+const TRANSIENT_STATES = new Set(["25006", "55P03", "55006"])
+
+export const classify = (error: SqlError): Fault => {
+  const reason = error.reason._tag
+  if (reason === "DeadlockError" || reason === "SerializationError") return "contended"
+  const state = sqlStateOf(error)
+  if (state === undefined) {
+    // Without a SQLSTATE the reason is all there is: mostly the client's own failures (a lost or
+    // refused connection, a timeout, a closed pool).
+    if (reason === "ConstraintError" || reason === "UniqueViolation") return "refused"
+    return reason === "SqlSyntaxError" || reason === "AuthorizationError" ? "defect" : "transient"
+  }
+  if (TRANSIENT_STATES.has(state) || TRANSIENT_CLASSES.has(state.slice(0, 2))) return "transient"
+  if (REFUSED_CLASSES.has(state.slice(0, 2))) return "refused"
+  return "defect"
+}
 
 const retryContention = Schedule.max([Schedule.recurs(5), Schedule.exponential("2 millis")])
+
+/** What the database said, for a caller: its message for a data exception, a summary otherwise. */
+const refusalMessage = (error: SqlError, state: string | undefined): string => {
+  const cause: unknown = error.reason.cause
+  const said = cause instanceof Error ? cause.message : undefined
+  return state?.startsWith("23") || said === undefined
+    ? "the database refused the request's data"
+    : `the database refused the request's data (${said})`
+}
 
 /** Runs a store operation, retrying conflicts and translating what remains. */
 export const run = <A, R>(
@@ -25,9 +58,17 @@ export const run = <A, R>(
   effect: Effect.Effect<A, SqlError, R>
 ): Effect.Effect<A, StoreError.StoreUnavailable, R> =>
   effect.pipe(
-    Effect.retry({ while: contended, schedule: retryContention }),
-    Effect.catchTag("SqlError", (error) =>
-      defects.has(error.reason._tag)
-        ? Effect.die(error)
-        : Effect.fail(new StoreError.StoreUnavailable({ message: `${operation}: ${error.message}`, cause: error })))
+    Effect.retry({ while: (error) => classify(error) === "contended", schedule: retryContention }),
+    Effect.catchTag("SqlError", (error) => {
+      switch (classify(error)) {
+        case "refused": {
+          const code = sqlStateOf(error)
+          return Effect.die(new StoreError.StoreRefused({ message: refusalMessage(error, code), code, cause: error }))
+        }
+        case "defect":
+          return Effect.die(error)
+        default:
+          return Effect.fail(new StoreError.StoreUnavailable({ message: `${operation}: ${error.message}`, cause: error }))
+      }
+    })
   )
