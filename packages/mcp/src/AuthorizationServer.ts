@@ -38,6 +38,7 @@ import { OAuthStore } from "./OAuthStore.ts"
 import * as RegistrationLimit from "./RegistrationLimit.ts"
 import type { Grant, NewTokens, PendingAuthorization } from "./OAuthStore.ts"
 import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/secrets.ts"
+import { describeUnstorable, firstUnstorable, firstUnstorableParam, isStorable } from "./internal/storableText.ts"
 
 export interface Options {
   /** The public origin of the service, e.g. `https://api.example.com` (no path): the issuer. */
@@ -209,8 +210,22 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
 const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 const later = (from: Date, seconds: number) => new Date(from.getTime() + seconds * 1000)
 
-const unavailable = (error: StoreError.StoreUnavailable) =>
-  oauthError("temporarily_unavailable", `Sign-in storage is unavailable: ${error.message}`)
+/**
+ * A store failure as temporarily_unavailable: logged with its details, answered without them
+ * (they name internal operations).
+ */
+const orUnavailable = <A, R>(effect: Effect.Effect<A, StoreError.StoreUnavailable, R>): Effect.Effect<A, OAuthError, R> =>
+  effect.pipe(Effect.catchTag("StoreUnavailable", (error) =>
+    Effect.andThen(
+      Effect.logWarning("OAuth storage failed", error),
+      Effect.fail(oauthError("temporarily_unavailable", "Sign-in is temporarily unavailable; retry shortly."))
+    )))
+
+/** invalid_request naming the first form parameter that cannot be stored, if any. */
+const checkStorableForm = (form: URLSearchParams) => {
+  const bad = firstUnstorableParam(form)
+  return bad === undefined ? Effect.void : Effect.fail(oauthError("invalid_request", describeUnstorable(bad)))
+}
 
 /** Adds the authorization response parameters to a redirect URI, keeping its own query. */
 const responseLocation = (redirectUri: string, params: { readonly [name: string]: string | null }) => {
@@ -262,14 +277,18 @@ export const make = (options: Options) =>
     /** The client a token request comes from, authenticated as it registered. */
     const authenticateClient = (form: URLSearchParams, authorization: string | undefined) =>
       Effect.gen(function*() {
+        yield* checkStorableForm(form)
         const presented = yield* Effect.fromResult(presentedClient(form, authorization))
+        if (!isStorable(presented.clientId) || (presented.secret !== null && !isStorable(presented.secret))) {
+          return yield* Effect.fail(oauthError("invalid_request", describeUnstorable("The client credentials")))
+        }
         if (ClientIdMetadata.isDocumentClientId(presented.clientId)) {
           if (presented.secret !== null) {
             return yield* Effect.fail(oauthError("invalid_client", "A client identified by a metadata document has no secret."))
           }
           return presented.clientId
         }
-        const client = yield* Effect.mapError(store.getClient(presented.clientId), unavailable)
+        const client = yield* orUnavailable(store.getClient(presented.clientId))
         if (client === undefined) return yield* Effect.fail(oauthError("invalid_client", "Unknown client_id."))
         if (client.secretHash !== null && (presented.secret === null || !safeEqual(sha256Hex(presented.secret), client.secretHash))) {
           return yield* Effect.fail(oauthError("invalid_client", "Client authentication failed."))
@@ -318,10 +337,14 @@ export const make = (options: Options) =>
 
     const register = (body: unknown, remoteAddress: string | undefined) =>
       Effect.gen(function*() {
+        const unstorable = firstUnstorable(body)
+        if (unstorable !== undefined) {
+          return yield* Effect.fail(oauthError("invalid_client_metadata", describeUnstorable(unstorable)))
+        }
         const metadata = yield* Effect.fromResult(ClientMetadata.parse(body))
         const at = yield* now
         const window = RegistrationLimit.windowAt(at, RegistrationLimit.sourceOf(remoteAddress), s.registrationLimit)
-        const admission = yield* Effect.mapError(store.admitRegistration(window), unavailable)
+        const admission = yield* orUnavailable(store.admitRegistration(window))
         if (admission._tag === "Limited") {
           const wait = RegistrationLimit.retryAfterSeconds(window, at)
           return yield* Effect.fail(oauthError(
@@ -334,7 +357,7 @@ export const make = (options: Options) =>
         }
         const clientId = `mcpc_${crypto.randomUUID()}`
         const secret = metadata.tokenEndpointAuthMethod === "none" ? null : newSecret(PREFIX.clientSecret)
-        yield* Effect.mapError(
+        yield* orUnavailable(
           store.insertClient({
             clientId,
             secretHash: secret === null ? null : sha256Hex(secret),
@@ -344,8 +367,7 @@ export const make = (options: Options) =>
             metadata: metadata.echo,
             createdAt: at,
             unusedExpiresAt: later(at, s.unusedClientTtlSeconds)
-          }),
-          unavailable
+          })
         )
         return {
           ...metadata.echo,
@@ -364,6 +386,10 @@ export const make = (options: Options) =>
 
     const authorize = (query: URLSearchParams): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
+        const unstorable = firstUnstorableParam(query)
+        if (unstorable !== undefined && (unstorable === "client_id" || unstorable === "redirect_uri" || unstorable === "a parameter name")) {
+          return problem(400, "This sign-in link is malformed", describeUnstorable(unstorable))
+        }
         const clientId = query.get("client_id")
         if (clientId === null || clientId === "") {
           return problem(400, "This sign-in link is incomplete", "The app did not say who it is (client_id is missing).")
@@ -382,7 +408,7 @@ export const make = (options: Options) =>
                 ? "The app is not registered with this service."
                 : { redirectUris: found.redirectUris, clientName: found.clientName, verified: false }
             ),
-            Effect.catchTag("StoreUnavailable", () => Effect.succeed(undefined))
+            Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), undefined))
           )
         if (client === undefined) {
           return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
@@ -405,11 +431,12 @@ export const make = (options: Options) =>
           )
         }
 
-        const state = query.get("state")
+        const state = unstorable === "state" ? null : query.get("state")
         const fail = (error: string, description: string): AuthorizeOutcome => ({
           _tag: "Redirect",
           location: responseLocation(redirectUri, { error, error_description: description, state, iss: s.issuer })
         })
+        if (unstorable !== undefined) return fail("invalid_request", describeUnstorable(unstorable))
         if (query.get("response_type") !== "code") {
           return fail("unsupported_response_type", "Only response_type=code is supported.")
         }
@@ -441,6 +468,7 @@ export const make = (options: Options) =>
         }
         const stored = yield* Effect.result(store.insertPending(pending))
         if (Result.isFailure(stored)) {
+          yield* Effect.logWarning("OAuth storage failed", stored.failure)
           return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
         }
         return { _tag: "SignIn", status: 200, view: viewOf(pending, csrfToken) }
@@ -491,6 +519,10 @@ export const make = (options: Options) =>
 
     const decide = (decision: Decision): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
+        const fields = [decision.pendingId, decision.csrfToken, decision.cookieToken ?? "", decision.credential]
+        if (!fields.every(isStorable)) {
+          return problem(400, "This sign-in could not be read", describeUnstorable("The form"))
+        }
         const at = yield* now
         const pending = yield* store.getPending(decision.pendingId, at)
         if (pending === undefined) return expired
@@ -553,7 +585,7 @@ export const make = (options: Options) =>
           redeemedAt: null
         })
         return back({ code })
-      }).pipe(Effect.catchTag("StoreUnavailable", () => Effect.succeed(storeDown)))
+      }).pipe(Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), storeDown)))
 
     const exchangeCode = (form: URLSearchParams, clientId: string) =>
       Effect.gen(function*() {
@@ -563,7 +595,7 @@ export const make = (options: Options) =>
           return yield* Effect.fail(oauthError("invalid_request", "code and code_verifier are required."))
         }
         const hash = sha256Hex(code)
-        const stored = yield* Effect.mapError(store.getCode(hash), unavailable)
+        const stored = yield* orUnavailable(store.getCode(hash))
         if (stored === undefined || stored.clientId !== clientId) {
           return yield* Effect.fail(oauthError("invalid_grant", "The authorization code is not valid for this client."))
         }
@@ -577,7 +609,7 @@ export const make = (options: Options) =>
         yield* checkResource(form, stored.resource)
         const at = yield* now
         const issued = newTokens(at, stored.scopes)
-        const redemption = yield* Effect.mapError(store.redeemCode(hash, at, issued.record), unavailable)
+        const redemption = yield* orUnavailable(store.redeemCode(hash, at, issued.record))
         switch (redemption._tag) {
           case "Redeemed":
             return issued.response
@@ -595,7 +627,7 @@ export const make = (options: Options) =>
         const token = form.get("refresh_token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "refresh_token is required."))
         const hash = sha256Hex(token)
-        const found = yield* Effect.mapError(store.findToken(hash), unavailable)
+        const found = yield* orUnavailable(store.findToken(hash))
         if (found === undefined || found.token.kind !== "refresh" || found.grant.clientId !== clientId) {
           return yield* Effect.fail(oauthError("invalid_grant", "The refresh token is not valid for this client."))
         }
@@ -607,13 +639,13 @@ export const make = (options: Options) =>
           return yield* Effect.fail(oauthError("invalid_scope", `The grant allows ${found.grant.scopes.join(" ")} at most.`))
         }
         const at = yield* now
-        const standing = yield* Effect.mapError(keyStanding(found.grant), unavailable)
+        const standing = yield* orUnavailable(keyStanding(found.grant))
         if (standing === undefined) {
-          yield* Effect.mapError(store.revokeGrant(found.grant.id, at), unavailable)
+          yield* orUnavailable(store.revokeGrant(found.grant.id, at))
           return yield* Effect.fail(oauthError("invalid_grant", "The API key this sign-in used has been revoked; sign in again."))
         }
         const issued = newTokens(at, intersect(scopes, standing.scopes))
-        const rotation = yield* Effect.mapError(store.rotateRefresh(hash, at, issued.record), unavailable)
+        const rotation = yield* orUnavailable(store.rotateRefresh(hash, at, issued.record))
         switch (rotation._tag) {
           case "Rotated":
             return issued.response
@@ -648,9 +680,9 @@ export const make = (options: Options) =>
         const clientId = yield* authenticateClient(form, authorization)
         const token = form.get("token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "token is required."))
-        const found = yield* Effect.mapError(store.findToken(sha256Hex(token)), unavailable)
+        const found = yield* orUnavailable(store.findToken(sha256Hex(token)))
         if (found !== undefined && found.grant.clientId === clientId) {
-          yield* Effect.mapError(Effect.flatMap(now, (at) => store.revokeGrant(found.grant.id, at)), unavailable)
+          yield* orUnavailable(Effect.flatMap(now, (at) => store.revokeGrant(found.grant.id, at)))
         }
       })
 
@@ -684,7 +716,11 @@ export const make = (options: Options) =>
       }).pipe(
         Effect.catchTag(
           "StoreUnavailable",
-          (error) => Effect.fail(new Errors.AuthUnavailable({ message: `Authentication is unavailable: ${error.message}` }))
+          (error) =>
+            Effect.andThen(
+              Effect.logWarning("OAuth storage failed while checking an access token", error),
+              Effect.fail(new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." }))
+            )
         )
       )
 
