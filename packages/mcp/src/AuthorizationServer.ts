@@ -19,18 +19,21 @@
  *   `openid`); when none is left, all three are asked for. The owner signs in with an API key,
  *   and the grant gets only the scopes that key holds, so a sign-in never widens a key.
  * - Tokens are opaque random strings, stored hashed. Access tokens live one hour, refresh tokens
- *   thirty days from their issue; every refresh rotates the refresh token, and presenting a
+ *   thirty days from their issue, and no token outlives its grant's total lifetime (90 days from
+ *   the sign-in by default; a refresh past it is invalid_grant); every refresh rotates the refresh token, and presenting a
  *   rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
  *   the grant. Revoking the API key the owner signed in with ends its grants too: the key is
  *   checked at every use of a token.
  * - An authorization code lives five minutes and redeems once; a second redemption revokes
  *   the tokens the first one issued.
+ * - /authorize is limited per client address (AuthorizeLimit): past it, a 429 page with Retry-After.
  * - The sign-in page is protected against CSRF by a token bound to the pending authorization,
  *   sent both as a form field and as a SameSite=Strict cookie; five refused sign-ins end it.
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"
 import * as ClientIdMetadata from "./ClientIdMetadata.ts"
+import * as AuthorizeLimit from "./AuthorizeLimit.ts"
 import * as ClientMetadata from "./ClientMetadata.ts"
 import { oauthError } from "./OAuthError.ts"
 import type { OAuthError } from "./OAuthError.ts"
@@ -53,6 +56,10 @@ export interface Options {
   readonly registrationLimit?: Partial<RegistrationLimit.Options> | undefined
   /** How long a registration lasts if no sign-in through it completes (default 24 hours). */
   readonly unusedClientTtlSeconds?: number | undefined
+  /** Requests to /authorize per client address and window (default 30 a minute). */
+  readonly authorizeLimit?: Partial<AuthorizeLimit.Options> | undefined
+  /** How long a grant lasts from its sign-in at most, however often it is refreshed (default 90 days). */
+  readonly grantLifetimeSeconds?: number | undefined
 }
 
 /** The scopes MCP clients are offered, in the order the sign-in page lists them. */
@@ -76,6 +83,8 @@ export interface Settings {
   readonly clientIdMetadata: ClientIdMetadata.Options
   readonly registrationLimit: RegistrationLimit.Options
   readonly unusedClientTtlSeconds: number
+  readonly authorizeLimit: AuthorizeLimit.Options
+  readonly grantLifetimeSeconds: number
 }
 
 /** Resolves the options; throws on a base URL that is not a bare http(s) origin (a configuration defect). */
@@ -102,7 +111,9 @@ export const settings = (options: Options): Settings => {
     maxSignInAttempts: options.maxSignInAttempts ?? 5,
     clientIdMetadata: { ...ClientIdMetadata.defaults, ...options.clientIdMetadata },
     registrationLimit: RegistrationLimit.resolve(options.registrationLimit),
-    unusedClientTtlSeconds: options.unusedClientTtlSeconds ?? 24 * 3600
+    unusedClientTtlSeconds: options.unusedClientTtlSeconds ?? 24 * 3600,
+    authorizeLimit: AuthorizeLimit.resolve(options.authorizeLimit),
+    grantLifetimeSeconds: options.grantLifetimeSeconds ?? 90 * 24 * 3600
   }
 }
 
@@ -154,7 +165,14 @@ export type AuthorizeOutcome =
   /** Back to the client; `endsSignIn` names the pending authorization whose cookie can go. */
   | { readonly _tag: "Redirect"; readonly location: string; readonly endsSignIn?: string | undefined }
   /** Nothing can be sent back to the client (unknown client, bad redirect URI, expired page). */
-  | { readonly _tag: "Problem"; readonly status: number; readonly title: string; readonly detail: string }
+  | {
+    readonly _tag: "Problem"
+    readonly status: number
+    readonly title: string
+    readonly detail: string
+    /** Sent as Retry-After. */
+    readonly retryAfterSeconds?: number | undefined
+  }
 
 export interface Decision {
   readonly pendingId: string
@@ -192,6 +210,11 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
     body: unknown,
     remoteAddress: string | undefined
   ) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
+  /**
+   * Counts a request to /authorize (either method) from the given remote address: undefined
+   * when it may proceed, else the page to answer with (429 past the limit).
+   */
+  readonly admitAuthorize: (remoteAddress: string | undefined) => Effect.Effect<AuthorizeOutcome | undefined>
   /** GET /authorize: checks the request and opens a sign-in, or says why not. */
   readonly authorize: (query: URLSearchParams) => Effect.Effect<AuthorizeOutcome>
   /** POST /authorize: the owner's answer on the sign-in page. */
@@ -206,6 +229,9 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
   /** Checks an access token presented to the MCP endpoint. */
   readonly verify: (accessToken: string) => Effect.Effect<Verified, Errors.AuthRequired | Errors.AuthUnavailable>
 }>()("@taskmeter/mcp/AuthorizationServer") {}
+
+const describeSeconds = (seconds: number) =>
+  seconds % 86400 === 0 ? `${seconds / 86400} days` : seconds % 3600 === 0 ? `${seconds / 3600} hours` : `${seconds} seconds`
 
 const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 const later = (from: Date, seconds: number) => new Date(from.getTime() + seconds * 1000)
@@ -308,20 +334,23 @@ export const make = (options: Options) =>
           return key === undefined || key.revokedAt !== null ? undefined : { scopes: key.scopes, usageLimit: key.usageLimit }
         })
 
-    const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>) => {
+    /** A new pair at `at` for a grant signed in at `grantCreatedAt`: neither outlives the grant's lifetime. */
+    const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>, grantCreatedAt: Date) => {
       const access = newSecret(PREFIX.accessToken)
       const refresh = newSecret(PREFIX.refreshToken)
+      const grantEnds = later(grantCreatedAt, s.grantLifetimeSeconds).getTime()
+      const accessExpiresAt = new Date(Math.min(later(at, s.accessTokenTtlSeconds).getTime(), grantEnds))
       const record: NewTokens = {
         accessHash: sha256Hex(access),
-        accessExpiresAt: later(at, s.accessTokenTtlSeconds),
+        accessExpiresAt,
         refreshHash: sha256Hex(refresh),
-        refreshExpiresAt: later(at, s.refreshTokenTtlSeconds),
+        refreshExpiresAt: new Date(Math.min(later(at, s.refreshTokenTtlSeconds).getTime(), grantEnds)),
         scopes
       }
       const response: TokenResponse = {
         access_token: access,
         token_type: "Bearer",
-        expires_in: s.accessTokenTtlSeconds,
+        expires_in: Math.max(0, Math.floor((accessExpiresAt.getTime() - at.getTime()) / 1000)),
         refresh_token: refresh,
         scope: scopes.join(" ")
       }
@@ -383,6 +412,25 @@ export const make = (options: Options) =>
       title,
       detail
     })
+
+    const admitAuthorize = (remoteAddress: string | undefined): Effect.Effect<AuthorizeOutcome | undefined> =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const window = AuthorizeLimit.windowAt(at, remoteAddress, s.authorizeLimit)
+        if (yield* store.admitRequest(window)) return undefined
+        const wait = AuthorizeLimit.retryAfterSeconds(window, at)
+        return {
+          _tag: "Problem",
+          status: 429,
+          title: "Too many sign-in requests",
+          detail: `Too many sign-in requests came from this network; try again in ${wait} seconds.`,
+          retryAfterSeconds: wait
+        } as const
+      }).pipe(Effect.catchTag("StoreUnavailable", (error) =>
+        Effect.as(
+          Effect.logWarning("OAuth storage failed", error),
+          problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+        )))
 
     const authorize = (query: URLSearchParams): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
@@ -608,7 +656,7 @@ export const make = (options: Options) =>
         }
         yield* checkResource(form, stored.resource)
         const at = yield* now
-        const issued = newTokens(at, stored.scopes)
+        const issued = newTokens(at, stored.scopes, at)
         const redemption = yield* orUnavailable(store.redeemCode(hash, at, issued.record))
         switch (redemption._tag) {
           case "Redeemed":
@@ -639,12 +687,19 @@ export const make = (options: Options) =>
           return yield* Effect.fail(oauthError("invalid_scope", `The grant allows ${found.grant.scopes.join(" ")} at most.`))
         }
         const at = yield* now
+        if (at.getTime() >= later(found.grant.createdAt, s.grantLifetimeSeconds).getTime()) {
+          yield* orUnavailable(store.revokeGrant(found.grant.id, at))
+          return yield* Effect.fail(oauthError(
+            "invalid_grant",
+            `This sign-in has reached its maximum lifetime of ${describeSeconds(s.grantLifetimeSeconds)}; sign in again.`
+          ))
+        }
         const standing = yield* orUnavailable(keyStanding(found.grant))
         if (standing === undefined) {
           yield* orUnavailable(store.revokeGrant(found.grant.id, at))
           return yield* Effect.fail(oauthError("invalid_grant", "The API key this sign-in used has been revoked; sign in again."))
         }
-        const issued = newTokens(at, intersect(scopes, standing.scopes))
+        const issued = newTokens(at, intersect(scopes, standing.scopes), found.grant.createdAt)
         const rotation = yield* orUnavailable(store.rotateRefresh(hash, at, issued.record))
         switch (rotation._tag) {
           case "Rotated":
@@ -727,6 +782,7 @@ export const make = (options: Options) =>
     return AuthorizationServer.of({
       settings: s,
       register,
+      admitAuthorize,
       authorize,
       decide,
       token,

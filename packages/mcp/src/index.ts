@@ -1,4 +1,5 @@
 export * as AuthorizationServer from "./AuthorizationServer.ts"
+export * as AuthorizeLimit from "./AuthorizeLimit.ts"
 export * as ClientIdMetadata from "./ClientIdMetadata.ts"
 export * as ClientMetadata from "./ClientMetadata.ts"
 export * as McpEndpoint from "./McpEndpoint.ts"

@@ -59,8 +59,9 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
     McpEndpoint.layer({
       baseUrl,
       clientIdMetadata: { allowHttpLoopback: true },
-      // Every test registers from 127.0.0.1; the limit has tests of its own.
+      // Every test registers and signs in from 127.0.0.1; the limits have tests of their own.
       registrationLimit: { perSource: 10_000 },
+      authorizeLimit: { perSource: 10_000 },
       ...endpoint
     })
   )
