@@ -199,3 +199,53 @@ layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_P
       expect((yield* Effect.flip(read({ MCP_REGISTRATIONS_PER_HOUR: "0" })))._tag).toBe("ConfigError")
     }))
 })
+
+/** The server with MCP_ALLOWED_ORIGINS set, on the memory stores. */
+const originsAllowed = () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-origins-"))
+  return Main.server({
+    settings: { ...Main.defaults, workers: false, mcpAllowedOrigins: ["https://console.example"] },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (it) => {
+  it.effect("/mcp answers the configured and the server's own origin, and refuses others with 403", () =>
+    Effect.gen(function*() {
+      const own = yield* baseUrl
+      const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+      // Past the guard, the request still needs credentials.
+      expect((yield* mcpPost(ping, { origin: "https://console.example" })).status).toBe(401)
+      expect((yield* mcpPost(ping, { origin: own })).status).toBe(401)
+      const refused = yield* mcpPost(ping, { origin: "https://evil.example" })
+      expect(refused.status).toBe(403)
+      expect(JSON.parse(refused.text).code).toBe("PERMISSION_DENIED")
+    }))
+
+  it.effect("the MCP settings are read from the environment", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+      const unset = yield* read({})
+      expect([unset.mcpAllowedOrigins, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays]).toEqual([[], 30, 90])
+      const set = yield* read({
+        MCP_ALLOWED_ORIGINS: "https://console.example/, http://localhost:5173",
+        MCP_AUTHORIZATIONS_PER_MINUTE: "5",
+        MCP_SIGN_IN_MAX_DAYS: "30"
+      })
+      expect([set.mcpAllowedOrigins, set.mcpAuthorizationsPerMinute, set.mcpSignInMaxDays]).toEqual([
+        ["https://console.example", "http://localhost:5173"],
+        5,
+        30
+      ])
+      for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
+        expect((yield* Effect.flip(read(env)))._tag).toBe("ConfigError")
+      }
+    }))
+})
