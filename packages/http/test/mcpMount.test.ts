@@ -13,7 +13,7 @@ import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { NetAddress } from "effect/net"
+import { IpNetwork, NetAddress } from "effect/net"
 import { SqlClient } from "effect/sql"
 import { Ids, MediaReference, MediaUrls, type Money } from "@taskmeter/kernel"
 import { OAuthStore } from "@taskmeter/mcp"
@@ -247,5 +247,40 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
       for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
         expect((yield* Effect.flip(read(env)))._tag).toBe("ConfigError")
       }
+    }))
+})
+
+/** The server behind a trusted proxy on 127.0.0.0/8, with MCP_AUTHORIZATIONS_PER_MINUTE=1. */
+const signInLimited = () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-authorize-"))
+  return Main.server({
+    settings: {
+      ...Main.defaults,
+      workers: false,
+      mcpAuthorizationsPerMinute: 1,
+      trustedProxies: [IpNetwork.fromStringUnsafe("127.0.0.0/8")]
+    },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+layer(signInLimited(), { excludeTestServices: true })("MCP_AUTHORIZATIONS_PER_MINUTE", (it) => {
+  it.effect("limits /authorize per client address, as TRUSTED_PROXIES names it", () =>
+    Effect.gen(function*() {
+      const from = (client: string) => Effect.map(request("/authorize", { headers: { "x-forwarded-for": client } }), (r) => r.status)
+      // One a minute: of three in a row, the first is answered (400: no client) and at least one
+      // of the others refused, even if a minute ends between two of them.
+      const first = yield* from("203.0.113.9")
+      const later = [yield* from("203.0.113.9"), yield* from("203.0.113.9")]
+      expect(first).toBe(400)
+      expect(later).toContain(429)
+      // Another client behind the same proxy has its own count.
+      expect(yield* from("198.51.100.7")).toBe(400)
     }))
 })
