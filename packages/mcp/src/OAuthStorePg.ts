@@ -41,12 +41,14 @@ import type {
   TokenRecord
 } from "./OAuthStore.ts"
 import oauthSchema from "./migrations/0001_oauth_schema.ts"
+import grantsByAccount from "./migrations/0002_grants_by_account.ts"
 
 export const migrationsTable = "taskmeter_oauth_migrations"
 
 /** The migrations, by number. Never edit one that has shipped: add the next. */
 export const migrations = Migrator.fromRecord({
-  "1_oauth_schema": oauthSchema
+  "1_oauth_schema": oauthSchema,
+  "2_grants_by_account": grantsByAccount
 })
 
 /** Runs the pending migrations in the SqlClient's schema; the ids and names of those it ran. */
