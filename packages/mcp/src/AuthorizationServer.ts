@@ -20,8 +20,8 @@
  *   and the grant gets only the scopes that key holds, so a sign-in never widens a key.
  * - Tokens are opaque random strings, stored hashed. Access tokens live one hour, refresh tokens
  *   thirty days from their issue, and no token outlives its grant's total lifetime (90 days from
- *   the sign-in by default; a refresh past it is invalid_grant); every refresh rotates the refresh token, and presenting a
- *   rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
+ *   the sign-in by default; a refresh past it is invalid_grant). Every refresh rotates the
+ *   refresh token, and presenting a rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
  *   the grant. Revoking the API key the owner signed in with ends its grants too: the key is
  *   checked at every use of a token.
  * - An authorization code lives five minutes and redeems once; a second redemption revokes
@@ -32,8 +32,8 @@
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"
-import * as ClientIdMetadata from "./ClientIdMetadata.ts"
 import * as AuthorizeLimit from "./AuthorizeLimit.ts"
+import * as ClientIdMetadata from "./ClientIdMetadata.ts"
 import * as ClientMetadata from "./ClientMetadata.ts"
 import { oauthError } from "./OAuthError.ts"
 import type { OAuthError } from "./OAuthError.ts"
