@@ -19,6 +19,7 @@
  * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
  * | WORKERS                   | true                      | run task workers inside the server process           |
  * | MCP_ALLOWED_ORIGINS       | (none)                    | browser origins besides PUBLIC_URL's that may call /mcp |
+ * | MCP_ALLOWED_HOSTS         | (none)                    | Host values besides PUBLIC_URL's, the bound address's and loopback names that /mcp answers |
  * | MCP_AUTHORIZATIONS_PER_MINUTE | 30                    | /authorize requests per client address per minute    |
  * | MCP_SIGN_IN_MAX_DAYS      | 90                        | an MCP sign-in's total lifetime, refreshes included  |
  *
@@ -77,6 +78,8 @@ export interface Settings {
   readonly trustedProxies: ReadonlyArray<IpNetwork.IpNetwork>
   /** MCP_ALLOWED_ORIGINS: browser origins besides the public one that /mcp answers. */
   readonly mcpAllowedOrigins: ReadonlyArray<string>
+  /** MCP_ALLOWED_HOSTS: Host header values /mcp answers besides the public and bound ones (e.g. a proxy's upstream name). */
+  readonly mcpAllowedHosts: ReadonlyArray<string>
   /** MCP_AUTHORIZATIONS_PER_MINUTE: /authorize requests per client address (or IPv6 /64) per minute. */
   readonly mcpAuthorizationsPerMinute: number
   /** MCP_SIGN_IN_MAX_DAYS: how long an MCP sign-in lasts at most, however often its tokens are refreshed. */
@@ -99,6 +102,7 @@ export const defaults: Settings = {
   mcpRegistrationsPerHourTotal: RegistrationLimit.defaults.total,
   trustedProxies: [],
   mcpAllowedOrigins: [],
+  mcpAllowedHosts: [],
   mcpAuthorizationsPerMinute: AuthorizeLimit.defaults.perSource,
   mcpSignInMaxDays: 90
 }
@@ -130,6 +134,14 @@ const AllowedOrigins = Schema.String.check(Schema.makeFilter(
   }
 ))
 
+/** `taskmeter:8787, api.internal`: comma-separated host names or addresses, each with an optional port. */
+const AllowedHosts = Schema.String.check(Schema.makeFilter(
+  (text: string) => {
+    const bad = entriesOf(text).find((entry) => TransportGuard.normalizeHost(entry) === undefined)
+    return bad === undefined || `${JSON.stringify(bad)} is not a host with an optional port (write e.g. taskmeter:8787)`
+  }
+))
+
 const parseNetworks = (text: string): ReadonlyArray<IpNetwork.IpNetwork> =>
   entriesOf(text).flatMap((entry) => Result.match(networkOf(entry), { onFailure: () => [], onSuccess: (network) => [network] }))
 
@@ -153,6 +165,10 @@ export const config: Config.Config<Settings> = Config.all({
   mcpAllowedOrigins: Config.schema(AllowedOrigins, "MCP_ALLOWED_ORIGINS").pipe(
     Config.map((text) => entriesOf(text).map(TransportGuard.normalizeOrigin)),
     Config.withDefault(defaults.mcpAllowedOrigins)
+  ),
+  mcpAllowedHosts: Config.schema(AllowedHosts, "MCP_ALLOWED_HOSTS").pipe(
+    Config.map(entriesOf),
+    Config.withDefault(defaults.mcpAllowedHosts)
   ),
   mcpAuthorizationsPerMinute: positive("MCP_AUTHORIZATIONS_PER_MINUTE", defaults.mcpAuthorizationsPerMinute),
   mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays)
@@ -282,7 +298,7 @@ export const server = (options: ServerOptions) =>
         authorizeLimit: { windowSeconds: 60, perSource: options.settings.mcpAuthorizationsPerMinute },
         grantLifetimeSeconds: options.settings.mcpSignInMaxDays * 24 * 3600,
         allowedOrigins: options.settings.mcpAllowedOrigins,
-        allowedHosts: [new URL(local).host]
+        allowedHosts: [new URL(local).host, ...options.settings.mcpAllowedHosts]
       })
     )
     const listening = Layer.effectDiscard(

@@ -8,6 +8,7 @@
  * stores), the public URL is the address the server is bound to.
  */
 import { mkdtempSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
@@ -204,7 +205,7 @@ layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_P
 const originsAllowed = () => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-origins-"))
   return Main.server({
-    settings: { ...Main.defaults, workers: false, mcpAllowedOrigins: ["https://console.example"] },
+    settings: { ...Main.defaults, workers: false, mcpAllowedOrigins: ["https://console.example"], mcpAllowedHosts: ["taskmeter:8787"] },
     adapters: [],
     pricesFile: Main.pricesFileOf(dataDir),
     token,
@@ -226,6 +227,19 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
       const refused = yield* mcpPost(ping, { origin: "https://evil.example" })
       expect(refused.status).toBe(403)
       expect(JSON.parse(refused.text).code).toBe("PERMISSION_DENIED")
+      // A Host of MCP_ALLOWED_HOSTS (a proxy's upstream name) passes; another is refused.
+      const port = yield* boundPort
+      const hostStatus = (host: string) =>
+        Effect.callback<number>((resume) => {
+          const call = httpRequest({ host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host, "content-type": "application/json" } }, (response) => {
+            response.resume()
+            resume(Effect.succeed(response.statusCode ?? 0))
+          })
+          call.on("error", (error) => resume(Effect.die(error)))
+          call.end(JSON.stringify(ping))
+        })
+      expect(yield* hostStatus("taskmeter:8787")).toBe(401)
+      expect(yield* hostStatus("taskmeter:9999")).toBe(403)
     }))
 
   it.effect("the MCP settings are read from the environment", () =>
@@ -233,9 +247,11 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
       const read = (env: Record<string, string>) =>
         Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
       const unset = yield* read({})
-      expect([unset.mcpAllowedOrigins, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays]).toEqual([[], 30, 90])
+      expect([unset.mcpAllowedOrigins, unset.mcpAllowedHosts, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays])
+        .toEqual([[], [], 30, 90])
       const set = yield* read({
         MCP_ALLOWED_ORIGINS: "https://console.example/, http://localhost:5173",
+        MCP_ALLOWED_HOSTS: "taskmeter:8787, api.internal",
         MCP_AUTHORIZATIONS_PER_MINUTE: "5",
         MCP_SIGN_IN_MAX_DAYS: "30"
       })
@@ -244,7 +260,8 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
         5,
         30
       ])
-      for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
+      expect(set.mcpAllowedHosts).toEqual(["taskmeter:8787", "api.internal"])
+      for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_ALLOWED_HOSTS: "http://x" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
         expect((yield* Effect.flip(read(env)))._tag).toBe("ConfigError")
       }
     }))

@@ -39,7 +39,11 @@ const hostnameOf = (host: string): string | undefined => {
   }
 }
 
-const normalizeHost = (host: string): string | undefined => {
+const HOST = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+
+/** A Host header value as compared (lower case, default port left out), or undefined when it is not `name[:port]`. */
+export const normalizeHost = (host: string): string | undefined => {
+  if (!HOST.test(host)) return undefined
   try {
     return new URL(`http://${host}`).host
   } catch {
@@ -47,7 +51,7 @@ const normalizeHost = (host: string): string | undefined => {
   }
 }
 
-/** The guard for a service whose public origin is `publicOrigin`; throws on a malformed configured origin. */
+/** The guard for a service whose public origin is `publicOrigin`; throws on a malformed configured origin or host. */
 export const make = (publicOrigin: string, options: Options = {}): Guard => {
   const origins = new Set([publicOrigin, ...(options.allowedOrigins ?? [])].map(normalizeOrigin))
   const publicUrl = new URL(publicOrigin)
@@ -55,7 +59,11 @@ export const make = (publicOrigin: string, options: Options = {}): Guard => {
   const hosts = new Set([
     publicUrl.host,
     `${publicUrl.hostname}:${publicUrl.port || (publicUrl.protocol === "https:" ? "443" : "80")}`,
-    ...(options.allowedHosts ?? []).flatMap((host) => normalizeHost(host) ?? [])
+    ...(options.allowedHosts ?? []).map((host) => {
+      const normalized = normalizeHost(host)
+      if (normalized === undefined) throw new Error(`TransportGuard: ${JSON.stringify(host)} is not a host[:port]`)
+      return normalized
+    })
   ])
   const denied = (message: string) => new Errors.PermissionDenied({ message })
   return {

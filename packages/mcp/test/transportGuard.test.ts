@@ -40,8 +40,12 @@ describe("TransportGuard", () => {
     }
   })
 
-  it("refuses a malformed configured origin when it is made", () => {
+  it("refuses a malformed configured origin or host when it is made", () => {
     expect(() => TransportGuard.make("https://api.example.com", { allowedOrigins: ["app.example.com"] })).toThrow()
+    expect(() => TransportGuard.make("https://api.example.com", { allowedHosts: ["http://app.example.com"] })).toThrow()
+    expect(TransportGuard.normalizeHost("Taskmeter:8787")).toBe("taskmeter:8787")
+    expect(TransportGuard.normalizeHost("[::1]:80")).toBe("[::1]")
+    for (const bad of ["a b", "evil.example/x", "user@host", ""]) expect(TransportGuard.normalizeHost(bad), bad).toBeUndefined()
   })
 })
 
