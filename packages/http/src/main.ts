@@ -18,6 +18,10 @@
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
  * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
  * | WORKERS                   | true                      | run task workers inside the server process           |
+ * | MCP_ALLOWED_ORIGINS       | (none)                    | browser origins besides PUBLIC_URL's that may call /mcp |
+ * | MCP_ALLOWED_HOSTS         | (none)                    | Host values besides PUBLIC_URL's, the bound address's and loopback names that /mcp answers |
+ * | MCP_AUTHORIZATIONS_PER_MINUTE | 30                    | /authorize requests per client address per minute    |
+ * | MCP_SIGN_IN_MAX_DAYS      | 90                        | an MCP sign-in's total lifetime, refreshes included  |
  *
  * (*) The address the server is bound to once it listens (the real port with PORT=0), with the
  * loopback address in place of a wildcard HOST (127.0.0.1 for 0.0.0.0, [::1] for ::).
@@ -44,7 +48,7 @@ import {
   TaskRunner,
   TaskWorker
 } from "@taskmeter/kernel"
-import { McpEndpoint, OAuthStorePg, RegistrationLimit } from "@taskmeter/mcp"
+import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
 import * as AdminFile from "./admin/AdminFile.ts"
@@ -72,6 +76,14 @@ export interface Settings {
   readonly mcpRegistrationsPerHourTotal: number
   /** TRUSTED_PROXIES: networks of the reverse proxies whose X-Forwarded-For is believed. */
   readonly trustedProxies: ReadonlyArray<IpNetwork.IpNetwork>
+  /** MCP_ALLOWED_ORIGINS: browser origins besides the public one that /mcp answers. */
+  readonly mcpAllowedOrigins: ReadonlyArray<string>
+  /** MCP_ALLOWED_HOSTS: Host header values /mcp answers besides the public and bound ones (e.g. a proxy's upstream name). */
+  readonly mcpAllowedHosts: ReadonlyArray<string>
+  /** MCP_AUTHORIZATIONS_PER_MINUTE: /authorize requests per client address (or IPv6 /64) per minute. */
+  readonly mcpAuthorizationsPerMinute: number
+  /** MCP_SIGN_IN_MAX_DAYS: how long an MCP sign-in lasts at most, however often its tokens are refreshed. */
+  readonly mcpSignInMaxDays: number
 }
 
 /** The settings when nothing is configured. */
@@ -88,7 +100,11 @@ export const defaults: Settings = {
   workers: true,
   mcpRegistrationsPerHour: RegistrationLimit.defaults.perSource,
   mcpRegistrationsPerHourTotal: RegistrationLimit.defaults.total,
-  trustedProxies: []
+  trustedProxies: [],
+  mcpAllowedOrigins: [],
+  mcpAllowedHosts: [],
+  mcpAuthorizationsPerMinute: AuthorizeLimit.defaults.perSource,
+  mcpSignInMaxDays: 90
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -107,6 +123,22 @@ const TrustedProxies = Schema.String.check(Schema.makeFilter(
   (text: string) => {
     const bad = entriesOf(text).find((entry) => Result.isFailure(networkOf(entry)))
     return bad === undefined || `${JSON.stringify(bad)} is not an IP address or network (write e.g. 10.0.0.0/8 or 192.168.1.7)`
+  }
+))
+
+/** `https://app.example.com, http://localhost:5173`: comma-separated http(s) origins. */
+const AllowedOrigins = Schema.String.check(Schema.makeFilter(
+  (text: string) => {
+    const bad = entriesOf(text).find((entry) => Result.isFailure(Result.try(() => TransportGuard.normalizeOrigin(entry))))
+    return bad === undefined || `${JSON.stringify(bad)} is not an http(s) origin (write e.g. https://app.example.com)`
+  }
+))
+
+/** `taskmeter:8787, api.internal`: comma-separated host names or addresses, each with an optional port. */
+const AllowedHosts = Schema.String.check(Schema.makeFilter(
+  (text: string) => {
+    const bad = entriesOf(text).find((entry) => TransportGuard.normalizeHost(entry) === undefined)
+    return bad === undefined || `${JSON.stringify(bad)} is not a host with an optional port (write e.g. taskmeter:8787)`
   }
 ))
 
@@ -129,7 +161,17 @@ export const config: Config.Config<Settings> = Config.all({
   trustedProxies: Config.schema(TrustedProxies, "TRUSTED_PROXIES").pipe(
     Config.map(parseNetworks),
     Config.withDefault(defaults.trustedProxies)
-  )
+  ),
+  mcpAllowedOrigins: Config.schema(AllowedOrigins, "MCP_ALLOWED_ORIGINS").pipe(
+    Config.map((text) => entriesOf(text).map(TransportGuard.normalizeOrigin)),
+    Config.withDefault(defaults.mcpAllowedOrigins)
+  ),
+  mcpAllowedHosts: Config.schema(AllowedHosts, "MCP_ALLOWED_HOSTS").pipe(
+    Config.map(entriesOf),
+    Config.withDefault(defaults.mcpAllowedHosts)
+  ),
+  mcpAuthorizationsPerMinute: positive("MCP_AUTHORIZATIONS_PER_MINUTE", defaults.mcpAuthorizationsPerMinute),
+  mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays)
 })
 
 /**
@@ -252,7 +294,11 @@ export const server = (options: ServerOptions) =>
           windowSeconds: 3600,
           perSource: options.settings.mcpRegistrationsPerHour,
           total: options.settings.mcpRegistrationsPerHourTotal
-        }
+        },
+        authorizeLimit: { windowSeconds: 60, perSource: options.settings.mcpAuthorizationsPerMinute },
+        grantLifetimeSeconds: options.settings.mcpSignInMaxDays * 24 * 3600,
+        allowedOrigins: options.settings.mcpAllowedOrigins,
+        allowedHosts: [new URL(local).host, ...options.settings.mcpAllowedHosts]
       })
     )
     const listening = Layer.effectDiscard(

@@ -19,7 +19,7 @@ import * as AdminServer from "../src/admin/AdminServer.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask } from "./adminSupport.ts"
+import { heldTask, mcpSignIn } from "./adminSupport.ts"
 
 const USD = 1_000_000
 const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-admin-"))
@@ -291,6 +291,57 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(yield* reasonOf(withAdmin((admin) => admin.SignInCodeCreate({ accountId: Ids.makeAccountId() }))))
           .toBe("AccountNotFound")
         expect(yield* reasonOf(withAdmin((admin) => admin.SignInCodeCreate({ accountId: "acme" })))).toBe("AccountNotFound")
+      }))
+  })
+
+  describe("MCP sign-ins", () => {
+    const mcpStatus = (accessToken: string) =>
+      Effect.flatMap(baseUrl, (url) =>
+        Effect.promise(async () =>
+          (await fetch(`${url}/mcp`, {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${accessToken}` },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" })
+          })).status
+        ))
+
+    it.effect("lists an account's sign-ins, newest first, and revoking one ends its tokens at once", () =>
+      Effect.gen(function*() {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "signed-in" }))
+        const url = yield* baseUrl
+        const first = yield* mcpSignIn(account.id, url)
+        const second = yield* mcpSignIn(account.id, url)
+        const listed = yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))
+        expect(new Set(listed.map((signIn) => signIn.id))).toEqual(new Set([first.grantId, second.grantId]))
+        expect(listed.find((signIn) => signIn.id === first.grantId)).toMatchObject({
+          accountId: account.id,
+          clientId: first.clientId,
+          clientName: null,
+          apiKeyId: null,
+          scopes: ["jobs:read", "usage:read"]
+        })
+        expect(yield* mcpStatus(first.accessToken)).toBe(200)
+
+        const revoked = yield* withAdmin((admin) => admin.McpSignInRevoke({ signInId: first.grantId, accountId: account.id }))
+        expect(revoked).toMatchObject({ id: first.grantId, accountId: account.id, alreadyRevoked: false })
+        expect(yield* mcpStatus(first.accessToken)).toBe(401)
+        expect(yield* mcpStatus(second.accessToken)).toBe(200)
+        expect((yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))).map((signIn) => signIn.id))
+          .toEqual([second.grantId])
+        const again = yield* withAdmin((admin) => admin.McpSignInRevoke({ signInId: first.grantId }))
+        expect(again).toEqual({ ...revoked, alreadyRevoked: true })
+      }))
+
+    it.effect("an unknown account is AccountNotFound; an unknown sign-in, or one of another account, SignInNotFound", () =>
+      Effect.gen(function*() {
+        expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInList({ accountId: Ids.makeAccountId() })))).toBe("AccountNotFound")
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "nobody-signed-in" }))
+        expect(yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))).toEqual([])
+        const other = yield* mcpSignIn(Ids.makeAccountId(), yield* baseUrl)
+        for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }, { signInId: "x\u0000" }]) {
+          expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInRevoke(payload)))).toBe("SignInNotFound")
+        }
+        expect(yield* mcpStatus(other.accessToken)).toBe(200)
       }))
   })
 

@@ -18,7 +18,7 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask } from "./adminSupport.ts"
+import { heldTask, mcpSignIn } from "./adminSupport.ts"
 
 // Each command is a fresh Node process (about a second of start-up, more on a busy machine).
 vi.setConfig({ testTimeout: 120_000 })
@@ -241,6 +241,26 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       const created = yield* admin("signin-code", "--account", account.id)
       expect(created).toEqual({ accountId: account.id, code: expect.stringMatching(/^tmsi_/), expiresAt: expect.any(String) })
       expect(Date.parse(created.expiresAt)).toBeGreaterThan(Date.now())
+    }))
+
+  it.effect("mcp sign-ins list and revoke an account's MCP sign-ins, for people and with --json", () =>
+    Effect.gen(function*() {
+      const url = yield* baseUrl
+      const { account } = yield* admin("account", "create", "--name", "mcp-sign-ins")
+      const signIn = yield* mcpSignIn(account.id, url)
+      const listed = yield* admin("mcp", "sign-ins", "list", "--account", account.id)
+      expect(listed).toEqual([expect.objectContaining({ id: signIn.grantId, accountId: account.id, clientId: signIn.clientId })])
+      const human = yield* run(["admin", "mcp", "sign-ins", "list", "--account", account.id, "--url", url, "--token", Redacted.value(token)])
+      expect(human.code).toBe(0)
+      expect(human.stdout).toContain(signIn.grantId)
+      expect(human.stdout).toContain("with a sign-in code")
+
+      const revoked = yield* run(["admin", "mcp", "sign-ins", "revoke", signIn.grantId, "--url", url, "--token", Redacted.value(token)])
+      expect(revoked.code).toBe(0)
+      expect(revoked.stdout).toContain(`MCP sign-in ${signIn.grantId} of ${account.id} revoked`)
+      expect(yield* admin("mcp", "sign-ins", "list", "--account", account.id)).toEqual([])
+      expect(yield* admin("mcp", "sign-ins", "revoke", signIn.grantId)).toMatchObject({ alreadyRevoked: true })
+      expect((yield* adminFails("mcp", "sign-ins", "revoke", crypto.randomUUID())).reason).toBe("SignInNotFound")
     }))
 
   describe("finding the server", () => {

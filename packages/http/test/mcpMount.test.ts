@@ -8,12 +8,13 @@
  * stores), the public URL is the address the server is bound to.
  */
 import { mkdtempSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { NetAddress } from "effect/net"
+import { IpNetwork, NetAddress } from "effect/net"
 import { SqlClient } from "effect/sql"
 import { Ids, MediaReference, MediaUrls, type Money } from "@taskmeter/kernel"
 import { OAuthStore } from "@taskmeter/mcp"
@@ -197,5 +198,106 @@ layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_P
       const set = yield* read({ MCP_REGISTRATIONS_PER_HOUR: "5", MCP_REGISTRATIONS_PER_HOUR_TOTAL: "50" })
       expect([set.mcpRegistrationsPerHour, set.mcpRegistrationsPerHourTotal]).toEqual([5, 50])
       expect((yield* Effect.flip(read({ MCP_REGISTRATIONS_PER_HOUR: "0" })))._tag).toBe("ConfigError")
+    }))
+})
+
+/** The server with MCP_ALLOWED_ORIGINS set, on the memory stores. */
+const originsAllowed = () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-origins-"))
+  return Main.server({
+    settings: { ...Main.defaults, workers: false, mcpAllowedOrigins: ["https://console.example"], mcpAllowedHosts: ["taskmeter:8787"] },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (it) => {
+  it.effect("/mcp answers the configured and the server's own origin, and refuses others with 403", () =>
+    Effect.gen(function*() {
+      const own = yield* baseUrl
+      const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
+      // Past the guard, the request still needs credentials.
+      expect((yield* mcpPost(ping, { origin: "https://console.example" })).status).toBe(401)
+      expect((yield* mcpPost(ping, { origin: own })).status).toBe(401)
+      const refused = yield* mcpPost(ping, { origin: "https://evil.example" })
+      expect(refused.status).toBe(403)
+      expect(JSON.parse(refused.text).code).toBe("PERMISSION_DENIED")
+      // A Host of MCP_ALLOWED_HOSTS (a proxy's upstream name) passes; another is refused.
+      const port = yield* boundPort
+      const hostStatus = (host: string) =>
+        Effect.callback<number>((resume) => {
+          const call = httpRequest({ host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host, "content-type": "application/json" } }, (response) => {
+            response.resume()
+            resume(Effect.succeed(response.statusCode ?? 0))
+          })
+          call.on("error", (error) => resume(Effect.die(error)))
+          call.end(JSON.stringify(ping))
+        })
+      expect(yield* hostStatus("taskmeter:8787")).toBe(401)
+      expect(yield* hostStatus("taskmeter:9999")).toBe(403)
+    }))
+
+  it.effect("the MCP settings are read from the environment", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+      const unset = yield* read({})
+      expect([unset.mcpAllowedOrigins, unset.mcpAllowedHosts, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays])
+        .toEqual([[], [], 30, 90])
+      const set = yield* read({
+        MCP_ALLOWED_ORIGINS: "https://console.example/, http://localhost:5173",
+        MCP_ALLOWED_HOSTS: "taskmeter:8787, api.internal",
+        MCP_AUTHORIZATIONS_PER_MINUTE: "5",
+        MCP_SIGN_IN_MAX_DAYS: "30"
+      })
+      expect([set.mcpAllowedOrigins, set.mcpAuthorizationsPerMinute, set.mcpSignInMaxDays]).toEqual([
+        ["https://console.example", "http://localhost:5173"],
+        5,
+        30
+      ])
+      expect(set.mcpAllowedHosts).toEqual(["taskmeter:8787", "api.internal"])
+      for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_ALLOWED_HOSTS: "http://x" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
+        expect((yield* Effect.flip(read(env)))._tag).toBe("ConfigError")
+      }
+    }))
+})
+
+/** The server behind a trusted proxy on 127.0.0.0/8, with MCP_AUTHORIZATIONS_PER_MINUTE=1. */
+const signInLimited = () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-authorize-"))
+  return Main.server({
+    settings: {
+      ...Main.defaults,
+      workers: false,
+      mcpAuthorizationsPerMinute: 1,
+      trustedProxies: [IpNetwork.fromStringUnsafe("127.0.0.0/8")]
+    },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  )
+}
+
+layer(signInLimited(), { excludeTestServices: true })("MCP_AUTHORIZATIONS_PER_MINUTE", (it) => {
+  it.effect("limits /authorize per client address, as TRUSTED_PROXIES names it", () =>
+    Effect.gen(function*() {
+      const from = (client: string) => Effect.map(request("/authorize", { headers: { "x-forwarded-for": client } }), (r) => r.status)
+      // One a minute: of three in a row, the first is answered (400: no client) and at least one
+      // of the others refused, even if a minute ends between two of them.
+      const first = yield* from("203.0.113.9")
+      const later = [yield* from("203.0.113.9"), yield* from("203.0.113.9")]
+      expect(first).toBe(400)
+      expect(later).toContain(429)
+      // Another client behind the same proxy has its own count.
+      expect(yield* from("198.51.100.7")).toBe(400)
     }))
 })

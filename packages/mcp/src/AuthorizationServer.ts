@@ -19,17 +19,20 @@
  *   `openid`); when none is left, all three are asked for. The owner signs in with an API key,
  *   and the grant gets only the scopes that key holds, so a sign-in never widens a key.
  * - Tokens are opaque random strings, stored hashed. Access tokens live one hour, refresh tokens
- *   thirty days from their issue; every refresh rotates the refresh token, and presenting a
- *   rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
+ *   thirty days from their issue, and no token outlives its grant's total lifetime (90 days from
+ *   the sign-in by default; a refresh past it is invalid_grant). Every refresh rotates the
+ *   refresh token, and presenting a rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
  *   the grant. Revoking the API key the owner signed in with ends its grants too: the key is
  *   checked at every use of a token.
  * - An authorization code lives five minutes and redeems once; a second redemption revokes
  *   the tokens the first one issued.
+ * - /authorize is limited per client address (AuthorizeLimit): past it, a 429 page with Retry-After.
  * - The sign-in page is protected against CSRF by a token bound to the pending authorization,
  *   sent both as a form field and as a SameSite=Strict cookie; five refused sign-ins end it.
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"
+import * as AuthorizeLimit from "./AuthorizeLimit.ts"
 import * as ClientIdMetadata from "./ClientIdMetadata.ts"
 import * as ClientMetadata from "./ClientMetadata.ts"
 import { oauthError } from "./OAuthError.ts"
@@ -38,6 +41,7 @@ import { OAuthStore } from "./OAuthStore.ts"
 import * as RegistrationLimit from "./RegistrationLimit.ts"
 import type { Grant, NewTokens, PendingAuthorization } from "./OAuthStore.ts"
 import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/secrets.ts"
+import { describeUnstorable, firstUnstorable, firstUnstorableParam, isStorable } from "./internal/storableText.ts"
 
 export interface Options {
   /** The public origin of the service, e.g. `https://api.example.com` (no path): the issuer. */
@@ -52,6 +56,10 @@ export interface Options {
   readonly registrationLimit?: Partial<RegistrationLimit.Options> | undefined
   /** How long a registration lasts if no sign-in through it completes (default 24 hours). */
   readonly unusedClientTtlSeconds?: number | undefined
+  /** Requests to /authorize per client address and window (default 30 a minute). */
+  readonly authorizeLimit?: Partial<AuthorizeLimit.Options> | undefined
+  /** How long a grant lasts from its sign-in at most, however often it is refreshed (default 90 days). */
+  readonly grantLifetimeSeconds?: number | undefined
 }
 
 /** The scopes MCP clients are offered, in the order the sign-in page lists them. */
@@ -75,6 +83,8 @@ export interface Settings {
   readonly clientIdMetadata: ClientIdMetadata.Options
   readonly registrationLimit: RegistrationLimit.Options
   readonly unusedClientTtlSeconds: number
+  readonly authorizeLimit: AuthorizeLimit.Options
+  readonly grantLifetimeSeconds: number
 }
 
 /** Resolves the options; throws on a base URL that is not a bare http(s) origin (a configuration defect). */
@@ -101,7 +111,9 @@ export const settings = (options: Options): Settings => {
     maxSignInAttempts: options.maxSignInAttempts ?? 5,
     clientIdMetadata: { ...ClientIdMetadata.defaults, ...options.clientIdMetadata },
     registrationLimit: RegistrationLimit.resolve(options.registrationLimit),
-    unusedClientTtlSeconds: options.unusedClientTtlSeconds ?? 24 * 3600
+    unusedClientTtlSeconds: options.unusedClientTtlSeconds ?? 24 * 3600,
+    authorizeLimit: AuthorizeLimit.resolve(options.authorizeLimit),
+    grantLifetimeSeconds: options.grantLifetimeSeconds ?? 90 * 24 * 3600
   }
 }
 
@@ -153,7 +165,14 @@ export type AuthorizeOutcome =
   /** Back to the client; `endsSignIn` names the pending authorization whose cookie can go. */
   | { readonly _tag: "Redirect"; readonly location: string; readonly endsSignIn?: string | undefined }
   /** Nothing can be sent back to the client (unknown client, bad redirect URI, expired page). */
-  | { readonly _tag: "Problem"; readonly status: number; readonly title: string; readonly detail: string }
+  | {
+    readonly _tag: "Problem"
+    readonly status: number
+    readonly title: string
+    readonly detail: string
+    /** Sent as Retry-After. */
+    readonly retryAfterSeconds?: number | undefined
+  }
 
 export interface Decision {
   readonly pendingId: string
@@ -191,6 +210,11 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
     body: unknown,
     remoteAddress: string | undefined
   ) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
+  /**
+   * Counts a request to /authorize (either method) from the given remote address: undefined
+   * when it may proceed, else the page to answer with (429 past the limit).
+   */
+  readonly admitAuthorize: (remoteAddress: string | undefined) => Effect.Effect<AuthorizeOutcome | undefined>
   /** GET /authorize: checks the request and opens a sign-in, or says why not. */
   readonly authorize: (query: URLSearchParams) => Effect.Effect<AuthorizeOutcome>
   /** POST /authorize: the owner's answer on the sign-in page. */
@@ -206,11 +230,28 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
   readonly verify: (accessToken: string) => Effect.Effect<Verified, Errors.AuthRequired | Errors.AuthUnavailable>
 }>()("@taskmeter/mcp/AuthorizationServer") {}
 
+const describeSeconds = (seconds: number) =>
+  seconds % 86400 === 0 ? `${seconds / 86400} days` : seconds % 3600 === 0 ? `${seconds / 3600} hours` : `${seconds} seconds`
+
 const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 const later = (from: Date, seconds: number) => new Date(from.getTime() + seconds * 1000)
 
-const unavailable = (error: StoreError.StoreUnavailable) =>
-  oauthError("temporarily_unavailable", `Sign-in storage is unavailable: ${error.message}`)
+/**
+ * A store failure as temporarily_unavailable: logged with its details, answered without them
+ * (they name internal operations).
+ */
+const orUnavailable = <A, R>(effect: Effect.Effect<A, StoreError.StoreUnavailable, R>): Effect.Effect<A, OAuthError, R> =>
+  effect.pipe(Effect.catchTag("StoreUnavailable", (error) =>
+    Effect.andThen(
+      Effect.logWarning("OAuth storage failed", error),
+      Effect.fail(oauthError("temporarily_unavailable", "Sign-in is temporarily unavailable; retry shortly."))
+    )))
+
+/** invalid_request naming the first form parameter that cannot be stored, if any. */
+const checkStorableForm = (form: URLSearchParams) => {
+  const bad = firstUnstorableParam(form)
+  return bad === undefined ? Effect.void : Effect.fail(oauthError("invalid_request", describeUnstorable(bad)))
+}
 
 /** Adds the authorization response parameters to a redirect URI, keeping its own query. */
 const responseLocation = (redirectUri: string, params: { readonly [name: string]: string | null }) => {
@@ -262,14 +303,18 @@ export const make = (options: Options) =>
     /** The client a token request comes from, authenticated as it registered. */
     const authenticateClient = (form: URLSearchParams, authorization: string | undefined) =>
       Effect.gen(function*() {
+        yield* checkStorableForm(form)
         const presented = yield* Effect.fromResult(presentedClient(form, authorization))
+        if (!isStorable(presented.clientId) || (presented.secret !== null && !isStorable(presented.secret))) {
+          return yield* Effect.fail(oauthError("invalid_request", describeUnstorable("The client credentials")))
+        }
         if (ClientIdMetadata.isDocumentClientId(presented.clientId)) {
           if (presented.secret !== null) {
             return yield* Effect.fail(oauthError("invalid_client", "A client identified by a metadata document has no secret."))
           }
           return presented.clientId
         }
-        const client = yield* Effect.mapError(store.getClient(presented.clientId), unavailable)
+        const client = yield* orUnavailable(store.getClient(presented.clientId))
         if (client === undefined) return yield* Effect.fail(oauthError("invalid_client", "Unknown client_id."))
         if (client.secretHash !== null && (presented.secret === null || !safeEqual(sha256Hex(presented.secret), client.secretHash))) {
           return yield* Effect.fail(oauthError("invalid_client", "Client authentication failed."))
@@ -289,20 +334,23 @@ export const make = (options: Options) =>
           return key === undefined || key.revokedAt !== null ? undefined : { scopes: key.scopes, usageLimit: key.usageLimit }
         })
 
-    const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>) => {
+    /** A new pair at `at` for a grant signed in at `grantCreatedAt`: neither outlives the grant's lifetime. */
+    const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>, grantCreatedAt: Date) => {
       const access = newSecret(PREFIX.accessToken)
       const refresh = newSecret(PREFIX.refreshToken)
+      const grantEnds = later(grantCreatedAt, s.grantLifetimeSeconds).getTime()
+      const accessExpiresAt = new Date(Math.min(later(at, s.accessTokenTtlSeconds).getTime(), grantEnds))
       const record: NewTokens = {
         accessHash: sha256Hex(access),
-        accessExpiresAt: later(at, s.accessTokenTtlSeconds),
+        accessExpiresAt,
         refreshHash: sha256Hex(refresh),
-        refreshExpiresAt: later(at, s.refreshTokenTtlSeconds),
+        refreshExpiresAt: new Date(Math.min(later(at, s.refreshTokenTtlSeconds).getTime(), grantEnds)),
         scopes
       }
       const response: TokenResponse = {
         access_token: access,
         token_type: "Bearer",
-        expires_in: s.accessTokenTtlSeconds,
+        expires_in: Math.max(0, Math.floor((accessExpiresAt.getTime() - at.getTime()) / 1000)),
         refresh_token: refresh,
         scope: scopes.join(" ")
       }
@@ -318,10 +366,14 @@ export const make = (options: Options) =>
 
     const register = (body: unknown, remoteAddress: string | undefined) =>
       Effect.gen(function*() {
+        const unstorable = firstUnstorable(body)
+        if (unstorable !== undefined) {
+          return yield* Effect.fail(oauthError("invalid_client_metadata", describeUnstorable(unstorable)))
+        }
         const metadata = yield* Effect.fromResult(ClientMetadata.parse(body))
         const at = yield* now
         const window = RegistrationLimit.windowAt(at, RegistrationLimit.sourceOf(remoteAddress), s.registrationLimit)
-        const admission = yield* Effect.mapError(store.admitRegistration(window), unavailable)
+        const admission = yield* orUnavailable(store.admitRegistration(window))
         if (admission._tag === "Limited") {
           const wait = RegistrationLimit.retryAfterSeconds(window, at)
           return yield* Effect.fail(oauthError(
@@ -334,7 +386,7 @@ export const make = (options: Options) =>
         }
         const clientId = `mcpc_${crypto.randomUUID()}`
         const secret = metadata.tokenEndpointAuthMethod === "none" ? null : newSecret(PREFIX.clientSecret)
-        yield* Effect.mapError(
+        yield* orUnavailable(
           store.insertClient({
             clientId,
             secretHash: secret === null ? null : sha256Hex(secret),
@@ -344,8 +396,7 @@ export const make = (options: Options) =>
             metadata: metadata.echo,
             createdAt: at,
             unusedExpiresAt: later(at, s.unusedClientTtlSeconds)
-          }),
-          unavailable
+          })
         )
         return {
           ...metadata.echo,
@@ -362,8 +413,31 @@ export const make = (options: Options) =>
       detail
     })
 
+    const admitAuthorize = (remoteAddress: string | undefined): Effect.Effect<AuthorizeOutcome | undefined> =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const window = AuthorizeLimit.windowAt(at, remoteAddress, s.authorizeLimit)
+        if (yield* store.admitRequest(window)) return undefined
+        const wait = AuthorizeLimit.retryAfterSeconds(window, at)
+        return {
+          _tag: "Problem",
+          status: 429,
+          title: "Too many sign-in requests",
+          detail: `Too many sign-in requests came from this network; try again in ${wait} seconds.`,
+          retryAfterSeconds: wait
+        } as const
+      }).pipe(Effect.catchTag("StoreUnavailable", (error) =>
+        Effect.as(
+          Effect.logWarning("OAuth storage failed", error),
+          problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+        )))
+
     const authorize = (query: URLSearchParams): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
+        const unstorable = firstUnstorableParam(query)
+        if (unstorable !== undefined && (unstorable === "client_id" || unstorable === "redirect_uri" || unstorable === "a parameter name")) {
+          return problem(400, "This sign-in link is malformed", describeUnstorable(unstorable))
+        }
         const clientId = query.get("client_id")
         if (clientId === null || clientId === "") {
           return problem(400, "This sign-in link is incomplete", "The app did not say who it is (client_id is missing).")
@@ -382,7 +456,7 @@ export const make = (options: Options) =>
                 ? "The app is not registered with this service."
                 : { redirectUris: found.redirectUris, clientName: found.clientName, verified: false }
             ),
-            Effect.catchTag("StoreUnavailable", () => Effect.succeed(undefined))
+            Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), undefined))
           )
         if (client === undefined) {
           return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
@@ -405,11 +479,12 @@ export const make = (options: Options) =>
           )
         }
 
-        const state = query.get("state")
+        const state = unstorable === "state" ? null : query.get("state")
         const fail = (error: string, description: string): AuthorizeOutcome => ({
           _tag: "Redirect",
           location: responseLocation(redirectUri, { error, error_description: description, state, iss: s.issuer })
         })
+        if (unstorable !== undefined) return fail("invalid_request", describeUnstorable(unstorable))
         if (query.get("response_type") !== "code") {
           return fail("unsupported_response_type", "Only response_type=code is supported.")
         }
@@ -441,6 +516,7 @@ export const make = (options: Options) =>
         }
         const stored = yield* Effect.result(store.insertPending(pending))
         if (Result.isFailure(stored)) {
+          yield* Effect.logWarning("OAuth storage failed", stored.failure)
           return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
         }
         return { _tag: "SignIn", status: 200, view: viewOf(pending, csrfToken) }
@@ -491,6 +567,10 @@ export const make = (options: Options) =>
 
     const decide = (decision: Decision): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
+        const fields = [decision.pendingId, decision.csrfToken, decision.cookieToken ?? "", decision.credential]
+        if (!fields.every(isStorable)) {
+          return problem(400, "This sign-in could not be read", describeUnstorable("The form"))
+        }
         const at = yield* now
         const pending = yield* store.getPending(decision.pendingId, at)
         if (pending === undefined) return expired
@@ -553,7 +633,7 @@ export const make = (options: Options) =>
           redeemedAt: null
         })
         return back({ code })
-      }).pipe(Effect.catchTag("StoreUnavailable", () => Effect.succeed(storeDown)))
+      }).pipe(Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), storeDown)))
 
     const exchangeCode = (form: URLSearchParams, clientId: string) =>
       Effect.gen(function*() {
@@ -563,7 +643,7 @@ export const make = (options: Options) =>
           return yield* Effect.fail(oauthError("invalid_request", "code and code_verifier are required."))
         }
         const hash = sha256Hex(code)
-        const stored = yield* Effect.mapError(store.getCode(hash), unavailable)
+        const stored = yield* orUnavailable(store.getCode(hash))
         if (stored === undefined || stored.clientId !== clientId) {
           return yield* Effect.fail(oauthError("invalid_grant", "The authorization code is not valid for this client."))
         }
@@ -576,8 +656,8 @@ export const make = (options: Options) =>
         }
         yield* checkResource(form, stored.resource)
         const at = yield* now
-        const issued = newTokens(at, stored.scopes)
-        const redemption = yield* Effect.mapError(store.redeemCode(hash, at, issued.record), unavailable)
+        const issued = newTokens(at, stored.scopes, at)
+        const redemption = yield* orUnavailable(store.redeemCode(hash, at, issued.record))
         switch (redemption._tag) {
           case "Redeemed":
             return issued.response
@@ -595,7 +675,7 @@ export const make = (options: Options) =>
         const token = form.get("refresh_token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "refresh_token is required."))
         const hash = sha256Hex(token)
-        const found = yield* Effect.mapError(store.findToken(hash), unavailable)
+        const found = yield* orUnavailable(store.findToken(hash))
         if (found === undefined || found.token.kind !== "refresh" || found.grant.clientId !== clientId) {
           return yield* Effect.fail(oauthError("invalid_grant", "The refresh token is not valid for this client."))
         }
@@ -607,13 +687,20 @@ export const make = (options: Options) =>
           return yield* Effect.fail(oauthError("invalid_scope", `The grant allows ${found.grant.scopes.join(" ")} at most.`))
         }
         const at = yield* now
-        const standing = yield* Effect.mapError(keyStanding(found.grant), unavailable)
+        if (at.getTime() >= later(found.grant.createdAt, s.grantLifetimeSeconds).getTime()) {
+          yield* orUnavailable(store.revokeGrant(found.grant.id, at))
+          return yield* Effect.fail(oauthError(
+            "invalid_grant",
+            `This sign-in has reached its maximum lifetime of ${describeSeconds(s.grantLifetimeSeconds)}; sign in again.`
+          ))
+        }
+        const standing = yield* orUnavailable(keyStanding(found.grant))
         if (standing === undefined) {
-          yield* Effect.mapError(store.revokeGrant(found.grant.id, at), unavailable)
+          yield* orUnavailable(store.revokeGrant(found.grant.id, at))
           return yield* Effect.fail(oauthError("invalid_grant", "The API key this sign-in used has been revoked; sign in again."))
         }
-        const issued = newTokens(at, intersect(scopes, standing.scopes))
-        const rotation = yield* Effect.mapError(store.rotateRefresh(hash, at, issued.record), unavailable)
+        const issued = newTokens(at, intersect(scopes, standing.scopes), found.grant.createdAt)
+        const rotation = yield* orUnavailable(store.rotateRefresh(hash, at, issued.record))
         switch (rotation._tag) {
           case "Rotated":
             return issued.response
@@ -648,9 +735,9 @@ export const make = (options: Options) =>
         const clientId = yield* authenticateClient(form, authorization)
         const token = form.get("token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "token is required."))
-        const found = yield* Effect.mapError(store.findToken(sha256Hex(token)), unavailable)
+        const found = yield* orUnavailable(store.findToken(sha256Hex(token)))
         if (found !== undefined && found.grant.clientId === clientId) {
-          yield* Effect.mapError(Effect.flatMap(now, (at) => store.revokeGrant(found.grant.id, at)), unavailable)
+          yield* orUnavailable(Effect.flatMap(now, (at) => store.revokeGrant(found.grant.id, at)))
         }
       })
 
@@ -684,13 +771,18 @@ export const make = (options: Options) =>
       }).pipe(
         Effect.catchTag(
           "StoreUnavailable",
-          (error) => Effect.fail(new Errors.AuthUnavailable({ message: `Authentication is unavailable: ${error.message}` }))
+          (error) =>
+            Effect.andThen(
+              Effect.logWarning("OAuth storage failed while checking an access token", error),
+              Effect.fail(new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." }))
+            )
         )
       )
 
     return AuthorizationServer.of({
       settings: s,
       register,
+      admitAuthorize,
       authorize,
       decide,
       token,

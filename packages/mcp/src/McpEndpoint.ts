@@ -21,8 +21,9 @@ import * as McpRoute from "./McpRoute.ts"
 import * as OAuthRoutes from "./OAuthRoutes.ts"
 import { OAuthStore } from "./OAuthStore.ts"
 import type * as Tools from "./Tools.ts"
+import type * as TransportGuard from "./TransportGuard.ts"
 
-export interface Options extends AuthorizationServer.Options {
+export interface Options extends AuthorizationServer.Options, TransportGuard.Options {
   /** How often expired codes, sign-ins and tokens are deleted (default 1 hour). */
   readonly purgeEvery?: Duration.Input | undefined
 }
@@ -47,7 +48,7 @@ export const layer = (
   options: Options
 ): Layer.Layer<never, never, HttpRouter.HttpRouter | OAuthStore | Accounts.Accounts | Tools.Services> => {
   const { issuer } = AuthorizationServer.settings(options)
-  return Layer.mergeAll(OAuthRoutes.layer, McpRoute.layer, purge(options.purgeEvery ?? "1 hour")).pipe(
+  return Layer.mergeAll(OAuthRoutes.layer, McpRoute.layer(options), purge(options.purgeEvery ?? "1 hour")).pipe(
     Layer.provide([AuthorizationServer.layer(options), McpHandler.layer({ baseUrl: issuer })])
   )
 }

@@ -16,6 +16,7 @@ import { Errors } from "@taskmeter/kernel"
 import type { Accounts } from "@taskmeter/kernel"
 import * as Tools from "./Tools.ts"
 import * as ToolSchema from "./ToolSchema.ts"
+import { describeUnstorable, firstUnstorable } from "./internal/storableText.ts"
 
 /** The largest JSON-RPC body accepted: the API's limit for JSON bodies. */
 export const MAX_BODY_BYTES = 256 * 1024
@@ -60,6 +61,8 @@ const execute = (tool: Tools.Tool, args: unknown, call: Tools.Call) =>
         message: `${tool.name} needs the ${tool.scope} permission, which this sign-in does not have; sign in again and approve it.`
       })
     }
+    const unstorable = firstUnstorable(args, "arguments")
+    if (unstorable !== undefined) return yield* new Errors.InvalidRequest({ message: describeUnstorable(unstorable) })
     return successResult(yield* tool.run(yield* ToolSchema.decodeArguments(tool.input, args), call))
   }).pipe(
     Effect.catchTags({

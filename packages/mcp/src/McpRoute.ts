@@ -1,10 +1,13 @@
 /**
  * The /mcp route: an OAuth 2.1 resource server in front of the MCP handler.
  *
- * A request needs `Authorization: Bearer <token>`, where the token is an access token of the
- * built-in authorization server issued for exactly `<base>/mcp`, or, for clients configured
- * with a static header instead of OAuth, an API key of the account (`tm_…`, checked like the
- * API checks it, rate limit included). Without a valid one the answer is 401 with
+ * First the DNS-rebinding guard (TransportGuard): an Origin or Host outside the allowed ones is
+ * 403 PERMISSION_DENIED, whatever the credentials. Then a request needs `Authorization: Bearer
+ * <token>`, where the token is an access token of the built-in authorization server issued for
+ * exactly `<base>/mcp`, or, for clients configured with a static header instead of OAuth, an
+ * API key of the account (`tm_…`, as a Bearer token or `x-api-key: <key>` like the API takes
+ * it, checked like the API checks it, rate limit included). Without a valid one the answer is
+ * 401 with
  *
  *   WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp",
  *                     scope="jobs:create jobs:read usage:read"
@@ -12,14 +15,15 @@
  * (and `error="invalid_token"` when a token was presented, RFC 6750 §3.1), and the body is the
  * spec's `{ code, error }`. An unreachable authentication store is 503 AUTH_UNAVAILABLE.
  *
- * The route answers any origin (CORS without credentials: a bearer token is not a cookie), and
- * exposes WWW-Authenticate so browser clients can start discovery from the challenge.
+ * CORS without credentials (a bearer token is not a cookie) for the allowed origins, exposing
+ * WWW-Authenticate so browser clients can start discovery from the challenge.
  */
 import { Effect, Layer } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Accounts, Errors } from "@taskmeter/kernel"
 import { AuthorizationServer, mcpScopes } from "./AuthorizationServer.ts"
 import { CALLER_KEY, McpHandler } from "./McpHandler.ts"
+import * as TransportGuard from "./TransportGuard.ts"
 
 const CORS = {
   "access-control-allow-origin": "*",
@@ -30,22 +34,24 @@ const PREFLIGHT = {
   ...CORS,
   "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
   "access-control-allow-headers":
-    "authorization, content-type, accept, last-event-id, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name",
+    "authorization, x-api-key, content-type, accept, last-event-id, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name",
   "access-control-max-age": "86400"
 } as const
 
 const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`
 
-export const layer: Layer.Layer<
+/** The route, with the guard's allowed origins and hosts besides the public ones. */
+export const layer = (options: TransportGuard.Options = {}): Layer.Layer<
   never,
   never,
   HttpRouter.HttpRouter | AuthorizationServer | McpHandler | Accounts.Accounts
-> = Layer.effectDiscard(Effect.gen(function*() {
+> => Layer.effectDiscard(Effect.gen(function*() {
   const router = yield* HttpRouter.HttpRouter
   const server = yield* AuthorizationServer
   const handler = yield* McpHandler
   const accounts = yield* Accounts.Accounts
   const { resource, resourceMetadataUrl } = server.settings
+  const guard = TransportGuard.make(server.settings.issuer, options)
 
   const challenge = (error?: { readonly description: string }) =>
     [
@@ -66,15 +72,18 @@ export const layer: Layer.Layer<
     })
 
   /** The caller and the token's facts for the SDK, or the refusal to send. */
-  const authenticate = (authorization: string | undefined) =>
+  const authenticate = (authorization: string | undefined, apiKey: string | undefined) =>
     Effect.gen(function*() {
-      const token = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+      const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
+      const token = bearer ?? (authorization === undefined && apiKey !== undefined && apiKey.trim() !== "" ? apiKey.trim() : undefined)
       if (token === undefined) {
         return yield* new Errors.AuthRequired({
-          message: `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key>.`
+          message:
+            `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key> or x-api-key: <key>.`
         })
       }
-      if (token.startsWith(Accounts.KEY_PREFIX)) {
+      // x-api-key carries API keys only; OAuth access tokens come as Bearer tokens.
+      if (token.startsWith(Accounts.KEY_PREFIX) || bearer === undefined) {
         const caller = yield* accounts.authenticate(token)
         return { token, clientId: "api-key", scopes: [...caller.scopes], caller, expiresAt: undefined }
       }
@@ -90,10 +99,15 @@ export const layer: Layer.Layer<
 
   const serve = (request: HttpServerRequest.HttpServerRequest) =>
     Effect.gen(function*() {
+      const forbidden = guard.check({ origin: request.headers.origin, host: request.headers.host })
+      if (forbidden !== undefined) {
+        return HttpServerResponse.jsonUnsafe(Errors.errorBody(forbidden), { status: forbidden.status })
+      }
       if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: PREFLIGHT })
       const authorization = request.headers.authorization
-      const auth = yield* Effect.result(authenticate(authorization))
-      if (auth._tag === "Failure") return refuse(auth.failure, authorization !== undefined)
+      const apiKey = request.headers["x-api-key"]
+      const auth = yield* Effect.result(authenticate(authorization, apiKey))
+      if (auth._tag === "Failure") return refuse(auth.failure, authorization !== undefined || apiKey !== undefined)
       const { caller, ...facts } = auth.success
       const response = yield* HttpEffect.fromWebHandler((webRequest) =>
         handler.fetch(webRequest, {

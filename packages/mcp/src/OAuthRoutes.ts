@@ -8,8 +8,8 @@
  *   GET  /authorize, POST /authorize                 the sign-in page and its answer
  *   POST /token, /register, /revoke                  RFC 6749, RFC 7591, RFC 7009
  *
- * /register counts each registration against the request's remote address (RegistrationLimit)
- * and answers 429 with Retry-After past the limit.
+ * /register counts each registration against the request's remote address (RegistrationLimit),
+ * /authorize each request (AuthorizeLimit); past a limit the answer is 429 with Retry-After.
  *
  * The discovery documents and the machine endpoints answer any origin (CORS, no credentials):
  * browser-based MCP clients call them cross-origin, and they carry nothing a cookie could
@@ -104,7 +104,10 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Authorizat
           return HttpServerResponse.text(SignInPage.problem(outcome.title, outcome.detail, s.issuer), {
             status: outcome.status,
             contentType: "text/html; charset=utf-8",
-            headers: SignInPage.headers()
+            headers: {
+              ...SignInPage.headers(),
+              ...(outcome.retryAfterSeconds === undefined ? {} : { "retry-after": String(outcome.retryAfterSeconds) })
+            }
           })
       }
     }
@@ -117,11 +120,21 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Authorizat
     yield* router.add("GET", "/.well-known/oauth-authorization-server", metadataDocument(AuthorizationServer.authorizationServerMetadata(s)))
     yield* router.add("OPTIONS", "/.well-known/oauth-authorization-server", preflight)
 
+    /** The outcome, unless the request is over the /authorize limit of its address. */
+    const limited = <R>(
+      request: HttpServerRequest.HttpServerRequest,
+      outcome: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+    ) =>
+      Effect.flatMap(
+        server.admitAuthorize(Option.getOrUndefined(request.remoteAddress)),
+        (refusal) => refusal === undefined ? outcome : Effect.succeed(page(refusal))
+      )
+
     yield* router.add("GET", "/authorize", (request) =>
-      Effect.map(server.authorize(new URL(request.url, s.issuer).searchParams), page))
+      limited(request, Effect.map(server.authorize(new URL(request.url, s.issuer).searchParams), page)))
 
     yield* router.add("POST", "/authorize", (request) =>
-      formBody.pipe(
+      limited(request, formBody.pipe(
         Effect.flatMap((form) =>
           server.decide({
             pendingId: form.get("pending") ?? "",
@@ -134,7 +147,7 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Authorizat
         Effect.map(page),
         Effect.catchTag("OAuthError", (error) =>
           Effect.succeed(page({ _tag: "Problem", status: 400, title: "This sign-in could not be read", detail: error.description })))
-      ))
+      )))
 
     yield* router.add("POST", "/token", (request) =>
       formBody.pipe(

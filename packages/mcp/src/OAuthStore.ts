@@ -21,6 +21,8 @@
  * - `redeemSignInCode`: a sign-in code signs in at most once.
  * - `admitRegistration`: of concurrent registrations in one window, no more are admitted than
  *   the limits allow, per source and in total.
+ * - `admitRequest`: of concurrent requests counted in one bucket and window, no more are
+ *   admitted than its limit.
  * Each method is one atomic unit; expiry is judged against the `now` the caller passes.
  *
  * Implementations: `layerMemory` (one process) and `OAuthStorePg.layer` (PostgreSQL over
@@ -168,6 +170,26 @@ export type RegistrationAdmission =
   /** Refused, and not counted: the source's or the total count of the window is full. */
   | { readonly _tag: "Limited"; readonly by: "source" | "total" }
 
+/** One request asking to be counted in `bucket`'s fixed window `[start, end)`, of at most `limit`. */
+export interface RequestWindow {
+  /** What is counted and for whom, e.g. `authorize 203.0.113.7`; never a registration source. */
+  readonly bucket: string
+  readonly start: Date
+  readonly end: Date
+  readonly limit: number
+}
+
+/** A sign-in of an account that can still be used: a grant with a live refresh token. */
+export interface ActiveGrant {
+  readonly grant: Grant
+  /** The registered client's name; null when it gave none or is identified by a metadata document. */
+  readonly clientName: string | null
+  /** When its newest tokens were issued: the sign-in, or its latest refresh. */
+  readonly lastIssuedAt: Date
+  /** When its live refresh token expires, unless refreshed before. */
+  readonly refreshExpiresAt: Date
+}
+
 export class OAuthStore extends Context.Service<OAuthStore, {
   readonly insertClient: (client: RegisteredClient) => Effect.Effect<void, StoreUnavailable>
   readonly getClient: (clientId: string) => Effect.Effect<RegisteredClient | undefined, StoreUnavailable>
@@ -201,6 +223,16 @@ export class OAuthStore extends Context.Service<OAuthStore, {
   readonly rotateRefresh: (hash: string, now: Date, next: NewTokens) => Effect.Effect<Rotation, StoreUnavailable>
   /** Revokes the grant and so every token of it; false when unknown or already revoked. */
   readonly revokeGrant: (grantId: string, now: Date) => Effect.Effect<boolean, StoreUnavailable>
+  /** The grant, whatever its state; undefined when unknown (or purged). */
+  readonly getGrant: (grantId: string) => Effect.Effect<Grant | undefined, StoreUnavailable>
+  /**
+   * The account's grants that are not revoked and hold a refresh token neither rotated nor
+   * expired at `now`, newest first.
+   */
+  readonly listActiveGrants: (
+    accountId: Ids.AccountId,
+    now: Date
+  ) => Effect.Effect<ReadonlyArray<ActiveGrant>, StoreUnavailable>
 
   readonly insertSignInCode: (code: SignInCode) => Effect.Effect<void, StoreUnavailable>
   /** The account of a live, unused sign-in code, which is used up by this call. */
@@ -208,10 +240,12 @@ export class OAuthStore extends Context.Service<OAuthStore, {
 
   /** Counts the registration if both of the window's counts have room. */
   readonly admitRegistration: (window: RegistrationWindow) => Effect.Effect<RegistrationAdmission, StoreUnavailable>
+  /** Counts the request if its window's count is below the limit; false (not counted) when full. */
+  readonly admitRequest: (window: RequestWindow) => Effect.Effect<boolean, StoreUnavailable>
 
   /**
    * Deletes what can no longer be used at `now`: expired sign-ins, codes and sign-in codes,
-   * expired tokens, grants left without a live token, registration counts of ended windows,
+   * expired tokens, grants left without a live token, registration and request counts of ended windows,
    * and clients past `unusedExpiresAt` with no sign-in or code left in progress. Returns how
    * many records went.
    */

@@ -21,7 +21,8 @@
  * - a sign-in code is used by `UPDATE ... WHERE used_at IS NULL RETURNING`;
  * - a registration is counted by `INSERT ... ON CONFLICT DO UPDATE ... WHERE count < limit`, on
  *   the source's row and then the window's total row (`*`), in one transaction: the row lock
- *   orders concurrent counts, and a full total takes the source's count back.
+ *   orders concurrent counts, and a full total takes the source's count back; other request
+ *   counts (`admitRequest`) are rows of the same table under their own bucket names.
  */
 import { Effect, Layer, Schedule } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
@@ -40,12 +41,14 @@ import type {
   TokenRecord
 } from "./OAuthStore.ts"
 import oauthSchema from "./migrations/0001_oauth_schema.ts"
+import grantsByAccount from "./migrations/0002_grants_by_account.ts"
 
 export const migrationsTable = "taskmeter_oauth_migrations"
 
 /** The migrations, by number. Never edit one that has shipped: add the next. */
 export const migrations = Migrator.fromRecord({
-  "1_oauth_schema": oauthSchema
+  "1_oauth_schema": oauthSchema,
+  "2_grants_by_account": grantsByAccount
 })
 
 /** Runs the pending migrations in the SqlClient's schema; the ids and names of those it ran. */
@@ -328,6 +331,37 @@ export const make = Effect.gen(function*() {
         }))
       ),
     revokeGrant: (grantId, now) => run("revokeGrant", revoke(grantId, now)),
+    getGrant: (grantId) =>
+      run(
+        "getGrant",
+        sql<GrantRow>`SELECT * FROM oauth_grants WHERE id = ${grantId}`.pipe(
+          Effect.map((rows) => rows.length === 0 ? undefined : toGrant(rows[0]!))
+        )
+      ),
+    listActiveGrants: (accountId, now) =>
+      run(
+        "listActiveGrants",
+        sql<GrantRow & { readonly client_name: string | null; readonly last_issued_at: Date; readonly refresh_expires_at: Date }>`
+          SELECT g.*, c.client_name,
+            (SELECT max(t.created_at) FROM oauth_tokens t WHERE t.grant_id = g.id) AS last_issued_at,
+            r.expires_at AS refresh_expires_at
+          FROM oauth_grants g
+          JOIN LATERAL (SELECT t.expires_at FROM oauth_tokens t
+            WHERE t.grant_id = g.id AND t.kind = 'refresh' AND t.rotated_at IS NULL AND t.expires_at > ${now}
+            ORDER BY t.expires_at DESC LIMIT 1) r ON true
+          LEFT JOIN oauth_clients c ON c.client_id = g.client_id
+          WHERE g.account_id = ${accountId} AND g.revoked_at IS NULL
+          ORDER BY g.created_at DESC, g.id`.pipe(
+          Effect.map((rows) =>
+            rows.map(({ client_name, last_issued_at, refresh_expires_at, ...grant }) => ({
+              grant: toGrant(grant),
+              clientName: client_name,
+              lastIssuedAt: last_issued_at,
+              refreshExpiresAt: refresh_expires_at
+            }))
+          )
+        )
+      ),
 
     insertSignInCode: (code) =>
       run("insertSignInCode", Effect.asVoid(sql`INSERT INTO oauth_signin_codes (hash, account_id, created_at, expires_at)
@@ -358,6 +392,15 @@ export const make = Effect.gen(function*() {
           }
           return { _tag: "Admitted" } as const
         }))
+      ),
+
+    admitRequest: (window) =>
+      run(
+        "admitRequest",
+        sql<{ readonly count: number }>`INSERT INTO oauth_registration_counts AS c (bucket, window_start, window_end, count)
+          VALUES (${window.bucket}, ${window.start}, ${window.end}, 1)
+          ON CONFLICT (bucket, window_start) DO UPDATE SET count = c.count + 1 WHERE c.count < ${window.limit}
+          RETURNING count`.pipe(Effect.map((rows) => rows.length > 0))
       ),
 
     purgeExpired: (now) =>

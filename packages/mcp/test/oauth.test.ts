@@ -167,6 +167,33 @@ describe("registration limits", () => {
   })
 })
 
+describe("the /authorize limit", () => {
+  it("answers past the per-address limit with a 429 page and Retry-After, for the page and the form alike", async () => {
+    const limited = await TestServer.make({ authorizeLimit: { perSource: 2, windowSeconds: 3600 } })
+    try {
+      const clientId = (await RawOAuth.register(limited.baseUrl)).body.client_id
+      const page = await RawOAuth.authorize(limited.baseUrl, authorizeParams(clientId))
+      expect(page.status).toBe(200)
+      expect((await RawOAuth.decide(limited.baseUrl, page, "tm_wrong")).status).toBe(401)
+      for (const refused of [
+        await RawOAuth.authorize(limited.baseUrl, authorizeParams(clientId)),
+        await RawOAuth.decide(limited.baseUrl, page, "tm_wrong")
+      ]) {
+        expect(refused.status).toBe(429)
+        expect(refused.html).toContain("Too many sign-in requests")
+      }
+      const again = await RawOAuth.authorize(limited.baseUrl, authorizeParams(clientId))
+      const retryAfter = Number(again.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThanOrEqual(1)
+      expect(retryAfter).toBeLessThanOrEqual(3600)
+      // Other endpoints are not counted against it.
+      expect((await RawOAuth.register(limited.baseUrl)).status).toBe(201)
+    } finally {
+      await limited.close()
+    }
+  })
+})
+
 describe("authorization requests", () => {
   it("shows an error page, never a redirect, for an unknown client or an unregistered redirect URI", async () => {
     const clientId = await publicClient()

@@ -9,7 +9,7 @@
  * Amounts are given in USD as decimal strings (`--usd 12.5`) and read exactly, never as floats.
  */
 import { Config, Console, Data, Effect, Option, Redacted, Runtime } from "effect"
-import { Command, Flag } from "effect/cli"
+import { Argument, Command, Flag } from "effect/cli"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { Money, PriceList, Scope } from "@taskmeter/kernel"
 import * as AdminClient from "./AdminClient.ts"
@@ -385,6 +385,36 @@ const signInCode = Command.make("signin-code", { account: accountFlag }, ({ acco
     Command.withDescription("Make a one-time code an account's owner enters on the MCP sign-in page instead of an API key.")
   )
 
+const signInLine = (signIn: AdminRpc.McpSignIn) =>
+  `${signIn.id}  ${signIn.clientName ?? "(unnamed client)"} [${signIn.clientId}]  ${signIn.scopes.join(" ")}  ` +
+  `signed in ${signIn.createdAt}${signIn.apiKeyId === null ? " with a sign-in code" : ` with key ${signIn.apiKeyId}`}, ` +
+  `last refreshed ${signIn.lastRefreshedAt}, ends ${signIn.expiresAt} unless refreshed`
+
+const mcpSignInList = Command.make("list", { account: accountFlag }, ({ account }) =>
+  call(
+    (admin) => admin.McpSignInList({ accountId: account }),
+    (signIns) =>
+      signIns.length === 0
+        ? `${account} has no MCP sign-ins in use.`
+        : [`MCP sign-ins of ${account} (newest first):`, ...signIns.map(signInLine)].join("\n")
+  )).pipe(Command.withDescription("List an account's MCP sign-ins that can still be used."))
+
+const mcpSignInRevoke = Command.make("revoke", {
+  signIn: Argument.String("sign-in-id").pipe(Argument.withDescription("The sign-in's id, as `mcp sign-ins list` shows it.")),
+  account: accountFlag.pipe(Flag.optional, Flag.withDescription("Only if the sign-in is of this account (acct_...)."))
+}, ({ account, signIn }) =>
+  call(
+    (admin) =>
+      admin.McpSignInRevoke({
+        signInId: signIn,
+        ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) })
+      }),
+    (revoked) =>
+      revoked.alreadyRevoked
+        ? `MCP sign-in ${revoked.id} of ${revoked.accountId} was already revoked (${revoked.revokedAt}).`
+        : `MCP sign-in ${revoked.id} of ${revoked.accountId} revoked: its tokens are refused from now on; the client must sign in again.`
+  )).pipe(Command.withDescription("Revoke an MCP sign-in: its access and refresh tokens stop working at once."))
+
 const audit = Command.make("audit", {}, () =>
   call(
     (admin) => admin.Audit(),
@@ -412,6 +442,15 @@ export const command = admin.pipe(
     ),
     Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
     audit,
-    signInCode
+    signInCode,
+    Command.make("mcp").pipe(
+      Command.withDescription("The MCP endpoint."),
+      Command.withSubcommands([
+        Command.make("sign-ins").pipe(
+          Command.withDescription("MCP clients signed in to accounts (OAuth grants)."),
+          Command.withSubcommands([mcpSignInList, mcpSignInRevoke])
+        )
+      ])
+    )
   ])
 )

@@ -57,6 +57,18 @@ const task = (t: TaskStore.TaskRecord): AdminRpc.Task => ({
   updatedAt: iso(t.updatedAt)
 })
 
+const mcpSignIn = (active: OAuthStore.ActiveGrant): AdminRpc.McpSignIn => ({
+  id: active.grant.id,
+  accountId: active.grant.accountId,
+  clientId: active.grant.clientId,
+  clientName: active.clientName,
+  apiKeyId: active.grant.apiKeyId,
+  scopes: active.grant.scopes,
+  createdAt: iso(active.grant.createdAt),
+  lastRefreshedAt: iso(active.lastIssuedAt),
+  expiresAt: iso(active.refreshExpiresAt)
+})
+
 const fail = (reason: AdminRpc.AdminErrorReason, message: string) => Effect.fail(new AdminError({ reason, message }))
 
 const storeUnavailable = (error: StoreError.StoreUnavailable) =>
@@ -216,6 +228,29 @@ export const layer = AdminRpcs.toLayer(Effect.gen(function*() {
           onAccount(id)
         )
         return { accountId: id, code, expiresAt: iso(expiresAt) }
+      }),
+    McpSignInList: ({ accountId }) =>
+      Effect.gen(function*() {
+        const id = yield* accountIdOf(accountId)
+        yield* accounts.get(id).pipe(onAccount(id))
+        const active = yield* oauth.listActiveGrants(id, new Date()).pipe(Effect.mapError(storeUnavailable))
+        return active.map(mcpSignIn)
+      }),
+    McpSignInRevoke: ({ accountId, signInId }) =>
+      Effect.gen(function*() {
+        const notFound = fail("SignInNotFound", `No MCP sign-in ${signInId}${accountId === undefined ? "" : ` of ${accountId}`}.`)
+        // Sign-in ids are UUIDs: anything else names none (and is not sent to the store).
+        if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(signInId)) return yield* notFound
+        const grant = yield* oauth.getGrant(signInId).pipe(Effect.mapError(storeUnavailable))
+        if (grant === undefined || (accountId !== undefined && grant.accountId !== accountId)) return yield* notFound
+        const now = new Date()
+        const revoked = yield* oauth.revokeGrant(grant.id, now).pipe(Effect.mapError(storeUnavailable))
+        return {
+          id: grant.id,
+          accountId: grant.accountId,
+          revokedAt: iso(revoked ? now : grant.revokedAt ?? now),
+          alreadyRevoked: !revoked
+        }
       })
   })
 }))

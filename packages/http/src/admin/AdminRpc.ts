@@ -1,6 +1,7 @@
 /**
  * The operator's admin service: accounts, API keys, credit grants, refunds, price changes, the
- * resolution of reconciliation_required tasks and one-time MCP sign-in codes, as effect/rpc
+ * resolution of reconciliation_required tasks, one-time MCP sign-in codes and the accounts' MCP
+ * sign-ins (listed and revoked), as effect/rpc
  * procedures. This module holds
  * only the contract (schemas and the group), so a client imports it without server code; the
  * handlers are in AdminHandlers, the HTTP route and its operator-token guard in AdminServer,
@@ -27,6 +28,7 @@ export const AdminErrorReason = Schema.Literals([
   "TaskNotFound",
   "TaskNotResolvable",
   "PriceListInvalid",
+  "SignInNotFound",
   "InvalidRequest",
   "StoreUnavailable"
 ])
@@ -128,6 +130,36 @@ export const SignInCode = Schema.Struct({
 })
 export type SignInCode = typeof SignInCode.Type
 
+/**
+ * An MCP sign-in: one OAuth grant of an MCP client to an account, with its family of rotating
+ * refresh tokens. Listed while it can still be refreshed.
+ */
+export const McpSignIn = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  /** The OAuth client: a registered id (mcpc_...) or a metadata document URL. */
+  clientId: Schema.String,
+  clientName: Schema.NullOr(Schema.String),
+  /** The API key signed in with; null for a one-time sign-in code. */
+  apiKeyId: Schema.NullOr(Schema.String),
+  scopes: Schema.Array(Schema.String),
+  createdAt: Timestamp,
+  /** When its newest tokens were issued: the sign-in or its latest refresh. */
+  lastRefreshedAt: Timestamp,
+  /** When it ends unless refreshed before (never past its total lifetime). */
+  expiresAt: Timestamp
+})
+export type McpSignIn = typeof McpSignIn.Type
+
+export const McpSignInRevoked = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  revokedAt: Timestamp,
+  /** It had been revoked before (revokedAt is that time); nothing changed. */
+  alreadyRevoked: Schema.Boolean
+})
+export type McpSignInRevoked = typeof McpSignInRevoked.Type
+
 const CreditChange = {
   accountId: Schema.String,
   amountMicros: PositiveMicros,
@@ -204,5 +236,16 @@ export class AdminRpcs extends RpcGroup.make(
    * A code the account's owner enters on the MCP sign-in page instead of an API key: it works
    * once, within ten minutes, and grants the MCP tools every scope.
    */
-  Rpc.make("SignInCodeCreate", { payload: { accountId: Schema.String }, success: SignInCode, error: AdminError })
+  Rpc.make("SignInCodeCreate", { payload: { accountId: Schema.String }, success: SignInCode, error: AdminError }),
+  /** The account's MCP sign-ins that can still be used, newest first. */
+  Rpc.make("McpSignInList", { payload: { accountId: Schema.String }, success: Schema.Array(McpSignIn), error: AdminError }),
+  /**
+   * Ends an MCP sign-in: its access and refresh tokens stop working at once, and the client must
+   * sign in again. With `accountId`, a sign-in of another account is SignInNotFound.
+   */
+  Rpc.make("McpSignInRevoke", {
+    payload: { signInId: Schema.String, accountId: Schema.optionalKey(Schema.String) },
+    success: McpSignInRevoked,
+    error: AdminError
+  })
 ) {}

@@ -5,6 +5,7 @@
 import { Effect } from "effect"
 import type { Ids } from "@taskmeter/kernel"
 import type {
+  ActiveGrant,
   AuthorizationCode,
   CodeRedemption,
   Grant,
@@ -142,6 +143,24 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         return { _tag: "Rotated" }
       }),
     revokeGrant: (grantId, now) => Effect.sync(() => revoke(grantId, now)),
+    getGrant: (grantId) => Effect.sync(() => grants.get(grantId)),
+    listActiveGrants: (accountId, now) =>
+      Effect.sync(() => {
+        const active: Array<ActiveGrant> = []
+        for (const grant of grants.values()) {
+          if (grant.accountId !== accountId || grant.revokedAt !== null) continue
+          const family = [...tokens.values()].filter((token) => token.grantId === grant.id)
+          const refresh = family.find((token) => token.kind === "refresh" && token.rotatedAt === null && live(token.expiresAt, now))
+          if (refresh === undefined) continue
+          active.push({
+            grant,
+            clientName: clients.get(grant.clientId)?.clientName ?? null,
+            lastIssuedAt: new Date(Math.max(...family.map((token) => token.createdAt.getTime()))),
+            refreshExpiresAt: refresh.expiresAt
+          })
+        }
+        return active.sort((a, b) => b.grant.createdAt.getTime() - a.grant.createdAt.getTime() || (a.grant.id < b.grant.id ? -1 : 1))
+      }),
 
     insertSignInCode: (code) => Effect.sync(() => void signInCodes.set(code.hash, { ...code, used: false })),
     redeemSignInCode: (hash, now) =>
@@ -168,6 +187,16 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         source.count++
         total.count++
         return { _tag: "Admitted" }
+      }),
+
+    admitRequest: (window) =>
+      Effect.sync(() => {
+        const key = `${window.start.getTime()} ${window.bucket}`
+        const found = registrationCounts.get(key) ?? { count: 0, end: window.end }
+        registrationCounts.set(key, found)
+        if (found.count >= window.limit) return false
+        found.count++
+        return true
       }),
 
     purgeExpired: (now) =>

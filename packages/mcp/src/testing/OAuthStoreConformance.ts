@@ -327,5 +327,60 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<OAuthStore, unk
       // The source's count and the total.
       expect(yield* store.purgeExpired(at(3600))).toBe(2)
     }))
+
+    test("counts requests per bucket and window up to the limit, concurrently too", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      const window = (bucket: string, limit: number, start = T0) =>
+        ({ bucket, start, end: new Date(start.getTime() + 60_000), limit })
+      const results = yield* Effect.all(
+        Array.from({ length: 10 }, () => store.admitRequest(window("authorize 192.0.2.1", 3))),
+        { concurrency: "unbounded" }
+      )
+      expect(results.filter(Boolean)).toHaveLength(3)
+      // Another bucket, and the next window, count apart; so do registrations of the same source.
+      expect(yield* store.admitRequest(window("authorize 192.0.2.2", 3))).toBe(true)
+      expect(yield* store.admitRequest(window("authorize 192.0.2.1", 3, at(60)))).toBe(true)
+      expect(yield* store.admitRegistration(windowOf("192.0.2.1", { perSource: 1, total: 1 }))).toEqual({ _tag: "Admitted" })
+      // Ended windows are purged: the two of T0 (the registration's hour lives on).
+      expect(yield* store.purgeExpired(at(60))).toBe(2)
+      expect(yield* store.admitRequest(window("authorize 192.0.2.1", 3))).toBe(true)
+    }))
+
+    test("lists an account's live grants, newest first, and revokes one", Effect.gen(function*() {
+      const store = yield* OAuthStore
+      const accountId = Ids.makeAccountId()
+      const client = clientAt({ clientName: "Desk app" })
+      yield* store.insertClient(client)
+      const redeem = (overrides: Partial<AuthorizationCode>, when: Date) =>
+        Effect.gen(function*() {
+          const code = codeAt({ accountId, createdAt: when, expiresAt: new Date(when.getTime() + 300_000), ...overrides })
+          yield* store.insertCode(code)
+          const tokens = tokensAt(when)
+          expect((yield* store.redeemCode(code.hash, when, tokens))._tag).toBe("Redeemed")
+          return { code, tokens }
+        })
+      const first = yield* redeem({ clientId: client.clientId }, T0)
+      const second = yield* redeem({ clientId: "https://app.example.com/client.json" }, at(10))
+      const revoked = yield* redeem({}, at(20))
+      yield* redeem({ accountId: Ids.makeAccountId() }, at(30))
+      expect(yield* store.revokeGrant(revoked.code.grantId, at(21))).toBe(true)
+      // The first grant's refresh token rotates: its newest tokens date from the rotation.
+      const next = tokensAt(at(100))
+      expect((yield* store.rotateRefresh(first.tokens.refreshHash, at(100), next))._tag).toBe("Rotated")
+
+      const listed = yield* store.listActiveGrants(accountId, at(200))
+      expect(listed.map((active) => active.grant.id)).toEqual([second.code.grantId, first.code.grantId])
+      expect(listed[0]).toMatchObject({ clientName: null, lastIssuedAt: at(10), refreshExpiresAt: second.tokens.refreshExpiresAt })
+      expect(listed[0]!.grant).toMatchObject({ clientId: "https://app.example.com/client.json", accountId, revokedAt: null })
+      expect(listed[1]).toMatchObject({ clientName: "Desk app", lastIssuedAt: at(100), refreshExpiresAt: next.refreshExpiresAt })
+
+      expect((yield* store.getGrant(second.code.grantId))?.revokedAt).toBeNull()
+      expect(yield* store.getGrant(randomUUID())).toBeUndefined()
+      expect(yield* store.revokeGrant(second.code.grantId, at(300))).toBe(true)
+      expect((yield* store.getGrant(second.code.grantId))?.revokedAt).toEqual(at(300))
+      expect((yield* store.listActiveGrants(accountId, at(301))).map((active) => active.grant.id)).toEqual([first.code.grantId])
+      // Past its refresh token's expiry a grant is no longer listed.
+      expect(yield* store.listActiveGrants(accountId, next.refreshExpiresAt)).toEqual([])
+    }))
   })
 }

@@ -30,9 +30,11 @@ export const freePort = (): Promise<number> =>
 export interface Options extends Partial<Omit<McpEndpoint.Options, "baseUrl">> {
   /** How long simulated jobs stay pending (default 1.5 s, so waiting is observable). */
   readonly simulatedDelayMs?: number
+  /** The OAuth store (default: in memory). */
+  readonly oauthStore?: Layer.Layer<OAuthStore.OAuthStore>
 }
 
-export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
+export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Options = {}) => {
   const port = await freePort()
   const baseUrl = `http://127.0.0.1:${port}`
   const simulated = Simulated.make({ delayMs: simulatedDelayMs ?? 1_500 })
@@ -50,15 +52,16 @@ export const make = async ({ simulatedDelayMs, ...endpoint }: Options = {}) => {
       ResultUrls.layer({ secret })
     )),
     Layer.provideMerge(MemoryStore.layer),
-    Layer.provideMerge(OAuthStore.layerMemory)
+    Layer.provideMerge(oauthStore ?? OAuthStore.layerMemory)
   )
   const app = Layer.mergeAll(
     Server.layer,
     McpEndpoint.layer({
       baseUrl,
       clientIdMetadata: { allowHttpLoopback: true },
-      // Every test registers from 127.0.0.1; the limit has tests of its own.
+      // Every test registers and signs in from 127.0.0.1; the limits have tests of their own.
       registrationLimit: { perSource: 10_000 },
+      authorizeLimit: { perSource: 10_000 },
       ...endpoint
     })
   )
