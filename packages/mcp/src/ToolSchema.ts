@@ -13,7 +13,7 @@
  */
 import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server"
 import { Effect, JsonSchema, Result, Schema, SchemaIssue } from "effect"
-import { Errors } from "@taskmeter/kernel"
+import { Errors, ProblemList } from "@taskmeter/kernel"
 
 type JsonObject = Record<string, unknown>
 
@@ -49,9 +49,8 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
 })
 
 const describe = (issue: SchemaIssue.Issue) =>
-  formatIssues(issue).issues
-    .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".") || "arguments"}: ${message}`)
-    .join("; ")
+  ProblemList.join(formatIssues(issue).issues
+    .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".") || "arguments"}: ${message}`))
 
 /** Decodes a tool's arguments, refusing unknown keys; INVALID_REQUEST names each problem. */
 export const decodeArguments = <S extends Schema.Decoder<unknown>>(schema: S, args: unknown) =>

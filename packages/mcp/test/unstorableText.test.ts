@@ -23,9 +23,9 @@ describe("storableText", () => {
 
   it("names the first offending path in JSON and in form parameters", () => {
     expect(firstUnstorable({ a: ["ok", { b: "x\u0000" }] })).toBe("a[1].b")
-    expect(firstUnstorable({ ["k\u0000"]: 1 })).toBe("a member name")
+    expect(firstUnstorable({ ["k\u0000"]: 1 })).toBe('["k\\u0000"]')
     expect(firstUnstorable({ a: 1, b: [true, null] })).toBeUndefined()
-    expect(firstUnstorable("\ud800")).toBe("$")
+    expect(firstUnstorable("\ud800")).toBe("the value")
     expect(firstUnstorable({ task_id: "\u0000" }, "arguments")).toBe("arguments.task_id")
     expect(firstUnstorableParam(new URLSearchParams({ ok: "1", state: "\u0000" }))).toBe("state")
     expect(firstUnstorableParam(new URLSearchParams({ ok: "1" }))).toBeUndefined()
@@ -66,7 +66,7 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
       const refused = await RawOAuth.register(base, metadata)
       expect(refused.status).toBe(400)
       expect(refused.body.error).toBe("invalid_client_metadata")
-      expect(refused.body.error_description).toContain("cannot store")
+      expect(refused.body.error_description).toContain("cannot be stored")
       noInternals(JSON.stringify(refused.body))
     }
     // One of the two registrations the limit allows is left.
@@ -88,7 +88,7 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
       const page = await RawOAuth.authorize(base, params(overrides))
       expect(page.status).toBe(400)
       expect(page.location).toBeNull()
-      expect(page.html).toContain("cannot store")
+      expect(page.html).toContain("cannot be stored")
       noInternals(page.html)
     }
     const badState = await RawOAuth.authorize(base, params({ state: "\u0000" }))
@@ -111,7 +111,7 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
     const forged = { ...page, pending: "\u0000", csrf: "x", cookie: undefined }
     const answer = await RawOAuth.decide(base, forged, "\u0000")
     expect(answer.status).toBe(400)
-    expect(answer.html).toContain("cannot store")
+    expect(answer.html).toContain("cannot be stored")
     noInternals(answer.html)
   })
 
