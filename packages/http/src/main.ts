@@ -13,6 +13,7 @@
  * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
  * | PUBLIC_URL                | the bound address (*)     | the public address: media links, MCP at <origin>/mcp |
  * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links and result links; same in every process |
+ * | MEDIA_LINK_SECRET_PREVIOUS | (none)                   | the secret before a rotation: its links are still accepted |
  * | RESULT_LINK_TTL_SECONDS   | 3600                      | how long a result link of the MCP tools works        |
  * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
@@ -61,6 +62,8 @@ export interface Settings {
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
   readonly publicUrl: Option.Option<string>
   readonly mediaLinkSecret: Option.Option<Redacted.Redacted<string>>
+  /** MEDIA_LINK_SECRET_PREVIOUS: links it signed are still accepted (a rotation), none are signed with it. */
+  readonly mediaLinkSecretPrevious: Option.Option<Redacted.Redacted<string>>
   readonly resultLinkTtlSeconds: number
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
@@ -81,6 +84,7 @@ export const defaults: Settings = {
   operatorToken: Option.none(),
   publicUrl: Option.none(),
   mediaLinkSecret: Option.none(),
+  mediaLinkSecretPrevious: Option.none(),
   resultLinkTtlSeconds: ResultUrls.DEFAULT_TTL_MS / 1000,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
@@ -119,6 +123,7 @@ export const config: Config.Config<Settings> = Config.all({
   operatorToken: Config.option(Config.Redacted("OPERATOR_TOKEN")),
   publicUrl: Config.option(Config.URL("PUBLIC_URL").pipe(Config.map((url) => url.href))),
   mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
+  mediaLinkSecretPrevious: Config.option(Config.Redacted("MEDIA_LINK_SECRET_PREVIOUS")),
   resultLinkTtlSeconds: positive("RESULT_LINK_TTL_SECONDS", defaults.resultLinkTtlSeconds),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
@@ -195,7 +200,11 @@ export const kernel = (options: KernelOptions) => {
     Catalog.layer,
     Layer.succeed(Executors.Executors, executors),
     MediaUrls.layer(options.mediaUrls),
-    ResultUrls.layer({ secret: options.mediaUrls.secret, ttlMs: settings.resultLinkTtlSeconds * 1000 })
+    ResultUrls.layer({
+      secret: options.mediaUrls.secret,
+      previousSecret: options.mediaUrls.previousSecret,
+      ttlMs: settings.resultLinkTtlSeconds * 1000
+    })
   )
   return Layer.mergeAll(
     Ledger.layer,
@@ -262,7 +271,11 @@ export const server = (options: ServerOptions) =>
       )
     )
     const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
-    const mediaUrls = { baseUrl: publicUrl, secret: mediaLinkSecret(options.settings, options.token) }
+    const mediaUrls = {
+      baseUrl: publicUrl,
+      secret: mediaLinkSecret(options.settings, options.token),
+      previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
+    }
     return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }))), workers).pipe(
       Layer.provideMerge(ChatServices.layerConfig),
       Layer.provideMerge(kernel({ ...options, mediaUrls }))
