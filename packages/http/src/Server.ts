@@ -1,9 +1,9 @@
 /**
  * The HTTP server of the API, composed on an `HttpRouter` so that other packages mount their
- * routes beside it (admin RPC, chat, MCP) by merging their route layers with `layer`:
+ * routes beside it (chat, MCP) by merging their route layers with `layer`:
  *
  * ```ts
- * const app = Layer.mergeAll(Server.layer, AdminServer.layer, ChatServer.layer)
+ * const app = Layer.mergeAll(Server.layer, ChatServer.layer)
  * const main = Server.serve(app).pipe(Layer.provide(kernelAndStorage), Layer.provide(ServerConfig.layer))
  * NodeRuntime.runMain(Layer.launch(main)) // SIGINT/SIGTERM close the server gracefully
  * ```

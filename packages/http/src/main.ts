@@ -219,8 +219,8 @@ export const kernel = (options: KernelOptions) => {
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
   readonly token: Redacted.Redacted<string>
   readonly dataDir: string
-  /** Called once the server listens, with the address it listens on and the public URL in force. */
-  readonly onListening?: ((url: string, publicUrl: string) => Effect.Effect<void>) | undefined
+  /** Called once the server listens, with the address it listens on, the public URL in force and the admin listener's URL. */
+  readonly onListening?: ((url: string, publicUrl: string, adminUrl: string) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -237,10 +237,11 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
 
 /**
  * The whole server over the storage it is given (`serverStorage`, or any stores with an
- * OAuthStore): the API, the admin service, chat and the MCP endpoint with its OAuth sign-in
- * on one HTTP server (ServerConfig's host and port), and, unless `settings.workers` is false,
+ * OAuthStore): the API, chat and the MCP endpoint with its OAuth sign-in on one HTTP server
+ * (ServerConfig's host and port), the admin service on its own listener (ADMIN_HOST,
+ * ADMIN_PORT; `AdminServer.AdminListener` tells its address), and, unless `settings.workers` is false,
  * a task worker and the reconciler in the background. The admin file is written once the
- * server listens, with its `localUrl`.
+ * server listens, with both listeners' `localUrl`.
  *
  * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
  * else the server's `localUrl`, known once it is bound: so the server listens first and the
@@ -253,7 +254,6 @@ export const server = (options: ServerOptions) =>
     const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
     const app = Layer.mergeAll(
       Server.layer,
-      AdminServer.layer({ token: options.token }),
       ChatServer.layer,
       McpEndpoint.layer({
         baseUrl: new URL(publicUrl).origin,
@@ -265,10 +265,11 @@ export const server = (options: ServerOptions) =>
       })
     )
     const listening = Layer.effectDiscard(
-      Effect.andThen(
-        AdminFile.write(options.dataDir, { url: local, token: Redacted.value(options.token) }),
-        options.onListening?.(HttpServer.formatAddress(http.address), publicUrl) ?? Effect.void
-      )
+      Effect.gen(function*() {
+        const admin = localUrl((yield* AdminServer.AdminListener).address)
+        yield* AdminFile.write(options.dataDir, { url: local, adminUrl: admin, token: Redacted.value(options.token) })
+        yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
+      })
     )
     const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
     const mediaUrls = {
@@ -276,24 +277,40 @@ export const server = (options: ServerOptions) =>
       secret: mediaLinkSecret(options.settings, options.token),
       previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
     }
-    return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }))), workers).pipe(
+    const served = Layer.merge(
+      Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
+      AdminServer.layer({ token: options.token })
+    )
+    return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
       Layer.provideMerge(ChatServices.layerConfig),
       Layer.provideMerge(kernel({ ...options, mediaUrls }))
     )
   })).pipe(Layer.provideMerge(Server.listen))
+
+/** The address of a running `server`'s admin listener, as the CLI reaches it. */
+export const adminUrl: Effect.Effect<string, never, AdminServer.AdminListener> = AdminServer.AdminListener.use(
+  (listener) => Effect.succeed(localUrl(listener.address))
+)
 
 const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
 
 const announce = (
   url: string,
   publicUrl: string,
+  adminUrl: string,
   dataDir: string,
   settings: Settings,
   adapters: ReadonlyArray<Provider.ProviderV1>
-) =>
-  Console.log(
+) => {
+  const origin = new URL(publicUrl).origin
+  return Console.log(
     [
       `taskmeter is listening on ${url}`,
+      `  api        ${origin}/api/v1`,
+      `  openapi    ${origin}${Server.OPENAPI_PATH}`,
+      `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
+      `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
+      `  admin      ${adminUrl}${AdminServer.PATH} (ADMIN_HOST, ADMIN_PORT; operator token in ${AdminFile.pathOf(dataDir)}, the CLI reads it)`,
       `  storage    ${
         Option.isSome(settings.databaseUrl)
           ? "PostgreSQL (DATABASE_URL)"
@@ -301,14 +318,13 @@ const announce = (
       }`,
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
       `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
-      `  admin      operator token in ${AdminFile.pathOf(dataDir)} (the CLI reads it)`,
-      `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       "",
       "Create a first account and its API key:",
       "  npx taskmeter admin account create --credits-usd 25",
       "Stop with Ctrl-C."
     ].join("\n")
   )
+}
 
 /** What `npm start` runs: the server from the environment's settings, until interrupted. */
 export const start = Effect.gen(function*() {
@@ -324,7 +340,7 @@ export const start = Effect.gen(function*() {
       pricesFile: pricesFileOf(dataDir),
       token,
       dataDir,
-      onListening: (url, publicUrl) => announce(url, publicUrl, dataDir, settings, adapters)
+      onListening: (url, publicUrl, adminUrl) => announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
     }).pipe(
       Layer.provide(serverStorage(dataDir, settings)),
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))

@@ -39,7 +39,7 @@ const composed = (settings: Main.Settings) => {
     dataDir
   }).pipe(
     Layer.provideMerge(Main.serverStorage(dataDir, settings)),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
   )
 }
 
@@ -68,7 +68,7 @@ const rpcMessage = (text: string): any => {
 }
 
 const withAdmin = <A, E>(f: (admin: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
-  Effect.flatMap(baseUrl, (url) => AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token }))))
+  Effect.flatMap(Main.adminUrl, (url) => AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token }))))
 
 const cases = (name: string, server: Layer.Layer<any, unknown>) =>
   layer(server, { excludeTestServices: true })(name, (it) => {
@@ -137,7 +137,7 @@ const unconfigured = (host: string) => {
   return Main.server({ settings: { ...Main.defaults, workers: false }, adapters: [], pricesFile: Main.pricesFileOf(dataDir), token, dataDir })
     .pipe(
       Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir }))
+      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir, adminPort: 0 }))
     )
 }
 
@@ -170,7 +170,7 @@ const registrationLimited = () => {
     dataDir
   }).pipe(
     Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
   )
 }
 
