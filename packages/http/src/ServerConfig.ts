@@ -5,7 +5,7 @@
  * |-------------------|---------------|---------------------------------------------------------------|
  * | PORT              | 8787          | TCP port to listen on (0 picks a free one).                    |
  * | HOST              | 127.0.0.1     | Interface to listen on; 0.0.0.0 for every interface.           |
- * | DATA_DIR          | ./data        | Directory for files kept on disk (uploads and results, blobs). |
+ * | DATA_DIR          | ./data        | Files kept on disk (uploads, results); owner-only (DataDir).    |
  * | MAX_UPLOAD_BYTES  | 104857600     | Largest POST /api/v1/media body (100 MiB).                     |
  * | ADMIN_HOST        | 127.0.0.1     | Interface of the admin service's own listener.                 |
  * | ADMIN_PORT        | 8788          | Its port (0 picks a free one: one per process on a host).      |

@@ -53,6 +53,7 @@ import * as AdminServer from "./admin/AdminServer.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
+import * as DataDir from "./DataDir.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -326,12 +327,18 @@ const announce = (
   )
 }
 
-/** What `npm start` runs: the server from the environment's settings, until interrupted. */
+/**
+ * What `npm start` runs: the server from the environment's settings, until interrupted. The
+ * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
+ */
 export const start = Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
   const adapters = yield* Providers.fromConfig
   const dataDir = resolvePath(serverSettings.dataDir)
+  // Before anything is created: the database, blobs and admin.json are the owner's alone.
+  yield* DataDir.restrictUmask
+  yield* DataDir.prepare(dataDir)
   const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
   return yield* Layer.launch(
     server({
@@ -340,7 +347,12 @@ export const start = Effect.gen(function*() {
       pricesFile: pricesFileOf(dataDir),
       token,
       dataDir,
-      onListening: (url, publicUrl, adminUrl) => announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
+      onListening: (url, publicUrl, adminUrl) =>
+        // Again once the database is open: PGlite sets its files' modes itself (0666), whatever the umask.
+        Effect.andThen(
+          Effect.ignore(DataDir.prepare(dataDir, { quiet: true })),
+          announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
+        )
     }).pipe(
       Layer.provide(serverStorage(dataDir, settings)),
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
@@ -369,6 +381,8 @@ export const worker = Effect.gen(function*() {
         "whose own in-process workers serve it."
     })
   }
+  yield* DataDir.restrictUmask
+  yield* DataDir.prepare(dataDir)
   const file = yield* AdminFile.read(dataDir)
   const token = Option.orElse(settings.operatorToken, () =>
     Option.map(Option.fromNullishOr(file), (f) => Redacted.make(f.token)))
