@@ -3,8 +3,8 @@
  * kernel services, the HTTP server with the admin service, chat and the MCP endpoint beside the
  * API, and in-process workers. Wiring only; every rule lives in the kernel and the route modules.
  *
- * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR
- * and MAX_UPLOAD_BYTES:
+ * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR,
+ * MAX_UPLOAD_BYTES, ADMIN_HOST and ADMIN_PORT (the admin service's own listener):
  *
  * | variable                  | default                   | meaning                                             |
  * |---------------------------|---------------------------|-----------------------------------------------------|
