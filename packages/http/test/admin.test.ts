@@ -115,6 +115,17 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(error._tag === "RpcClientError" ? AdminClient.statusOf(error) : undefined).toBe(404)
       }))
 
+    it.effect("a second admin listener on a port already taken fails to start, saying what to do", () =>
+      Effect.gen(function*() {
+        const port = new URL(yield* baseUrl).port
+        const error = yield* Effect.flip(Effect.scoped(Layer.build(
+          AdminServer.layer({ token }).pipe(Layer.provide(ServerConfig.layerWith({ adminPort: Number(port) })))
+        )))
+        expect(error._tag).toBe("AdminListenError")
+        expect(error.message).toContain(`127.0.0.1:${port} (EADDRINUSE)`)
+        expect(error.message).toContain("ADMIN_PORT=0")
+      }))
+
     it.effect("serves nothing but the admin service: other paths are 404 NOT_FOUND", () =>
       Effect.gen(function*() {
         const response = yield* post("{}", { authorization: `Bearer ${Redacted.value(token)}` }, baseUrl, "/api/v1/usage")

@@ -8,11 +8,11 @@
  * @example
  * ```ts
  * const Admin = AdminServer.layer({ token })
- * // Layer<AdminListener, ServeError, ServerConfig | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
+ * // Layer<AdminListener, AdminListenError, ServerConfig | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
  * ```
  */
 import { createServer } from "node:http"
-import { Context, Effect, Layer, type Redacted } from "effect"
+import { Context, Data, Effect, Layer, type Redacted } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
@@ -33,6 +33,12 @@ const unauthorized = ErrorResponse.fromError(
   }),
   { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
 )
+
+/** The admin listener could not listen (the port is taken, most often by another process on this host). */
+export class AdminListenError extends Data.TaggedError("AdminListenError")<{ readonly message: string; readonly cause: unknown }> {}
+
+const codeOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : String(cause)
 
 /** The admin listener, once it listens. */
 export class AdminListener extends Context.Service<AdminListener, {
@@ -63,7 +69,16 @@ export const layer = (options: Options) =>
         Effect.catchCause(ErrorResponse.fromCause),
         Effect.map(ResponseHeaders.withDefaults)
       )
-      const server = yield* NodeHttpServer.make(createServer, { host: adminHost, port: adminPort })
+      const server = yield* NodeHttpServer.make(createServer, { host: adminHost, port: adminPort }).pipe(
+        Effect.mapError((error) =>
+          new AdminListenError({
+            message: `The admin service cannot listen on ${adminHost}:${adminPort} (${codeOf(error.cause)}): ` +
+              "each server process has its own admin listener, so give processes on one host different ADMIN_PORTs, " +
+              "or ADMIN_PORT=0 (a free port, written to admin.json).",
+            cause: error.cause
+          })
+        )
+      )
       yield* server.serve(handler)
       return AdminListener.of({ address: server.address })
     })
