@@ -84,7 +84,11 @@ const failureOf = (error: AdminRpc.AdminError | RpcClientError | AdminFile.Admin
         return { reason: "AuthRequired", message: `The server at ${url} refused the operator token.` }
       }
       if (status !== undefined) {
-        return { reason: "NotAdminService", message: `${url} answered ${status}: it does not serve the taskmeter admin service.` }
+        return {
+          reason: "NotAdminService",
+          message: `${url} answered ${status}: it does not serve the taskmeter admin service ` +
+            "(which has a listener of its own, ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8788 by default; see admin.json's adminUrl)."
+        }
       }
       return error.reason._tag === "HttpError" && error.reason.kind === "TransportError"
         ? { reason: "Unreachable", message: `Cannot reach the server at ${url}: is it running (npm start)?` }
