@@ -4,13 +4,13 @@ import { join } from "node:path"
 import { Effect } from "effect"
 import { HttpServer } from "effect/http"
 import { expect, layer } from "@effect/vitest"
-import { AdminClient, OperatorToken } from "@taskmeter/http"
+import { AdminClient, Main, OperatorToken } from "@taskmeter/http"
 import { Money } from "@taskmeter/kernel"
 import { serverLayer } from "./server.ts"
 
 const token = OperatorToken.generate()
 
-layer(serverLayer({ port: 0, dataDir: mkdtempSync(join(tmpdir(), "taskmeter-example-")), token }), {
+layer(serverLayer({ port: 0, adminPort: 0, dataDir: mkdtempSync(join(tmpdir(), "taskmeter-example-")), token }), {
   excludeTestServices: true
 })("examples/http-server", (it) => {
   it.effect("serves the API and the admin service; a new account's task runs on the simulated provider", () =>
@@ -18,7 +18,7 @@ layer(serverLayer({ port: 0, dataDir: mkdtempSync(join(tmpdir(), "taskmeter-exam
       const url = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
       const { key } = yield* AdminClient.AdminClient.use((admin) =>
         admin.AccountCreate({ name: "example", creditsMicros: Money.micros(1_000_000) })
-      ).pipe(Effect.provide(AdminClient.layer({ url, token })))
+      ).pipe(Effect.provide(AdminClient.layer({ url: yield* Main.adminUrl, token })))
       const call = (path: string, init: RequestInit = {}) =>
         Effect.promise(() =>
           fetch(`${url}${path}`, { ...init, headers: { "x-api-key": key.secret, ...init.headers } }).then((r) => r.json() as Promise<any>)

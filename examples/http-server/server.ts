@@ -1,6 +1,6 @@
 /**
- * Starting the composed server programmatically: the server of `npm start` (API, admin service,
- * in-process workers), with its storage and executors chosen in code rather than by the
+ * Starting the composed server programmatically: the server of `npm start` (API, admin service
+ * on its own port, in-process workers), with its storage and executors chosen in code rather than by the
  * environment. Here: in-memory storage and a simulated provider whose jobs take half a second.
  *
  * Run: `./node_modules/.bin/node examples/http-server/server.ts` from the repository root, then
@@ -16,29 +16,32 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 
 export interface Options {
   readonly port: number
+  /** The admin service's own listener (0: a free port). */
+  readonly adminPort: number
   /** Where admin.json (the CLI's way in) goes; a prices.json here seeds the store's empty price list. */
   readonly dataDir: string
   readonly token: Redacted.Redacted<string>
 }
 
-export const serverLayer = ({ dataDir, port, token }: Options) =>
+export const serverLayer = ({ adminPort, dataDir, port, token }: Options) =>
   Main.server({
     settings: Main.defaults,
     adapters: [Simulated.make({ delayMs: 500 })],
     pricesFile: Main.pricesFileOf(dataDir),
     token,
     dataDir,
-    onListening: (url) => Console.log(`listening on ${url}; admin token in ${dataDir}/admin.json`)
+    onListening: (url, _publicUrl, adminUrl) =>
+      Console.log(`listening on ${url}; admin service on ${adminUrl}, its token in ${dataDir}/admin.json`)
   }).pipe(
     Layer.provide([MemoryStore.layer, OAuthStore.layerMemory]),
-    Layer.provide(ServerConfig.layerWith({ port, host: "127.0.0.1", dataDir }))
+    Layer.provide(ServerConfig.layerWith({ port, host: "127.0.0.1", dataDir, adminPort }))
   )
 
-/** Serves on port 8788 with its files in ./data/example until Ctrl-C. */
+/** Serves on port 8789 (admin service on 8790) with its files in ./data/example until Ctrl-C. */
 export const main = Effect.gen(function*() {
   const dataDir = resolve("data/example")
   const token = yield* OperatorToken.resolve(dataDir, Option.none())
-  return yield* Layer.launch(serverLayer({ port: 8788, dataDir, token }))
+  return yield* Layer.launch(serverLayer({ port: 8789, adminPort: 8790, dataDir, token }))
 })
 
 if (import.meta.main) NodeRuntime.runMain(main, { teardown: Shutdown.teardown })

@@ -6,8 +6,8 @@
  *
  * A failure that is not an API error never reaches a client as a 500: request decoding
  * failures say which value to fix (INVALID_REQUEST, or INVALID_IDEMPOTENCY_KEY for that
- * header), an unknown route is INVALID_REQUEST, a write the store refuses for its data
- * (StoreRefused) is INVALID_REQUEST, and an unreachable store or any other defect is
+ * header), an unknown route is 404 NOT_FOUND (`routeNotFound`), a write the store refuses for
+ * its data (StoreRefused) is INVALID_REQUEST, and an unreachable store or any other defect is
  * API_UNAVAILABLE (503), all logged with their cause.
  */
 import { Cause, Effect, SchemaIssue } from "effect"
@@ -91,22 +91,26 @@ const storeRefused = (refusal: StoreError.StoreRefused) =>
 const isRouteNotFound = (u: unknown): u is HttpServerError.HttpServerError =>
   u instanceof HttpServerError.HttpServerError && u.reason._tag === "RouteNotFound"
 
-const routeNotFound = (error: HttpServerError.HttpServerError) =>
-  new Errors.InvalidRequest({
-    message: `No endpoint ${error.request.method} ${error.request.url.split("?")[0]}; the API is described at /api/openapi.json.`
-  })
+/** The code of a request to a route that does not exist (not one of the spec's, which has none for it). */
+export const ROUTE_NOT_FOUND_CODE = "NOT_FOUND"
+
+/** 404 `{ code: "NOT_FOUND", error }` naming the method and path (without the query) asked for. */
+export const routeNotFound = (method: string, url: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe({
+    code: ROUTE_NOT_FOUND_CODE,
+    error: `No endpoint ${method} ${url.split("?")[0]}; the API is described at /api/openapi.json.`
+  }, { status: 404 })
 
 /** The API error a failure or defect stands for, if it is one the caller can act on. */
 const classify = (u: unknown): Errors.ApiError | undefined => {
   if (Errors.isApiError(u)) return u
   if (HttpApiError.HttpApiSchemaError.is(u)) return fromSchemaError(u)
-  if (isRouteNotFound(u)) return routeNotFound(u)
   return undefined
 }
 
 /**
  * The response for any cause: API errors as they are, decoding failures as INVALID_REQUEST,
- * anything else as API_UNAVAILABLE after logging it. An interruption (the client went away) stays
+ * an unknown route as 404 NOT_FOUND, anything else as API_UNAVAILABLE after logging it. An interruption (the client went away) stays
  * an interruption. Defects are classified too: the HttpApi builder turns a decoding failure that
  * no endpoint middleware handled into one.
  */
@@ -114,6 +118,7 @@ export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServer
   if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   for (const reason of cause.reasons) {
     const value = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+    if (isRouteNotFound(value)) return Effect.succeed(routeNotFound(value.request.method, value.request.url))
     const apiError = classify(value)
     if (apiError !== undefined) return Effect.succeed(fromError(apiError))
     if (value instanceof StoreError.StoreUnavailable) {

@@ -1,9 +1,9 @@
 /**
  * The HTTP server of the API, composed on an `HttpRouter` so that other packages mount their
- * routes beside it (admin RPC, chat, MCP) by merging their route layers with `layer`:
+ * routes beside it (chat, MCP) by merging their route layers with `layer`:
  *
  * ```ts
- * const app = Layer.mergeAll(Server.layer, AdminServer.layer, ChatServer.layer)
+ * const app = Layer.mergeAll(Server.layer, ChatServer.layer)
  * const main = Server.serve(app).pipe(Layer.provide(kernelAndStorage), Layer.provide(ServerConfig.layer))
  * NodeRuntime.runMain(Layer.launch(main)) // SIGINT/SIGTERM close the server gracefully
  * ```
@@ -12,7 +12,8 @@
  * upstream providers fetch uploads from (GET /api/v1/media-links/{uuid}, see MediaLinksHandlers),
  * the signed result links the MCP tools give (GET /api/v1/result-links/{uuid}, see
  * ResultLinksHandlers), and a router-wide middleware that gives every error of every route
- * (unknown routes included) the spec's body `{ code, error }` (see ErrorResponse). It takes the
+ * (unknown routes included) the spec's body `{ code, error }` (see ErrorResponse) and every
+ * response the default headers of ResponseHeaders (Cache-Control: no-store unless set, ...). It takes the
  * kernel services from its context, MediaUrls and ResultUrls included (with the secret the
  * workers and the MCP tools sign links with).
  */
@@ -36,6 +37,7 @@ import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
+import * as ResponseHeaders from "./ResponseHeaders.ts"
 import { ServerConfig } from "./ServerConfig.ts"
 
 export const OPENAPI_PATH = "/api/openapi.json"
@@ -48,9 +50,13 @@ const openApiRoute = HttpRouter.use((router) =>
   })
 )
 
-/** Every error of every route as `{ code, error }`, including routes that do not exist. */
+/**
+ * Every error of every route as `{ code, error }`, including routes that do not exist, and
+ * every response with the headers of ResponseHeaders (no-store, nosniff, the 401 challenge).
+ */
 const errorShape = HttpRouter.middleware(
-  (httpEffect): typeof httpEffect => Effect.catchCause(httpEffect, ErrorResponse.fromCause),
+  (httpEffect): typeof httpEffect =>
+    Effect.map(Effect.catchCause(httpEffect, ErrorResponse.fromCause), ResponseHeaders.withDefaults),
   { global: true }
 )
 

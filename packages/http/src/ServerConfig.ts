@@ -5,8 +5,10 @@
  * |-------------------|---------------|---------------------------------------------------------------|
  * | PORT              | 8787          | TCP port to listen on (0 picks a free one).                    |
  * | HOST              | 127.0.0.1     | Interface to listen on; 0.0.0.0 for every interface.           |
- * | DATA_DIR          | ./data        | Directory for files kept on disk (uploads and results, blobs). |
+ * | DATA_DIR          | ./data        | Files kept on disk (uploads, results); owner-only (DataDir).    |
  * | MAX_UPLOAD_BYTES  | 104857600     | Largest POST /api/v1/media body (100 MiB).                     |
+ * | ADMIN_HOST        | 127.0.0.1     | Interface of the admin service's own listener.                 |
+ * | ADMIN_PORT        | 8788          | Its port (0 picks a free one: one per process on a host).      |
  *
  * The JSON body limit of 256 KB is the spec's and not configurable (see JsonBody).
  */
@@ -17,13 +19,19 @@ export interface ServerSettings {
   readonly host: string
   readonly dataDir: string
   readonly maxUploadBytes: number
+  /** ADMIN_HOST: the admin service listens here, apart from the public port. */
+  readonly adminHost: string
+  /** ADMIN_PORT: 0 picks a free port (admin.json names it). */
+  readonly adminPort: number
 }
 
 export const defaults: ServerSettings = {
   port: 8787,
   host: "127.0.0.1",
   dataDir: "./data",
-  maxUploadBytes: 100 * 1024 * 1024
+  maxUploadBytes: 100 * 1024 * 1024,
+  adminHost: "127.0.0.1",
+  adminPort: 8788
 }
 
 export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>()("@taskmeter/http/ServerConfig") {}
@@ -36,7 +44,9 @@ export const config: Config.Config<ServerSettings> = Config.all({
   port: Config.schema(PortOrZero, "PORT").pipe(Config.withDefault(defaults.port)),
   host: Config.NonEmptyString("HOST").pipe(Config.withDefault(defaults.host)),
   dataDir: Config.NonEmptyString("DATA_DIR").pipe(Config.withDefault(defaults.dataDir)),
-  maxUploadBytes: Config.schema(PositiveInt, "MAX_UPLOAD_BYTES").pipe(Config.withDefault(defaults.maxUploadBytes))
+  maxUploadBytes: Config.schema(PositiveInt, "MAX_UPLOAD_BYTES").pipe(Config.withDefault(defaults.maxUploadBytes)),
+  adminHost: Config.NonEmptyString("ADMIN_HOST").pipe(Config.withDefault(defaults.adminHost)),
+  adminPort: Config.schema(PortOrZero, "ADMIN_PORT").pipe(Config.withDefault(defaults.adminPort))
 })
 
 /** ServerConfig from the environment. */

@@ -3,8 +3,8 @@
  * kernel services, the HTTP server with the admin service, chat and the MCP endpoint beside the
  * API, and in-process workers. Wiring only; every rule lives in the kernel and the route modules.
  *
- * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR
- * and MAX_UPLOAD_BYTES:
+ * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR,
+ * MAX_UPLOAD_BYTES, ADMIN_HOST and ADMIN_PORT (the admin service's own listener):
  *
  * | variable                  | default                   | meaning                                             |
  * |---------------------------|---------------------------|-----------------------------------------------------|
@@ -13,6 +13,7 @@
  * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
  * | PUBLIC_URL                | the bound address (*)     | the public address: media links, MCP at <origin>/mcp |
  * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links and result links; same in every process |
+ * | MEDIA_LINK_SECRET_PREVIOUS | (none)                   | the secret before a rotation: its links are still accepted |
  * | RESULT_LINK_TTL_SECONDS   | 3600                      | how long a result link of the MCP tools works        |
  * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
  * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
@@ -56,6 +57,7 @@ import * as AdminServer from "./admin/AdminServer.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
+import * as DataDir from "./DataDir.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -65,6 +67,8 @@ export interface Settings {
   readonly operatorToken: Option.Option<Redacted.Redacted<string>>
   readonly publicUrl: Option.Option<string>
   readonly mediaLinkSecret: Option.Option<Redacted.Redacted<string>>
+  /** MEDIA_LINK_SECRET_PREVIOUS: links it signed are still accepted (a rotation), none are signed with it. */
+  readonly mediaLinkSecretPrevious: Option.Option<Redacted.Redacted<string>>
   readonly resultLinkTtlSeconds: number
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
@@ -93,6 +97,7 @@ export const defaults: Settings = {
   operatorToken: Option.none(),
   publicUrl: Option.none(),
   mediaLinkSecret: Option.none(),
+  mediaLinkSecretPrevious: Option.none(),
   resultLinkTtlSeconds: ResultUrls.DEFAULT_TTL_MS / 1000,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
@@ -151,6 +156,7 @@ export const config: Config.Config<Settings> = Config.all({
   operatorToken: Config.option(Config.Redacted("OPERATOR_TOKEN")),
   publicUrl: Config.option(Config.URL("PUBLIC_URL").pipe(Config.map((url) => url.href))),
   mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
+  mediaLinkSecretPrevious: Config.option(Config.Redacted("MEDIA_LINK_SECRET_PREVIOUS")),
   resultLinkTtlSeconds: positive("RESULT_LINK_TTL_SECONDS", defaults.resultLinkTtlSeconds),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
@@ -237,7 +243,11 @@ export const kernel = (options: KernelOptions) => {
     Catalog.layer,
     Layer.succeed(Executors.Executors, executors),
     MediaUrls.layer(options.mediaUrls),
-    ResultUrls.layer({ secret: options.mediaUrls.secret, ttlMs: settings.resultLinkTtlSeconds * 1000 })
+    ResultUrls.layer({
+      secret: options.mediaUrls.secret,
+      previousSecret: options.mediaUrls.previousSecret,
+      ttlMs: settings.resultLinkTtlSeconds * 1000
+    })
   )
   return Layer.mergeAll(
     Ledger.layer,
@@ -252,8 +262,8 @@ export const kernel = (options: KernelOptions) => {
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
   readonly token: Redacted.Redacted<string>
   readonly dataDir: string
-  /** Called once the server listens, with the address it listens on and the public URL in force. */
-  readonly onListening?: ((url: string, publicUrl: string) => Effect.Effect<void>) | undefined
+  /** Called once the server listens, with the address it listens on, the public URL in force and the admin listener's URL. */
+  readonly onListening?: ((url: string, publicUrl: string, adminUrl: string) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -270,10 +280,11 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
 
 /**
  * The whole server over the storage it is given (`serverStorage`, or any stores with an
- * OAuthStore): the API, the admin service, chat and the MCP endpoint with its OAuth sign-in
- * on one HTTP server (ServerConfig's host and port), and, unless `settings.workers` is false,
+ * OAuthStore): the API, chat and the MCP endpoint with its OAuth sign-in on one HTTP server
+ * (ServerConfig's host and port), the admin service on its own listener (ADMIN_HOST,
+ * ADMIN_PORT; `AdminServer.AdminListener` tells its address), and, unless `settings.workers` is false,
  * a task worker and the reconciler in the background. The admin file is written once the
- * server listens, with its `localUrl`.
+ * server listens, with both listeners' `localUrl`.
  *
  * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
  * else the server's `localUrl`, known once it is bound: so the server listens first and the
@@ -286,7 +297,6 @@ export const server = (options: ServerOptions) =>
     const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
     const app = Layer.mergeAll(
       Server.layer,
-      AdminServer.layer({ token: options.token }),
       ChatServer.layer,
       McpEndpoint.layer({
         baseUrl: new URL(publicUrl).origin,
@@ -302,31 +312,52 @@ export const server = (options: ServerOptions) =>
       })
     )
     const listening = Layer.effectDiscard(
-      Effect.andThen(
-        AdminFile.write(options.dataDir, { url: local, token: Redacted.value(options.token) }),
-        options.onListening?.(HttpServer.formatAddress(http.address), publicUrl) ?? Effect.void
-      )
+      Effect.gen(function*() {
+        const admin = localUrl((yield* AdminServer.AdminListener).address)
+        yield* AdminFile.write(options.dataDir, { url: local, adminUrl: admin, token: Redacted.value(options.token) })
+        yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
+      })
     )
     const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
-    const mediaUrls = { baseUrl: publicUrl, secret: mediaLinkSecret(options.settings, options.token) }
-    return Layer.mergeAll(listening.pipe(Layer.provideMerge(Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }))), workers).pipe(
+    const mediaUrls = {
+      baseUrl: publicUrl,
+      secret: mediaLinkSecret(options.settings, options.token),
+      previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
+    }
+    const served = Layer.merge(
+      Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
+      AdminServer.layer({ token: options.token })
+    )
+    return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
       Layer.provideMerge(ChatServices.layerConfig),
       Layer.provideMerge(kernel({ ...options, mediaUrls }))
     )
   })).pipe(Layer.provideMerge(Server.listen))
+
+/** The address of a running `server`'s admin listener, as the CLI reaches it. */
+export const adminUrl: Effect.Effect<string, never, AdminServer.AdminListener> = AdminServer.AdminListener.use(
+  (listener) => Effect.succeed(localUrl(listener.address))
+)
 
 const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
 
 const announce = (
   url: string,
   publicUrl: string,
+  adminUrl: string,
   dataDir: string,
   settings: Settings,
   adapters: ReadonlyArray<Provider.ProviderV1>
-) =>
-  Console.log(
+) => {
+  const origin = new URL(publicUrl).origin
+  return Console.log(
     [
       `taskmeter is listening on ${url}`,
+      `  api        ${origin}/api/v1`,
+      `  openapi    ${origin}${Server.OPENAPI_PATH}`,
+      `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
+      `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
+      `  admin      ${adminUrl}${AdminServer.PATH} (ADMIN_HOST, ADMIN_PORT; operator token in ${AdminFile.pathOf(dataDir)}, the CLI reads it)`,
       `  storage    ${
         Option.isSome(settings.databaseUrl)
           ? "PostgreSQL (DATABASE_URL)"
@@ -334,21 +365,26 @@ const announce = (
       }`,
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
       `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
-      `  admin      operator token in ${AdminFile.pathOf(dataDir)} (the CLI reads it)`,
-      `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       "",
       "Create a first account and its API key:",
       "  npx taskmeter admin account create --credits-usd 25",
       "Stop with Ctrl-C."
     ].join("\n")
   )
+}
 
-/** What `npm start` runs: the server from the environment's settings, until interrupted. */
+/**
+ * What `npm start` runs: the server from the environment's settings, until interrupted. The
+ * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
+ */
 export const start = Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
   const adapters = yield* Providers.fromConfig
   const dataDir = resolvePath(serverSettings.dataDir)
+  // Before anything is created: the database, blobs and admin.json are the owner's alone.
+  yield* DataDir.restrictUmask
+  yield* DataDir.prepare(dataDir)
   const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
   return yield* Layer.launch(
     server({
@@ -357,7 +393,12 @@ export const start = Effect.gen(function*() {
       pricesFile: pricesFileOf(dataDir),
       token,
       dataDir,
-      onListening: (url, publicUrl) => announce(url, publicUrl, dataDir, settings, adapters)
+      onListening: (url, publicUrl, adminUrl) =>
+        // Again once the database is open: PGlite sets its files' modes itself (0666), whatever the umask.
+        Effect.andThen(
+          Effect.ignore(DataDir.prepare(dataDir, { quiet: true })),
+          announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
+        )
     }).pipe(
       Layer.provide(serverStorage(dataDir, settings)),
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
@@ -386,6 +427,8 @@ export const worker = Effect.gen(function*() {
         "whose own in-process workers serve it."
     })
   }
+  yield* DataDir.restrictUmask
+  yield* DataDir.prepare(dataDir)
   const file = yield* AdminFile.read(dataDir)
   const token = Option.orElse(settings.operatorToken, () =>
     Option.map(Option.fromNullishOr(file), (f) => Redacted.make(f.token)))

@@ -34,10 +34,13 @@ const TestServer = Main.server({
   dataDir
 }).pipe(
   Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
 )
 
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+/** The public API's address. */
+const apiUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+/** The admin listener's address. */
+const baseUrl = Main.adminUrl
 
 /** The admin client of the test server, with the given token. */
 const withAdmin = <A, E>(
@@ -50,15 +53,15 @@ const withAdmin = <A, E>(
 const reasonOf = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
   Effect.map(Effect.flip(effect), (error) => error instanceof AdminError ? error.reason : error)
 
-const post = (body: string, headers: Record<string, string>) =>
-  Effect.flatMap(baseUrl, (url) =>
+const post = (body: string, headers: Record<string, string>, at: Effect.Effect<string, never, any> = baseUrl, path = AdminServer.PATH) =>
+  Effect.flatMap(at, (url) =>
     Effect.promise(async () => {
-      const response = await fetch(`${url}${AdminServer.PATH}`, {
+      const response = await fetch(`${url}${path}`, {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
         body
       })
-      return { status: response.status, body: await response.json() as unknown }
+      return { status: response.status, headers: response.headers, body: await response.json() as unknown }
     }))
 
 layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => {
@@ -68,6 +71,8 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         const response = yield* post("{}", {})
         expect(response.status).toBe(401)
         expect(response.body).toEqual({ code: "AUTH_REQUIRED", error: expect.any(String) })
+        expect(response.headers.get("www-authenticate")).toBe('Bearer realm="taskmeter"')
+        expect(response.headers.get("cache-control")).toBe("no-store")
       }))
 
     it.effect("a wrong token is 401 AUTH_REQUIRED, and the typed client reports the status", () =>
@@ -89,8 +94,45 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
     it.effect("the admin file tells the CLI where the server is and its token, readable by the owner only", () =>
       Effect.gen(function*() {
         const file = yield* AdminFile.read(dataDir)
-        expect(file).toEqual({ url: yield* baseUrl, token: Redacted.value(token) })
+        expect(file).toEqual({ url: yield* apiUrl, adminUrl: yield* baseUrl, token: Redacted.value(token) })
         expect(statSync(AdminFile.pathOf(dataDir)).mode & 0o777).toBe(0o600)
+      }))
+  })
+
+  describe("its own listener", () => {
+    it.effect("is apart from the public port, which answers 404 NOT_FOUND for the admin path, token or not", () =>
+      Effect.gen(function*() {
+        expect(yield* baseUrl).not.toBe(yield* apiUrl)
+        for (const headers of [{}, { authorization: `Bearer ${Redacted.value(token)}` }] as Array<Record<string, string>>) {
+          const response = yield* post("{}", headers, apiUrl)
+          expect(response.status).toBe(404)
+          expect(response.body).toEqual({ code: "NOT_FOUND", error: `No endpoint POST ${AdminServer.PATH}; the API is described at /api/openapi.json.` })
+        }
+        const error = yield* Effect.flip(
+          Effect.flatMap(apiUrl, (url) =>
+            AdminClient.AdminClient.use((admin) => admin.AccountList()).pipe(Effect.provide(AdminClient.layer({ url, token }))))
+        )
+        expect(error._tag === "RpcClientError" ? AdminClient.statusOf(error) : undefined).toBe(404)
+      }))
+
+    it.effect("a second admin listener on a port already taken fails to start, saying what to do", () =>
+      Effect.gen(function*() {
+        const port = new URL(yield* baseUrl).port
+        const error = yield* Effect.flip(Effect.scoped(Layer.build(
+          AdminServer.layer({ token }).pipe(Layer.provide(ServerConfig.layerWith({ adminPort: Number(port) })))
+        )))
+        expect(error._tag).toBe("AdminListenError")
+        expect(error.message).toContain(`127.0.0.1:${port} (EADDRINUSE)`)
+        expect(error.message).toContain("ADMIN_PORT=0")
+      }))
+
+    it.effect("serves nothing but the admin service: other paths are 404 NOT_FOUND", () =>
+      Effect.gen(function*() {
+        const response = yield* post("{}", { authorization: `Bearer ${Redacted.value(token)}` }, baseUrl, "/api/v1/usage")
+        expect(response.status).toBe(404)
+        expect(response.body).toMatchObject({ code: "NOT_FOUND" })
+        const listed = yield* withAdmin((admin) => admin.AccountList())
+        expect(Array.isArray(listed)).toBe(true)
       }))
   })
 
@@ -107,7 +149,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         })
         expect(created.key.secret).toMatch(/^tm_[A-Za-z0-9_-]{43}$/)
         expect(created.key.key.scopes).toEqual(["jobs:create", "jobs:read", "usage:read", "chat:create"])
-        const usage = yield* Effect.flatMap(baseUrl, (url) =>
+        const usage = yield* Effect.flatMap(apiUrl, (url) =>
           Effect.promise(() => fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${created.key.secret}` } })))
         expect(usage.status).toBe(200)
 
@@ -128,7 +170,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         yield* withAdmin((admin) => admin.KeyRevoke({ accountId: account.id, keyId: readOnly.key.id }))
         const shown = yield* withAdmin((admin) => admin.AccountShow({ accountId: account.id }))
         expect(shown.keys.find((k) => k.id === readOnly.key.id)?.revokedAt).toEqual(expect.any(String))
-        const usage = yield* Effect.flatMap(baseUrl, (url) =>
+        const usage = yield* Effect.flatMap(apiUrl, (url) =>
           Effect.promise(() => fetch(`${url}/api/v1/usage`, { headers: { "x-api-key": readOnly.secret } })))
         expect(usage.status).toBe(403)
         expect(yield* Effect.promise(() => usage.json())).toMatchObject({ code: "PERMISSION_DENIED" })
@@ -183,7 +225,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(set).toEqual({ enabled: true, priceMicros: 7_000 })
         const list = yield* withAdmin((admin) => admin.PriceList())
         expect(list.models["song-lyrics"]).toEqual({ enabled: true, priceMicros: 7_000 })
-        const prices = yield* Effect.flatMap(baseUrl, (url) =>
+        const prices = yield* Effect.flatMap(apiUrl, (url) =>
           Effect.promise(() => fetch(`${url}/api/v1/prices`).then((r) => r.text())))
         expect(prices).toContain("7000")
         const stored = yield* PriceStore.PriceStore.use((store) => store.current)

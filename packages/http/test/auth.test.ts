@@ -216,14 +216,17 @@ for (const store of stores) {
           }
         }))
 
-      it.effect("answers an unknown route with 400 INVALID_REQUEST naming it", () =>
+      it.effect("answers an unknown route with 404 NOT_FOUND naming its method and path", () =>
         Effect.gen(function*() {
           const reply = yield* T.call("/api/v1/nothing-here?x=1", { method: "DELETE" })
-          expect(reply.status).toBe(400)
+          expect(reply.status).toBe(404)
           expect(reply.body).toEqual({
-            code: "INVALID_REQUEST",
+            code: "NOT_FOUND",
             error: "No endpoint DELETE /api/v1/nothing-here; the API is described at /api/openapi.json."
           })
+          const known = yield* T.call("/api/v1/prices", { method: "DELETE" })
+          expect(known.status).toBe(404)
+          expect(known.body).toMatchObject({ code: "NOT_FOUND", error: expect.stringContaining("DELETE /api/v1/prices") })
         }))
     })
   })

@@ -30,16 +30,18 @@ const env = {
   OPERATOR_TOKEN: token,
   PORT: "0",
   HOST: "127.0.0.1",
+  // Two servers on one host: each picks a free admin port and prints it.
+  ADMIN_PORT: "0",
   DATA_DIR: mkdtempSync(join(tmpdir(), "taskmeter-pg-servers-"))
 }
 
 /**
- * Starts `taskmeter <command>` and waits for the line matching `ready`; its first group (the
- * address). Stopped (SIGTERM) when the scope closes.
+ * Starts `taskmeter <command>` and waits for the output matching `ready`; its first group (the
+ * address) and second (the admin listener's, for a server). Stopped (SIGTERM) when the scope closes.
  */
 const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<string, string> = {}) =>
   Effect.acquireRelease(
-    Effect.callback<{ readonly url: string; readonly child: ChildProcess }, Error>((resume) => {
+    Effect.callback<{ readonly url: string; readonly adminUrl: string; readonly child: ChildProcess }, Error>((resume) => {
       const child = spawn(process.execPath, [BIN, command], {
         env: { ...env, ...extraEnv },
         stdio: ["ignore", "pipe", "pipe"]
@@ -48,7 +50,7 @@ const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<str
       const onData = (chunk: Buffer) => {
         output += chunk.toString()
         const match = ready.exec(output)
-        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", child }))
+        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", adminUrl: match[2] ?? "", child }))
       }
       child.stdout.on("data", onData)
       child.stderr.on("data", onData)
@@ -62,7 +64,8 @@ const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<str
       })
   )
 
-const startServer = (extraEnv: Record<string, string> = {}) => launch("start", /taskmeter is listening on (\S+)/, extraEnv)
+const startServer = (extraEnv: Record<string, string> = {}) =>
+  launch("start", /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /, extraEnv)
 
 /** Sends SIGTERM and waits for the process to exit; its exit code. */
 const stop = (child: ChildProcess) =>
@@ -112,7 +115,7 @@ const inDatabase = <A>(query: (sql: SqlClient.SqlClient) => Effect.Effect<A, unk
 const queuedTask = (idempotencyKey: string) =>
   Effect.gen(function*() {
     const server = yield* startServer({ WORKERS: "false" })
-    const created = yield* admin(server.url, "account", "create", "--credits-usd", "1")
+    const created = yield* admin(server.adminUrl, "account", "create", "--credits-usd", "1")
     const key: string = created.key.secret
     const submitted = yield* api(server.url, "/api/v1/jobs", key, {
       method: "POST",
@@ -133,7 +136,7 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
       const b = yield* startServer()
       expect(a.url).not.toBe(b.url)
 
-      const created = yield* admin(a.url, "account", "create", "--name", "shared", "--credits-usd", "5")
+      const created = yield* admin(a.adminUrl, "account", "create", "--name", "shared", "--credits-usd", "5")
       const key: string = created.key.secret
       const submit = (url: string) =>
         api(url, "/api/v1/jobs", key, {
@@ -149,9 +152,9 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
 
       const task = yield* settled(a.url, key, first.body.id)
       expect(task.status).toBe("succeeded")
-      const shown = yield* admin(b.url, "account", "show", "--account", created.account.id)
+      const shown = yield* admin(b.adminUrl, "account", "show", "--account", created.account.id)
       expect(shown.balances).toMatchObject({ balanceMicros: 5_000_000 - task.priceMicros, reservedMicros: 0 })
-      expect(yield* admin(a.url, "audit")).toEqual([])
+      expect(yield* admin(a.adminUrl, "audit")).toEqual([])
 
       expect(yield* stop(a.child)).toBe(0)
       expect(yield* stop(b.child)).toBe(0)

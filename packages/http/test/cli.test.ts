@@ -39,10 +39,11 @@ const TestServer = Main.server({
   dataDir
 }).pipe(
   Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+  Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
 )
 
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+/** The admin listener's address, which the CLI calls. */
+const baseUrl = Main.adminUrl
 
 interface Run {
   readonly code: number
@@ -62,11 +63,11 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
     )
   })
 
-/** `taskmeter admin --url <server> --token <token> --json ...args`, which must succeed; its JSON. */
+/** `taskmeter admin --url <admin listener> --json ...args` with TASKMETER_ADMIN_TOKEN, which must succeed; its JSON. */
 const admin = (...args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const url = yield* baseUrl
-    const result = yield* run(["admin", "--url", url, "--token", Redacted.value(token), "--json", ...args])
+    const result = yield* run(["admin", "--url", url, "--json", ...args], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
     expect(result.stderr, `taskmeter admin ${args.join(" ")}`).toBe("")
     expect(result.code).toBe(0)
     return JSON.parse(result.stdout) as any
@@ -76,14 +77,17 @@ const admin = (...args: ReadonlyArray<string>) =>
 const adminFails = (...args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const url = yield* baseUrl
-    const result = yield* run(["admin", "--url", url, "--token", Redacted.value(token), "--json", ...args])
+    const result = yield* run(["admin", "--url", url, "--json", ...args], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
     return (JSON.parse(result.stderr) as { error: { reason: string; message: string } }).error
   })
 
+/** The public API's address. */
+const apiUrl = Effect.map(HttpServer.HttpServer, (server) => HttpServer.formatAddress(server.address))
+
 const api = (path: string, key: string, init: RequestInit = {}) =>
-  Effect.flatMap(baseUrl, (url) =>
+  Effect.flatMap(apiUrl, (url) =>
     Effect.promise(async () => {
       const response = await fetch(`${url}${path}`, {
         ...init,
@@ -269,6 +273,27 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
         const result = yield* run(["admin", "account", "list", "--json"], { DATA_DIR: dataDir })
         expect(result.code).toBe(0)
         expect(Array.isArray(JSON.parse(result.stdout))).toBe(true)
+      }))
+
+    it.effect("the token of TASKMETER_ADMIN_TOKEN wins over --token (which shows in ps), with a warning; --token alone works", () =>
+      Effect.gen(function*() {
+        const url = yield* baseUrl
+        const both = yield* run(
+          ["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(OperatorToken.generate())],
+          { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
+        )
+        expect(both.code).toBe(0)
+        expect(both.stderr).toContain("warning: --token is ignored: TASKMETER_ADMIN_TOKEN is set")
+        const flagOnly = yield* run(["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(token)])
+        expect(flagOnly.code).toBe(0)
+        expect(flagOnly.stderr).toBe("")
+      }))
+
+    it.effect("the public port does not serve the admin service", () =>
+      Effect.gen(function*() {
+        const result = yield* run(["admin", "account", "list", "--json", "--url", yield* apiUrl], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
+        expect(result.code).toBe(1)
+        expect(JSON.parse(result.stderr).error.reason).toBe("NotAdminService")
       }))
 
     it.effect("a wrong token exits 1 with AuthRequired; without an admin file or token it says what to do", () =>

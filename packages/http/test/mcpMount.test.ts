@@ -40,7 +40,7 @@ const composed = (settings: Main.Settings) => {
     dataDir
   }).pipe(
     Layer.provideMerge(Main.serverStorage(dataDir, settings)),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
   )
 }
 
@@ -69,7 +69,7 @@ const rpcMessage = (text: string): any => {
 }
 
 const withAdmin = <A, E>(f: (admin: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
-  Effect.flatMap(baseUrl, (url) => AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token }))))
+  Effect.flatMap(Main.adminUrl, (url) => AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token }))))
 
 const cases = (name: string, server: Layer.Layer<any, unknown>) =>
   layer(server, { excludeTestServices: true })(name, (it) => {
@@ -138,7 +138,7 @@ const unconfigured = (host: string) => {
   return Main.server({ settings: { ...Main.defaults, workers: false }, adapters: [], pricesFile: Main.pricesFileOf(dataDir), token, dataDir })
     .pipe(
       Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir }))
+      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir, adminPort: 0 }))
     )
 }
 
@@ -171,7 +171,7 @@ const registrationLimited = () => {
     dataDir
   }).pipe(
     Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
   )
 }
 

@@ -108,6 +108,19 @@ for (const store of stores) {
           expect(cached.bytes.length).toBe(0)
         }))
 
+      it.effect("answers 404 to a link expiring further than the TTL from now, though signed (under a longer TTL)", () =>
+        Effect.gen(function*() {
+          const { reference, who } = yield* withUpload
+          yield* expectNotFound(linkTo(who.accountId, reference, new Date(Date.now() + 3 * HOUR_MS)))
+        }))
+
+      it.effect("serves a link signed with the previous secret (a rotation); links of other secrets stay 404", () =>
+        Effect.gen(function*() {
+          const { reference, who } = yield* withUpload
+          expect((yield* T.fetchBytes(linkTo(who.accountId, reference, undefined, T.PREVIOUS_LINK_SECRET))).status).toBe(200)
+          yield* expectNotFound(linkTo(who.accountId, reference, undefined, Redacted.make("y".repeat(40))))
+        }))
+
       it.effect("answers an expired link 404", () =>
         Effect.gen(function*() {
           const { reference, who } = yield* withUpload

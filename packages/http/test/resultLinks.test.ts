@@ -104,6 +104,19 @@ for (const store of stores) {
           expect(maxAge).toBeLessThanOrEqual(120)
         }))
 
+      it.effect("answers 404 to a link expiring further than the TTL from now, though signed (under a longer TTL)", () =>
+        Effect.gen(function*() {
+          const { resultId, who } = yield* withResult
+          yield* expectNotFound(linkTo(who.accountId, resultId, new Date(Date.now() + 3 * HOUR_MS)))
+        }))
+
+      it.effect("serves a link signed with the previous secret (a rotation); links of other secrets stay 404", () =>
+        Effect.gen(function*() {
+          const { resultId, who } = yield* withResult
+          expect((yield* T.fetchBytes(linkTo(who.accountId, resultId, undefined, T.PREVIOUS_LINK_SECRET))).status).toBe(200)
+          yield* expectNotFound(linkTo(who.accountId, resultId, undefined, Redacted.make("y".repeat(40))))
+        }))
+
       it.effect("answers an expired link 404", () =>
         Effect.gen(function*() {
           const { resultId, who } = yield* withResult

@@ -14,6 +14,11 @@
  * for a Valid link, streams the upload of that account; Expired and Invalid are both a 404 to
  * the outside, so a link reveals nothing once it stops working.
  *
+ * Links are signed with `secret`; `previousSecret` (a rotation: MEDIA_LINK_SECRET_PREVIOUS) is
+ * still accepted when checking, so links given out before the rotation work until they expire.
+ * A link whose expiry lies beyond now + the TTL in force is refused, even if signed (under a
+ * longer TTL).
+ *
  * `baseUrl` is the public origin the upstream can reach; it should be https in production
  * (upstreams refuse or cannot reach anything else) but is not forced, for local runs.
  *
@@ -35,10 +40,18 @@ export const DEFAULT_TTL_MS = 60 * 60 * 1000
 export interface Options {
   /** The public origin an upstream reaches this service at, e.g. https://api.example.com. */
   readonly baseUrl: string
-  /** At least 32 characters; rotating it voids the links given out. */
+  /** At least 32 characters; rotating it voids the links given out, unless the old one is `previousSecret`. */
   readonly secret: Redacted.Redacted<string>
+  /** The secret before the last rotation: links it signed are still accepted, never signed. */
+  readonly previousSecret?: Redacted.Redacted<string> | undefined
   readonly ttlMs?: number | undefined
 }
+
+/** The secrets a link is checked against: the current one, then the previous one. */
+export type Secrets = Redacted.Redacted<string> | ReadonlyArray<Redacted.Redacted<string>>
+
+const secretsOf = (secrets: Secrets): ReadonlyArray<Redacted.Redacted<string>> =>
+  Redacted.isRedacted(secrets) ? [secrets] : secrets
 
 export type Verification =
   | { readonly _tag: "Valid"; readonly accountId: AccountId; readonly reference: MediaReference.MediaReference }
@@ -62,17 +75,22 @@ export const signedPath = (
   expiresAt: Date
 ): string => SignedLink.signedPath(Redacted.value(secret), PATH_PREFIX, MediaReference.uuidOf(reference), accountId, expiresAt)
 
-/** Checks a link's path and query at `now`; any tampering, or a link not of this form, is Invalid. */
-export const verify = (secret: Redacted.Redacted<string>, pathAndQuery: string, now: Date): Verification => {
-  const link = SignedLink.verify(Redacted.value(secret), PATH_PREFIX, isUploadUuid, pathAndQuery, now)
+/**
+ * Checks a link's path and query at `now` against `secrets`; any tampering, a link not of this
+ * form, or one expiring more than `ttlMs` from now is Invalid.
+ */
+export const verify = (secrets: Secrets, pathAndQuery: string, now: Date, ttlMs = DEFAULT_TTL_MS): Verification => {
+  const keys = secretsOf(secrets).map((secret) => Redacted.value(secret))
+  const link = SignedLink.verify(keys, PATH_PREFIX, isUploadUuid, pathAndQuery, now, ttlMs)
   return link._tag === "Valid"
     ? { _tag: "Valid", accountId: link.accountId, reference: `media:${link.uuid}` as MediaReference.MediaReference }
     : link
 }
 
-/** Throws on a secret shorter than 32 characters, a base URL that does not parse, or a ttl under one second. */
+/** Throws on a secret (current or previous) shorter than 32 characters, a base URL that does not parse, or a ttl under one second. */
 export const make = (options: Options): MediaUrls["Service"] => {
-  if (Redacted.value(options.secret).length < 32) {
+  const secrets = options.previousSecret === undefined ? [options.secret] : [options.secret, options.previousSecret]
+  if (secrets.some((secret) => Redacted.value(secret).length < 32)) {
     throw new RangeError("MediaUrls: the signing secret must be at least 32 characters")
   }
   const origin = new URL(options.baseUrl).href.replace(/\/+$/, "")
@@ -85,7 +103,7 @@ export const make = (options: Options): MediaUrls["Service"] => {
         (now) => `${origin}${signedPath(options.secret, accountId, reference, new Date(now + ttlMs))}`
       ),
     verify: (pathAndQuery) =>
-      Effect.map(Clock.currentTimeMillis, (now) => verify(options.secret, pathAndQuery, new Date(now)))
+      Effect.map(Clock.currentTimeMillis, (now) => verify(secrets, pathAndQuery, new Date(now), ttlMs))
   })
 }
 

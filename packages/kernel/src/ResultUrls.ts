@@ -15,7 +15,8 @@
  * `sign` answers the path and query; the caller puts it on its public origin, as it does the
  * result's API link. The http package serves the route: `verify` with the request's path and
  * query, then the result of that account; Expired and Invalid are both a 404 to the outside,
- * decided before any store is read.
+ * decided before any store is read. As for media links, `previousSecret` (a rotation) is still
+ * accepted when checking, and a link expiring beyond now + the TTL in force is refused.
  *
  * @example
  * ```ts
@@ -28,14 +29,17 @@ import { createHmac } from "node:crypto"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { type AccountId, isResultId, type ResultId } from "./Ids.ts"
 import * as SignedLink from "./internal/SignedLink.ts"
+import type * as MediaUrls from "./MediaUrls.ts"
 
 export const PATH_PREFIX = "/api/v1/result-links/"
 
 export const DEFAULT_TTL_MS = 60 * 60 * 1000
 
 export interface Options {
-  /** The media-link secret (at least 32 characters); rotating it voids the links given out. */
+  /** The media-link secret (at least 32 characters); rotating it voids the links given out, unless the old one is `previousSecret`. */
   readonly secret: Redacted.Redacted<string>
+  /** The media-link secret before the last rotation: links it signed are still accepted, never signed. */
+  readonly previousSecret?: Redacted.Redacted<string> | undefined
   readonly ttlMs?: number | undefined
 }
 
@@ -65,17 +69,22 @@ export const keyOf = (secret: Redacted.Redacted<string>): Buffer =>
 export const signedPath = (secret: Redacted.Redacted<string>, accountId: AccountId, resultId: ResultId, expiresAt: Date): string =>
   SignedLink.signedPath(keyOf(secret), PATH_PREFIX, resultId, accountId, expiresAt)
 
-/** Checks a link's path and query at `now`; any tampering, or a link not of this form, is Invalid. */
-export const verify = (secret: Redacted.Redacted<string>, pathAndQuery: string, now: Date): Verification => {
-  const link = SignedLink.verify(keyOf(secret), PATH_PREFIX, isResultId, pathAndQuery, now)
+/**
+ * Checks a link's path and query at `now` against `secrets` (current first); any tampering, a
+ * link not of this form, or one expiring more than `ttlMs` from now is Invalid.
+ */
+export const verify = (secrets: MediaUrls.Secrets, pathAndQuery: string, now: Date, ttlMs = DEFAULT_TTL_MS): Verification => {
+  const keys = (Redacted.isRedacted(secrets) ? [secrets] : secrets).map(keyOf)
+  const link = SignedLink.verify(keys, PATH_PREFIX, isResultId, pathAndQuery, now, ttlMs)
   return link._tag === "Valid"
     ? { _tag: "Valid", accountId: link.accountId, resultId: link.uuid as ResultId, expiresAt: link.expiresAt }
     : link
 }
 
-/** Throws on a secret shorter than 32 characters or a ttl under one second. */
+/** Throws on a secret (current or previous) shorter than 32 characters or a ttl under one second. */
 export const make = (options: Options): ResultUrls["Service"] => {
-  if (Redacted.value(options.secret).length < 32) {
+  const secrets = options.previousSecret === undefined ? [options.secret] : [options.secret, options.previousSecret]
+  if (secrets.some((secret) => Redacted.value(secret).length < 32)) {
     throw new RangeError("ResultUrls: the signing secret must be at least 32 characters")
   }
   const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS
@@ -87,7 +96,7 @@ export const make = (options: Options): ResultUrls["Service"] => {
         const expiresAt = new Date(Math.floor((now + ttlMs) / 1000) * 1000)
         return { path: signedPath(options.secret, accountId, resultId, expiresAt), expiresAt }
       }),
-    verify: (pathAndQuery) => Effect.map(Clock.currentTimeMillis, (now) => verify(options.secret, pathAndQuery, new Date(now)))
+    verify: (pathAndQuery) => Effect.map(Clock.currentTimeMillis, (now) => verify(secrets, pathAndQuery, new Date(now), ttlMs))
   })
 }
 

@@ -35,6 +35,31 @@ describe("MediaUrls", () => {
     expect(MediaUrls.verify(other, path, at)).toEqual({ _tag: "Invalid" })
   })
 
+  it("refuses a link expiring beyond now + the TTL in force, though signed (under a longer TTL)", () => {
+    const inADay = new Date(at.getTime() + 24 * 3_600_000)
+    const path = MediaUrls.signedPath(secret, accountId, reference, inADay)
+    expect(MediaUrls.verify(secret, path, at)).toEqual({ _tag: "Invalid" })
+    expect(MediaUrls.verify(secret, path, at, 24 * 3_600_000)).toEqual({ _tag: "Valid", accountId, reference })
+    // An hour before its expiry it is within the TTL again.
+    expect(MediaUrls.verify(secret, path, new Date(inADay.getTime() - 3_600_000))._tag).toBe("Valid")
+  })
+
+  it.effect("a rotation: links of the previous secret are still accepted, new ones are signed with the current", () =>
+    Effect.gen(function*() {
+      const previous = Redacted.make("the-secret-before-the-rotation-0000")
+      const old = MediaUrls.make({ baseUrl: "https://a.test", secret: previous })
+      const rotated = MediaUrls.make({ baseUrl: "https://a.test", secret, previousSecret: previous })
+      const oldLink = (yield* old.sign(accountId, reference)).slice("https://a.test".length)
+      expect(yield* rotated.verify(oldLink)).toEqual({ _tag: "Valid", accountId, reference })
+      const newLink = (yield* rotated.sign(accountId, reference)).slice("https://a.test".length)
+      expect(yield* rotated.verify(newLink)).toEqual({ _tag: "Valid", accountId, reference })
+      expect(yield* old.verify(newLink)).toEqual({ _tag: "Invalid" })
+      // Once the previous secret is dropped, its links stop working.
+      expect(yield* MediaUrls.make({ baseUrl: "https://a.test", secret }).verify(oldLink)).toEqual({ _tag: "Invalid" })
+      expect(() => MediaUrls.make({ baseUrl: "https://a.test", secret, previousSecret: Redacted.make("short") }))
+        .toThrow(RangeError)
+    }))
+
   it("wants a long secret and a usable base URL", () => {
     expect(() => MediaUrls.make({ baseUrl: "https://a.test", secret: Redacted.make("short") })).toThrow(RangeError)
     expect(() => MediaUrls.make({ baseUrl: "not a url", secret })).toThrow()

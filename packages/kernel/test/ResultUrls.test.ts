@@ -66,6 +66,34 @@ describe("ResultUrls", () => {
       expect((yield* links.verify(link.path))._tag).toBe("Expired")
     }))
 
+  it.effect("a link signed under a longer TTL lives no longer than the TTL in force", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(at.getTime())
+      const long = yield* ResultUrls.make({ secret, ttlMs: 24 * 3_600_000 }).sign(accountId, resultId)
+      const current = ResultUrls.make({ secret, ttlMs: 3_600_000 })
+      expect(yield* current.verify(long.path)).toEqual({ _tag: "Invalid" })
+      // Within a minute's clock skew of now + TTL it is taken; past that, refused.
+      const justPast = ResultUrls.signedPath(secret, accountId, resultId, new Date(at.getTime() + 3_600_000 + 60_000))
+      expect((yield* current.verify(justPast))._tag).toBe("Valid")
+      const beyond = ResultUrls.signedPath(secret, accountId, resultId, new Date(at.getTime() + 3_600_000 + 61_000))
+      expect(yield* current.verify(beyond)).toEqual({ _tag: "Invalid" })
+    }))
+
+  it.effect("a rotation: the previous secret's links are accepted, links are signed with the current one", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(at.getTime())
+      const previous = Redacted.make("the-secret-before-the-rotation-0000")
+      const old = yield* ResultUrls.make({ secret: previous }).sign(accountId, resultId)
+      const rotated = ResultUrls.make({ secret, previousSecret: previous })
+      expect((yield* rotated.verify(old.path))._tag).toBe("Valid")
+      const fresh = yield* rotated.sign(accountId, resultId)
+      expect(fresh.path).toBe(ResultUrls.signedPath(secret, accountId, resultId, fresh.expiresAt))
+      expect(yield* ResultUrls.make({ secret }).verify(old.path)).toEqual({ _tag: "Invalid" })
+      // The previous secret's media links never open a result either.
+      const media = MediaUrls.signedPath(previous, accountId, `media:${resultId}` as MediaReference.MediaReference, inAnHour)
+      expect(yield* rotated.verify(media.replace(MediaUrls.PATH_PREFIX, ResultUrls.PATH_PREFIX))).toEqual({ _tag: "Invalid" })
+    }))
+
   it.effect("defaults to links of one hour", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(at.getTime())

@@ -2,8 +2,10 @@
  * `taskmeter admin ...`: the operator's commands, each one call of the admin RPC service.
  *
  * The server is found without copying anything on its own machine: `<DATA_DIR>/admin.json`
- * (DATA_DIR defaults to ./data, as for the server) holds its address and operator token. For a
- * remote server give `--url` and `--token` (or TASKMETER_URL and TASKMETER_ADMIN_TOKEN).
+ * (DATA_DIR defaults to ./data, as for the server) holds its admin listener's address and the
+ * operator token. Otherwise give the admin address (`--url` or TASKMETER_URL) and the token in
+ * TASKMETER_ADMIN_TOKEN; `--token` works too but shows in the process list, and the variable
+ * wins (with a warning) when both are given.
  * Output is for people unless `--json` is given: then stdout holds the procedure's result as
  * JSON, and a failure is `{ "error": { "reason", "message" } }` on stderr. Any failure exits 1.
  * Amounts are given in USD as decimal strings (`--usd 12.5`) and read exactly, never as floats.
@@ -48,12 +50,13 @@ const admin = Command.make("admin").pipe(
     url: Flag.String("url").pipe(
       Flag.withFallbackConfig(Config.String("TASKMETER_URL")),
       Flag.optional,
-      Flag.withDescription("The server's address (default: from <data-dir>/admin.json).")
+      Flag.withDescription("The server's admin address, ADMIN_HOST:ADMIN_PORT (default: from <data-dir>/admin.json).")
     ),
     token: Flag.Redacted("token").pipe(
-      Flag.withFallbackConfig(Config.Redacted("TASKMETER_ADMIN_TOKEN")),
       Flag.optional,
-      Flag.withDescription("The operator token (default: from <data-dir>/admin.json).")
+      Flag.withDescription(
+        "The operator token (default: TASKMETER_ADMIN_TOKEN, else <data-dir>/admin.json). Prefer the variable: a flag shows in `ps`."
+      )
     ),
     dataDir: Flag.String("data-dir").pipe(
       Flag.withFallbackConfig(Config.String("DATA_DIR")),
@@ -81,7 +84,11 @@ const failureOf = (error: AdminRpc.AdminError | RpcClientError | AdminFile.Admin
         return { reason: "AuthRequired", message: `The server at ${url} refused the operator token.` }
       }
       if (status !== undefined) {
-        return { reason: "NotAdminService", message: `${url} answered ${status}: it does not serve the taskmeter admin service.` }
+        return {
+          reason: "NotAdminService",
+          message: `${url} answered ${status}: it does not serve the taskmeter admin service ` +
+            "(which has a listener of its own, ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8788 by default; see admin.json's adminUrl)."
+        }
       }
       return error.reason._tag === "HttpError" && error.reason.kind === "TransportError"
         ? { reason: "Unreachable", message: `Cannot reach the server at ${url}: is it running (npm start)?` }
@@ -99,7 +106,8 @@ const sameOrigin = (a: string, b: string | undefined): boolean =>
  */
 const call = <A>(
   run: (client: AdminClient.AdminClient["Service"]) => Effect.Effect<A, AdminRpc.AdminError | RpcClientError>,
-  human: (result: A, url: string) => string
+  /** `apiUrl`: the public API's address, when the admin file names it. */
+  human: (result: A, apiUrl: string | undefined) => string
 ) =>
   Effect.gen(function*() {
     const flags = yield* admin
@@ -108,25 +116,36 @@ const call = <A>(
         flags.json ? Console.error(JSON.stringify({ error: failure })) : Console.error(`error: ${failure.message}`),
         Effect.fail(new Reported())
       )
-    const configured = { url: Option.getOrUndefined(flags.url), token: Option.getOrUndefined(flags.token) }
+    const envToken = yield* Config.option(Config.Redacted("TASKMETER_ADMIN_TOKEN")).pipe(
+      Effect.catch(() => Effect.succeed(Option.none()))
+    )
+    if (Option.isSome(envToken) && Option.isSome(flags.token)) {
+      yield* Console.error("warning: --token is ignored: TASKMETER_ADMIN_TOKEN is set, and is used instead.")
+    }
+    const configured = {
+      url: Option.getOrUndefined(flags.url),
+      token: Option.getOrUndefined(Option.orElse(envToken, () => flags.token))
+    }
     const file = configured.url !== undefined && configured.token !== undefined
       ? undefined
       : yield* AdminFile.read(flags.dataDir).pipe(Effect.catch((error) => report(failureOf(error, ""))))
-    const url = configured.url ?? file?.url
+    // Files of releases that served the admin service on the public port name only that one.
+    const fileUrl = file === undefined ? undefined : file.adminUrl ?? file.url
+    const url = configured.url ?? fileUrl
+    const fromFile = file !== undefined && fileUrl !== undefined && sameOrigin(fileUrl, url)
     // The file's token is only ever sent to the file's server, never to an address given here.
-    const token = configured.token ??
-      (file !== undefined && sameOrigin(file.url, url) ? Redacted.make(file.token) : undefined)
+    const token = configured.token ?? (fromFile ? Redacted.make(file.token) : undefined)
     if (url === undefined) {
       return yield* report({
         reason: "NoServer",
         message: `No server found: ${AdminFile.pathOf(flags.dataDir)} does not exist. Start one with \`npm start\` ` +
-          "(or give --data-dir), or pass --url and --token (TASKMETER_URL, TASKMETER_ADMIN_TOKEN)."
+          "(or give --data-dir), or set TASKMETER_URL (the admin address) and TASKMETER_ADMIN_TOKEN."
       })
     }
     if (token === undefined) {
       return yield* report({
         reason: "NoToken",
-        message: `No operator token for ${url}: pass --token (or TASKMETER_ADMIN_TOKEN).`
+        message: `No operator token for ${url}: set TASKMETER_ADMIN_TOKEN (or pass --token).`
       })
     }
     const result = yield* AdminClient.AdminClient.use(run).pipe(
@@ -134,7 +153,7 @@ const call = <A>(
       Effect.catch((error) => report(failureOf(error, url)))
     )
     // A procedure without a result prints `null` in JSON, so stdout always parses.
-    yield* Console.log(flags.json ? JSON.stringify(result ?? null, null, 2) : human(result, url))
+    yield* Console.log(flags.json ? JSON.stringify(result ?? null, null, 2) : human(result, fromFile ? file.url : undefined))
   })
 
 const usd = (micros: number): string => `${Money.formatUsd(micros)} USD`
@@ -172,12 +191,14 @@ const accountCreate = Command.make("create", {
         name,
         ...Option.match(credits, { onNone: () => ({}), onSome: (c) => c > 0 ? { creditsMicros: c } : {} })
       }),
-    ({ account, balances, key }, url) =>
+    ({ account, balances, key }, apiUrl) =>
       [
         `Account ${account.id}${account.name ? ` (${account.name})` : ""} created; ${balancesLine(balances)}.`,
         keyLines(key),
         "",
-        `Try it: curl -H "Authorization: Bearer ${key.secret}" ${new URL("/api/v1/usage", url).href}`
+        `Try it: curl -H "Authorization: Bearer ${key.secret}" ${
+          apiUrl === undefined ? "<PUBLIC_URL>/api/v1/usage" : new URL("/api/v1/usage", apiUrl).href
+        }`
       ].join("\n")
   )).pipe(Command.withDescription("Create an account and its first API key (all scopes)."))
 

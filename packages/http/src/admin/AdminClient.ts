@@ -27,7 +27,7 @@ export class AdminClient extends Context.Service<
 >()("@taskmeter/http/AdminClient") {}
 
 export interface Options {
-  /** The server's base address, e.g. http://127.0.0.1:8787. */
+  /** The admin listener's address (ADMIN_HOST:ADMIN_PORT), e.g. http://127.0.0.1:8788. */
   readonly url: string
   readonly token: Redacted.Redacted<string>
 }

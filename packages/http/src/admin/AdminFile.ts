@@ -4,8 +4,11 @@
  * owner only (mode 0600): it holds the token in clear, because the CLI must present it.
  *
  * ```json
- * { "url": "http://127.0.0.1:8787", "token": "tmop_..." }
+ * { "url": "http://127.0.0.1:8787", "adminUrl": "http://127.0.0.1:8788", "token": "tmop_..." }
  * ```
+ *
+ * `url` is the public API's address (a worker's default PUBLIC_URL), `adminUrl` the admin
+ * listener's, which the CLI calls (files of releases that served admin on `url` have none).
  */
 import { randomUUID } from "node:crypto"
 import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises"
@@ -14,7 +17,11 @@ import { Data, Effect, Schema } from "effect"
 
 export const FILE_NAME = "admin.json"
 
-export const AdminFileContents = Schema.Struct({ url: Schema.String, token: Schema.String })
+export const AdminFileContents = Schema.Struct({
+  url: Schema.String,
+  adminUrl: Schema.optionalKey(Schema.String),
+  token: Schema.String
+})
 export type AdminFileContents = typeof AdminFileContents.Type
 
 export class AdminFileError extends Data.TaggedError("AdminFileError")<{

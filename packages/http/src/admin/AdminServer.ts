@@ -1,51 +1,86 @@
 /**
- * Serves the admin RPC service at `POST /admin/rpc` on the server's HttpRouter, beside the
- * public API. Every request must carry `Authorization: Bearer <operator token>`; without it,
- * or with another token, the answer is 401 with the spec's body
- * `{ code: "AUTH_REQUIRED", error }` and the body is not read.
+ * Serves the admin RPC service at `POST /admin/rpc` on a listener of its own (ServerConfig's
+ * ADMIN_HOST and ADMIN_PORT, loopback by default), never on the public port. Every request must
+ * carry `Authorization: Bearer <operator token>`; without it, or with another token, the answer
+ * is 401 `{ code: "AUTH_REQUIRED", error }` and the body is not read. Any other method or path
+ * is 404 NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
  *
  * @example
  * ```ts
  * const Admin = AdminServer.layer({ token })
- * // Layer<never, never, HttpRouter | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
+ * // Layer<AdminListener, AdminListenError, ServerConfig | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
  * ```
  */
-import { Effect, Layer, type Redacted } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { createServer } from "node:http"
+import { Context, Data, Effect, Layer, type Redacted } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Errors } from "@taskmeter/kernel"
+import * as ErrorResponse from "../ErrorResponse.ts"
+import * as ResponseHeaders from "../ResponseHeaders.ts"
+import { ServerConfig } from "../ServerConfig.ts"
 import * as AdminHandlers from "./AdminHandlers.ts"
 import { AdminRpcs } from "./AdminRpc.ts"
 import * as OperatorToken from "./OperatorToken.ts"
 
 export const PATH = "/admin/rpc"
 
-const unauthorized = HttpServerResponse.jsonUnsafe(
-  Errors.errorBody(
-    new Errors.AuthRequired({
-      message: "The admin service needs the operator token: Authorization: Bearer <token> (see <DATA_DIR>/admin.json)."
-    })
-  ),
-  { status: 401, headers: { "www-authenticate": "Bearer" } }
+const unauthorized = ErrorResponse.fromError(
+  new Errors.AuthRequired({
+    message: "The admin service needs the operator token: Authorization: Bearer <token> (see <DATA_DIR>/admin.json)."
+  }),
+  { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
 )
+
+/** The admin listener could not listen (the port is taken, most often by another process on this host). */
+export class AdminListenError extends Data.TaggedError("AdminListenError")<{ readonly message: string; readonly cause: unknown }> {}
+
+const codeOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : String(cause)
+
+/** The admin listener, once it listens. */
+export class AdminListener extends Context.Service<AdminListener, {
+  readonly address: NetAddress.SocketAddress
+}>()("@taskmeter/http/AdminListener") {}
 
 export interface Options {
   readonly token: Redacted.Redacted<string>
 }
 
+/** The admin service on its own HTTP server, listening on ADMIN_HOST:ADMIN_PORT until the layer is released. */
 export const layer = (options: Options) =>
-  HttpRouter.use((router) =>
+  Layer.effect(
+    AdminListener,
     Effect.gen(function*() {
+      const { adminHost, adminPort } = yield* ServerConfig
       const serve = yield* RpcServer.toHttpEffect(AdminRpcs)
       const verify = OperatorToken.verifier(options.token)
-      yield* router.add(
-        "POST",
-        PATH,
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          return verify(OperatorToken.fromAuthorization(request.headers.authorization)) ? yield* serve : unauthorized
-        })
+      const handler = Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // RpcClient posts to `<PATH>/`; the router this replaced ignored a trailing slash too.
+        const path = request.url.split("?")[0]!.replace(/(.)\/$/, "$1")
+        if (request.method !== "POST" || path !== PATH) {
+          return ErrorResponse.routeNotFound(request.method, request.url)
+        }
+        return verify(OperatorToken.fromAuthorization(request.headers.authorization)) ? yield* serve : unauthorized
+      }).pipe(
+        Effect.catchCause(ErrorResponse.fromCause),
+        Effect.map(ResponseHeaders.withDefaults)
       )
+      const server = yield* NodeHttpServer.make(createServer, { host: adminHost, port: adminPort }).pipe(
+        Effect.mapError((error) =>
+          new AdminListenError({
+            message: `The admin service cannot listen on ${adminHost}:${adminPort} (${codeOf(error.cause)}): ` +
+              "each server process has its own admin listener, so give processes on one host different ADMIN_PORTs, " +
+              "or ADMIN_PORT=0 (a free port, written to admin.json).",
+            cause: error.cause
+          })
+        )
+      )
+      yield* server.serve(handler)
+      return AdminListener.of({ address: server.address })
     })
   ).pipe(
     Layer.provide([AdminHandlers.layer, RpcSerialization.layerJson])

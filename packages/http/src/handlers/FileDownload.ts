@@ -3,11 +3,15 @@
  * media link): its bytes streamed from the BlobStore with Content-Type, Content-Length, the
  * quoted SHA-256 as ETag, a single HTTP Range (206, or 416 past the end, see ByteRange),
  * If-Range, and If-None-Match (304). Finding the file, and refusing callers, is the route's job.
+ * The bytes are never rendered as a page of the API's origin, whatever they hold (an upload may
+ * be a valid GIF that is also HTML): `Content-Disposition: attachment` with a file name of the
+ * served type (FileName), `X-Content-Type-Options: nosniff`, and `Content-Security-Policy:
+ * sandbox; default-src 'none'`.
  *
  * @example
  * ```ts
  * const result = yield* media.getResult(caller.accountId, id)
- * return yield* FileDownload.respond({ blobs, file: result, request, cacheControl: "private, max-age=3600", label: `result ${id}` })
+ * return yield* FileDownload.respond({ blobs, file: result, request, cacheControl: "private, max-age=3600", label: `result ${id}`, fileName: `result-${id}` })
  * ```
  */
 import { Effect, Stream } from "effect"
@@ -17,6 +21,7 @@ import type { BlobStore, MediaStore } from "@taskmeter/kernel"
 import { Errors, StoreError } from "@taskmeter/kernel"
 import * as ByteRange from "../ByteRange.ts"
 import * as ErrorResponse from "../ErrorResponse.ts"
+import * as FileName from "../FileName.ts"
 
 /** What a download needs of a stored file's record (a MediaRecord or a ResultRecord). */
 export type StoredFile = Pick<MediaStore.MediaRecord, "blobKey" | "contentType" | "sizeBytes" | "sha256">
@@ -28,7 +33,13 @@ export interface Options {
   readonly cacheControl: string
   /** Names the file in a store failure, e.g. `result <id>`. */
   readonly label: string
+  /** The file name's stem, e.g. `result-<id>`; FileName adds the extension of its type. */
+  readonly fileName: string
 }
+
+/** What keeps a browser from running a download as a page (an HTML polyglot upload). */
+export const CONTENT_SECURITY_POLICY = "sandbox; default-src 'none'"
+
 
 /** True when an If-None-Match or If-Range header lists this ETag (or `*`). */
 const matches = (header: string | undefined, etag: string): boolean =>
@@ -39,12 +50,19 @@ const matches = (header: string | undefined, etag: string): boolean =>
 
 /** Fails with StoreUnavailable when the record's bytes are missing from, or cannot be read out of, the BlobStore. */
 export const respond = (
-  { blobs, cacheControl, file, label, request }: Options
+  { blobs, cacheControl, file, fileName, label, request }: Options
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, StoreError.StoreUnavailable> =>
   Effect.gen(function*() {
     const etag = `"${file.sha256}"`
     const size = file.sizeBytes
-    const common = { etag, "accept-ranges": "bytes", "cache-control": cacheControl }
+    const common = {
+      etag,
+      "accept-ranges": "bytes",
+      "cache-control": cacheControl,
+      "content-disposition": FileName.attachment(fileName, file.contentType),
+      "x-content-type-options": "nosniff",
+      "content-security-policy": CONTENT_SECURITY_POLICY
+    }
     if (matches(request.headers["if-none-match"], etag)) {
       return HttpServerResponse.empty({ status: 304, headers: common })
     }

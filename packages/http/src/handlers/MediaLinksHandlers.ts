@@ -14,7 +14,7 @@
  */
 import { Clock, Effect } from "effect"
 import { HttpRouter } from "effect/http"
-import { BlobStore, Errors, MediaStore, MediaUrls } from "@taskmeter/kernel"
+import { BlobStore, Errors, MediaReference, MediaStore, MediaUrls } from "@taskmeter/kernel"
 import * as FileDownload from "./FileDownload.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
@@ -49,6 +49,7 @@ export const layer = HttpRouter.use((router) =>
           file: upload,
           request,
           cacheControl: `private, max-age=${secondsLeft(request.url, now)}`,
+          fileName: `media-${MediaReference.uuidOf(link.reference)}`,
           label: `upload ${link.reference}`
         })
       }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))

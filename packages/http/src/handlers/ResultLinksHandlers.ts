@@ -47,6 +47,7 @@ export const layer = HttpRouter.use((router) =>
           file: result,
           request,
           cacheControl: `private, max-age=${secondsLeft}`,
+          fileName: `result-${result.id}`,
           label: `result ${result.id}`
         })
       }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))

@@ -32,6 +32,7 @@ export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
           file: result,
           request,
           cacheControl: "private, max-age=3600",
+          fileName: `result-${result.id}`,
           label: `result ${result.id}`
         })
       }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))

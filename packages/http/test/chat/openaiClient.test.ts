@@ -412,6 +412,8 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         }
         const first = yield* T.call("/api/v1/chat/requests?limit=2", who)
         expect(first.body.requests.map((r: { id: string }) => r.id)).toEqual(ids.slice(0, 2))
+        expect(first.headers.get("cache-control")).toBe("no-store")
+        expect((yield* T.call(`/api/v1/chat/requests/${ids[0]}`, who)).headers.get("cache-control")).toBe("no-store")
         const second = yield* T.call(`/api/v1/chat/requests?limit=2&before=${first.body.nextCursor}`, who)
         expect(second.body).toEqual({ requests: [expect.objectContaining({ id: ids[2] })], nextCursor: null })
         expect(JSON.stringify(first.body)).not.toContain("You said")

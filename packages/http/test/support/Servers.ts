@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { Simulated } from "@taskmeter/providers"
 import * as AdminClient from "../../src/admin/AdminClient.ts"
+import * as AdminServer from "../../src/admin/AdminServer.ts"
 import * as OperatorToken from "../../src/admin/OperatorToken.ts"
 import * as Main from "../../src/main.ts"
 import * as ServerConfig from "../../src/ServerConfig.ts"
@@ -24,7 +25,10 @@ export const ALSO_SERVED_PRICE = 25_000
 /** The operator token of every server here. */
 export const token = OperatorToken.generate()
 
-/** A server on the settings' storage, with a data directory of its own; its address. */
+/** The admin listener of each server started here, by the server's API address. */
+const adminUrls = new Map<string, string>()
+
+/** A server on the settings' storage, with a data directory of its own (ADMIN_PORT=0); its address. */
 export const serverOn = (settings: Main.Settings) =>
   Effect.gen(function*() {
     const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-server-"))
@@ -37,10 +41,12 @@ export const serverOn = (settings: Main.Settings) =>
         dataDir
       }).pipe(
         Layer.provideMerge(Main.serverStorage(dataDir, settings)),
-        Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir }))
+        Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
       )
     )
-    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+    const url = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+    adminUrls.set(url, Main.localUrl(Context.get(context, AdminServer.AdminListener).address))
+    return url
   })
 
 /** Two servers started together on a fresh schema (`<prefix>_...`), dropped at the end of the scope. */
@@ -56,9 +62,9 @@ export const twoServers = (prefix: string) =>
     return yield* Effect.all([serverOn(settings), serverOn(settings)], { concurrency: 2 })
   })
 
-/** A call of the admin service of the server at `url`. */
+/** A call of the admin service (on its own listener) of the server whose API is at `url`. */
 export const admin = <A, E>(url: string, f: (client: AdminClient.AdminClient["Service"]) => Effect.Effect<A, E>) =>
-  AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url, token })))
+  AdminClient.AdminClient.use(f).pipe(Effect.provide(AdminClient.layer({ url: adminUrls.get(url) ?? url, token })))
 
 export const fetchJson = (url: string, init: RequestInit = {}) =>
   Effect.promise(async () => {

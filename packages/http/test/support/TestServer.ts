@@ -59,8 +59,14 @@ export const MEDIA_LINKS = {
   secret: Redacted.make("a media-link secret of the http suites, at least 32 characters")
 } satisfies MediaUrls.Options
 
-/** The signers of media links and result links, both on MEDIA_LINKS's secret as main.ts has them. */
-export const signedLinks = Layer.merge(MediaUrls.layer(MEDIA_LINKS), ResultUrls.layer({ secret: MEDIA_LINKS.secret }))
+/** The secret before a rotation (MEDIA_LINK_SECRET_PREVIOUS): its links are still taken. */
+export const PREVIOUS_LINK_SECRET = Redacted.make("the media-link secret these suites had before a rotation")
+
+/** The signers of media links and result links, both on MEDIA_LINKS's secret (and the previous one) as main.ts has them. */
+export const signedLinks = Layer.merge(
+  MediaUrls.layer({ ...MEDIA_LINKS, previousSecret: PREVIOUS_LINK_SECRET }),
+  ResultUrls.layer({ secret: MEDIA_LINKS.secret, previousSecret: PREVIOUS_LINK_SECRET })
+)
 
 /** The store ports currently unreachable. */
 export class Outage extends Context.Service<Outage, Ref.Ref<ReadonlySet<Port>>>()("test/Outage") {}

@@ -2,6 +2,8 @@
  * The signed links of MediaUrls and ResultUrls: `<prefix><uuid>?acct=<accountId>&exp=<unix
  * seconds>&sig=<HMAC-SHA256 (base64url) of uuid, account and expiry>`. One implementation, so
  * the parsing and the constant-time comparison that guard both kinds of link cannot drift apart.
+ * Links are signed with the current key and checked against it, then the previous one (a key
+ * rotation); a link whose expiry lies beyond now + the TTL in force (plus CLOCK_SKEW_MS) is refused.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Schema } from "effect"
@@ -9,6 +11,12 @@ import { AccountId } from "../Ids.ts"
 
 /** HMAC key material: the configured secret's text, or a key derived from it. */
 export type Key = string | Buffer
+
+/**
+ * How far a link's expiry may lie past now + TTL: the clocks of the processes that sign and
+ * check links (one PostgreSQL, many servers and workers) may differ this much.
+ */
+export const CLOCK_SKEW_MS = 60_000
 
 export type Verification =
   | { readonly _tag: "Valid"; readonly uuid: string; readonly accountId: AccountId; readonly expiresAt: Date }
@@ -28,16 +36,18 @@ export const signedPath = (key: Key, prefix: string, uuid: string, accountId: Ac
 }
 
 /**
- * Checks a link's path and query at `now`. Anything malformed or altered, a uuid `isUuid`
- * refuses, or another prefix is Invalid; the signature is checked before the expiry, so an
- * Expired link is one this key really signed.
+ * Checks a link's path and query at `now` against `keys` (the current key first, then any
+ * previous one). Anything malformed or altered, a uuid `isUuid` refuses, another prefix, or an
+ * expiry more than `ttlMs` (+ CLOCK_SKEW_MS) away is Invalid; the signature is checked before
+ * the expiry, so an Expired link is one these keys really signed.
  */
 export const verify = (
-  key: Key,
+  keys: ReadonlyArray<Key>,
   prefix: string,
   isUuid: (segment: string) => boolean,
   pathAndQuery: string,
-  now: Date
+  now: Date,
+  ttlMs: number
 ): Verification => {
   const invalid: Verification = { _tag: "Invalid" }
   let url: URL
@@ -54,9 +64,14 @@ export const verify = (
   if (!isUuid(uuid) || accountId === null || !isAccountId(accountId)) return invalid
   if (expText === null || !/^\d{1,12}$/.test(expText) || sig === null) return invalid
   const exp = Number(expText)
-  const expected = Buffer.from(signature(key, uuid, accountId, exp))
   const given = Buffer.from(sig)
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return invalid
+  const signedBy = (key: Key) => {
+    const expected = Buffer.from(signature(key, uuid, accountId, exp))
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  }
+  if (!keys.some(signedBy)) return invalid
+  // Signed under a longer TTL than the one in force now: it lives no longer than a fresh link would.
+  if (exp * 1000 > now.getTime() + ttlMs + CLOCK_SKEW_MS) return invalid
   if (now.getTime() >= exp * 1000) return { _tag: "Expired" }
   return { _tag: "Valid", uuid, accountId, expiresAt: new Date(exp * 1000) }
 }
