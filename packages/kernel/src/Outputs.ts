@@ -22,6 +22,7 @@ import * as PublicFetch from "./PublicFetch.ts"
 import type { ResultRecord } from "./MediaStore.ts"
 import type { ProviderOutput } from "./Provider.ts"
 import type { StoreUnavailable } from "./StoreError.ts"
+import { toStorable } from "./StorableText.ts"
 import type { StoredAsset } from "./TaskStore.ts"
 
 /**
@@ -107,9 +108,9 @@ export const store = (
           return {
             id: crypto.randomUUID(),
             type: output.type,
-            text: output.text,
+            text: toStorable(output.text),
             mimeType: output.contentType,
-            metadata: output.metadata
+            metadata: toStorable(output.metadata)
           } satisfies StoredAsset
         }
         const id = makeResultId()
@@ -122,7 +123,7 @@ export const store = (
           : yield* new DownloadFailed({ message: "An upstream output carried no url, bytes or text" })
         const createdAt = new Date(yield* Clock.currentTimeMillis)
         files.push({ id, accountId: task.accountId, taskId: task.id, contentType: output.contentType, sizeBytes, sha256, blobKey: key, createdAt })
-        return { id, type: output.type, resultId: id, mimeType: output.contentType, metadata: output.metadata } satisfies StoredAsset
+        return { id, type: output.type, resultId: id, mimeType: output.contentType, metadata: toStorable(output.metadata) } satisfies StoredAsset
       }), { concurrency: 4 }).pipe(
         Effect.onError(() => Effect.forEach(written, (key) => Effect.ignore(blobs.remove(key)), { discard: true }))
       )

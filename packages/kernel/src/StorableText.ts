@@ -91,3 +91,19 @@ export const findUnstorable = (value: unknown, root = ""): Unstorable | undefine
 /** `<path>: <problem>` and what to do, for an error message; the path is `root` alone at the root. */
 export const describe = (found: Unstorable): string =>
   `${found.path === "" ? "the value" : found.path}: ${found.problem}, which cannot be stored; remove or replace it`
+
+/**
+ * `value` with every string made storable: U+0000 and unpaired surrogates become U+FFFD. For
+ * data the service must keep whatever it holds (an upstream's text result), not for input,
+ * which is refused instead.
+ */
+export const toStorable = <A>(value: A): A => findUnstorable(value) === undefined ? value : replaceUnstorable(value)
+
+const replaceUnstorable = <A>(value: A): A => {
+  if (typeof value === "string") return (isStorable(value) ? value : value.replaceAll("\u0000", "\ufffd").toWellFormed()) as A
+  if (Array.isArray(value)) return value.map(replaceUnstorable) as A
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, member]) => [replaceUnstorable(key), replaceUnstorable(member)])) as A
+  }
+  return value
+}

@@ -77,3 +77,14 @@ describe("StorableText.findUnstorable", () => {
     expect(StorableText.findUnstorable(JSON.parse(`{"prompt":"\\ud83d\\ude00"}`), "input")).toBeUndefined()
   })
 })
+
+describe("StorableText.toStorable", () => {
+  it("replaces U+0000 and unpaired surrogates with U+FFFD, in keys and values, leaving the rest", () => {
+    expect(StorableText.toStorable("a\u0000b\ud800c\ud83d\ude00")).toBe("a\ufffdb\ufffdc\ud83d\ude00")
+    expect(StorableText.toStorable({ ["k\u0000"]: ["ok", { n: 1, t: "\udc00" }] }))
+      .toEqual({ "k\ufffd": ["ok", { n: 1, t: "\ufffd" }] })
+    const clean = { text: "lyrics", tags: ["a"] }
+    expect(StorableText.toStorable(clean)).toBe(clean)
+    expect(StorableText.toStorable(undefined)).toBeUndefined()
+  })
+})
