@@ -41,6 +41,9 @@ export interface HostileCase {
   readonly unsure?: string
 }
 
+/** The spec's codes of 5xx answers. */
+const SERVER_CODES = ["API_UNAVAILABLE", "AUTH_UNAVAILABLE", "EXECUTION_TEMPORARILY_UNAVAILABLE", "EXECUTION_UNAVAILABLE", "PLATFORM_BUDGET_EXCEEDED", "UPSTREAM_ERROR"]
+
 const setOf = <A>(one: A | ReadonlyArray<A>): ReadonlyArray<A> => Array.isArray(one) ? one : [one as A]
 
 export const json = (value: unknown): string => JSON.stringify(value)
@@ -75,7 +78,7 @@ const rpcMessage = (reply: RawReply): any => Array.isArray(reply.json) ? reply.j
 /**
  * An admin RPC answer (effect/rpc over HTTP, JSON): the exit of the request, when there is one.
  * A refusal is a 4xx, or a failed exit whose cause holds the procedure's error (AdminError,
- * `Fail`) or effect/rpc's refusal of a payload its schema does not decode (a `Die` whose defect
+ * `Fail`, but not its StoreUnavailable, the 503 of the admin service) or effect/rpc's refusal of a payload its schema does not decode (a `Die` whose defect
  * is the decoder's message, a string). A thrown exception (a defect that is an Error object:
  * SyntaxError, TypeError, RangeError...) is not a refusal, nor is a success.
  */
@@ -91,7 +94,10 @@ const adminRefused = (reply: RawReply): boolean => {
       const exit = message.exit
       if (exit?._tag !== "Failure") return false
       const failures: Array<any> = Array.isArray(exit.cause) ? exit.cause : [exit.cause]
-      return failures.length > 0 && failures.every((failure) => failure?._tag === "Fail" || (failure?._tag === "Die" && isMessage(failure.defect)))
+      // AdminError "StoreUnavailable" is the service's 503: an outage, not a refusal of the payload.
+      const refusal = (failure: any) =>
+        (failure?._tag === "Fail" && failure.error?.reason !== "StoreUnavailable") || (failure?._tag === "Die" && isMessage(failure.defect))
+      return failures.length > 0 && failures.every(refusal)
     }
     // A protocol-level answer to an envelope that is not a request: its decoder's message, not an exception.
     return message?._tag === "Defect" && isMessage(message.defect)
@@ -128,6 +134,8 @@ export const verdict = (c: HostileCase, reply: RawReply): string | undefined => 
     const isHttpRefusal = reply.status >= 400 && reply.status < 500
     if (!isRpcError && !isToolError && !isHttpRefusal) problems.push(`neither a JSON-RPC error nor a tool error result`)
     const toolCode = message?.result?.structuredContent?.code
+    // A tool's error result carries the API's codes: those of a 5xx are a 5xx, whatever the HTTP status.
+    if (isToolError && SERVER_CODES.includes(toolCode)) problems.push(`a tool error of the 5xx class (${toolCode})`)
     if (isToolError && e.toolCode !== undefined && !setOf(e.toolCode).includes(toolCode)) {
       problems.push(`tool error code ${toolCode}, expected ${setOf(e.toolCode).join(" or ")}`)
     }

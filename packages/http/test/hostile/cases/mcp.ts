@@ -97,7 +97,7 @@ export const mcpCases = (): Array<HostileCase> => [
     rpc(`create_task: imageUrls ${url}`, call("create_task", { model: MEDIA_MODEL, input: { prompt: "a lighthouse", imageUrls: [url] } }), toolError("INVALID_MODEL_INPUT"))
   ),
   rpc("create_task: idempotencyKey of 129 characters", call("create_task", { model: MODEL, input: { prompt: "x" }, idempotencyKey: "k".repeat(129) }), toolError("INVALID_IDEMPOTENCY_KEY")),
-  rpc("create_task: input nested 10,000 deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_task","arguments":{"model":${json(MODEL)},"input":{"prompt":${nestedObjects(10_000)}}}}}`),
+  rpc("create_task: input nested 10,000 deep", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_task","arguments":{"model":${json(MODEL)},"input":{"prompt":${nestedObjects(10_000)}}}}}`, toolError("INVALID_MODEL_INPUT")),
   rpc("create_task: input an array", call("create_task", { model: MODEL, input: [] })),
   ...HUGE_NUMBERS.map(({ label, raw }) =>
     rpc(`create_task: expectedPriceMicros ${label}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_task","arguments":{"model":${json(MODEL)},"input":{"prompt":"x"},"idempotencyKey":${json(randomUUID())},"expectedPriceMicros":${raw}}}}`, toolError(["-0", "1e-400"].includes(label) || label.startsWith("2^") ? ["INVALID_REQUEST", "PRICE_CHANGED"] : "INVALID_REQUEST"))
