@@ -2,7 +2,8 @@
  * HTTP/1.1 over a plain TCP socket, for requests fetch and node:http refuse to send: a path sent
  * byte for byte (`/../`, `%2e%2e`, `//`, no normalisation), header values with any byte,
  * duplicated headers, a Content-Length of our choosing. One request per connection
- * (`Connection: close`); the answer is read to the end, a chunked body decoded.
+ * (`Connection: close`); the answer is read to the end, a chunked body decoded, an event
+ * stream up to its first event. HOSTILE_TIMEOUT_MS overrides the default wait of 20 s.
  */
 import { connect } from "node:net"
 
