@@ -338,7 +338,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
 
   describe("MCP sign-ins", () => {
     const mcpStatus = (accessToken: string) =>
-      Effect.flatMap(baseUrl, (url) =>
+      Effect.flatMap(apiUrl, (url) =>
         Effect.promise(async () =>
           (await fetch(`${url}/mcp`, {
             method: "POST",
@@ -350,7 +350,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
     it.effect("lists an account's sign-ins, newest first, and revoking one ends its tokens at once", () =>
       Effect.gen(function*() {
         const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "signed-in" }))
-        const url = yield* baseUrl
+        const url = yield* apiUrl
         const first = yield* mcpSignIn(account.id, url)
         const second = yield* mcpSignIn(account.id, url)
         const listed = yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))
@@ -379,7 +379,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInList({ accountId: Ids.makeAccountId() })))).toBe("AccountNotFound")
         const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "nobody-signed-in" }))
         expect(yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))).toEqual([])
-        const other = yield* mcpSignIn(Ids.makeAccountId(), yield* baseUrl)
+        const other = yield* mcpSignIn(Ids.makeAccountId(), yield* apiUrl)
         for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }, { signInId: "x\u0000" }]) {
           expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInRevoke(payload)))).toBe("SignInNotFound")
         }
