@@ -5,6 +5,7 @@
  */
 import { Effect, Layer, Redacted } from "effect"
 import { PgStore } from "@taskmeter/storage-pg"
+import * as AddressPolicy from "../src/AddressPolicy.ts"
 import * as BlobStore from "../src/BlobStore.ts"
 import * as Catalog from "../src/Catalog.ts"
 import * as Executors from "../src/Executors.ts"
@@ -23,7 +24,9 @@ const services = Layer.mergeAll(
   BlobStore.layerFileSystem(env("BLOB_DIR")),
   Catalog.layer,
   Executors.layer({ adapters: [Upstream.adapter(env("UPSTREAM_URL"), env("MODELS").split(","))] }),
-  MediaUrls.layer({ baseUrl: "https://api.test", secret: Redacted.make("worker-process-test-secret-0123456789") })
+  MediaUrls.layer({ baseUrl: "https://api.test", secret: Redacted.make("worker-process-test-secret-0123456789") }),
+  // The fake upstream serves its result files on loopback.
+  Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true })
 )
 
 Effect.runFork(
