@@ -1,46 +1,69 @@
-export * as Accounts from "./Accounts.ts"
-export * as AddressPolicy from "./AddressPolicy.ts"
-export * as AccountStore from "./AccountStore.ts"
-export * as BlobStore from "./BlobStore.ts"
-export * as BudgetStore from "./BudgetStore.ts"
-export * as Catalog from "./Catalog.ts"
-export * as ChatBilling from "./ChatBilling.ts"
-export * as ChatCompletions from "./ChatCompletions.ts"
-export * as ChatPrices from "./ChatPrices.ts"
-export * as ChatProvider from "./ChatProvider.ts"
-export * as ChatStore from "./ChatStore.ts"
-export * as ChatTokens from "./ChatTokens.ts"
-export * as ChatWire from "./ChatWire.ts"
-export * as Errors from "./Errors.ts"
-export * as Fingerprint from "./Fingerprint.ts"
-export * as Housekeeping from "./Housekeeping.ts"
-export * as Ids from "./Ids.ts"
-export * as KeyCheck from "./KeyCheck.ts"
-export * as Ledger from "./Ledger.ts"
-export * as LedgerStore from "./LedgerStore.ts"
-export * as MediaReference from "./MediaReference.ts"
-export * as MediaStore from "./MediaStore.ts"
-export * as Provider from "./Provider.ts"
-export * as PublicFetch from "./PublicFetch.ts"
-export * as ModelDefinition from "./ModelDefinition.ts"
-export * as ModelField from "./ModelField.ts"
-export * as Money from "./Money.ts"
-export * as PriceList from "./PriceList.ts"
-export * as Pricer from "./Pricer.ts"
-export * as PriceStore from "./PriceStore.ts"
-export * as ProblemList from "./ProblemList.ts"
-export * as Scope from "./Scope.ts"
-export * as StorableText from "./StorableText.ts"
-export * as StoreError from "./StoreError.ts"
-export * as Task from "./Task.ts"
-export * as TaskRunner from "./TaskRunner.ts"
-export * as TaskStatus from "./TaskStatus.ts"
-export * as TaskView from "./TaskView.ts"
-export * as TaskStore from "./TaskStore.ts"
-export * as Executors from "./Executors.ts"
-export * as MediaUrls from "./MediaUrls.ts"
-export * as ResultUrls from "./ResultUrls.ts"
-export * as Outputs from "./Outputs.ts"
-export * as Reconciler from "./Reconciler.ts"
-export * as TaskErrorCode from "./TaskErrorCode.ts"
-export * as TaskWorker from "./TaskWorker.ts"
+/**
+ * The taskmeter kernel, by area. The five services it is named for are Catalog, Pricer, Ledger,
+ * TaskRunner and ChatBilling; each `*Store` is a storage port, implemented by storage-memory and
+ * storage-pg and held to the conformance suite in `@taskmeter/kernel/testing`.
+ */
+
+// domain: values and errors every area shares
+export * as Errors from "./domain/Errors.ts"
+export * as Fingerprint from "./domain/Fingerprint.ts"
+export * as Ids from "./domain/Ids.ts"
+export * as Money from "./domain/Money.ts"
+export * as ProblemList from "./domain/ProblemList.ts"
+export * as StorableText from "./domain/StorableText.ts"
+export * as StoreError from "./domain/StoreError.ts"
+export * as Task from "./domain/Task.ts"
+export * as TaskErrorCode from "./domain/TaskErrorCode.ts"
+export * as TaskStatus from "./domain/TaskStatus.ts"
+
+// catalog: the models and their input schemas
+export * as Catalog from "./catalog/Catalog.ts"
+export * as ModelDefinition from "./catalog/ModelDefinition.ts"
+export * as ModelField from "./catalog/ModelField.ts"
+
+// pricing: the price list, quotes and daily platform budgets
+export * as BudgetStore from "./pricing/BudgetStore.ts"
+export * as PriceList from "./pricing/PriceList.ts"
+export * as Pricer from "./pricing/Pricer.ts"
+export * as PriceStore from "./pricing/PriceStore.ts"
+
+// accounts: accounts, API keys and scopes
+export * as Accounts from "./accounts/Accounts.ts"
+export * as AccountStore from "./accounts/AccountStore.ts"
+export * as KeyCheck from "./accounts/KeyCheck.ts"
+export * as Scope from "./accounts/Scope.ts"
+
+// ledger: credits, every change an entry
+export * as Ledger from "./ledger/Ledger.ts"
+export * as LedgerStore from "./ledger/LedgerStore.ts"
+
+// tasks: admission, the queue and its workers, the provider interface
+export * as Executors from "./tasks/Executors.ts"
+export * as Housekeeping from "./tasks/Housekeeping.ts"
+export * as Outputs from "./tasks/Outputs.ts"
+export * as Provider from "./tasks/Provider.ts"
+export * as Reconciler from "./tasks/Reconciler.ts"
+export * as TaskRunner from "./tasks/TaskRunner.ts"
+export * as TaskStore from "./tasks/TaskStore.ts"
+export * as TaskView from "./tasks/TaskView.ts"
+export * as TaskWorker from "./tasks/TaskWorker.ts"
+
+// chat: per-token billing of chat completions
+export * as ChatBilling from "./chat/ChatBilling.ts"
+export * as ChatCompletions from "./chat/ChatCompletions.ts"
+export * as ChatPrices from "./chat/ChatPrices.ts"
+export * as ChatProvider from "./chat/ChatProvider.ts"
+export * as ChatStore from "./chat/ChatStore.ts"
+export * as ChatTokens from "./chat/ChatTokens.ts"
+export * as ChatWire from "./chat/ChatWire.ts"
+
+// media: uploads, result files and signed links to them
+export * as BlobStore from "./media/BlobStore.ts"
+export * as MediaReference from "./media/MediaReference.ts"
+export * as MediaStore from "./media/MediaStore.ts"
+export * as MediaUrls from "./media/MediaUrls.ts"
+export * as ResultUrls from "./media/ResultUrls.ts"
+
+// outbound: the one policy for fetching URLs that others chose
+export * as AddressPolicy from "./outbound/AddressPolicy.ts"
+export * as PublicFetch from "./outbound/PublicFetch.ts"

@@ -40,8 +40,8 @@ import type { OAuthError } from "./OAuthError.ts"
 import { OAuthStore } from "./OAuthStore.ts"
 import * as RegistrationLimit from "./RegistrationLimit.ts"
 import type { Grant, NewTokens, PendingAuthorization } from "./OAuthStore.ts"
-import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/secrets.ts"
-import { describeUnstorable, firstUnstorable, firstUnstorableParam, isStorable } from "./internal/storableText.ts"
+import { CHALLENGE, newSecret, PREFIX, safeEqual, sha256Hex, verifyPkce } from "./internal/Secrets.ts"
+import { describeUnstorable, firstUnstorable, firstUnstorableParam, isStorable } from "./internal/StorableText.ts"
 
 export interface Options {
   /** The public origin of the service, e.g. `https://api.example.com` (no path): the issuer. */

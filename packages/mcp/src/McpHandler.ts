@@ -16,7 +16,7 @@ import { Errors } from "@taskmeter/kernel"
 import type { Accounts } from "@taskmeter/kernel"
 import * as Tools from "./Tools.ts"
 import * as ToolSchema from "./ToolSchema.ts"
-import { describeUnstorable, firstUnstorable } from "./internal/storableText.ts"
+import { describeUnstorable, firstUnstorable } from "./internal/StorableText.ts"
 
 /** The largest JSON-RPC body accepted: the API's limit for JSON bodies. */
 export const MAX_BODY_BYTES = 256 * 1024

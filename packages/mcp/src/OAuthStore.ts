@@ -32,7 +32,7 @@
 import type { Effect } from "effect"
 import { Context, Layer } from "effect"
 import type { Ids, Scope, StoreError } from "@taskmeter/kernel"
-import { makeMemoryStore } from "./internal/memoryStore.ts"
+import { makeMemoryStore } from "./internal/MemoryOAuthStore.ts"
 
 type StoreUnavailable = StoreError.StoreUnavailable
 

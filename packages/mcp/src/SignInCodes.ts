@@ -13,7 +13,7 @@ import { Clock, Effect } from "effect"
 import { Accounts } from "@taskmeter/kernel"
 import type { Ids, StoreError } from "@taskmeter/kernel"
 import { OAuthStore } from "./OAuthStore.ts"
-import { newSecret, PREFIX, sha256Hex } from "./internal/secrets.ts"
+import { newSecret, PREFIX, sha256Hex } from "./internal/Secrets.ts"
 
 export const DEFAULT_TTL_SECONDS = 600
 

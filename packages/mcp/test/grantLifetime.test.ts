@@ -9,7 +9,7 @@ import { TestClock } from "effect/testing"
 import { Accounts, Money } from "@taskmeter/kernel"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { AuthorizationServer, AuthorizeLimit, OAuthStore } from "../src/index.ts"
-import { sha256Hex } from "../src/internal/secrets.ts"
+import { sha256Hex } from "../src/internal/Secrets.ts"
 import { pkce, REDIRECT_URI } from "./support/RawOAuth.ts"
 
 const BASE = "https://api.example.com"

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Layer } from "effect"
 import { OAuthStorePg } from "../src/index.ts"
-import { firstUnstorable, firstUnstorableParam, isStorable } from "../src/internal/storableText.ts"
+import { firstUnstorable, firstUnstorableParam, isStorable } from "../src/internal/StorableText.ts"
 import * as RawOAuth from "./support/RawOAuth.ts"
 import { REDIRECT_URI } from "./support/RawOAuth.ts"
 import { postgres } from "./support/TestDatabase.ts"

@@ -15,15 +15,15 @@ import {
   PriceStore,
   TaskStore
 } from "@taskmeter/kernel"
-import * as Chat from "./ChatStore.ts"
-import * as Accounts from "./internal/accounts.ts"
-import * as Blobs from "./internal/blobs.ts"
-import * as Budgets from "./internal/budgets.ts"
-import * as Ledger from "./internal/ledger.ts"
-import * as Media from "./internal/media.ts"
-import * as Prices from "./internal/prices.ts"
-import * as State from "./internal/state.ts"
-import * as Tasks from "./internal/tasks.ts"
+import * as Chat from "./internal/MemoryChatStore.ts"
+import * as Accounts from "./internal/MemoryAccountStore.ts"
+import * as Blobs from "./internal/MemoryBlobStore.ts"
+import * as Budgets from "./internal/MemoryBudgetStore.ts"
+import * as Ledger from "./internal/MemoryLedgerStore.ts"
+import * as Media from "./internal/MemoryMediaStore.ts"
+import * as Prices from "./internal/MemoryPriceStore.ts"
+import * as State from "./internal/State.ts"
+import * as Tasks from "./internal/MemoryTaskStore.ts"
 
 export type Stores =
   | AccountStore.AccountStore

@@ -43,7 +43,7 @@ import {
   StoreError,
   TaskStore
 } from "@taskmeter/kernel"
-import * as PgChatStore from "./ChatStore.ts"
+import * as PgChatStore from "./internal/PgChatStore.ts"
 import * as Embedded from "./internal/Embedded.ts"
 import * as PgAccountStore from "./internal/PgAccountStore.ts"
 import * as PgBudgetStore from "./internal/PgBudgetStore.ts"

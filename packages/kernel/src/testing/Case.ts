@@ -1,11 +1,11 @@
 import type { Effect } from "effect"
-import type { AccountStore } from "../AccountStore.ts"
-import type { BlobStore } from "../BlobStore.ts"
-import type { BudgetStore } from "../BudgetStore.ts"
-import type { LedgerStore } from "../LedgerStore.ts"
-import type { MediaStore } from "../MediaStore.ts"
-import type { PriceStore } from "../PriceStore.ts"
-import type { TaskStore } from "../TaskStore.ts"
+import type { AccountStore } from "../accounts/AccountStore.ts"
+import type { BlobStore } from "../media/BlobStore.ts"
+import type { BudgetStore } from "../pricing/BudgetStore.ts"
+import type { LedgerStore } from "../ledger/LedgerStore.ts"
+import type { MediaStore } from "../media/MediaStore.ts"
+import type { PriceStore } from "../pricing/PriceStore.ts"
+import type { TaskStore } from "../tasks/TaskStore.ts"
 
 /** Every storage port; a store under test provides all of them from one layer. */
 export type Stores = AccountStore | LedgerStore | TaskStore | MediaStore | BlobStore | PriceStore | BudgetStore

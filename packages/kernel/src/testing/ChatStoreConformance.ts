@@ -13,15 +13,15 @@
 import { Effect } from "effect"
 import type { Layer } from "effect"
 import { describe, expect, it } from "@effect/vitest"
-import { AccountStore } from "../AccountStore.ts"
-import { ChatStore } from "../ChatStore.ts"
-import type { ChatLimits, ChatSettlement, NewChatRequest, OpenResult } from "../ChatStore.ts"
-import type { ChatPriceTier } from "../ChatPrices.ts"
-import * as Ids from "../Ids.ts"
-import type { AccountId, ChatRequestId } from "../Ids.ts"
-import { micros } from "../Money.ts"
+import { AccountStore } from "../accounts/AccountStore.ts"
+import { ChatStore } from "../chat/ChatStore.ts"
+import type { ChatLimits, ChatSettlement, NewChatRequest, OpenResult } from "../chat/ChatStore.ts"
+import type { ChatPriceTier } from "../chat/ChatPrices.ts"
+import * as Ids from "../domain/Ids.ts"
+import type { AccountId, ChatRequestId } from "../domain/Ids.ts"
+import { micros } from "../domain/Money.ts"
 import type { Stores } from "./Case.ts"
-import { allEntries, at, defined, expectBalances, expectBooksBalance, fundedAccount, grant, makeKey, refund, T0, USD } from "./fixtures.ts"
+import { allEntries, at, defined, expectBalances, expectBooksBalance, fundedAccount, grant, makeKey, refund, T0, USD } from "./Fixtures.ts"
 
 export type ChatStores = Stores | ChatStore
 

@@ -1,0 +1,236 @@
+/**
+ * The ChatBilling service: per-token billing of chat completions.
+ *
+ * `open` reserves the most a request can cost (prompt tokens estimated high, the tier chosen by
+ * prompt size, plus max_tokens of completion) before any upstream call; `settle` charges what
+ * the upstream reports and releases the rest in the same atomic unit. A request that ends in
+ * any way is settled exactly once; requests left open by a dead process are released by
+ * `sweepStale` at start. Records hold customer metadata only, never prompt or completion text.
+ *
+ * Prices are those in force when the request is opened (kept with the request), so a price
+ * change never alters a request already running. The charge is `ChatPrices.costUpTo` of the
+ * usage with the tier of the reported prompt size, capped at the reservation; a `failed`
+ * request is charged nothing whatever its usage.
+ *
+ * Limits: each account may open `requestsPerMinute` chat requests per fixed one-minute window
+ * (RATE_LIMITED with Retry-After) and hold `maxOpenRequests` at once (CONCURRENCY_LIMITED). They
+ * are counted apart from task submissions: a chat request is short and a task may run for
+ * minutes. Each chat request counts one use of the key's usage limit.
+ *
+ * @example
+ * ```ts
+ * const billing = yield* ChatBilling.ChatBilling
+ * const request = yield* billing.open(caller, { model: "taskmeter-local", promptTokens: 120, maxTokens: 256 })
+ * // ... call the upstream with max_tokens: 256 ...
+ * yield* billing.settle(request.id, { status: "succeeded", usage: { promptTokens: 98, completionTokens: 40 }, finishReason: "stop" })
+ * ```
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { Caller } from "../accounts/Accounts.ts"
+import * as ChatPrices from "./ChatPrices.ts"
+import { ChatStore } from "./ChatStore.ts"
+import type { ChatLimits } from "./ChatStore.ts"
+import * as Errors from "../domain/Errors.ts"
+import { isChatRequestId, makeChatRequestId } from "../domain/Ids.ts"
+import type { ChatRequestId } from "../domain/Ids.ts"
+import type { Micros } from "../domain/Money.ts"
+import { ZERO } from "../domain/Money.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+
+export interface TokenUsage {
+  readonly promptTokens: number
+  readonly completionTokens: number
+}
+
+export type ChatOutcome = "succeeded" | "partial" | "failed"
+
+export interface ChatRequestRecord {
+  readonly id: ChatRequestId
+  readonly model: string
+  readonly status: "open" | ChatOutcome
+  readonly reservedMicros: Micros
+  readonly chargedMicros: Micros | null
+  readonly usage: TokenUsage | null
+  /** The upstream's finish reason (stop, length, tool_calls, content_filter...) when it gave one. */
+  readonly finishReason: string | null
+  /** Why a request did not succeed: an error code (UPSTREAM_ERROR...) or CLIENT_DISCONNECTED. */
+  readonly errorCode: string | null
+  readonly createdAt: Date
+  readonly completedAt: Date | null
+}
+
+/** Why a chat request was not opened: nothing was reserved. */
+export type OpenError =
+  | Errors.ModelNotFound
+  | Errors.ModelPriceUnavailable
+  | Errors.InsufficientCredits
+  | Errors.PaymentReviewRequired
+  | Errors.ApiKeyUsageExceeded
+  | Errors.RateLimited
+  | Errors.ConcurrencyLimited
+  | StoreUnavailable
+
+export class ChatBilling extends Context.Service<ChatBilling, {
+  readonly open: (
+    caller: Caller,
+    request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
+  ) => Effect.Effect<ChatRequestRecord, OpenError>
+  /** Charges the usage (capped at the reservation) and releases the rest; a second settle is a no-op. */
+  readonly settle: (
+    id: ChatRequestId,
+    outcome: {
+      readonly status: ChatOutcome
+      readonly usage: TokenUsage | null
+      readonly finishReason: string | null
+      readonly errorCode?: string | null | undefined
+    }
+  ) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
+  readonly get: (caller: Caller, id: string) => Effect.Effect<ChatRequestRecord, Errors.RequestNotFound | StoreUnavailable>
+  readonly list: (
+    caller: Caller,
+    page: { readonly limit: number; readonly before?: string | undefined }
+  ) => Effect.Effect<
+    { readonly requests: ReadonlyArray<ChatRequestRecord>; readonly nextCursor: string | null },
+    Errors.RequestNotFound | StoreUnavailable
+  >
+  /** Releases the reservations of requests opened before `openedBefore` and never settled. */
+  readonly sweepStale: (openedBefore: Date) => Effect.Effect<number, StoreUnavailable>
+}>()("@taskmeter/kernel/ChatBilling") {}
+
+export interface Limits {
+  readonly requestsPerMinute: number
+  readonly maxOpenRequests: number
+}
+
+export const defaultLimits: Limits = { requestsPerMinute: 120, maxOpenRequests: 16 }
+
+/**
+ * The longest a chat request may run before its server gives up on it (and settles it). A
+ * request still open well past this belongs to a process that died.
+ */
+export const MAX_REQUEST_MS = 15 * 60 * 1000
+
+/** How old an open request must be before `sweepAtStart` releases it. */
+export const STALE_AFTER_MS = MAX_REQUEST_MS + 5 * 60 * 1000
+
+export const make = (limits: Limits = defaultLimits) =>
+  Effect.gen(function*() {
+    const store = yield* ChatStore
+    const prices = yield* ChatPrices.ChatPrices
+    const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+    /** How the requests opened by this process were priced, so that settling one is a single store call. */
+    const pricedHere = new Map<ChatRequestId, { readonly tiers: ReadonlyArray<ChatPrices.ChatPriceTier>; readonly reservedMicros: Micros }>()
+
+    return ChatBilling.of({
+      open: (caller, request) =>
+        Effect.gen(function*() {
+          const entry = yield* prices.lookup(request.model)
+          if (entry === undefined) {
+            return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.` })
+          }
+          if (!ChatPrices.isPriced(entry)) {
+            return yield* new Errors.ModelPriceUnavailable({ message: `No price is configured for ${request.model}.` })
+          }
+          const reservedMicros = ChatPrices.cost(entry.tiers, {
+            promptTokens: request.promptTokens,
+            completionTokens: request.maxTokens
+          })
+          const chatLimits: ChatLimits = { ...limits, keyUsageLimit: caller.keyUsageLimit }
+          const result = yield* store.open({
+            id: makeChatRequestId(),
+            accountId: caller.accountId,
+            apiKeyId: caller.apiKeyId,
+            model: request.model,
+            reservedMicros,
+            tiers: entry.tiers,
+            createdAt: yield* now
+          }, chatLimits)
+          switch (result._tag) {
+            case "Opened":
+              pricedHere.set(result.record.id, { tiers: entry.tiers, reservedMicros })
+              return result.record
+            case "KeyUsageExceeded":
+              return yield* new Errors.ApiKeyUsageExceeded({
+                message: "This API key has reached its usage limit; create a new key."
+              })
+            case "RateLimited":
+              return yield* new Errors.RateLimited({
+                message: `Too many chat requests this minute (at most ${limits.requestsPerMinute}).`,
+                retryAfterSeconds: result.retryAfterSeconds
+              })
+            case "ConcurrencyLimited":
+              return yield* new Errors.ConcurrencyLimited({
+                message: `Too many chat requests in progress (at most ${limits.maxOpenRequests}).`
+              })
+            case "PaymentReviewRequired":
+              return yield* new Errors.PaymentReviewRequired({
+                message: "A refund left an uncovered balance; add credits to continue."
+              })
+            case "InsufficientCredits":
+              return yield* new Errors.InsufficientCredits({
+                message: `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
+                  `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`
+              })
+          }
+        }),
+
+      settle: (id, outcome) =>
+        Effect.gen(function*() {
+          let pricing = pricedHere.get(id)
+          if (pricing === undefined) {
+            const stored = yield* store.find(id)
+            if (stored === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+            if (stored.record.status !== "open") return stored.record
+            pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
+          }
+          const chargeMicros = outcome.status === "failed" || outcome.usage === null
+            ? ZERO
+            : ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros)
+          const settled = yield* store.settle({
+            id,
+            status: outcome.status,
+            usage: outcome.usage,
+            finishReason: outcome.finishReason,
+            errorCode: outcome.errorCode ?? null,
+            chargeMicros,
+            completedAt: yield* now
+          })
+          pricedHere.delete(id)
+          if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+          return settled
+        }),
+
+      get: (caller, id) =>
+        Effect.gen(function*() {
+          const record = isChatRequestId(id) ? yield* store.get(caller.accountId, id) : undefined
+          if (record === undefined) return yield* notFound(id)
+          return record
+        }),
+
+      list: (caller, page) =>
+        Effect.gen(function*() {
+          if (page.before !== undefined && !isChatRequestId(page.before)) return yield* notFound(page.before)
+          const found = yield* store.list(caller.accountId, { limit: page.limit, before: page.before })
+          if (found === undefined) return yield* notFound(page.before ?? "")
+          return found
+        }),
+
+      sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
+    })
+  })
+
+const notFound = (id: string) =>
+  Effect.fail(new Errors.RequestNotFound({ message: `No chat request ${id} belongs to this account.` }))
+
+export const layer = (limits?: Limits): Layer.Layer<ChatBilling, never, ChatStore | ChatPrices.ChatPrices> =>
+  Layer.effect(ChatBilling, make(limits))
+
+/**
+ * Releases the reservations of chat requests left open by a process that died: those opened
+ * more than `staleAfterMs` ago. Run it when a server starts (and as often as you like after).
+ */
+export const sweepAtStart = (staleAfterMs: number = STALE_AFTER_MS): Effect.Effect<number, StoreUnavailable, ChatBilling> =>
+  Effect.gen(function*() {
+    const millis = yield* Clock.currentTimeMillis
+    return yield* (yield* ChatBilling).sweepStale(new Date(millis - staleAfterMs))
+  })

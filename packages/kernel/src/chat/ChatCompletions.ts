@@ -1,0 +1,401 @@
+/**
+ * The ChatCompletions service: one chat completion from request to settlement.
+ *
+ * Order of work: validate the request (ChatWire, 400), find the model in the chat price list
+ * and its configured upstream (else 404 MODEL_NOT_FOUND), check it is priced (409
+ * MODEL_PRICE_UNAVAILABLE), estimate the prompt with the model's tokenizer (ChatTokens), fix
+ * the completion cap, reserve through ChatBilling (409/429), and only then call the upstream,
+ * sending it the same cap. Every request that was opened is settled exactly once:
+ *
+ * | how the request ends                          | status    | charged                                          |
+ * |-----------------------------------------------|-----------|--------------------------------------------------|
+ * | the upstream finished                         | succeeded | the upstream's usage; counted when it gave none  |
+ * | the upstream refused or failed before output  | failed    | nothing (429 UPSTREAM_RATE_LIMITED, 502, 400)    |
+ * | the upstream broke a stream after some output | partial   | the prompt and the completion delivered          |
+ * | the client disconnected mid-stream            | partial   | the prompt and the completion delivered          |
+ * | the client disconnected before any output     | failed    | nothing                                          |
+ *
+ * "Counted" means ChatTokens: the prompt at the same estimate that sized the reservation, the
+ * completion as the tokens of what was delivered. The charge never exceeds the reservation.
+ *
+ * The completion cap: `max_completion_tokens`/`max_tokens` when given (at most the context
+ * length), else `DEFAULT_MAX_TOKENS` or whatever of the context the prompt estimate leaves, if
+ * less. A prompt estimated at the whole context or more is refused (400).
+ *
+ * A disconnecting client interrupts the fiber: the upstream request is aborted (its Scope
+ * closes), and the finalizers settle. A request also ends (as an upstream timeout) once it has
+ * run for ChatBilling.MAX_REQUEST_MS. A process that dies leaves its requests open until
+ * `ChatBilling.sweepAtStart` releases them, charging nothing.
+ */
+import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Result, Scope, Stream } from "effect"
+import type { Caller } from "../accounts/Accounts.ts"
+import { ChatBilling, MAX_REQUEST_MS } from "./ChatBilling.ts"
+import type { ChatOutcome, ChatRequestRecord, OpenError, TokenUsage } from "./ChatBilling.ts"
+import * as ChatPrices from "./ChatPrices.ts"
+import { ChatProviderError, ChatProviders } from "./ChatProvider.ts"
+import type { ChatCall, ChatProviderV1, ChatStreamPart, JsonObject } from "./ChatProvider.ts"
+import * as ChatTokens from "./ChatTokens.ts"
+import * as ChatWire from "./ChatWire.ts"
+import * as Errors from "../domain/Errors.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+
+/** The completion cap when the caller gives none (less when the context leaves less room). */
+export const DEFAULT_MAX_TOKENS = 4096
+
+export const CLIENT_DISCONNECTED = "CLIENT_DISCONNECTED"
+
+export type CreateError =
+  | Errors.InvalidRequest
+  | OpenError
+  | Errors.UpstreamRateLimited
+  | Errors.UpstreamError
+
+export type StreamEvent = ChatWire.ChatCompletionChunk | ChatWire.ChatStreamError
+
+export type Created =
+  | { readonly _tag: "Completion"; readonly completion: ChatWire.ChatCompletion }
+  /** Chunks, the last one carrying usage and svc, or an error event when the upstream broke off. */
+  | { readonly _tag: "Stream"; readonly events: Stream.Stream<StreamEvent> }
+
+export class ChatCompletions extends Context.Service<ChatCompletions, {
+  /** The callable models (listed, enabled, priced and with a configured upstream): GET /api/v1/chat/models. */
+  readonly models: Effect.Effect<ChatWire.ChatModels>
+  /**
+   * Runs one request (the parsed JSON body). A stream's upstream connection belongs to the
+   * Scope, which must stay open while the stream is consumed (a server's request scope does).
+   */
+  readonly create: (caller: Caller, body: unknown) => Effect.Effect<Created, CreateError, Scope.Scope>
+}>()("@taskmeter/kernel/ChatCompletions") {}
+
+/** The error a caller sees for an upstream failure, and the code recorded for it. */
+export const toApiError = (error: ChatProviderError): Errors.UpstreamRateLimited | Errors.UpstreamError | Errors.InvalidRequest => {
+  switch (error.reason) {
+    case "RateLimited":
+      return new Errors.UpstreamRateLimited({
+        message: "The model provider is rate-limiting requests; nothing was charged. Retry with backoff.",
+        ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds })
+      })
+    case "InvalidRequest":
+      return new Errors.InvalidRequest({ message: `The model provider refused the request: ${error.message}` })
+    default:
+      return new Errors.UpstreamError({ message: `The model provider failed the request; nothing was charged. ${error.message}` })
+  }
+}
+
+const isText = (u: unknown): u is string => typeof u === "string" && u.length > 0
+const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** What has reached the caller so far, for counting when the upstream reports no usage. */
+class Tally {
+  text = ""
+  readonly toolCalls: Array<{ name: string; arguments: string }> = []
+  delivered = false
+  finishReason: string | null = null
+  usage: TokenUsage | undefined = undefined
+
+  addContent(source: JsonObject): void {
+    for (const key of ["content", "refusal", "reasoning_content", "reasoning"]) {
+      const value = source[key]
+      if (isText(value)) {
+        this.text += value
+        this.delivered = true
+      } else if (key === "content" && Array.isArray(value)) {
+        for (const part of value) {
+          if (isObject(part) && isText(part.text)) {
+            this.text += part.text
+            this.delivered = true
+          }
+        }
+      }
+    }
+    const calls = source.tool_calls
+    if (Array.isArray(calls)) {
+      calls.forEach((call, position) => {
+        if (!isObject(call)) return
+        const index = typeof call.index === "number" ? call.index : position
+        const fn = isObject(call.function) ? call.function : {}
+        const slot = this.toolCalls[index] ??= { name: "", arguments: "" }
+        if (isText(fn.name)) slot.name += fn.name
+        if (isText(fn.arguments)) slot.arguments += fn.arguments
+        this.delivered = true
+      })
+    }
+    const legacy = source.function_call
+    if (isObject(legacy)) {
+      this.toolCalls.push({ name: isText(legacy.name) ? legacy.name : "", arguments: isText(legacy.arguments) ? legacy.arguments : "" })
+      this.delivered = true
+    }
+  }
+
+  counted(tokenizer: ChatPrices.Tokenizer, promptTokens: number): TokenUsage {
+    return {
+      promptTokens,
+      completionTokens: ChatTokens.countCompletion(tokenizer, {
+        text: this.text,
+        toolCalls: this.toolCalls.filter((call) => call !== undefined)
+      })
+    }
+  }
+}
+
+interface Prepared {
+  readonly provider: ChatProviderV1
+  readonly tokenizer: ChatPrices.Tokenizer
+  readonly promptTokens: number
+  readonly call: ChatCall
+  readonly stream: boolean
+}
+
+export const make = Effect.gen(function*() {
+  const prices = yield* ChatPrices.ChatPrices
+  const providers = yield* ChatProviders
+  const billing = yield* ChatBilling
+
+  const prepare = (body: unknown) =>
+    Effect.gen(function*() {
+      const request = yield* Effect.fromResult(ChatWire.decodeRequest(body))
+      const entry = yield* prices.lookup(request.model)
+      const provider = entry === undefined ? undefined : providers.get(entry.provider)
+      if (entry === undefined || provider === undefined) {
+        return yield* new Errors.ModelNotFound({
+          message: `No chat model is called ${request.model}; GET /api/v1/chat/models lists them.`
+        })
+      }
+      if (!ChatPrices.isPriced(entry)) {
+        return yield* new Errors.ModelPriceUnavailable({ message: `No price is configured for ${request.model}.` })
+      }
+      const tokenizer = entry.tokenizer ?? "o200k_base"
+      const forward = request.forward
+      const promptTokens = ChatTokens.estimatePrompt(tokenizer, request.messages, [
+        forward.tools,
+        forward.functions,
+        forward.tool_choice,
+        forward.function_call,
+        forward.response_format
+      ])
+      if (promptTokens >= entry.contextLength) {
+        return yield* new Errors.InvalidRequest({
+          message: `messages: about ${promptTokens} tokens, more than ${request.model} can read ` +
+            `(a context of ${entry.contextLength} tokens).`
+        })
+      }
+      if (request.maxTokens !== undefined && request.maxTokens > entry.contextLength) {
+        return yield* new Errors.InvalidRequest({
+          message: `max_tokens: at most ${entry.contextLength} for ${request.model}.`
+        })
+      }
+      const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, entry.contextLength - promptTokens)
+      const prepared: Prepared = {
+        provider,
+        tokenizer,
+        promptTokens,
+        call: { model: request.model, body: forward, maxTokens },
+        stream: request.stream
+      }
+      return prepared
+    })
+
+  /** Settles at most once, whichever of the stream's end, its failure or its Scope's close comes first. */
+  const settler = (record: ChatRequestRecord) =>
+    Effect.map(Deferred.make<ChatRequestRecord, StoreUnavailable>(), (done) => {
+      let started = false
+      return (outcome: {
+        readonly status: ChatOutcome
+        readonly usage: TokenUsage | null
+        readonly finishReason: string | null
+        readonly errorCode: string | null
+      }): Effect.Effect<ChatRequestRecord, StoreUnavailable> =>
+        Effect.suspend(() => {
+          if (started) return Deferred.await(done)
+          started = true
+          return Effect.uninterruptible(Deferred.into(billing.settle(record.id, outcome), done)).pipe(
+            Effect.andThen(Deferred.await(done))
+          )
+        })
+    })
+
+  const complete = (prepared: Prepared, record: ChatRequestRecord) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(restore(
+          prepared.provider.complete(prepared.call).pipe(
+            Effect.timeoutOrElse({
+              duration: MAX_REQUEST_MS,
+              orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+            })
+          )
+        ))
+        if (Exit.isFailure(exit)) {
+          const error = Cause.findErrorOption(exit.cause)
+          if (error._tag === "None") {
+            yield* billing.settle(record.id, { status: "failed", usage: null, finishReason: null, errorCode: CLIENT_DISCONNECTED })
+            return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+          }
+          const apiError = toApiError(error.value)
+          yield* billing.settle(record.id, { status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
+          return yield* apiError
+        }
+        const reply = exit.value
+        const tally = new Tally()
+        tally.addContent(reply.message)
+        const usage = reply.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
+        const settled = yield* billing.settle(record.id, {
+          status: "succeeded",
+          usage,
+          finishReason: reply.finishReason,
+          errorCode: null
+        })
+        const completion: ChatWire.ChatCompletion = {
+          id: record.id,
+          object: "chat.completion",
+          created: Math.floor(record.createdAt.getTime() / 1000),
+          model: record.model,
+          choices: [{ index: 0, message: reply.message, finish_reason: reply.finishReason, logprobs: reply.logprobs ?? null }],
+          usage: ChatWire.wireUsage(usage),
+          svc: { charged_micros: settled.chargedMicros ?? 0 }
+        }
+        return completion
+      })
+    )
+
+  const stream = (prepared: Prepared, record: ChatRequestRecord) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const parent = yield* Effect.scope
+        const upstreamScope = yield* Scope.fork(parent)
+        const settle = yield* settler(record)
+        const tally = new Tally()
+        const created = Math.floor(record.createdAt.getTime() / 1000)
+        const settleEnded = (errorCode: string) =>
+          tally.delivered
+            ? settle({
+              status: "partial",
+              usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
+              finishReason: tally.finishReason,
+              errorCode
+            })
+            : settle({ status: "failed", usage: null, finishReason: null, errorCode })
+        // Whatever becomes of the stream (even if it is never run), the request is settled when the Scope closes.
+        yield* Scope.addFinalizerExit(parent, () => Effect.ignore(settleEnded(CLIENT_DISCONNECTED)))
+
+        const opened = yield* Effect.exit(restore(
+          Scope.provide(prepared.provider.stream(prepared.call), upstreamScope).pipe(
+            Effect.timeoutOrElse({
+              duration: MAX_REQUEST_MS,
+              orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+            })
+          )
+        ))
+        if (Exit.isFailure(opened)) {
+          yield* Scope.close(upstreamScope, Exit.void)
+          const error = Cause.findErrorOption(opened.cause)
+          if (error._tag === "None") {
+            yield* settleEnded(CLIENT_DISCONNECTED)
+            return yield* Effect.failCause(opened.cause as Cause.Cause<never>)
+          }
+          const apiError = toApiError(error.value)
+          yield* settle({ status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
+          return yield* apiError
+        }
+
+        const chunk = (part: Extract<ChatStreamPart, { _tag: "Delta" }>): ChatWire.ChatCompletionChunk => ({
+          id: record.id,
+          object: "chat.completion.chunk",
+          created,
+          model: record.model,
+          choices: [{
+            index: 0,
+            delta: part.delta,
+            finish_reason: part.finishReason,
+            ...(part.logprobs === undefined ? {} : { logprobs: part.logprobs })
+          }]
+        })
+
+        const finished = Effect.gen(function*() {
+          const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
+          const settled = yield* settle({ status: "succeeded", usage, finishReason: tally.finishReason, errorCode: null })
+          const last: StreamEvent = {
+            id: record.id,
+            object: "chat.completion.chunk",
+            created,
+            model: record.model,
+            choices: [],
+            usage: ChatWire.wireUsage(settled.usage ?? usage),
+            svc: { charged_micros: settled.chargedMicros ?? 0 }
+          }
+          return last
+        })
+
+        const broken = (error: ChatProviderError) => {
+          const apiError = toApiError(error)
+          return Effect.map(settleEnded(apiError.code), (settled): StreamEvent => ({
+            error: { code: apiError.code, message: apiError.message, type: "upstream_error" },
+            usage: settled.usage === null ? null : ChatWire.wireUsage(settled.usage),
+            svc: { charged_micros: settled.chargedMicros ?? 0 }
+          }))
+        }
+
+        // The request stays open until the sweep releases it, charging nothing.
+        const storeDown: StreamEvent = {
+          error: { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" },
+          usage: null,
+          svc: { charged_micros: 0 }
+        }
+
+        const timeLeft = MAX_REQUEST_MS - ((yield* Clock.currentTimeMillis) - record.createdAt.getTime())
+        const events: Stream.Stream<StreamEvent> = opened.value.pipe(
+          Stream.interruptWhen(Effect.flatMap(
+            Effect.sleep(Math.max(0, timeLeft)),
+            () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
+          )),
+          Stream.filterMap((part) => {
+            if (part._tag === "Usage") {
+              tally.usage = part.usage
+              return Result.fail(part)
+            }
+            tally.addContent(part.delta)
+            if (part.finishReason !== null) tally.finishReason = part.finishReason
+            return Result.succeed(chunk(part))
+          }),
+          Stream.concat(Stream.fromEffect(finished)),
+          Stream.catchTag("ChatProviderError", (error) => Stream.fromEffect(broken(error))),
+          Stream.catchTag("StoreUnavailable", () => Stream.succeed(storeDown)),
+          Stream.onExit((exit) =>
+            Effect.andThen(
+              Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
+              Scope.close(upstreamScope, Exit.void)
+            )
+          )
+        )
+        return events
+      })
+    )
+
+  return ChatCompletions.of({
+    models: Effect.gen(function*() {
+      const list = yield* prices.current
+      const data = Object.entries(list.models).flatMap(([id, entry]) =>
+        ChatPrices.isPriced(entry) && providers.get(entry.provider) !== undefined ? [ChatPrices.toPublic(id, entry)] : []
+      )
+      return { object: "list" as const, data }
+    }),
+    create: (caller, body) =>
+      Effect.gen(function*() {
+        const prepared = yield* prepare(body)
+        const record = yield* billing.open(caller, {
+          model: prepared.call.model,
+          promptTokens: prepared.promptTokens,
+          maxTokens: prepared.call.maxTokens
+        })
+        if (!prepared.stream) {
+          return { _tag: "Completion" as const, completion: yield* complete(prepared, record) }
+        }
+        return { _tag: "Stream" as const, events: yield* stream(prepared, record) }
+      })
+  })
+})
+
+export const layer: Layer.Layer<ChatCompletions, never, ChatPrices.ChatPrices | ChatProviders | ChatBilling> = Layer.effect(
+  ChatCompletions,
+  make
+)

@@ -1,0 +1,204 @@
+/**
+ * The operator's chat price list: which chat models exist, which upstream serves each, and what
+ * a million prompt and completion tokens cost, by prompt size. It is data (a JSON file, shipped
+ * defaults in `prices/default-chat-prices.json`), checked whole when it is loaded.
+ *
+ * ```json
+ * { "models": {
+ *     "taskmeter-local": { "enabled": true, "provider": "local", "contextLength": 32768, "tiers": [
+ *       { "upToPromptTokens": 16000, "promptMicrosPerMillion": 100000, "completionMicrosPerMillion": 400000 },
+ *       { "upToPromptTokens": null, "promptMicrosPerMillion": 200000, "completionMicrosPerMillion": 800000 } ] }
+ * } }
+ * ```
+ *
+ * - `provider` names the configured chat upstream that serves the model (`local` is the offline
+ *   model); a model whose provider is not configured is not callable and not listed.
+ * - `tiers` are ordered by `upToPromptTokens` (inclusive), the last one open-ended (`null`). A
+ *   request's prompt size chooses one tier, whose two rates then apply to all its tokens. Rates
+ *   may not fall from one tier to the next: a larger prompt never costs less, which is what lets
+ *   a reservation made on a high prompt estimate cover the final charge.
+ * - A model that is listed but disabled, or has no `tiers`, answers MODEL_PRICE_UNAVAILABLE.
+ * - `tokenizer` (default `o200k_base`) is the encoding used to estimate prompts and to count
+ *   tokens the upstream did not report.
+ *
+ * Rounding. Rates are exact integers of micro-USD per million tokens. The cost of a request is
+ * `ceil((promptTokens × promptRate + completionTokens × completionRate) / 1 000 000)` micro-USD,
+ * computed in BigInt and rounded once, up, at the end: never a float, never rounded per token.
+ */
+import { readFile } from "node:fs/promises"
+import { Context, Effect, Layer, Result, Schema } from "effect"
+import defaultChatPrices from "../../prices/default-chat-prices.json" with { type: "json" }
+import type { ChatModel } from "./ChatWire.ts"
+import { decodeAll } from "../domain/internal/SchemaProblems.ts"
+import { formatUsd, Micros, micros } from "../domain/Money.ts"
+
+export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
+  description: "The BPE encoding used to count the model's tokens."
+})
+export type Tokenizer = typeof Tokenizer.Type
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
+
+export const ChatPriceTier = Schema.Struct({
+  upToPromptTokens: Schema.NullOr(PositiveInt).annotate({
+    description: "The largest prompt (in tokens) this tier applies to; null for the last, open-ended tier."
+  }),
+  promptMicrosPerMillion: Micros,
+  completionMicrosPerMillion: Micros
+}).annotate({ identifier: "ChatPriceTier" })
+export type ChatPriceTier = typeof ChatPriceTier.Type
+
+export const ChatModelPrice = Schema.Struct({
+  enabled: Schema.Boolean,
+  provider: Schema.NonEmptyString,
+  contextLength: PositiveInt,
+  tokenizer: Schema.optionalKey(Tokenizer),
+  /** Unix seconds, shown as `created` in the model list (0 when not given). */
+  created: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  tiers: Schema.optionalKey(Schema.Array(ChatPriceTier).check(Schema.isMinLength(1)))
+}).annotate({ identifier: "ChatModelPrice" })
+export type ChatModelPrice = typeof ChatModelPrice.Type
+
+export const ChatPriceList = Schema.Struct({
+  models: Schema.Record(Schema.String, ChatModelPrice)
+}).annotate({ identifier: "ChatPriceList" })
+export type ChatPriceList = typeof ChatPriceList.Type
+
+/** A chat price list that cannot be used, with every problem found, each prefixed by where it is. */
+export class ChatPriceListInvalid extends Schema.TaggedError<ChatPriceListInvalid>()("ChatPriceListInvalid", {
+  problems: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `The chat price list is invalid:\n- ${this.problems.join("\n- ")}`
+  }
+}
+
+export interface TokenCount {
+  readonly promptTokens: number
+  readonly completionTokens: number
+}
+
+const MILLION = 1_000_000n
+
+/** The one tier whose range holds a prompt of this size. */
+export const tierFor = (tiers: ReadonlyArray<ChatPriceTier>, promptTokens: number): ChatPriceTier =>
+  tiers.find((tier) => tier.upToPromptTokens === null || promptTokens <= tier.upToPromptTokens) ?? tiers[tiers.length - 1]!
+
+const exactCost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount): bigint => {
+  const tier = tierFor(tiers, usage.promptTokens)
+  const total = BigInt(usage.promptTokens) * BigInt(tier.promptMicrosPerMillion) +
+    BigInt(usage.completionTokens) * BigInt(tier.completionMicrosPerMillion)
+  return (total + MILLION - 1n) / MILLION
+}
+
+/** The cost of a token count, rounded once, up, to a whole micro-unit. Throws past the safe-integer range. */
+export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount): Micros =>
+  micros(Number(exactCost(tiers, usage)))
+
+/** The cost of a token count, but never more than `cap` (however large the counts an upstream reports). */
+export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount, cap: Micros): Micros => {
+  const exact = exactCost(tiers, usage)
+  return exact < BigInt(cap) ? micros(Number(exact)) : cap
+}
+
+const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string> => {
+  const at = `models.${id}.tiers`
+  const tiers = entry.tiers ?? []
+  const found: Array<string> = []
+  tiers.forEach((tier, i) => {
+    const last = i === tiers.length - 1
+    if (last && tier.upToPromptTokens !== null) found.push(`${at}[${i}].upToPromptTokens: the last tier must be null (open-ended)`)
+    if (!last && tier.upToPromptTokens === null) found.push(`${at}[${i}].upToPromptTokens: only the last tier may be null`)
+    const previous = tiers[i - 1]
+    if (previous === undefined) return
+    if (
+      tier.upToPromptTokens !== null && previous.upToPromptTokens !== null &&
+      tier.upToPromptTokens <= previous.upToPromptTokens
+    ) {
+      found.push(`${at}[${i}].upToPromptTokens: must be greater than the previous tier's`)
+    }
+    if (
+      tier.promptMicrosPerMillion < previous.promptMicrosPerMillion ||
+      tier.completionMicrosPerMillion < previous.completionMicrosPerMillion
+    ) {
+      found.push(`${at}[${i}]: rates may not be lower than the previous tier's (a larger prompt never costs less)`)
+    }
+  })
+  const worst = tiers.reduce(
+    (sum, tier) => sum + BigInt(tier.promptMicrosPerMillion) + BigInt(tier.completionMicrosPerMillion),
+    0n
+  ) * BigInt(entry.contextLength)
+  if (worst / MILLION >= BigInt(Number.MAX_SAFE_INTEGER)) {
+    found.push(`${at}: a request as long as the context would cost more than the largest safe amount`)
+  }
+  return found
+}
+
+/** Every way a decoded chat price list is unusable; empty when it is usable. */
+export const problems = (list: ChatPriceList): ReadonlyArray<string> =>
+  Object.entries(list.models).flatMap(([id, entry]) => modelProblems(id, entry))
+
+const decodeList = decodeAll(ChatPriceList, "chat price list")
+
+/** Decodes raw JSON data into a chat price list, every problem reported at once. */
+export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceListInvalid> =>
+  Result.flatMap(
+    Result.mapError(decodeList(raw), (problems) => new ChatPriceListInvalid({ problems })),
+    (list) => {
+      const found = problems(list)
+      return found.length === 0 ? Result.succeed(list) : Result.fail(new ChatPriceListInvalid({ problems: found }))
+    }
+  )
+
+/** A priced model as GET /api/v1/chat/models lists it. */
+export const toPublic = (id: string, entry: ChatModelPrice): ChatModel => ({
+  id,
+  object: "model",
+  created: entry.created ?? 0,
+  owned_by: entry.provider,
+  context_length: entry.contextLength,
+  pricing: {
+    currency: "USD",
+    tiers: (entry.tiers ?? []).map((tier) => ({
+      up_to_prompt_tokens: tier.upToPromptTokens,
+      prompt_usd_per_million: formatUsd(tier.promptMicrosPerMillion),
+      completion_usd_per_million: formatUsd(tier.completionMicrosPerMillion),
+      prompt_micros_per_million: tier.promptMicrosPerMillion,
+      completion_micros_per_million: tier.completionMicrosPerMillion
+    }))
+  }
+})
+
+/** Whether a listed model can be priced now: enabled and with tiers. */
+export const isPriced = (entry: ChatModelPrice): entry is ChatModelPrice & { readonly tiers: ReadonlyArray<ChatPriceTier> } =>
+  entry.enabled && entry.tiers !== undefined
+
+export class ChatPrices extends Context.Service<ChatPrices, {
+  /** The list in force. */
+  readonly current: Effect.Effect<ChatPriceList>
+  /** The entry of one model; undefined when the list does not name it. */
+  readonly lookup: (model: string) => Effect.Effect<ChatModelPrice | undefined>
+}>()("@taskmeter/kernel/ChatPrices") {}
+
+/** ChatPrices over raw price-list data, checked first. */
+export const make = (raw: unknown): Effect.Effect<ChatPrices["Service"], ChatPriceListInvalid> =>
+  Effect.map(Effect.fromResult(decode(raw)), (list) =>
+    ChatPrices.of({
+      current: Effect.succeed(list),
+      lookup: (model) => Effect.succeed(Object.hasOwn(list.models, model) ? list.models[model] : undefined)
+    }))
+
+export const layer = (raw: unknown): Layer.Layer<ChatPrices, ChatPriceListInvalid> => Layer.effect(ChatPrices, make(raw))
+
+/** ChatPrices read from a JSON file at start. */
+export const layerFromFile = (path: string): Layer.Layer<ChatPrices, ChatPriceListInvalid> =>
+  Layer.unwrap(
+    Effect.tryPromise({
+      try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
+      catch: (cause) =>
+        new ChatPriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
+    }).pipe(Effect.map(layer))
+  )
+
+/** The shipped defaults (prices/default-chat-prices.json). */
+export const layerDefault: Layer.Layer<ChatPrices, ChatPriceListInvalid> = layer(defaultChatPrices)

@@ -1,0 +1,375 @@
+/**
+ * The wire format of the chat endpoints, as Effect Schemas: the common chat-completion request
+ * as the service accepts it, the completion object and stream chunks it answers with, the model
+ * list, and the customer view of a chat request record. These schemas are the one definition:
+ * requests are validated with them (`decodeRequest`), the OpenAPI document is generated from
+ * them (the `chat` group of the http package), and the TypeScript types are derived from them.
+ * Clients can import it without any server code.
+ *
+ * Request rules (anything else is 400 INVALID_REQUEST, before any reservation):
+ * - `model` (string) and `messages` (a non-empty array) are required. Each message is an object
+ *   with a `role` of system, developer, user, assistant, tool or function; `content` a string,
+ *   an array of typed parts, or null/absent (assistant messages only); a tool message needs
+ *   `tool_call_id`; `tool_calls`, when given, is an array of objects. Messages are forwarded as
+ *   sent.
+ * - `max_completion_tokens` (preferred) or `max_tokens`: a whole number of at least 1 and at
+ *   most the model's context length. When both are given the smaller applies.
+ * - `n`, when given, must be 1 (a reservation covers one choice).
+ * - `stream` (boolean); `stream_options` is accepted and ignored: a streamed response always
+ *   ends with a usage chunk.
+ * - Forwarded to the upstream when given: `FORWARDED` below. Other members are dropped, so that
+ *   a caller cannot switch on upstream features that would cost more than was reserved.
+ * - No string of `model`, `messages` or a forwarded member (keys included) may hold what a store
+ *   cannot (U+0000, an unpaired surrogate; StorableText): the path names it, e.g. `messages[0].content`.
+ *
+ * The INVALID_REQUEST message names the first problem found (members in the order of
+ * ChatCompletionRequest) as `<path>: <rule>`, the rule being the `message` annotation of the
+ * schema that refused the value, e.g. `messages[0].role: must be one of system, developer, ...`.
+ *
+ * The charge of a request is in `svc.charged_micros` (integer USD micro-units), on the
+ * completion object, and on the final chunk of a stream together with `usage`.
+ */
+import { Result, Schema, SchemaIssue } from "effect"
+import type { ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
+import type { Json, JsonObject } from "./ChatProvider.ts"
+import * as Errors from "../domain/Errors.ts"
+import { describeIssue } from "../domain/internal/SchemaProblems.ts"
+import * as StorableText from "../domain/StorableText.ts"
+
+export const ROLES = ["system", "developer", "user", "assistant", "tool", "function"] as const
+
+/** Request members passed to the upstream unchanged (besides `messages`). */
+export const FORWARDED = [
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "functions",
+  "function_call",
+  "temperature",
+  "top_p",
+  "stop",
+  "seed",
+  "presence_penalty",
+  "frequency_penalty",
+  "logit_bias",
+  "logprobs",
+  "top_logprobs",
+  "response_format",
+  "reasoning_effort",
+  "user"
+] as const
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Timestamp = Schema.String.annotate({ format: "date-time" })
+/** Any other members: allowed, and described by the schema's description. */
+const rest = [Schema.Record(Schema.String, Schema.Json)] as const
+
+// Requests. A `message` annotation is the rule an INVALID_REQUEST names for the value it refuses.
+
+const roleRule = `must be one of ${ROLES.join(", ")}`
+const contentRule = "must be a string or an array of content parts"
+const partRule = "must be an object with a string type"
+const capRule = "must be a whole number of at least 1."
+const modelRule = "required (a chat model id)."
+const messagesRule = "required (a non-empty array)."
+
+const ContentPart = Schema.JsonObject.annotate({
+  description: "A typed content part (text, image_url...), forwarded as sent.",
+  message: partRule
+}).check(Schema.makeFilter((part) => typeof part.type === "string", {
+  message: partRule,
+  toJsonSchema: () => ({ properties: { type: { type: "string" } }, required: ["type"] })
+}))
+
+export const ChatMessage = Schema.StructWithRest(
+  Schema.Struct({
+    role: Schema.Literals(ROLES).annotate({ message: roleRule }).annotateKey({ messageMissingKey: roleRule }),
+    content: Schema.optionalKey(
+      Schema.NullOr(Schema.Union([Schema.String, Schema.Array(ContentPart)]).annotate({ message: contentRule })).annotate({
+        description: "A string or an array of content parts; null or absent only in assistant messages.",
+        message: contentRule
+      })
+    ),
+    tool_call_id: Schema.optionalKey(
+      Schema.String.annotate({ description: "Required in a tool message.", message: "must be a string" })
+    ),
+    tool_calls: Schema.optionalKey(
+      Schema.Array(Schema.JsonObject.annotate({ message: "must be an object" })).annotate({ message: "must be an array" })
+    )
+  }),
+  rest
+).annotate({
+  description: "A conversation message, forwarded to the upstream as sent.",
+  message: "must be an object"
+}).check(
+  // The rules that depend on the role, checked once the members themselves are well-formed.
+  Schema.makeFilter((message) => {
+    if (message.role !== "assistant" && (message.content === undefined || message.content === null)) {
+      return { path: ["content"], issue: contentRule }
+    }
+    if (message.role === "tool" && message.tool_call_id === undefined) {
+      return { path: ["tool_call_id"], issue: "required for a tool message" }
+    }
+    return undefined
+  })
+).annotate({ identifier: "ChatMessage" })
+export type ChatMessage = typeof ChatMessage.Type
+
+const TokenCap = (description: string) =>
+  Schema.optionalKey(
+    Schema.NullOr(
+      Schema.Int.annotate({ message: capRule }).check(Schema.isGreaterThanOrEqualTo(1, { message: capRule }))
+    ).annotate({ description, message: capRule })
+  )
+
+const forwardedMembers = Object.fromEntries(
+  FORWARDED.filter((name) => name !== "tools").map((name) => [
+    name,
+    Schema.optionalKey(Schema.Json.annotate({ description: "Forwarded to the upstream as given." }))
+  ])
+)
+
+/** The request body of POST /api/v1/chat/completions. Its members are checked in this order. */
+export const ChatCompletionRequest = Schema.StructWithRest(
+  Schema.Struct({
+    model: Schema.String.annotate({ description: "An id from GET /api/v1/chat/models.", message: modelRule })
+      .check(Schema.isMinLength(1, { message: modelRule }))
+      .annotateKey({ messageMissingKey: modelRule }),
+    messages: Schema.Array(ChatMessage).annotate({ message: messagesRule })
+      .check(Schema.isMinLength(1, { message: messagesRule }))
+      .annotateKey({ messageMissingKey: messagesRule }),
+    stream: Schema.optionalKey(Schema.Boolean.annotate({
+      description: "true: the answer is `text/event-stream`, its last chunk carrying usage and svc.charged_micros.",
+      message: "must be a boolean."
+    })),
+    stream_options: Schema.optionalKey(Schema.NullOr(Schema.JsonObject).annotate({
+      description: "Accepted and ignored: a stream always ends with a usage chunk.",
+      message: "must be an object."
+    })),
+    max_tokens: TokenCap("As max_completion_tokens."),
+    max_completion_tokens: TokenCap(
+      "Output cap, at most the model's context length; it sizes the credit reservation. " +
+        "When both caps are given the smaller applies; without either a policy default applies."
+    ),
+    n: Schema.optionalKey(Schema.NullOr(Schema.Literal(1)).annotate({
+      description: "Only one choice is supported.",
+      message: "only 1 is supported."
+    })),
+    tools: Schema.optionalKey(
+      Schema.Array(Schema.JsonObject.annotate({ message: "must be a tool definition (an object)." })).annotate({
+        description: "Tool definitions, forwarded to the upstream.",
+        message: "must be an array of tool definitions."
+      })
+    ),
+    ...forwardedMembers
+  }),
+  rest
+).annotate({
+  identifier: "ChatCompletionRequest",
+  description: "The common chat-completion request. Members not listed here are accepted and dropped, so that a " +
+    "request cannot switch on upstream features that would cost more than was reserved.",
+  message: "The body must be a JSON object."
+})
+export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
+
+/** A request as the service runs it. */
+export interface ChatRequest {
+  readonly model: string
+  readonly messages: ReadonlyArray<ChatMessage>
+  readonly stream: boolean
+  /** undefined when the caller gave no cap: the policy default applies. */
+  readonly maxTokens: number | undefined
+  /** `messages` and the FORWARDED members the caller gave. */
+  readonly forward: JsonObject
+}
+
+const decodeBody = Schema.decodeUnknownResult(ChatCompletionRequest)
+
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** The first problem of a refused body, as `<path>: <rule>`. */
+const problem = (issue: SchemaIssue.Issue): string => {
+  const [first] = formatIssue(issue).issues
+  return first === undefined ? "The body is not a valid chat-completion request." : describeIssue(first)
+}
+
+/** The request as the service runs it. */
+const toRequest = (request: ChatCompletionRequest): ChatRequest => {
+  const caps = [request.max_tokens, request.max_completion_tokens].filter((cap) => typeof cap === "number")
+  const forward: Record<string, Json> = { messages: request.messages }
+  for (const name of FORWARDED) {
+    const value = request[name]
+    if (value !== undefined) forward[name] = value
+  }
+  return {
+    model: request.model,
+    messages: request.messages,
+    stream: request.stream === true,
+    maxTokens: caps.length === 0 ? undefined : Math.min(...caps),
+    forward
+  }
+}
+
+/** Checks a parsed JSON body against the rules above. */
+export const decodeRequest = (body: unknown): Result.Result<ChatRequest, Errors.InvalidRequest> =>
+  Result.flatMap(
+    Result.mapBoth(decodeBody(body), {
+      onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
+      onSuccess: toRequest
+    }),
+    (request) => {
+      const unstorable = StorableText.findUnstorable({ model: request.model, ...request.forward })
+      return unstorable === undefined
+        ? Result.succeed(request)
+        : Result.fail(new Errors.InvalidRequest({ message: StorableText.describe(unstorable) }))
+    }
+  )
+
+// Responses
+
+export const WireUsage = Schema.Struct({
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  total_tokens: Count
+}).annotate({ identifier: "ChatUsage" })
+export type WireUsage = typeof WireUsage.Type
+
+export const wireUsage = (usage: TokenUsage): WireUsage => ({
+  prompt_tokens: usage.promptTokens,
+  completion_tokens: usage.completionTokens,
+  total_tokens: usage.promptTokens + usage.completionTokens
+})
+
+export const Svc = Schema.Struct({
+  charged_micros: Count.annotate({ description: "What the request cost, in USD micro-units (1 USD = 1000000)." })
+}).annotate({ identifier: "ChatCharge" })
+export type Svc = typeof Svc.Type
+
+const FinishReason = Schema.NullOr(Schema.String).annotate({ description: "stop, length, tool_calls, content_filter..." })
+
+export const ChatCompletion = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("chat.completion"),
+  created: Count.annotate({ description: "Unix seconds." }),
+  model: Schema.String,
+  choices: Schema.Array(Schema.Struct({
+    index: Schema.Literal(0),
+    message: Schema.JsonObject.annotate({
+      description: "The assistant's message as the upstream gave it: role, content, and tool_calls when the model calls tools."
+    }),
+    finish_reason: FinishReason,
+    logprobs: Schema.Json
+  })),
+  usage: WireUsage,
+  svc: Svc
+}).annotate({ identifier: "ChatCompletion" })
+export type ChatCompletion = typeof ChatCompletion.Type
+
+export const ChatCompletionChunk = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("chat.completion.chunk"),
+  created: Count.annotate({ description: "Unix seconds." }),
+  model: Schema.String,
+  choices: Schema.Array(Schema.Struct({
+    index: Schema.Literal(0),
+    delta: Schema.JsonObject.annotate({ description: "The next part of the assistant's message, as the upstream gave it." }),
+    finish_reason: FinishReason,
+    logprobs: Schema.optionalKey(Schema.Json)
+  })).annotate({ description: "Empty in the final chunk." }),
+  usage: Schema.optionalKey(WireUsage),
+  svc: Schema.optionalKey(Svc)
+}).annotate({
+  identifier: "ChatCompletionChunk",
+  description: "One `data:` event of a streamed completion; usage and svc come in the final chunk only."
+})
+export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
+
+/**
+ * The last event of a stream that could not finish (the upstream broke off, or the store could
+ * not record the end): `error` is what clients raise; `usage` and `svc` say what was charged
+ * for the part that was delivered.
+ */
+export const ChatStreamError = Schema.Struct({
+  error: Schema.Struct({
+    code: Schema.String.annotate({ description: "An error code (UPSTREAM_ERROR...)." }),
+    message: Schema.String,
+    type: Schema.Literals(["upstream_error", "api_error"])
+  }),
+  usage: Schema.NullOr(WireUsage),
+  svc: Svc
+}).annotate({
+  identifier: "ChatStreamError",
+  description: "The last event of a stream that could not finish (no `[DONE]` follows); clients raise it as an error. " +
+    "usage and svc say what was charged for the part that was delivered."
+})
+export type ChatStreamError = typeof ChatStreamError.Type
+
+/** One entry of GET /api/v1/chat/models. USD strings are exact (six decimals); micros are the same rates as integers. */
+export const ChatModel = Schema.Struct({
+  id: Schema.String,
+  object: Schema.Literal("model"),
+  created: Count.annotate({ description: "Unix seconds (0 when not known)." }),
+  owned_by: Schema.String.annotate({ description: "The upstream that serves the model." }),
+  context_length: Count,
+  pricing: Schema.Struct({
+    currency: Schema.Literal("USD"),
+    tiers: Schema.Array(Schema.Struct({
+      up_to_prompt_tokens: Schema.NullOr(Count).annotate({
+        description: "The largest prompt (in tokens) the tier applies to; null for the last, open-ended tier."
+      }),
+      prompt_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million prompt tokens." }),
+      completion_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million completion tokens." }),
+      prompt_micros_per_million: Count,
+      completion_micros_per_million: Count
+    })).annotate({ description: "By prompt size: a request's prompt size chooses one tier, whose rates apply to all its tokens." })
+  })
+}).annotate({ identifier: "ChatModel" })
+export type ChatModel = typeof ChatModel.Type
+
+/** GET /api/v1/chat/models. */
+export const ChatModels = Schema.Struct({
+  object: Schema.Literal("list"),
+  data: Schema.Array(ChatModel)
+}).annotate({ identifier: "ChatModels" })
+export type ChatModels = typeof ChatModels.Type
+
+/** A chat request as GET /api/v1/chat/requests shows it: metadata, usage and charge, never text. */
+export const ChatRequestView = Schema.Struct({
+  id: Schema.String,
+  model: Schema.String,
+  status: Schema.Literals(["open", "succeeded", "partial", "failed"]).annotate({
+    description: "open while it runs; partial when a stream broke off after delivering part of the answer."
+  }),
+  reservedMicros: Count,
+  chargedMicros: Schema.NullOr(Count),
+  currency: Schema.Literal("USD"),
+  usage: Schema.NullOr(WireUsage),
+  finishReason: FinishReason,
+  errorCode: Schema.NullOr(Schema.String).annotate({
+    description: "Why it did not succeed: an error code (UPSTREAM_ERROR...) or CLIENT_DISCONNECTED."
+  }),
+  createdAt: Timestamp,
+  completedAt: Schema.NullOr(Timestamp)
+}).annotate({ identifier: "ChatRequest", description: "A chat request's metadata, usage and charge; never its text." })
+export type ChatRequestView = typeof ChatRequestView.Type
+
+/** A page of GET /api/v1/chat/requests. */
+export const ChatRequestPage = Schema.Struct({
+  requests: Schema.Array(ChatRequestView).annotate({ description: "Newest first." }),
+  nextCursor: Schema.NullOr(Schema.String).annotate({ description: "Pass as `before` for the next (older) page; null at the end." })
+}).annotate({ identifier: "ChatRequests" })
+export type ChatRequestPage = typeof ChatRequestPage.Type
+
+export const toView = (record: ChatRequestRecord): ChatRequestView => ({
+  id: record.id,
+  model: record.model,
+  status: record.status,
+  reservedMicros: record.reservedMicros,
+  chargedMicros: record.chargedMicros,
+  currency: "USD",
+  usage: record.usage === null ? null : wireUsage(record.usage),
+  finishReason: record.finishReason,
+  errorCode: record.errorCode,
+  createdAt: record.createdAt.toISOString(),
+  completedAt: record.completedAt === null ? null : record.completedAt.toISOString()
+})

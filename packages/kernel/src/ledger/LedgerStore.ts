@@ -1,0 +1,93 @@
+/**
+ * Storage port for the credit ledger: an append-only journal of entries per account, and the
+ * cached balance and reserved figures that the journal must always add up to.
+ *
+ * Effects of each entry kind on the account (amounts are micro-units):
+ *
+ * | kind        | balance | reserved | notes                                                  |
+ * |-------------|---------|----------|--------------------------------------------------------|
+ * | grant       | + a     |          | a top-up; may clear payment review                     |
+ * | reserve     |         | + a      | at admission of a task or chat request                 |
+ * | charge      | - a     | - a      | once per task or chat request, a <= its reservation    |
+ * | release     |         | - a      | once per task or chat request: the unused reservation  |
+ * | refund      | - a     |          | a payment refund; may leave the account in review       |
+ * | adjustment  | + a     |          | an operator correction; the only kind whose a may be < 0 |
+ *
+ * available = balance - reserved. Every method is one atomic unit in the store.
+ */
+import type { Effect } from "effect"
+import { Context } from "effect"
+import type { AccountId, ChatRequestId, LedgerEntryId, TaskId } from "../domain/Ids.ts"
+import type { Micros } from "../domain/Money.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+
+export type EntryKind = "grant" | "reserve" | "charge" | "release" | "refund" | "adjustment"
+
+export interface LedgerEntry {
+  readonly id: LedgerEntryId
+  readonly accountId: AccountId
+  readonly kind: EntryKind
+  /** Non-negative except for adjustments. */
+  readonly amountMicros: number
+  readonly taskId: TaskId | null
+  readonly chatRequestId: ChatRequestId | null
+  readonly note: string | null
+  readonly createdAt: Date
+}
+
+export interface Balances {
+  /** May fall below zero after a refund. */
+  readonly balanceMicros: number
+  readonly reservedMicros: Micros
+  /** balance - reserved; negative while a refund is uncovered. */
+  readonly availableMicros: number
+  /** True from a refund that left balance below reserved (or below zero) until a grant covers it. */
+  readonly paymentReview: boolean
+}
+
+export interface Movement {
+  readonly entry: LedgerEntry
+  readonly balances: Balances
+}
+
+export interface EntryPage {
+  readonly entries: ReadonlyArray<LedgerEntry>
+  /** Pass as `before` for the next (older) page; null at the end. */
+  readonly nextCursor: string | null
+}
+
+/** One account whose cached figures disagree with its journal. */
+export interface AuditFinding {
+  readonly accountId: AccountId
+  readonly cached: { readonly balanceMicros: number; readonly reservedMicros: number }
+  readonly journal: { readonly balanceMicros: number; readonly reservedMicros: number }
+}
+
+export interface CreditChange {
+  readonly accountId: AccountId
+  readonly amountMicros: number
+  readonly note: string | null
+  /**
+   * An outside reference (a payment id) that makes the change idempotent: a second change of
+   * the same kind with the same reference on the same account returns the first entry.
+   */
+  readonly externalRef?: string | undefined
+}
+
+export class LedgerStore extends Context.Service<LedgerStore, {
+  /** undefined when the account does not exist. */
+  readonly grant: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+  readonly refund: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+  readonly adjust: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+  readonly balances: (accountId: AccountId) => Effect.Effect<Balances | undefined, StoreUnavailable>
+  /**
+   * Newest first. An unknown or foreign cursor gives undefined (the caller answers 404), so a
+   * cursor can never reveal another account's entries.
+   */
+  readonly entries: (
+    accountId: AccountId,
+    page: { readonly limit: number; readonly before?: string | undefined }
+  ) => Effect.Effect<EntryPage | undefined, StoreUnavailable>
+  /** Recomputes every account from its journal and lists those whose cached figures differ. */
+  readonly audit: Effect.Effect<ReadonlyArray<AuditFinding>, StoreUnavailable>
+}>()("@taskmeter/kernel/LedgerStore") {}

@@ -1,0 +1,200 @@
+/**
+ * The Reconciler settles tasks in reconciliation_required: tasks whose submission may or may not
+ * have reached the upstream. It never sends anything; it looks the job up by its reference (our
+ * task id) and resolves the task through `TaskStore.resolve`, which charges or releases in the
+ * same write:
+ *
+ * | upstream says                          | resolution                                    |
+ * |----------------------------------------|-----------------------------------------------|
+ * | job succeeded                          | results copied, succeeded, charged as delivered |
+ * | job failed                             | failed, released (the upstream's errorCode)   |
+ * | job still running, before the deadline | left for the next pass                        |
+ * | job still running, past the deadline   | cancelled (best effort), failed, released     |
+ * | no such job, for `notFoundAfterMs`     | failed UPSTREAM_NEVER_RECEIVED, released      |
+ * | cannot be searched (adapter without `lookup`, no upstream job id) | left for an operator |
+ *
+ * A "no such job" answer is trusted only after `notFoundAfterMs` (10 minutes) in reconciliation,
+ * in case the upstream indexes references a little after accepting a job. Operators resolve the
+ * rest by hand, through `TaskStore.resolve` as well (the admin CLI). A pass runs every
+ * `intervalMs` (a minute) in each worker process; two reconcilers meeting on one task are
+ * harmless, as only one `resolve` takes effect.
+ */
+import { Clock, Context, Duration, Effect, Layer } from "effect"
+import type { BlobStore } from "../media/BlobStore.ts"
+import { Executors } from "./Executors.ts"
+import type { TaskId } from "../domain/Ids.ts"
+import type { MediaStore } from "../media/MediaStore.ts"
+import * as Outputs from "./Outputs.ts"
+import { settle } from "../pricing/Pricer.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+import * as ErrorCode from "../domain/TaskErrorCode.ts"
+import { TaskStore } from "./TaskStore.ts"
+import type { Resolution, TaskRecord } from "./TaskStore.ts"
+
+export interface Options {
+  /** Time between passes of `run`. Default one minute. */
+  readonly intervalMs?: number | undefined
+  /** Tasks read per page. Default 100. */
+  readonly pageSize?: number | undefined
+  /** Tasks looked up at once. Default 8. */
+  readonly concurrency?: number | undefined
+  /** How long "no such job" must hold before the task is released. Default 10 minutes. */
+  readonly notFoundAfterMs?: number | undefined
+  readonly maxResultBytes?: number | undefined
+  readonly downloadTimeoutMs?: number | undefined
+  readonly fetch?: typeof globalThis.fetch | undefined
+}
+
+/** What one task's reconciliation came to. */
+export type Outcome =
+  | { readonly _tag: "Succeeded"; readonly task: TaskRecord }
+  | { readonly _tag: "Failed"; readonly task: TaskRecord }
+  /** The upstream is still at it, or its "not found" is too recent to trust. */
+  | { readonly _tag: "Pending" }
+  /** Only an operator can settle it. */
+  | { readonly _tag: "NeedsOperator"; readonly reason: string }
+  /** The upstream could not be asked now; the next pass tries again. */
+  | { readonly _tag: "Unreachable"; readonly message: string }
+  /** The task is not (or no longer) in reconciliation_required. */
+  | { readonly _tag: "Skipped" }
+
+export interface Summary {
+  readonly examined: number
+  readonly succeeded: number
+  readonly failed: number
+  /** Pending, NeedsOperator and Unreachable together. */
+  readonly left: number
+}
+
+export type Requirements = TaskStore | MediaStore | BlobStore | Executors
+
+export class Reconciler extends Context.Service<Reconciler, {
+  /** Reconciles one task (as read from the store). */
+  readonly reconcile: (task: TaskRecord) => Effect.Effect<Outcome>
+  /** One pass over every task in reconciliation_required. */
+  readonly reconcileAll: Effect.Effect<Summary, StoreUnavailable>
+}>()("@taskmeter/kernel/Reconciler") {}
+
+export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"], never, Requirements> =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const executors = yield* Executors
+    const context = yield* Effect.context<Requirements>()
+    const pageSize = options.pageSize ?? 100
+    const notFoundAfterMs = options.notFoundAfterMs ?? 10 * 60 * 1000
+    const outputOptions: Outputs.Options = {
+      maxBytes: options.maxResultBytes ?? 512 * 1024 * 1024,
+      timeoutMs: options.downloadTimeoutMs ?? 10 * 60 * 1000,
+      fetch: options.fetch
+    }
+
+    const resolve = (task: TaskRecord, resolution: Omit<Resolution, "taskId" | "now">) =>
+      Effect.gen(function*() {
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const resolved = yield* store.resolve({ taskId: task.id, now, ...resolution })
+        if (resolved === undefined) return { _tag: "Skipped" } as const
+        return resolved.status === "succeeded"
+          ? { _tag: "Succeeded", task: resolved } as const
+          : { _tag: "Failed", task: resolved } as const
+      })
+
+    const reconcile = (task: TaskRecord): Effect.Effect<Outcome> =>
+      Effect.gen(function*() {
+        if (task.status !== "reconciliation_required") return { _tag: "Skipped" } as const
+        const adapter = executors.adapterFor(task.model)
+        if (adapter === undefined) return { _tag: "NeedsOperator", reason: `no executor serves ${task.model}` } as const
+        const model = task.model
+        const reference = task.id
+        const now = yield* Clock.currentTimeMillis
+
+        let upstreamId = task.upstreamRef
+        if (upstreamId === null) {
+          if (adapter.lookup === undefined) {
+            return { _tag: "NeedsOperator", reason: `provider ${adapter.provider} cannot look jobs up by reference` } as const
+          }
+          const found = yield* adapter.lookup({ model, reference })
+          if (found === undefined) {
+            return now - task.updatedAt.getTime() < notFoundAfterMs
+              ? { _tag: "Pending" } as const
+              : yield* resolve(task, { to: "failed", errorCode: ErrorCode.NeverReceived })
+          }
+          upstreamId = found.upstreamId
+        }
+
+        const polled = yield* adapter.poll({ model, upstreamId, reference })
+        switch (polled._tag) {
+          case "Pending": {
+            if (now < task.deadlineAt.getTime()) return { _tag: "Pending" } as const
+            if (adapter.cancel !== undefined) yield* Effect.ignore(adapter.cancel({ model, upstreamId }))
+            return yield* resolve(task, { to: "failed", errorCode: ErrorCode.DeadlineExceeded })
+          }
+          case "Failed":
+            return yield* resolve(task, { to: "failed", errorCode: polled.errorCode })
+          case "Succeeded": {
+            if (polled.outputs.length === 0) return yield* resolve(task, { to: "failed", errorCode: ErrorCode.NoOutput })
+            const stored = yield* Effect.result(Outputs.store(task, polled.outputs, outputOptions).pipe(Effect.provide(context)))
+            if (stored._tag === "Failure") {
+              if (stored.failure._tag === "BlobTooLarge") return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
+              if (stored.failure._tag === "DownloadRefused") {
+                yield* Effect.logWarning("A result link was refused", stored.failure.message)
+                return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultUrlRefused })
+              }
+              return { _tag: "Unreachable", message: stored.failure.message } as const
+            }
+            return yield* resolve(task, {
+              to: "succeeded",
+              assets: stored.success,
+              chargeMicros: settle(task, polled.outputs.length),
+              errorCode: null
+            })
+          }
+        }
+      }).pipe(
+        Effect.catch((error): Effect.Effect<Outcome> =>
+          Effect.as(
+            Effect.logWarning("Reconciliation could not reach its stores or upstream", error.message),
+            { _tag: "Unreachable", message: error.message }
+          )
+        ),
+        Effect.annotateLogs({ taskId: task.id, model: task.model })
+      )
+
+    const reconcileAll = Effect.gen(function*() {
+      let examined = 0
+      let succeeded = 0
+      let failed = 0
+      let afterId: TaskId | undefined
+      for (;;) {
+        const page = yield* store.listByStatus("reconciliation_required", pageSize, afterId)
+        // A page that does not move past `afterId` would repeat forever: stop there.
+        if (page.length === 0 || (afterId !== undefined && page[0]!.id <= afterId)) break
+        const outcomes = yield* Effect.forEach(page, reconcile, { concurrency: options.concurrency ?? 8 })
+        examined += page.length
+        for (const outcome of outcomes) {
+          if (outcome._tag === "Succeeded") succeeded++
+          else if (outcome._tag === "Failed") failed++
+        }
+        if (page.length < pageSize) break
+        afterId = page[page.length - 1]!.id
+      }
+      return { examined, succeeded, failed, left: examined - succeeded - failed }
+    })
+
+    return Reconciler.of({ reconcile, reconcileAll })
+  })
+
+export const layer = (options: Options = {}): Layer.Layer<Reconciler, never, Requirements> =>
+  Layer.effect(Reconciler, make(options))
+
+/** Runs a pass every `intervalMs` until interrupted; a failed pass is logged and the next one comes. */
+export const run = (options: Options = {}): Effect.Effect<never, never, Requirements> =>
+  Effect.gen(function*() {
+    const reconciler = yield* make(options)
+    const interval = Duration.millis(options.intervalMs ?? 60_000)
+    for (;;) {
+      const summary = yield* Effect.result(reconciler.reconcileAll)
+      if (summary._tag === "Failure") yield* Effect.logWarning("Reconciliation pass failed", summary.failure.message)
+      else if (summary.success.examined > 0) yield* Effect.logInfo("Reconciliation pass", summary.success)
+      yield* Effect.sleep(interval)
+    }
+  })

@@ -1,0 +1,440 @@
+/**
+ * The TaskRunner service: admission of tasks and the caller's view of them.
+ *
+ * Admission validates the input (Catalog), quotes it (Pricer), compares expectedPriceMicros,
+ * checks that the model has an executor and that referenced media belong to the caller, then
+ * hands one atomic request to the TaskStore: idempotency, limits, reservation and insert happen
+ * whole or not at all. Refusals before the store (validation, price) store nothing under the
+ * Idempotency-Key, so the caller can fix the cause and retry with the same key.
+ *
+ * The Idempotency-Key is bound to `Fingerprint.of(model, defaulted input, expectedPriceMicros)`
+ * and kept for `idempotencyTtl` (24 hours by default, as Stripe does); after that the same key
+ * admits a new task. A retry must get the original answer even when the submission could no
+ * longer be admitted (the price changed, the model was disabled or lost its executor): a caller
+ * told PRICE_CHANGED might resubmit under a new key and pay twice. So a refusal after validation
+ * first looks the key up (`TaskStore.findIdempotent`): the same fingerprint replays the task,
+ * another is IDEMPOTENCY_CONFLICT, and only an unused key gets the refusal. Admissions still take
+ * one store round trip; only refusals pay a second. Validation failures are answered as they
+ * are: without a defaulted input there is no fingerprint to compare.
+ *
+ * A model with a daily platform budget (`dailyBudgetMicros` in the price list) has its share
+ * taken from the BudgetStore after every other check before the store (validation, quote,
+ * expected price, executor, media ownership), for an authenticated caller only, right before
+ * the admission: the task's price is added to the model's total of the UTC day, which may not
+ * pass the budget, else PLATFORM_BUDGET_EXCEEDED (503, Retry-After until 00:00 UTC), nothing
+ * reserved; like the other refusals before the store it replays a retry of an admitted key. A
+ * share is given back when the admission does not admit (a refusal, a replay, a conflict), and
+ * kept when the admission's outcome is unknown (the store failed): the task may have been
+ * admitted, and counting it twice only stops the model early. A take that fails on the store
+ * may have been applied, and is not given back either. A task that fails later keeps its
+ * share: the budget counts what was committed at admission.
+ *
+ * A store outage while admitting is EXECUTION_TEMPORARILY_UNAVAILABLE (retry with the same key);
+ * a write the store refuses for its data (StoreRefused) is INVALID_REQUEST, never "retry".
+ */
+import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
+import { Accounts, insufficientScope } from "../accounts/Accounts.ts"
+import type { AuthenticationError, Caller } from "../accounts/Accounts.ts"
+import { BudgetStore, secondsToNextDay, utcDay } from "../pricing/BudgetStore.ts"
+import type { Share } from "../pricing/BudgetStore.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import type { Category, ModelDefinition, ModelInput } from "../catalog/Catalog.ts"
+import * as Errors from "../domain/Errors.ts"
+import * as Fingerprint from "../domain/Fingerprint.ts"
+import * as Ids from "../domain/Ids.ts"
+import type { ResultId, TaskId } from "../domain/Ids.ts"
+import type { MediaReference } from "../media/MediaReference.ts"
+import { MediaStore } from "../media/MediaStore.ts"
+import * as Money from "../domain/Money.ts"
+import { Pricer } from "../pricing/Pricer.ts"
+import type { Quote } from "../pricing/Pricer.ts"
+import * as ProblemList from "../domain/ProblemList.ts"
+import { isStoreRefused } from "../domain/StoreError.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+import { TaskStore } from "./TaskStore.ts"
+import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
+
+export interface Submission {
+  readonly model: string
+  readonly input: unknown
+  readonly expectedPriceMicros?: number | undefined
+  readonly idempotencyKey: string
+}
+
+export interface Submitted {
+  readonly task: TaskRecord
+  readonly replayed: boolean
+}
+
+export type SubmitError =
+  | Errors.ModelNotFound
+  | Errors.InvalidModelInput
+  | Errors.InvalidRequest
+  | Errors.ModelPriceUnavailable
+  | Errors.PriceChanged
+  | Errors.ExecutionUnavailable
+  | Errors.IdempotencyConflict
+  | Errors.ApiKeyUsageExceeded
+  | Errors.RateLimited
+  | Errors.ConcurrencyLimited
+  | Errors.PaymentReviewRequired
+  | Errors.InsufficientCredits
+  | Errors.PlatformBudgetExceeded
+  | Errors.ExecutionTemporarilyUnavailable
+
+export class TaskRunner extends Context.Service<TaskRunner, {
+  readonly submit: (caller: Caller, submission: Submission) => Effect.Effect<Submitted, SubmitError>
+  /**
+   * `Accounts.authenticate` of the presented key, its `jobs:create` scope, then `submit`, with
+   * the same answers, and key refusals ahead of every other. A submission that needs nothing
+   * of the account before the store (no media references, the price and model admissible) is
+   * authenticated and admitted in one store call (TaskStore.admitWithKey); a model with a daily
+   * budget is not one of those, so that only an authenticated caller takes from it. A store
+   * outage before the key is judged (the two-call path) is AUTH_UNAVAILABLE; one during the
+   * admission, or in the one call, which may have admitted the task, is
+   * EXECUTION_TEMPORARILY_UNAVAILABLE.
+   */
+  readonly submitWithKey: (
+    presented: string,
+    submission: Submission
+  ) => Effect.Effect<Submitted & { readonly caller: Caller }, SubmitError | AuthenticationError | Errors.InsufficientScope>
+  /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
+  readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
+  /** The caller's latest 100 tasks, newest first. */
+  readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+}>()("@taskmeter/kernel/TaskRunner") {}
+
+/** The spec's Asset.url for a stored result. */
+export const resultUrl = (id: ResultId): string => `/api/v1/results/${id}`
+
+export interface Options {
+  /** Admitted submissions per account per one-minute window (default 60). */
+  readonly submissionsPerMinute?: number | undefined
+  /** Tasks of an account in queued, submitting or running at once (default 10). */
+  readonly maxUnfinishedTasks?: number | undefined
+  /** How long an Idempotency-Key protects its submission (default 24 hours, as Stripe keeps keys). */
+  readonly idempotencyTtl?: Duration.Input | undefined
+  /** How long a task may take, from admission, by model category (defaults: `defaultDeadlines`). */
+  readonly deadlines?: Partial<{ readonly [C in Category]: Duration.Input }> | undefined
+  /** Whether a worker can run the model now; submissions of other models are EXECUTION_UNAVAILABLE. */
+  readonly executorAvailable: (model: string) => boolean
+}
+
+/** Video and music take minutes upstream; the deadlines leave room for queueing and retries. */
+export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
+  image: "15 minutes",
+  video: "60 minutes",
+  audio: "30 minutes",
+  text: "10 minutes"
+}
+
+/** An EXECUTION_TEMPORARILY_UNAVAILABLE caller may retry after this long: a store fail-over or restart. */
+const ADMISSION_RETRY_SECONDS = 1
+
+/** A CONCURRENCY_LIMITED caller may retry after this long: about one polling interval. */
+const CONCURRENCY_RETRY_SECONDS = 5
+
+const LIST_LIMIT = 100
+
+/** The scope `submitWithKey` asks of the key. */
+const SUBMIT_SCOPE = "jobs:create"
+
+/** Where in the input a media reference sits, as `input.<field>` or `input.<field>[i]`. */
+const pathOfReference = (input: ModelInput, reference: MediaReference): string => {
+  for (const [field, value] of Object.entries(input)) {
+    if (value === reference) return `input.${field}`
+    if (Array.isArray(value)) {
+      const index = value.indexOf(reference)
+      if (index >= 0) return `input.${field}[${index}]`
+    }
+  }
+  return "input"
+}
+
+/**
+ * A store failure while admitting: the task may or may not have been written, and only the
+ * store can tell. The spec's answer for it tells the caller to retry with the same
+ * Idempotency-Key, which replays a task that was admitted and admits one that was not, so
+ * nothing is lost and nothing is reserved twice.
+ */
+const admissionUnavailable = (error: StoreUnavailable) =>
+  Effect.andThen(
+    Effect.logWarning("A submission failed on the task store", error.message),
+    Effect.fail(
+      new Errors.ExecutionTemporarilyUnavailable({
+        message: "The task could not be admitted just now and may or may not have been; retry with the same " +
+          "Idempotency-Key: a task that was admitted is answered again, never admitted or reserved twice.",
+        retryAfterSeconds: ADMISSION_RETRY_SECONDS
+      })
+    )
+  )
+
+/**
+ * The store refused the admission for its data (StoreRefused: a value validation let through):
+ * nothing was admitted, and the same request would be refused again, so the answer is 400,
+ * never "retry". Only that submission fails: a batch the store refuses is rerun one by one.
+ */
+const refusedByStore = (defect: unknown) =>
+  isStoreRefused(defect)
+    ? Effect.andThen(
+      Effect.logError("The task store refused a submission's data", defect),
+      Effect.fail(
+        new Errors.InvalidRequest({
+          message: `The request's data could not be stored: ${defect.message}. Nothing was admitted or reserved; ` +
+            "change the data and send it again."
+        })
+      )
+    )
+    : Effect.die(defect)
+
+const idempotencyConflict = (taskId: TaskId) =>
+  new Errors.IdempotencyConflict({
+    message: `This Idempotency-Key was already used for a different request (task ${taskId}); ` +
+      "send a new key for a new request."
+  })
+
+const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed" }>, context: {
+  readonly caller: Caller
+  readonly priceMicros: number
+  readonly options: Required<Pick<Options, "submissionsPerMinute" | "maxUnfinishedTasks">>
+}) => {
+  switch (result._tag) {
+    case "IdempotencyConflict":
+      return idempotencyConflict(result.taskId)
+    case "KeyUsageExceeded":
+      return new Errors.ApiKeyUsageExceeded({
+        message: `This API key reached its usage limit of ${context.caller.keyUsageLimit} submissions; create a new key.`
+      })
+    case "RateLimited":
+      return new Errors.RateLimited({
+        message: `At most ${context.options.submissionsPerMinute} tasks may be submitted per minute; ` +
+          `retry in ${result.retryAfterSeconds} s.`,
+        retryAfterSeconds: result.retryAfterSeconds
+      })
+    case "ConcurrencyLimited":
+      return new Errors.ConcurrencyLimited({
+        message: `At most ${context.options.maxUnfinishedTasks} tasks may be unfinished at once; ` +
+          "wait for one to finish and retry.",
+        retryAfterSeconds: CONCURRENCY_RETRY_SECONDS
+      })
+    case "PaymentReviewRequired":
+      return new Errors.PaymentReviewRequired({
+        message: "A payment refund left the account's balance uncovered; tasks can be submitted again once " +
+          "added credits cover it."
+      })
+    case "InsufficientCredits":
+      return new Errors.InsufficientCredits({
+        message: `Available credits are ${result.availableMicros} micros (${Money.formatUsd(result.availableMicros)} USD), ` +
+          `the task needs ${context.priceMicros} micros (${Money.formatUsd(context.priceMicros)} USD); add credits and retry.`
+      })
+  }
+}
+
+const budgetExceeded = (model: string, now: number) =>
+  new Errors.PlatformBudgetExceeded({
+    message: `Model ${model} is unavailable until 00:00 UTC: the platform's daily budget for it is spent. ` +
+      "Nothing was reserved; retry after midnight UTC or choose another model.",
+    retryAfterSeconds: secondsToNextDay(now)
+  })
+
+export const make = (
+  options: Options
+): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore | BudgetStore | Accounts> =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const catalog = yield* Catalog
+    const pricer = yield* Pricer
+    const tasks = yield* TaskStore
+    const media = yield* MediaStore
+    const budgets = yield* BudgetStore
+    const limits = {
+      submissionsPerMinute: options.submissionsPerMinute ?? 60,
+      maxUnfinishedTasks: options.maxUnfinishedTasks ?? 10
+    }
+    const idempotencyTtlMs = Duration.toMillis(options.idempotencyTtl ?? "24 hours")
+    const deadlineMs = (model: ModelDefinition) =>
+      Duration.toMillis(options.deadlines?.[model.category] ?? defaultDeadlines[model.category])
+
+    const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
+      Effect.gen(function*() {
+        const references = catalog.mediaReferences(model, input)
+        if (references.length === 0) return
+        const missing = yield* media.missingMedia(caller.accountId, references)
+        if (missing.length === 0) return
+        // A reference of another account reads exactly like one that does not exist.
+        return yield* new Errors.InvalidModelInput({
+          message: ProblemList.join(missing.map((reference) =>
+            `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+            "upload it with POST /api/v1/media and send the reference it returns"
+          ))
+        })
+      })
+
+    /** The checks between validation and the store that need no account: the quote, or why not. */
+    const priced = (model: ModelDefinition, input: ModelInput, expectedPriceMicros: number | undefined) =>
+      Effect.gen(function*() {
+        const quote = yield* pricer.quote(model.slug, input)
+        yield* pricer.checkExpected(quote, expectedPriceMicros)
+        if (!options.executorAvailable(model.slug)) {
+          return yield* new Errors.ExecutionUnavailable({
+            message: `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
+              "Try again later or choose another model."
+          })
+        }
+        return quote
+      })
+
+    /** All the checks between validation and the store; their refusals may be answered by a replay. */
+    const admissible = (
+      caller: Caller,
+      model: ModelDefinition,
+      input: ModelInput,
+      expectedPriceMicros: number | undefined
+    ) => Effect.tap(priced(model, input, expectedPriceMicros), () => ownsMedia(caller, model, input))
+
+    /** The task's share of its model's daily budget, taken; undefined when the model has no budget. */
+    const takeBudget = (quote: Quote) =>
+      Effect.gen(function*() {
+        const limitMicros = yield* pricer.budgetOf(quote.model)
+        if (limitMicros === undefined) return undefined
+        const now = yield* Clock.currentTimeMillis
+        const share: Share = { model: quote.model, day: utcDay(now), amountMicros: quote.priceMicros }
+        if (yield* budgets.take({ ...share, limitMicros })) return share
+        return yield* budgetExceeded(quote.model, now)
+      })
+
+    /** A share the admission did not use; failing to return it only leaves the day's total high. */
+    const giveBack = (share: Share) =>
+      budgets.giveBack(share).pipe(
+        Effect.catchTag("StoreUnavailable", (error) =>
+          Effect.logWarning(`Could not give back ${share.amountMicros} micros of ${share.model}'s daily budget`, error.message))
+      )
+
+    /** A refused submission may retry one the key already admitted: then the answer is that task. */
+    const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const earlier = yield* tasks.findIdempotent(caller.accountId, idempotencyKey, new Date(now))
+        if (earlier === undefined) return yield* Effect.fail(refusal)
+        if (earlier.fingerprint !== fingerprint) return yield* idempotencyConflict(earlier.task.id)
+        return { task: earlier.task, replayed: true }
+      })
+
+    /** The store's answer as the submission's: the task, or the refusal. */
+    const answer = (result: AdmissionResult, caller: Caller, priceMicros: number) => {
+      switch (result._tag) {
+        case "Admitted":
+          return Effect.succeed({ task: result.task, replayed: false })
+        case "Replayed":
+          return Effect.succeed({ task: result.task, replayed: true })
+        default:
+          return Effect.fail(refused(result, { caller, priceMicros, options: limits }))
+      }
+    }
+
+    /** What admission writes, but for whose account: the caller's or the key's. */
+    const admissionOf = (model: ModelDefinition, input: ModelInput, quote: Quote, submission: Submission, fingerprint: string) =>
+      Effect.map(Clock.currentTimeMillis, (now) => ({
+        task: {
+          id: Ids.makeTaskId(),
+          model: model.slug,
+          input,
+          priceMicros: quote.priceMicros,
+          unitMicros: quote.unitMicros,
+          quantity: quote.quantity,
+          settlement: quote.settlement,
+          createdAt: new Date(now),
+          deadlineAt: new Date(now + deadlineMs(model))
+        },
+        idempotencyKey: submission.idempotencyKey,
+        fingerprint,
+        idempotencyExpiresAt: new Date(now + idempotencyTtlMs),
+        limits
+      }))
+
+    const submit = (caller: Caller, submission: Submission) =>
+      Effect.gen(function*() {
+        const { model, input } = yield* catalog.validate(submission.model, submission.input)
+        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        const checked = yield* Effect.result(
+          admissible(caller, model, input, submission.expectedPriceMicros).pipe(
+            Effect.flatMap((quote) => Effect.map(takeBudget(quote), (share) => ({ quote, share })))
+          )
+        )
+        if (Result.isFailure(checked)) {
+          return checked.failure._tag === "StoreUnavailable"
+            ? yield* checked.failure
+            : yield* replayOr(caller, submission.idempotencyKey, fingerprint, checked.failure)
+        }
+        const { quote, share } = checked.success
+        const admission = yield* admissionOf(model, input, quote, submission, fingerprint)
+        // A failure here keeps the share: the task may have been admitted. A refusal did not admit it.
+        const result = yield* tasks.admit({
+          ...admission,
+          task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
+          limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
+        }).pipe(Effect.catchDefect((defect) =>
+          Effect.andThen(share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void, refusedByStore(defect))
+        ))
+        if (share !== undefined && result._tag !== "Admitted") yield* giveBack(share)
+        return yield* answer(result, caller, quote.priceMicros)
+      }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
+
+    /**
+     * What a submission needs before the store when it needs nothing of the account nor of its
+     * model's daily budget; undefined otherwise.
+     */
+    const prepareWithoutAccount = (submission: Submission) =>
+      Effect.gen(function*() {
+        const { model, input } = yield* catalog.validate(submission.model, submission.input)
+        if (catalog.mediaReferences(model, input).length > 0) return undefined
+        // A budget is taken only once the key is judged: one call would take it for any key.
+        if ((yield* pricer.budgetOf(model.slug)) !== undefined) return undefined
+        const quote = yield* priced(model, input, submission.expectedPriceMicros)
+        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        return yield* admissionOf(model, input, quote, submission, fingerprint)
+      }).pipe(Effect.orElseSucceed(() => undefined))
+
+    const submitWithKey = (presented: string, submission: Submission) =>
+      Effect.gen(function*() {
+        const admission = yield* prepareWithoutAccount(submission)
+        if (admission === undefined) {
+          // Every refusal before the store, and media ownership, need the account first.
+          const caller = yield* accounts.authenticate(presented)
+          if (!caller.scopes.includes(SUBMIT_SCOPE)) return yield* insufficientScope(SUBMIT_SCOPE)
+          return { caller, ...(yield* submit(caller, submission)) }
+        }
+        const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
+          tasks.admitWithKey({ ...admission, key }).pipe(
+            Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
+            Effect.catchTag("StoreUnavailable", admissionUnavailable),
+            Effect.catchDefect(refusedByStore)
+          )).pipe(
+            // The refused statement judged no key, and a refused key comes before every other answer.
+            Effect.catchTag("InvalidRequest", (refusal) =>
+              Effect.flatMap(accounts.authenticate(presented), (found) =>
+                Effect.fail(found.scopes.includes(SUBMIT_SCOPE) ? refusal : insufficientScope(SUBMIT_SCOPE))))
+          )
+        if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
+        return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }
+      })
+
+    const jobNotFound = (id: string) =>
+      new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
+
+    return TaskRunner.of({
+      submit,
+      submitWithKey,
+      get: (caller, id) =>
+        Ids.isTaskId(id)
+          ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
+            task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task))
+          : Effect.fail(jobNotFound(id)),
+      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT)
+    })
+  })
+
+export const layer = (
+  options: Options
+): Layer.Layer<TaskRunner, never, Catalog | Pricer | TaskStore | MediaStore | BudgetStore | Accounts> =>
+  Layer.effect(TaskRunner, make(options))

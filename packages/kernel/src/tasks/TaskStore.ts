@@ -1,0 +1,275 @@
+/**
+ * Storage port for tasks: admission (idempotency, limits, reservation and insert as one atomic
+ * unit), reads scoped to the owning account, and the queue that workers drain.
+ *
+ * Concurrency promises every store keeps, across processes sharing it:
+ * - `admit`: of concurrent admissions with one (account, Idempotency-Key), exactly one inserts a
+ *   task; the others replay it or conflict. Reservations never exceed available credits.
+ * - `claim`: a task is held by at most one live lease at a time.
+ * - `transition`/`transitionAll`: a compare-and-set on (task id, lease token, expected status);
+ *   it changes exactly one row or nothing, so a worker whose lease was taken over can never
+ *   overwrite the new owner's work. The credit effect of the new status (charge, release) is
+ *   written in the same atomic unit, at most once per task.
+ */
+import { Context, Effect } from "effect"
+import type { AccountStore, Authenticated } from "../accounts/AccountStore.ts"
+import type { ModelInput } from "../catalog/Catalog.ts"
+import type { AccountId, ApiKeyId, ResultId, TaskId } from "../domain/Ids.ts"
+import * as KeyCheck from "../accounts/KeyCheck.ts"
+import type { Micros } from "../domain/Money.ts"
+import type { Settlement } from "../pricing/PriceList.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+import type { AssetType } from "../domain/Task.ts"
+import type { TaskStatus } from "../domain/TaskStatus.ts"
+
+/** How the final charge follows from the reservation (see Pricer.settle). */
+export type { Settlement }
+
+export interface StoredAsset {
+  readonly id: string
+  readonly type: AssetType
+  /** Set for file results, served at /api/v1/results/<resultId>. */
+  readonly resultId?: ResultId | undefined
+  /** Set for text results. */
+  readonly text?: string | undefined
+  readonly mimeType?: string | undefined
+  /** Adapter facts worth keeping (dimensions, duration, `simulated: true`). */
+  readonly metadata?: { readonly [key: string]: unknown } | undefined
+}
+
+export interface TaskRecord {
+  readonly id: TaskId
+  readonly accountId: AccountId
+  readonly apiKeyId: ApiKeyId | null
+  readonly model: string
+  readonly input: ModelInput
+  readonly status: TaskStatus
+  readonly errorCode: string | null
+  /** The quote fixed at admission, and the amount reserved. */
+  readonly priceMicros: Micros
+  readonly unitMicros: Micros
+  readonly quantity: number
+  readonly settlement: Settlement
+  /** Set once when the task succeeds. */
+  readonly chargedMicros: Micros | null
+  readonly assets: ReadonlyArray<StoredAsset>
+  /** The upstream's job id, once the upstream accepted the task. */
+  readonly upstreamRef: string | null
+  /** How many times a worker claimed the task. */
+  readonly attempts: number
+  readonly createdAt: Date
+  readonly updatedAt: Date
+  /** Past this, a worker fails the task and releases its reservation. */
+  readonly deadlineAt: Date
+}
+
+export interface NewTask {
+  readonly id: TaskId
+  readonly accountId: AccountId
+  readonly apiKeyId: ApiKeyId | null
+  readonly model: string
+  readonly input: ModelInput
+  readonly priceMicros: Micros
+  readonly unitMicros: Micros
+  readonly quantity: number
+  readonly settlement: Settlement
+  readonly createdAt: Date
+  readonly deadlineAt: Date
+}
+
+export interface AdmissionLimits {
+  /** Submissions per account in the current one-minute window. */
+  readonly submissionsPerMinute: number
+  /** Tasks of the account in queued, submitting or running. */
+  readonly maxUnfinishedTasks: number
+  /** The submitting key's lifetime usage limit (null = unlimited); counted only on admission. */
+  readonly keyUsageLimit: number | null
+}
+
+export interface AdmissionRequest {
+  readonly task: NewTask
+  readonly idempotencyKey: string
+  /** Canonical hash of model, defaulted input and expectedPriceMicros. */
+  readonly fingerprint: string
+  /** When the Idempotency-Key stops protecting this submission. */
+  readonly idempotencyExpiresAt: Date
+  readonly limits: AdmissionLimits
+}
+
+/**
+ * Checked in this order: idempotency (a live key replays or conflicts regardless of limits),
+ * then the key's usage limit, the account's rate and concurrency limits, payment review and
+ * available credits. Anything but Admitted writes nothing.
+ */
+export type AdmissionResult =
+  | { readonly _tag: "Admitted"; readonly task: TaskRecord }
+  | { readonly _tag: "Replayed"; readonly task: TaskRecord }
+  | { readonly _tag: "IdempotencyConflict"; readonly taskId: TaskId }
+  | { readonly _tag: "KeyUsageExceeded" }
+  | { readonly _tag: "RateLimited"; readonly retryAfterSeconds: number }
+  | { readonly _tag: "ConcurrencyLimited" }
+  | { readonly _tag: "PaymentReviewRequired" }
+  | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
+
+/**
+ * An admission on behalf of whoever holds the key with `key.hash`: the store counts the request
+ * in the key's window as `AccountStore.authenticate` does and, only if the key then passes
+ * `KeyCheck.refusal`, admits the task under the key's account and id with the key's usage limit.
+ */
+export interface KeyedAdmissionRequest {
+  readonly key: KeyCheck.KeyCheck
+  readonly task: Omit<NewTask, "accountId" | "apiKeyId">
+  readonly idempotencyKey: string
+  readonly fingerprint: string
+  readonly idempotencyExpiresAt: Date
+  readonly limits: Omit<AdmissionLimits, "keyUsageLimit">
+}
+
+export interface KeyedAdmission {
+  /** What `AccountStore.authenticate(key.hash, key.now)` would have answered. */
+  readonly authenticated: Authenticated | undefined
+  /** The admission's result; undefined when the key did not pass (then nothing but the count was written). */
+  readonly admission: AdmissionResult | undefined
+}
+
+/** What a live Idempotency-Key names: the task it admitted and the fingerprint of that request. */
+export interface IdempotentSubmission {
+  readonly task: TaskRecord
+  readonly fingerprint: string
+}
+
+export interface Claim {
+  readonly task: TaskRecord
+  readonly leaseToken: string
+  readonly leaseExpiresAt: Date
+}
+
+export interface TransitionRequest {
+  readonly taskId: TaskId
+  readonly leaseToken: string
+  /** The status the worker believes the task is in; the write happens only if it still is. */
+  readonly from: TaskStatus
+  readonly to: TaskStatus
+  readonly now: Date
+  readonly errorCode?: string | null | undefined
+  readonly upstreamRef?: string | undefined
+  readonly assets?: ReadonlyArray<StoredAsset> | undefined
+  /** Required when `to` is succeeded: the final charge, at most `priceMicros`; the rest is released. */
+  readonly chargeMicros?: Micros | undefined
+  /** Keep holding the lease after the write (true while work goes on, e.g. into running). */
+  readonly keepLease: boolean
+}
+
+export type TransitionResult =
+  | { readonly _tag: "Done"; readonly task: TaskRecord }
+  | { readonly _tag: "LeaseLost" }
+  | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
+
+/** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
+export interface Resolution {
+  readonly taskId: TaskId
+  readonly to: "succeeded" | "failed"
+  readonly now: Date
+  readonly chargeMicros?: Micros | undefined
+  readonly assets?: ReadonlyArray<StoredAsset> | undefined
+  readonly errorCode?: string | null | undefined
+}
+
+export class TaskStore extends Context.Service<TaskStore, {
+  readonly admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+  /**
+   * Authentication and admission in one step (one round trip for a store that can). A store
+   * may do it as `admitWithKeyInSteps` does; the answers must be the same.
+   */
+  readonly admitWithKey: (request: KeyedAdmissionRequest) => Effect.Effect<KeyedAdmission, StoreUnavailable>
+  /**
+   * The submission a live Idempotency-Key of the account names (the task as it is now), or
+   * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
+   * retry that can no longer be admitted (its price changed, its model was disabled) with the
+   * task it already admitted rather than the refusal.
+   */
+  readonly findIdempotent: (
+    accountId: AccountId,
+    idempotencyKey: string,
+    now: Date
+  ) => Effect.Effect<IdempotentSubmission | undefined, StoreUnavailable>
+  /**
+   * Deletes up to `limit` Idempotency-Keys of any account whose `idempotencyExpiresAt <=
+   * expiredBefore`, and answers how many it deleted (0 when `limit` is below 1). These are the
+   * keys admit already treats as expired at `expiredBefore`; a key live then (a reused key
+   * included, which its admission renewed) is never deleted. The tasks they named stay. Purges
+   * running at once in several processes delete each key once and never wait for each other;
+   * an admission reusing an expired key that a purge deletes meanwhile still records its key.
+   */
+  readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
+  /** The task, only if it belongs to the account. */
+  readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+  /** The account's latest tasks, newest first. */
+  readonly list: (
+    accountId: AccountId,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+  /**
+   * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
+   * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.
+   */
+  readonly claim: (options: {
+    readonly workerId: string
+    readonly limit: number
+    readonly leaseMs: number
+    readonly now: Date
+    /** Only these models (a worker serves the models it has executors for). */
+    readonly models?: ReadonlyArray<string> | undefined
+  }) => Effect.Effect<ReadonlyArray<Claim>, StoreUnavailable>
+  /**
+   * Moves the end of a lease still held to `until`; false when it was lost. An `until` in the
+   * past gives the lease up: the task is claimable at once (a worker stopping hands it on).
+   */
+  readonly renew: (
+    taskId: TaskId,
+    leaseToken: string,
+    until: Date
+  ) => Effect.Effect<boolean, StoreUnavailable>
+  readonly transition: (request: TransitionRequest) => Effect.Effect<TransitionResult, StoreUnavailable>
+  /** Many transitions in one round trip; each is judged on its own, results in request order. */
+  readonly transitionAll: (
+    requests: ReadonlyArray<TransitionRequest>
+  ) => Effect.Effect<ReadonlyArray<TransitionResult>, StoreUnavailable>
+  /**
+   * Tasks in `status` across all accounts, ordered by id, at most `limit` of them with an id
+   * greater than `afterId` (keyset paging: pass the last id of one page to get the next).
+   * For the reconciler and operators (reconciliation_required), never for callers.
+   */
+  readonly listByStatus: (
+    status: TaskStatus,
+    limit: number,
+    afterId?: TaskId | undefined
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+  /** Only from reconciliation_required; undefined when the task is not in that state. */
+  readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+  /**
+   * Completes when a task may have become claimable (a wake-up from another process, or an
+   * admission in this one), or after `maxWaitMs`, whichever comes first.
+   */
+  readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
+}>()("@taskmeter/kernel/TaskStore") {}
+
+/** `admitWithKey` as two calls: the key's count, then, if it passes, the admission. */
+export const admitWithKeyInSteps = (
+  accounts: Pick<AccountStore["Service"], "authenticate">,
+  admit: TaskStore["Service"]["admit"]
+) =>
+({ key: check, ...request }: KeyedAdmissionRequest): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
+  Effect.gen(function*() {
+    const authenticated = yield* accounts.authenticate(check.hash, check.now)
+    if (authenticated === undefined || KeyCheck.refusal(authenticated, check) !== undefined) {
+      return { authenticated, admission: undefined }
+    }
+    const { key } = authenticated
+    const admission = yield* admit({
+      ...request,
+      task: { ...request.task, accountId: key.accountId, apiKeyId: key.id },
+      limits: { ...request.limits, keyUsageLimit: key.usageLimit }
+    })
+    return { authenticated, admission }
+  })

@@ -1,0 +1,487 @@
+/**
+ * The TaskWorker drains the task queue: it claims tasks from the TaskStore, sends them to their
+ * provider adapter, follows them upstream and records the outcome, moving the money with it.
+ *
+ *   queued ─CAS─▶ submitting ─submit─▶ Accepted ─CAS─▶ running ─poll…─▶ Succeeded ─▶ succeeded (charge)
+ *                      │                Completed ───────────────────────▶ succeeded (charge)
+ *                      │                Terminal / deadline ─────────────▶ failed (release)
+ *                      └─ OutcomeUnknown ────────────────────────────────▶ reconciliation_required (kept)
+ *
+ * Guarantees, and how:
+ * - Every write is the store's compare-and-set on (task, lease token, expected status), and the
+ *   charge or release of a final status happens in that same write. A worker whose lease was
+ *   taken over gets LeaseLost and drops the task without another write.
+ * - Leases (`leaseMs`, 30 s) are renewed every third of their length while the task is held;
+ *   a refused renewal stops the task's work at once. A worker that dies leaves its leases to
+ *   lapse, and another worker takes the tasks over where they stood:
+ *   - `running`: polling resumes with the recorded upstream job id.
+ *   - `submitting`: the request may or may not have reached the upstream, so the task is never
+ *     simply sent again. With an adapter `lookup`, the job is looked for by its reference (our
+ *     task id): found, the task moves to running; not found, it is sent, because an adapter
+ *     that implements `lookup` promises that "not found" means the upstream never accepted it
+ *     (adapters whose search may lag must not implement it). Without `lookup`, the task goes to
+ *     reconciliation_required.
+ * - An OutcomeUnknown on submit (sent, no answer) is reconciliation_required with errorCode
+ *   UPSTREAM_OUTCOME_UNKNOWN, the reservation kept; the Reconciler settles it, never a resubmit.
+ * - RateLimited and Retryable errors retry the same step (after `retryAfterMs` when given, else
+ *   a doubling backoff), never failing the task, until its deadline: then it fails with
+ *   DEADLINE_EXCEEDED and its reservation is released.
+ * - A succeeded task is charged `Pricer.settle(quote, delivered outputs)`, its results copied
+ *   into our stores first (see Outputs).
+ *
+ * Throughput. Claims take up to the free capacity in one call, and the transitions of all tasks
+ * under way are batched into `transitionAll` round trips (requests made in the same scheduler
+ * tick share one), so a fast upstream costs about three store round trips per batch of tasks.
+ * A batch the store refuses (a defect, e.g. StoreRefused for one task's data) is written again
+ * move by move, so only the task at fault is held back.
+ * Between empty claims the worker waits on `TaskStore.awaitWork` (`idleWaitMs`, 1 s, as the
+ * slow-poll fallback); while full it waits for one of its tasks to finish.
+ *
+ * Stopping. Interrupting `run` interrupts the tasks under way and gives their leases up (or,
+ * with the store unreachable, lets them lapse), so that another worker resumes them at once,
+ * as above, instead of a lease length later.
+ *
+ * @example
+ * ```ts
+ * // in the server process, beside the API
+ * const background = TaskWorker.layer({ leaseMs: 30_000 })
+ * // in a worker process (`npx taskmeter worker`)
+ * TaskWorker.serve().pipe(Effect.provide(layers), NodeRuntime.runMain)
+ * ```
+ */
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import { Cause, Clock, Data, Effect, Exit, FiberSet, Latch, Layer, Request, RequestResolver } from "effect"
+import type { BlobStore } from "../media/BlobStore.ts"
+import { Catalog } from "../catalog/Catalog.ts"
+import type { ModelInput } from "../catalog/Catalog.ts"
+import { Executors } from "./Executors.ts"
+import * as Housekeeping from "./Housekeeping.ts"
+import type { AccountId } from "../domain/Ids.ts"
+import * as MediaReference from "../media/MediaReference.ts"
+import type { MediaStore } from "../media/MediaStore.ts"
+import { MediaUrls } from "../media/MediaUrls.ts"
+import * as Outputs from "./Outputs.ts"
+import { settle } from "../pricing/Pricer.ts"
+import type { ProviderError, ProviderOutput, ProviderV1 } from "./Provider.ts"
+import * as Reconciler from "./Reconciler.ts"
+import * as ErrorCode from "../domain/TaskErrorCode.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+import { isTerminal } from "../domain/TaskStatus.ts"
+import type { TaskStatus } from "../domain/TaskStatus.ts"
+import { TaskStore } from "./TaskStore.ts"
+import type { Claim, TaskRecord, TransitionRequest, TransitionResult } from "./TaskStore.ts"
+
+export interface Options {
+  /** Names this worker's claims; defaults to host, pid and a random suffix. */
+  readonly workerId?: string | undefined
+  /** How long a claim holds a task without renewal. Default 30 s; renewed every third of it. */
+  readonly leaseMs?: number | undefined
+  /** Tasks under way at once in this worker, on top of the executors' limits. Default 256. */
+  readonly maxTasks?: number | undefined
+  /** The most tasks one claim takes. Default 100. */
+  readonly claimBatch?: number | undefined
+  /** The slow-poll fallback between empty claims. Default 1 s. */
+  readonly idleWaitMs?: number | undefined
+  /** Status polls start this far apart and double up to `pollMaxMs`. Defaults 1 s and 10 s. */
+  readonly pollInitialMs?: number | undefined
+  readonly pollMaxMs?: number | undefined
+  /** Retries of RateLimited and Retryable steps without `retryAfterMs`. Defaults 1 s doubling to 30 s. */
+  readonly retryInitialMs?: number | undefined
+  readonly retryMaxMs?: number | undefined
+  /** The largest result file copied from an upstream. Default 512 MiB. */
+  readonly maxResultBytes?: number | undefined
+  /** How long one result download may take. Default 10 minutes. */
+  readonly downloadTimeoutMs?: number | undefined
+  /** Tests: the transport of result downloads; the address policy still applies (see `Outputs`). */
+  readonly fetch?: typeof globalThis.fetch | undefined
+}
+
+export type Requirements = TaskStore | MediaStore | BlobStore | Executors | MediaUrls | Catalog
+
+/** The worker stops working on a task without writing: another worker owns it now, or will. */
+class Dropped extends Data.TaggedError("Dropped")<{ readonly reason: string }> {}
+
+/** How a provider step that may be retried ended. */
+type Attempt<A> =
+  | { readonly _tag: "Ok"; readonly value: A }
+  | { readonly _tag: "Error"; readonly error: ProviderError }
+  | { readonly _tag: "DeadlineReached" }
+
+interface Write extends Request.Request<TransitionResult, StoreUnavailable> {
+  readonly _tag: "Write"
+  readonly transition: TransitionRequest
+}
+const Write = Request.tagged<Write>("Write")
+
+/** initial × 2^attempt, at most max. */
+const backoff = (initialMs: number, maxMs: number, attempt: number): number =>
+  Math.min(maxMs, initialMs * 2 ** Math.min(attempt, 30))
+
+const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+const LAPSED = new Date(0)
+const GIVE_UP_TIMEOUT_MS = 2_000
+
+const defaults = (options: Options) => ({
+  workerId: options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+  leaseMs: options.leaseMs ?? 30_000,
+  maxTasks: options.maxTasks ?? 256,
+  claimBatch: options.claimBatch ?? 100,
+  idleWaitMs: options.idleWaitMs ?? 1_000,
+  pollInitialMs: options.pollInitialMs ?? 1_000,
+  pollMaxMs: options.pollMaxMs ?? 10_000,
+  retryInitialMs: options.retryInitialMs ?? 1_000,
+  retryMaxMs: options.retryMaxMs ?? 30_000,
+  outputs: {
+    maxBytes: options.maxResultBytes ?? 512 * 1024 * 1024,
+    timeoutMs: options.downloadTimeoutMs ?? 10 * 60 * 1000,
+    fetch: options.fetch
+  } satisfies Outputs.Options
+})
+
+/** Replaces each `media:` reference in the model's media fields with a signed link. */
+const signMedia = (
+  accountId: AccountId,
+  input: ModelInput,
+  mediaFields: ReadonlyArray<string>,
+  links: MediaUrls["Service"]
+): Effect.Effect<ModelInput> =>
+  Effect.gen(function*() {
+    if (mediaFields.length === 0) return input
+    const signed: { [field: string]: unknown } = { ...input }
+    const link = (value: unknown) =>
+      typeof value === "string" && MediaReference.isMediaReference(value)
+        ? links.sign(accountId, value)
+        : Effect.succeed(value)
+    for (const field of mediaFields) {
+      const value = input[field]
+      signed[field] = Array.isArray(value) ? yield* Effect.forEach(value, link) : yield* link(value)
+    }
+    return signed
+  })
+
+/**
+ * Runs the worker until interrupted. Never fails: store outages are logged and waited out.
+ */
+export const run = (options: Options = {}): Effect.Effect<never, never, Requirements> =>
+  Effect.scoped(Effect.gen(function*() {
+    const config = defaults(options)
+    const store = yield* TaskStore
+    const executors = yield* Executors
+    const links = yield* MediaUrls
+    const catalog = yield* Catalog
+    const context = yield* Effect.context<Requirements>()
+
+    const mediaFieldsOf = new Map(
+      catalog.models.map((model) => [model.slug, model.fields.filter((field) => field.media).map((field) => field.name)])
+    )
+
+    // A batch the store refuses (a defect: one task's data, e.g. an upstream's text it cannot
+    // hold) is written again one move at a time, so the other tasks' moves are not lost with it.
+    const writeAll = (entries: ReadonlyArray<Request.Entry<Write>>): Effect.Effect<void> =>
+      Effect.flatMap(Effect.exit(store.transitionAll(entries.map((entry) => entry.request.transition))), (exit) => {
+        if (Exit.isFailure(exit)) {
+          if (entries.length > 1 && Cause.hasDies(exit.cause)) {
+            return Effect.forEach(entries, (entry) => writeAll([entry]), { discard: true })
+          }
+          return Effect.sync(() => entries.forEach((entry) => entry.completeUnsafe(Exit.failCause(exit.cause))))
+        }
+        return Effect.sync(() =>
+          entries.forEach((entry, i) => {
+            const result = exit.value[i]
+            entry.completeUnsafe(
+              result === undefined
+                ? Exit.die(new Error("TaskStore.transitionAll returned fewer results than requests"))
+                : Exit.succeed(result)
+            )
+          })
+        )
+      })
+
+    const writes = RequestResolver.make<Write>(writeAll).pipe(RequestResolver.batchN(config.claimBatch * 2))
+
+    /** A store call retried through an outage for up to one lease length, then Dropped. */
+    const persistently = <A>(effect: Effect.Effect<A, StoreUnavailable>): Effect.Effect<A, Dropped> =>
+      Effect.gen(function*() {
+        const start = yield* Clock.currentTimeMillis
+        for (let attempt = 0;; attempt++) {
+          const result = yield* Effect.result(effect)
+          if (result._tag === "Success") return result.success
+          const delay = backoff(100, 5_000, attempt)
+          if ((yield* Clock.currentTimeMillis) + delay - start > config.leaseMs) {
+            return yield* new Dropped({ reason: `store unavailable: ${result.failure.message}` })
+          }
+          yield* Effect.logWarning("Task store unavailable, retrying", result.failure.message)
+          yield* Effect.sleep(delay)
+        }
+      })
+
+    /**
+     * A stopping worker hands its task on at once rather than after its lease lapses: a lease
+     * "renewed" to the epoch has lapsed on every clock. Bounded, so that an unreachable store
+     * cannot hold up shutdown; the lease then simply lapses as if the worker had died.
+     */
+    const giveUp = (taskId: TaskRecord["id"], leaseToken: string) =>
+      store.renew(taskId, leaseToken, LAPSED).pipe(
+        Effect.timeoutOption(GIVE_UP_TIMEOUT_MS),
+        Effect.ignore({ log: "Warn", message: "Could not give up a lease on stopping" })
+      )
+
+    const processClaim = (claim: Claim): Effect.Effect<void, never> => {
+      const leaseToken = claim.leaseToken
+      const adapter = executors.adapterFor(claim.task.model)
+      const reference = claim.task.id
+      const model = claim.task.model
+
+      const move = (
+        task: TaskRecord,
+        from: TaskStatus,
+        to: TaskStatus,
+        extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "assets" | "chargeMicros">> = {}
+      ): Effect.Effect<TaskRecord, Dropped> =>
+        Effect.gen(function*() {
+          const at = yield* now
+          const result = yield* persistently(
+            Effect.request(
+              Write({ transition: { taskId: task.id, leaseToken, from, to, now: at, keepLease: !isTerminal(to), ...extra } }),
+              writes
+            )
+          )
+          if (result._tag === "Done") return result.task
+          if (result._tag === "IllegalTransition") {
+            yield* Effect.logWarning(`Task store refused ${result.from} -> ${result.to}`)
+          }
+          return yield* new Dropped({ reason: result._tag })
+        })
+
+      const fail = (task: TaskRecord, from: TaskStatus, errorCode: string) =>
+        Effect.asVoid(move(task, from, "failed", { errorCode }))
+
+      const pastDeadline = (task: TaskRecord) => Effect.map(Clock.currentTimeMillis, (ms) => ms >= task.deadlineAt.getTime())
+
+      /** Runs a provider step again while `retryOn` says so, waiting in between, until the deadline. */
+      const persist = <A>(
+        task: TaskRecord,
+        step: Effect.Effect<A, ProviderError>,
+        retryOn: (error: ProviderError) => boolean
+      ): Effect.Effect<Attempt<A>> =>
+        Effect.gen(function*() {
+          for (let attempt = 0;; attempt++) {
+            const result = yield* Effect.result(step)
+            if (result._tag === "Success") return { _tag: "Ok", value: result.success }
+            const error = result.failure
+            if (!retryOn(error)) return { _tag: "Error", error }
+            const delay = error.retryAfterMs ?? backoff(config.retryInitialMs, config.retryMaxMs, attempt)
+            if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) return { _tag: "DeadlineReached" }
+            yield* Effect.logDebug(`Upstream ${error.reason}, retrying in ${delay} ms`, error.message)
+            yield* Effect.sleep(delay)
+          }
+        })
+
+      const retryable = (error: ProviderError) => error.isRetryable
+      // Reads (poll, lookup) change nothing upstream, so an unknown outcome is just another retry.
+      const retryableRead = (error: ProviderError) => error.isRetryable || error.reason === "OutcomeUnknown"
+
+      /** Copies the outputs and records success with the charge for what was delivered. */
+      const complete = (
+        task: TaskRecord,
+        from: "submitting" | "running",
+        upstreamRef: string,
+        outputs: ReadonlyArray<ProviderOutput>
+      ): Effect.Effect<void, Dropped> =>
+        Effect.gen(function*() {
+          if (outputs.length === 0) return yield* fail(task, from, ErrorCode.NoOutput)
+          for (let attempt = 0;; attempt++) {
+            const stored = yield* Effect.result(Outputs.store(task, outputs, config.outputs).pipe(Effect.provide(context)))
+            if (stored._tag === "Success") {
+              return yield* Effect.asVoid(move(task, from, "succeeded", {
+                upstreamRef,
+                assets: stored.success,
+                chargeMicros: settle(task, outputs.length),
+                errorCode: null
+              }))
+            }
+            if (stored.failure._tag === "BlobTooLarge") return yield* fail(task, from, ErrorCode.ResultTooLarge)
+            if (stored.failure._tag === "DownloadRefused") {
+              yield* Effect.logWarning("A result link was refused", stored.failure.message)
+              return yield* fail(task, from, ErrorCode.ResultUrlRefused)
+            }
+            const delay = backoff(config.retryInitialMs, config.retryMaxMs, attempt)
+            if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) {
+              return yield* fail(task, from, ErrorCode.DeadlineExceeded)
+            }
+            yield* Effect.logWarning(`Storing results failed, retrying in ${delay} ms`, stored.failure.message)
+            yield* Effect.sleep(delay)
+          }
+        })
+
+      /** Polls the upstream job until it ends or the deadline passes. */
+      const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
+        Effect.gen(function*() {
+          for (let round = 0;; round++) {
+            const polled = yield* persist(task, provider.poll({ model, upstreamId, reference }), retryableRead)
+            if (polled._tag === "DeadlineReached") return yield* expire(task, provider, upstreamId)
+            if (polled._tag === "Error") {
+              return yield* fail(task, "running", polled.error.errorCode ?? ErrorCode.Failed)
+            }
+            const result = polled.value
+            if (result._tag === "Succeeded") return yield* complete(task, "running", upstreamId, result.outputs)
+            if (result._tag === "Failed") return yield* fail(task, "running", result.errorCode)
+            const left = task.deadlineAt.getTime() - (yield* Clock.currentTimeMillis)
+            if (left <= 0) return yield* expire(task, provider, upstreamId)
+            yield* Effect.sleep(Math.min(left, backoff(config.pollInitialMs, config.pollMaxMs, round)))
+          }
+        })
+
+      /** Fails a running task past its deadline, asking the upstream to stop (best effort). */
+      const expire = (task: TaskRecord, provider: ProviderV1, upstreamId: string) =>
+        Effect.gen(function*() {
+          if (provider.cancel !== undefined) {
+            yield* Effect.ignore(provider.cancel({ model, upstreamId }))
+          }
+          yield* fail(task, "running", ErrorCode.DeadlineExceeded)
+        })
+
+      /** Sends a task that is in submitting and known not to be upstream yet. */
+      const send = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+        Effect.gen(function*() {
+          const submitted = yield* persist(
+            task,
+            Effect.flatMap(
+              signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links),
+              (input) => provider.submit({ model, input, reference })
+            ),
+            retryable
+          )
+          if (submitted._tag === "DeadlineReached") return yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
+          if (submitted._tag === "Error") {
+            const error = submitted.error
+            return error.reason === "OutcomeUnknown"
+              ? yield* Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
+              : yield* fail(task, "submitting", error.errorCode ?? ErrorCode.Rejected)
+          }
+          const result = submitted.value
+          if (result._tag === "Completed") return yield* complete(task, "submitting", result.upstreamId, result.outputs)
+          const running = yield* move(task, "submitting", "running", { upstreamRef: result.upstreamId })
+          return yield* follow(running, provider, result.upstreamId)
+        })
+
+      /** A task left in submitting by a worker that died: find it upstream, never just resend. */
+      const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+        Effect.gen(function*() {
+          const unknown = () =>
+            Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
+          if (provider.lookup === undefined) return yield* unknown()
+          const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
+          if (found._tag !== "Ok") return yield* unknown()
+          if (found.value === undefined) {
+            return (yield* pastDeadline(task)) ? yield* fail(task, "submitting", ErrorCode.DeadlineExceeded) : yield* send(task, provider)
+          }
+          const running = yield* move(task, "submitting", "running", { upstreamRef: found.value.upstreamId })
+          return yield* follow(running, provider, found.value.upstreamId)
+        })
+
+      const work = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+        Effect.gen(function*() {
+          switch (task.status) {
+            case "queued": {
+              if (yield* pastDeadline(task)) return yield* fail(task, "queued", ErrorCode.DeadlineExceeded)
+              return yield* send(yield* move(task, "queued", "submitting"), provider)
+            }
+            case "submitting":
+              return yield* recover(task, provider)
+            case "running":
+              return task.upstreamRef === null
+                ? yield* Effect.asVoid(move(task, "running", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
+                : yield* follow(task, provider, task.upstreamRef)
+            default:
+              return
+          }
+        })
+
+      const heartbeat: Effect.Effect<never, Dropped> = Effect.gen(function*() {
+        for (;;) {
+          yield* Effect.sleep(Math.max(1, Math.floor(config.leaseMs / 3)))
+          const until = new Date((yield* Clock.currentTimeMillis) + config.leaseMs)
+          const held = yield* store.renew(claim.task.id, leaseToken, until).pipe(
+            Effect.catch((error) => Effect.as(Effect.logWarning("Lease renewal failed", error.message), true))
+          )
+          if (!held) return yield* new Dropped({ reason: "LeaseLost" })
+        }
+      })
+
+      const main: Effect.Effect<void, Dropped> = adapter === undefined
+        ? claim.task.status === "queued" ? fail(claim.task, "queued", ErrorCode.ExecutionUnavailable) : Effect.void
+        : executors.withPermit(model)(work(claim.task, adapter))
+
+      return Effect.raceFirst(main, heartbeat).pipe(
+        Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),
+        Effect.catchTag("Dropped", (dropped) => Effect.logDebug(`Task dropped: ${dropped.reason}`)),
+        Effect.catchCause((cause) => Effect.logError("Task worker defect", cause)),
+        Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId })
+      )
+    }
+
+    /** The loop outlives a store outage or a store defect: it logs, idles, and carries on. */
+    const idleOnFailure = <A>(what: string, fallback: NoInfer<A>) => <E>(effect: Effect.Effect<A, E>): Effect.Effect<A> =>
+      Effect.catchCause(effect, (cause) =>
+        Effect.logWarning(what, cause).pipe(Effect.andThen(Effect.sleep(config.idleWaitMs)), Effect.as(fallback)))
+
+    const tasks = yield* FiberSet.make<void, never>()
+    const slotFreed = yield* Latch.make(false)
+    let underWay = 0
+
+    for (;;) {
+      const capacity = yield* executors.capacity
+      const limit = Math.min(config.maxTasks - underWay, config.claimBatch, capacity.total)
+      if (limit <= 0 || capacity.models.length === 0) {
+        // Closed before the check so that a task finishing in between still opens it.
+        slotFreed.closeUnsafe()
+        const again = yield* executors.capacity
+        if (Math.min(config.maxTasks - underWay, again.total) <= 0 || again.models.length === 0) yield* slotFreed.await
+        continue
+      }
+      const claims = yield* store.claim({
+        workerId: config.workerId,
+        limit,
+        leaseMs: config.leaseMs,
+        now: yield* now,
+        models: capacity.models
+      }).pipe(idleOnFailure<ReadonlyArray<Claim>>("Claiming tasks failed", []))
+      for (const claim of claims) {
+        underWay++
+        yield* FiberSet.run(
+          tasks,
+          processClaim(claim).pipe(Effect.ensuring(Effect.sync(() => {
+            underWay--
+            slotFreed.openUnsafe()
+          })))
+        )
+      }
+      // A short batch means the queue is drained for now: wait for news instead of asking again.
+      if (claims.length < limit) {
+        yield* store.awaitWork(config.idleWaitMs).pipe(idleOnFailure<void>("Waiting for work failed", undefined))
+      }
+    }
+  }))
+
+export interface ServeOptions extends Options {
+  readonly reconciler?: Reconciler.Options | undefined
+  readonly housekeeping?: Housekeeping.Options | undefined
+}
+
+/**
+ * What a dedicated worker process runs (`npx taskmeter worker`), and the server process in
+ * the background: the worker, the reconciler and the housekeeping, until interrupted.
+ */
+export const serve = (options: ServeOptions = {}): Effect.Effect<never, never, Requirements> =>
+  Effect.raceAllFirst([
+    run(options),
+    Reconciler.run(options.reconciler ?? {}),
+    Housekeeping.run(options.housekeeping ?? {})
+  ])
+
+/** `serve` in the background of a layer's scope. */
+export const layer = (options: ServeOptions = {}): Layer.Layer<never, never, Requirements> =>
+  Layer.effectDiscard(Effect.forkScoped(serve(options)))

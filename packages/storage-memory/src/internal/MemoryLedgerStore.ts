@@ -1,0 +1,73 @@
+import { Clock, Effect } from "effect"
+import { LedgerStore } from "@taskmeter/kernel"
+import { append, balanceEffect, reservedEffect } from "./Journal.ts"
+import { balancesOf } from "./State.ts"
+import type { AccountRow, State } from "./State.ts"
+
+type Kind = "grant" | "refund" | "adjustment"
+
+export const make = (state: State): LedgerStore.LedgerStore["Service"] => {
+  const change = (kind: Kind, after: (row: AccountRow) => void) => (request: LedgerStore.CreditChange) =>
+    Effect.flatMap(Clock.currentTimeMillis, (millis) =>
+      Effect.sync((): LedgerStore.Movement | undefined => {
+        const row = state.accounts.get(request.accountId)
+        if (row === undefined) return undefined
+        const refKey = request.externalRef === undefined
+          ? undefined
+          : `${request.accountId} ${kind} ${request.externalRef}`
+        const earlier = refKey === undefined ? undefined : state.externalRefs.get(refKey)
+        if (earlier !== undefined) return { entry: earlier, balances: balancesOf(row) }
+        const entry = append(state, row, {
+          kind,
+          amountMicros: request.amountMicros,
+          note: request.note,
+          createdAt: new Date(millis)
+        })
+        if (refKey !== undefined) state.externalRefs.set(refKey, entry)
+        after(row)
+        return { entry, balances: balancesOf(row) }
+      }))
+
+  return LedgerStore.LedgerStore.of({
+    grant: change("grant", (row) => {
+      if (row.balance >= row.reserved) row.review = false
+    }),
+    refund: change("refund", (row) => {
+      if (row.balance < row.reserved) row.review = true
+    }),
+    adjust: change("adjustment", () => {}),
+    balances: (accountId) =>
+      Effect.sync(() => {
+        const row = state.accounts.get(accountId)
+        return row === undefined ? undefined : balancesOf(row)
+      }),
+    entries: (accountId, page) =>
+      Effect.sync((): LedgerStore.EntryPage | undefined => {
+        const row = state.accounts.get(accountId)
+        if (row === undefined) return undefined
+        let end = row.entries.length
+        if (page.before !== undefined) {
+          if (state.entryOwners.get(page.before) !== accountId) return undefined
+          end = row.entries.findIndex((entry) => entry.id === page.before)
+        }
+        const start = Math.max(0, end - page.limit)
+        const entries = row.entries.slice(start, end).reverse()
+        return { entries, nextCursor: start > 0 ? (entries.at(-1)?.id ?? null) : null }
+      }),
+    audit: Effect.sync(() =>
+      Array.from(state.accounts.values()).flatMap((row): Array<LedgerStore.AuditFinding> => {
+        const journal = row.entries.reduce(
+          (sum, entry) => ({
+            balanceMicros: sum.balanceMicros + balanceEffect(entry),
+            reservedMicros: sum.reservedMicros + reservedEffect(entry)
+          }),
+          { balanceMicros: 0, reservedMicros: 0 }
+        )
+        const cached = { balanceMicros: row.balance, reservedMicros: row.reserved }
+        return journal.balanceMicros === cached.balanceMicros && journal.reservedMicros === cached.reservedMicros
+          ? []
+          : [{ accountId: row.account.id, cached, journal }]
+      })
+    )
+  })
+}

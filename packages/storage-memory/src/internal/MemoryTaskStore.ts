@@ -1,0 +1,218 @@
+import { randomUUID } from "node:crypto"
+import { Deferred, Effect } from "effect"
+import { TaskStatus, TaskStore } from "@taskmeter/kernel"
+import type { AccountStore, Money } from "@taskmeter/kernel"
+import { append } from "./Journal.ts"
+import { wake } from "./State.ts"
+import type { AccountRow, State, TaskRow } from "./State.ts"
+
+const RATE_WINDOW_MS = 60_000
+
+type Result = TaskStore.AdmissionResult
+
+const claimable = (row: TaskRow, now: number): boolean =>
+  TaskStatus.isUnfinished(row.record.status) && (row.leaseExpiresAt === null || row.leaseExpiresAt <= now)
+
+const keyOf = (accountId: string, idempotencyKey: string): string => `${accountId} ${idempotencyKey}`
+
+export const make = (state: State, accounts: AccountStore.AccountStore["Service"]): TaskStore.TaskStore["Service"] => {
+  const findIdempotent = (
+    accountId: string,
+    idempotencyKey: string,
+    now: number
+  ): TaskStore.IdempotentSubmission | undefined => {
+    const earlier = state.idempotency.get(keyOf(accountId, idempotencyKey))
+    if (earlier === undefined || earlier.expiresAt <= now) return undefined
+    return { task: (state.tasks.get(earlier.taskId) as TaskRow).record, fingerprint: earlier.fingerprint }
+  }
+
+  const admit = (request: TaskStore.AdmissionRequest): Result => {
+    const { task, limits } = request
+    const now = task.createdAt.getTime()
+    const account = state.accounts.get(task.accountId)
+    if (account === undefined) throw new Error(`No account ${task.accountId}`)
+
+    const idempotencyKey = keyOf(task.accountId, request.idempotencyKey)
+    const earlier = findIdempotent(task.accountId, request.idempotencyKey, now)
+    if (earlier !== undefined) {
+      return earlier.fingerprint === request.fingerprint
+        ? { _tag: "Replayed", task: earlier.task }
+        : { _tag: "IdempotencyConflict", taskId: earlier.task.id }
+    }
+
+    const key = task.apiKeyId === null ? undefined : state.keys.get(task.apiKeyId)
+    if (limits.keyUsageLimit !== null && key !== undefined && key.record.usageCount >= limits.keyUsageLimit) {
+      return { _tag: "KeyUsageExceeded" }
+    }
+    const window = account.submissions !== null && now < account.submissions.start + RATE_WINDOW_MS
+      ? account.submissions
+      : null
+    if (window !== null && window.count >= limits.submissionsPerMinute) {
+      return {
+        _tag: "RateLimited",
+        retryAfterSeconds: Math.max(1, Math.ceil((window.start + RATE_WINDOW_MS - now) / 1000))
+      }
+    }
+    if (unfinishedOf(account) >= limits.maxUnfinishedTasks) return { _tag: "ConcurrencyLimited" }
+    if (account.review) return { _tag: "PaymentReviewRequired" }
+    const available = account.balance - account.reserved
+    if (available < task.priceMicros) return { _tag: "InsufficientCredits", availableMicros: available }
+
+    const record: TaskStore.TaskRecord = {
+      ...task,
+      status: "queued",
+      errorCode: null,
+      chargedMicros: null,
+      assets: [],
+      upstreamRef: null,
+      attempts: 0,
+      updatedAt: task.createdAt
+    }
+    append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
+    state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, seq: state.nextSeq++ })
+    state.idempotency.set(idempotencyKey, {
+      fingerprint: request.fingerprint,
+      taskId: task.id,
+      expiresAt: request.idempotencyExpiresAt.getTime()
+    })
+    if (window === null) account.submissions = { start: now, count: 1 }
+    else window.count += 1
+    if (key !== undefined) key.record = { ...key.record, usageCount: key.record.usageCount + 1 }
+    wake(state)
+    return { _tag: "Admitted", task: record }
+  }
+
+  const unfinishedOf = (account: AccountRow): number => {
+    let count = 0
+    for (const row of state.tasks.values()) {
+      if (row.record.accountId === account.account.id && TaskStatus.isUnfinished(row.record.status)) count++
+    }
+    return count
+  }
+
+  /** Writes the credit effect of entering `to`; throws (writing nothing) on a charge the reservation cannot cover. */
+  const settle = (row: TaskRow, to: TaskStatus.TaskStatus, chargeMicros: Money.Micros | undefined, at: Date) => {
+    const reservation = row.record.priceMicros
+    const effect = TaskStatus.creditEffectOf(to)
+    if (effect === "charge" && (chargeMicros === undefined || chargeMicros > reservation || chargeMicros < 0)) {
+      throw new RangeError(`Task ${row.record.id}: charge ${chargeMicros} does not fit reservation ${reservation}`)
+    }
+    const account = state.accounts.get(row.record.accountId) as AccountRow
+    const taskId = row.record.id
+    if (effect === "charge") {
+      const charged = chargeMicros as Money.Micros
+      append(state, account, { kind: "charge", amountMicros: charged, taskId, createdAt: at })
+      if (charged < reservation) {
+        append(state, account, { kind: "release", amountMicros: reservation - charged, taskId, createdAt: at })
+      }
+    }
+    if (effect === "release") append(state, account, { kind: "release", amountMicros: reservation, taskId, createdAt: at })
+  }
+
+  const transition = (request: TaskStore.TransitionRequest): TaskStore.TransitionResult => {
+    if (!TaskStatus.canTransition(request.from, request.to)) {
+      return { _tag: "IllegalTransition", from: request.from, to: request.to }
+    }
+    const row = state.tasks.get(request.taskId)
+    if (row === undefined || row.leaseToken !== request.leaseToken || row.record.status !== request.from) {
+      return { _tag: "LeaseLost" }
+    }
+    settle(row, request.to, request.chargeMicros, request.now)
+    row.record = {
+      ...row.record,
+      status: request.to,
+      updatedAt: request.now,
+      ...(request.errorCode === undefined ? {} : { errorCode: request.errorCode }),
+      ...(request.upstreamRef === undefined ? {} : { upstreamRef: request.upstreamRef }),
+      ...(request.assets === undefined ? {} : { assets: request.assets }),
+      ...(request.to === "succeeded" ? { chargedMicros: request.chargeMicros ?? null } : {})
+    }
+    if (!request.keepLease || TaskStatus.isTerminal(request.to)) {
+      row.leaseToken = null
+      row.leaseExpiresAt = null
+      if (TaskStatus.isUnfinished(request.to)) wake(state)
+    }
+    return { _tag: "Done", task: row.record }
+  }
+
+  return TaskStore.TaskStore.of({
+    admit: (request) => Effect.sync(() => admit(request)),
+    admitWithKey: TaskStore.admitWithKeyInSteps(accounts, (request) => Effect.sync(() => admit(request))),
+    findIdempotent: (accountId, idempotencyKey, now) =>
+      Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
+    purgeIdempotencyKeys: (expiredBefore, limit) =>
+      Effect.sync(() => {
+        const cutoff = expiredBefore.getTime()
+        let deleted = 0
+        for (const [key, row] of state.idempotency) {
+          if (deleted >= limit) break
+          if (row.expiresAt <= cutoff) {
+            state.idempotency.delete(key)
+            deleted++
+          }
+        }
+        return deleted
+      }),
+    get: (accountId, taskId) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(taskId)
+        return row?.record.accountId === accountId ? row.record : undefined
+      }),
+    list: (accountId, limit) =>
+      Effect.sync(() =>
+        Array.from(state.tasks.values())
+          .filter((row) => row.record.accountId === accountId)
+          .sort((a, b) => b.record.createdAt.getTime() - a.record.createdAt.getTime() || b.seq - a.seq)
+          .slice(0, limit)
+          .map((row) => row.record)
+      ),
+    claim: (options) =>
+      Effect.sync(() => {
+        const now = options.now.getTime()
+        return Array.from(state.tasks.values())
+          .filter((row) => claimable(row, now) && (options.models?.includes(row.record.model) ?? true))
+          .sort((a, b) => a.record.createdAt.getTime() - b.record.createdAt.getTime() || a.seq - b.seq)
+          .slice(0, options.limit)
+          .map((row): TaskStore.Claim => {
+            row.leaseToken = randomUUID()
+            row.leaseExpiresAt = now + options.leaseMs
+            row.record = { ...row.record, attempts: row.record.attempts + 1 }
+            return { task: row.record, leaseToken: row.leaseToken, leaseExpiresAt: new Date(row.leaseExpiresAt) }
+          })
+      }),
+    renew: (taskId, leaseToken, until) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.leaseToken !== leaseToken) return false
+        row.leaseExpiresAt = until.getTime()
+        return true
+      }),
+    transition: (request) => Effect.sync(() => transition(request)),
+    transitionAll: (requests) =>
+      Effect.sync(() => requests.map(transition)),
+    listByStatus: (status, limit, afterId) =>
+      Effect.sync(() =>
+        Array.from(state.tasks.values(), (row) => row.record)
+          .filter((task) => task.status === status && (afterId === undefined || task.id > afterId))
+          .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+          .slice(0, limit)
+      ),
+    resolve: (resolution) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(resolution.taskId)
+        if (row === undefined || row.record.status !== "reconciliation_required") return undefined
+        settle(row, resolution.to, resolution.chargeMicros, resolution.now)
+        row.record = {
+          ...row.record,
+          status: resolution.to,
+          updatedAt: resolution.now,
+          ...(resolution.errorCode === undefined ? {} : { errorCode: resolution.errorCode }),
+          ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
+          ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
+        }
+        return row.record
+      }),
+    awaitWork: (maxWaitMs) =>
+      Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
+  })
+}

@@ -1,0 +1,172 @@
+/**
+ * The chat storage port on PostgreSQL: `open` and `settle` are one call each of the functions
+ * of migration 0005 (checks and writes in one transaction under the account's row lock);
+ * `sweepStale` settles the stale open requests one by one through the same function, so a
+ * request settled meanwhile by its own server is left as that server wrote it.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { PgTypes } from "@effect/sql-pg"
+import { ChatStore, Money } from "@taskmeter/kernel"
+import type { ChatBilling, ChatPrices, Ids } from "@taskmeter/kernel"
+import * as Failures from "./Failures.ts"
+import { toRefusal } from "./Rows.ts"
+
+type Int8 = bigint | number
+
+interface ChatRow {
+  readonly id: string
+  readonly account_id: string
+  readonly model: string
+  readonly status: string
+  readonly reserved_micros: Int8
+  readonly charged_micros: Int8 | null
+  readonly prompt_tokens: Int8 | null
+  readonly completion_tokens: Int8 | null
+  readonly finish_reason: string | null
+  readonly error_code: string | null
+  readonly tiers: ReadonlyArray<ChatPrices.ChatPriceTier>
+  readonly created_at: Date
+  readonly completed_at: Date | null
+}
+
+const columns = [
+  "id",
+  "account_id",
+  "model",
+  "status",
+  "reserved_micros",
+  "charged_micros",
+  "prompt_tokens",
+  "completion_tokens",
+  "finish_reason",
+  "error_code",
+  "tiers",
+  "created_at",
+  "completed_at"
+] as const
+
+const select = (alias: string): string => columns.map((column) => `${alias}.${column}`).join(", ")
+
+const toRecord = (row: ChatRow): ChatBilling.ChatRequestRecord => ({
+  id: row.id as Ids.ChatRequestId,
+  model: row.model,
+  status: row.status as ChatBilling.ChatRequestRecord["status"],
+  reservedMicros: Money.micros(Number(row.reserved_micros)),
+  chargedMicros: row.charged_micros === null ? null : Money.micros(Number(row.charged_micros)),
+  usage: row.prompt_tokens === null || row.completion_tokens === null
+    ? null
+    : { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens) },
+  finishReason: row.finish_reason,
+  errorCode: row.error_code,
+  createdAt: row.created_at,
+  completedAt: row.completed_at
+})
+
+interface OpenRow extends ChatRow {
+  readonly outcome: ChatStore.OpenResult["_tag"]
+  readonly detail: Int8 | null
+}
+
+interface SettleRow extends ChatRow {
+  readonly written: boolean
+}
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  const settle = (s: ChatStore.ChatSettlement) =>
+    sql<SettleRow>`SELECT s.written, ${sql.literal(select("(s.request)"))}
+      FROM taskmeter_chat_settle(
+        ${s.id}, ${s.status}, ${s.usage?.promptTokens ?? null}::bigint, ${s.usage?.completionTokens ?? null}::bigint,
+        ${s.finishReason}::text, ${s.errorCode}::text, ${s.chargeMicros}::bigint, ${s.completedAt}
+      ) s`
+
+  return ChatStore.ChatStore.of({
+    open: (request, limits) =>
+      Failures.run(
+        "open chat request",
+        sql<OpenRow>`SELECT o.outcome, o.detail, ${sql.literal(select("(o.request)"))}
+          FROM taskmeter_chat_open(
+            ${request.id}, ${request.accountId}, ${request.apiKeyId}::text, ${request.model},
+            ${request.reservedMicros}::bigint, ${PgTypes.jsonb(request.tiers)}, ${request.createdAt},
+            ${limits.requestsPerMinute}::integer, ${limits.maxOpenRequests}::integer, ${limits.keyUsageLimit}::integer
+          ) o`
+      ).pipe(Effect.map((rows): ChatStore.OpenResult => {
+        const row = rows[0]!
+        switch (row.outcome) {
+          case "Opened":
+            return { _tag: "Opened", record: toRecord(row) }
+          default:
+            return toRefusal(row.outcome, row.detail)
+        }
+      })),
+
+    find: (id) =>
+      Failures.run(
+        "find chat request",
+        sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c WHERE c.id = ${id}`
+      ).pipe(Effect.map((rows) => {
+        const row = rows[0]
+        return row === undefined
+          ? undefined
+          : { record: toRecord(row), accountId: row.account_id as Ids.AccountId, tiers: row.tiers }
+      })),
+
+    settle: (s) =>
+      Failures.run("settle chat request", settle(s)).pipe(
+        Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0])))
+      ),
+
+    get: (accountId, id) =>
+      Failures.run(
+        "get chat request",
+        sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c
+          WHERE c.id = ${id} AND c.account_id = ${accountId}`
+      ).pipe(Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0])))),
+
+    list: (accountId, page) =>
+      Failures.run(
+        "list chat requests",
+        Effect.gen(function*() {
+          let beforeSeq: Int8 | null = null
+          if (page.before !== undefined) {
+            const cursor = yield* sql<{ readonly seq: Int8 }>`SELECT seq FROM chat_requests
+              WHERE id = ${page.before} AND account_id = ${accountId}`
+            if (cursor.length === 0) return undefined
+            beforeSeq = cursor[0]!.seq
+          }
+          const rows = yield* sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c
+            WHERE c.account_id = ${accountId} AND (${beforeSeq}::bigint IS NULL OR c.seq < ${beforeSeq}::bigint)
+            ORDER BY c.seq DESC
+            LIMIT ${page.limit + 1}`
+          const requests = rows.slice(0, page.limit).map(toRecord)
+          const last = requests[requests.length - 1]
+          return { requests, nextCursor: rows.length > page.limit && last !== undefined ? last.id : null }
+        })
+      ),
+
+    sweepStale: (openedBefore, now) =>
+      Failures.run(
+        "sweep stale chat requests",
+        Effect.gen(function*() {
+          const stale = yield* sql<{ readonly id: string }>`SELECT id FROM chat_requests
+            WHERE status = 'open' AND created_at < ${openedBefore} ORDER BY seq`
+          let swept = 0
+          for (const { id } of stale) {
+            const rows = yield* settle({
+              id: id as Ids.ChatRequestId,
+              status: "failed",
+              usage: null,
+              finishReason: null,
+              errorCode: ChatStore.ABANDONED,
+              chargeMicros: Money.ZERO,
+              completedAt: now
+            })
+            if (rows[0]?.written === true) swept++
+          }
+          return swept
+        })
+      )
+  })
+})
