@@ -225,6 +225,7 @@ const chat = (context: CorpusContext): Array<HostileCase> => {
     completion("body __proto__ with model", `{"__proto__":{"model":${json(model)}},"messages":[{"role":"user","content":"hi"}]}`),
     completion("300 KB content", { ...valid, messages: [{ role: "user", content: "a".repeat(300_000) }] }, { status: [400, 413], code: "INPUT_TOO_LARGE" }),
     completion("100,000 messages", { ...valid, messages: Array.from({ length: 100_000 }, () => ({ role: "user", content: "" })) }, { status: [400, 413], code: ["INPUT_TOO_LARGE", "INVALID_REQUEST"] }),
+    { name: "chat: Content-Type missing", auth: "customer", request: { method: "POST", path: "/api/v1/chat/completions", body: json(valid) }, expect: INVALID_REQUEST, unsure: "no 415 in the spec" },
     { name: "chat: Content-Type text/plain", auth: "customer", request: { method: "POST", path: "/api/v1/chat/completions", headers: [["content-type", "text/plain"]], body: json(valid) }, expect: INVALID_REQUEST, unsure: "no 415 in the spec" },
     { name: "chat: no credentials", auth: "none", request: { method: "POST", path: "/api/v1/chat/completions", headers: [["content-type", "application/json"]], body: json(valid) }, expect: { status: 401, code: "AUTH_REQUIRED" } },
     { name: "chat: Authorization garbage", auth: "none", request: { method: "POST", path: "/api/v1/chat/completions", headers: [["content-type", "application/json"], ["authorization", "Bearer \xed\xa0\x80"]], body: json(valid) }, expect: { status: 401, code: "AUTH_REQUIRED" } },
