@@ -359,7 +359,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
 
   describe("MCP sign-ins", () => {
     const mcpStatus = (accessToken: string) =>
-      Effect.flatMap(baseUrl, (url) =>
+      Effect.flatMap(apiUrl, (url) =>
         Effect.promise(async () =>
           (await fetch(`${url}/mcp`, {
             method: "POST",
@@ -371,7 +371,7 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
     it.effect("lists an account's sign-ins, newest first, and revoking one ends its tokens at once", () =>
       Effect.gen(function*() {
         const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "signed-in" }))
-        const url = yield* baseUrl
+        const url = yield* apiUrl
         const first = yield* mcpSignIn(account.id, url)
         const second = yield* mcpSignIn(account.id, url)
         const listed = yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))
@@ -400,10 +400,16 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInList({ accountId: Ids.makeAccountId() })))).toBe("AccountNotFound")
         const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "nobody-signed-in" }))
         expect(yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))).toEqual([])
-        const other = yield* mcpSignIn(Ids.makeAccountId(), yield* baseUrl)
-        for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }, { signInId: "x\u0000" }]) {
+        const other = yield* mcpSignIn(Ids.makeAccountId(), yield* apiUrl)
+        for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }]) {
           expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInRevoke(payload)))).toBe("SignInNotFound")
         }
+        // An id no store could hold is refused with the body, before the procedure (see "operator token").
+        const nul = yield* post(
+          JSON.stringify({ _tag: "Request", id: "1", tag: "McpSignInRevoke", payload: { signInId: "x\u0000" }, headers: [] }),
+          { authorization: `Bearer ${Redacted.value(token)}` }
+        )
+        expect([nul.status, (nul.body as any).code]).toEqual([400, "INVALID_REQUEST"])
         expect(yield* mcpStatus(other.accessToken)).toBe(200)
       }))
   })
