@@ -6,7 +6,8 @@
  *
  * A failure that is not an API error never reaches a client as a 500: request decoding
  * failures say which value to fix (INVALID_REQUEST, or INVALID_IDEMPOTENCY_KEY for that
- * header), an unknown route is 404 NOT_FOUND (`routeNotFound`), a write the store refuses for
+ * header), an unknown route is 404 NOT_FOUND (`routeNotFound`; a path that is not valid
+ * percent-encoded UTF-8 is 400 INVALID_REQUEST), a write the store refuses for
  * its data (StoreRefused) is INVALID_REQUEST, and an unreachable store or any other defect is
  * API_UNAVAILABLE (503), all logged with their cause.
  */
@@ -94,12 +95,40 @@ const isRouteNotFound = (u: unknown): u is HttpServerError.HttpServerError =>
 /** The code of a request to a route that does not exist (not one of the spec's, which has none for it). */
 export const ROUTE_NOT_FOUND_CODE = "NOT_FOUND"
 
-/** 404 `{ code: "NOT_FOUND", error }` naming the method and path (without the query) asked for. */
-export const routeNotFound = (method: string, url: string): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.jsonUnsafe({
+/** Whether `path` is valid percent-encoding of UTF-8 text (every `%` two hex digits, the bytes UTF-8). */
+const isDecodable = (path: string): boolean => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * 404 `{ code: "NOT_FOUND", error }` naming the method and path (without the query) asked for;
+ * but 400 INVALID_REQUEST for a path that is not valid percent-encoded UTF-8 (`%`, `%E0%A4%A`, an
+ * encoded lone surrogate `%ED%A0%80`), which the router matches to no route: that is a malformed
+ * URL on every route, not an id or route that does not exist, and the client must fix its encoding.
+ */
+export const routeNotFound = (method: string, url: string): HttpServerResponse.HttpServerResponse => {
+  const path = url.split("?")[0]!
+  if (!isDecodable(path)) {
+    return HttpServerResponse.jsonUnsafe(
+      Errors.errorBody(
+        new Errors.InvalidRequest({
+          message: `The path ${JSON.stringify(path)} is not valid percent-encoded UTF-8: write a literal % as %25 and ` +
+            "percent-encode the UTF-8 bytes of other characters (ids go in the path as the API returns them)."
+        })
+      ),
+      { status: 400 }
+    )
+  }
+  return HttpServerResponse.jsonUnsafe({
     code: ROUTE_NOT_FOUND_CODE,
-    error: `No endpoint ${method} ${url.split("?")[0]}; the API is described at /api/openapi.json.`
+    error: `No endpoint ${method} ${path}; the API is described at /api/openapi.json.`
   }, { status: 404 })
+}
 
 /** The API error a failure or defect stands for, if it is one the caller can act on. */
 const classify = (u: unknown): Errors.ApiError | undefined => {

@@ -91,6 +91,27 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         expect(response.status).toBe(401)
       }))
 
+    it.effect("a body that is not JSON request messages, or holds NUL or a lone surrogate, is 400 INVALID_REQUEST before any procedure runs", () =>
+      Effect.gen(function*() {
+        const operator = { authorization: `Bearer ${Redacted.value(token)}` }
+        const message = (payload: unknown) => JSON.stringify({ _tag: "Request", id: "1", tag: "AccountCreate", payload, headers: [] })
+        const before = (yield* withAdmin((admin) => admin.AccountList())).length
+        const cases: ReadonlyArray<readonly [string, string]> = [
+          ["{", "not JSON"],
+          ["", "not JSON"],
+          ["null", "request message"],
+          ["42", "request message"],
+          [message({ name: "acme\u0000" }), "body.payload.name: contains U+0000"],
+          [message({ name: "\ud800acme" }), "body.payload.name: contains an unpaired surrogate"]
+        ]
+        for (const [body, says] of cases) {
+          const response = yield* post(body, operator)
+          expect([body.slice(0, 40), response.status]).toEqual([body.slice(0, 40), 400])
+          expect(response.body).toEqual({ code: "INVALID_REQUEST", error: expect.stringContaining(says) })
+        }
+        expect(yield* withAdmin((admin) => admin.AccountList())).toHaveLength(before)
+      }))
+
     it.effect("the admin file tells the CLI where the server is and its token, readable by the owner only", () =>
       Effect.gen(function*() {
         const file = yield* AdminFile.read(dataDir)
@@ -380,9 +401,15 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "nobody-signed-in" }))
         expect(yield* withAdmin((admin) => admin.McpSignInList({ accountId: account.id }))).toEqual([])
         const other = yield* mcpSignIn(Ids.makeAccountId(), yield* apiUrl)
-        for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }, { signInId: "x\u0000" }]) {
+        for (const payload of [{ signInId: other.grantId, accountId: account.id }, { signInId: crypto.randomUUID() }]) {
           expect(yield* reasonOf(withAdmin((admin) => admin.McpSignInRevoke(payload)))).toBe("SignInNotFound")
         }
+        // An id no store could hold is refused with the body, before the procedure (see "operator token").
+        const nul = yield* post(
+          JSON.stringify({ _tag: "Request", id: "1", tag: "McpSignInRevoke", payload: { signInId: "x\u0000" }, headers: [] }),
+          { authorization: `Bearer ${Redacted.value(token)}` }
+        )
+        expect([nul.status, (nul.body as any).code]).toEqual([400, "INVALID_REQUEST"])
         expect(yield* mcpStatus(other.accessToken)).toBe(200)
       }))
   })

@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Ledger, Money, Pricer } from "@taskmeter/kernel"
@@ -69,6 +70,37 @@ for (const store of stores) {
             expect(reply.body).toEqual({ code: "INVALID_IDEMPOTENCY_KEY", error: expect.stringContaining("Idempotency-Key") })
           }
           expect((yield* T.submit(who, undefined, "x".repeat(128))).status).toBe(202)
+        }))
+
+      it.effect("refuses two Idempotency-Key headers, which Node would join into one valid-looking key: 400 INVALID_IDEMPOTENCY_KEY, nothing reserved", () =>
+        Effect.gen(function*() {
+          const who = yield* T.customer()
+          const base = yield* T.baseUrl
+          const body = JSON.stringify({ model: T.MODEL, input: T.INPUT })
+          // fetch would send one header "a, b"; node:http sends each pair of a flat list as its own line (and adds no Host).
+          const reply = yield* Effect.promise(() =>
+            new Promise<{ status: number; body: any }>((resolve, reject) => {
+              const request = httpRequest(`${base}/api/v1/jobs`, {
+                method: "POST",
+                headers: [
+                  "host", new URL(base).host,
+                  "authorization", `Bearer ${who.secret}`,
+                  "content-type", "application/json",
+                  "content-length", String(Buffer.byteLength(body)),
+                  "idempotency-key", "first-key",
+                  "idempotency-key", "second-key"
+                ]
+              }, (response) => {
+                let text = ""
+                response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk)).on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }))
+              })
+              request.on("error", reject).end(body)
+            })
+          )
+          expect(reply.status).toBe(400)
+          expect(reply.body).toEqual({ code: "INVALID_IDEMPOTENCY_KEY", error: expect.stringContaining("one Idempotency-Key header") })
+          expect((yield* T.usage(who)).body.reservedMicros).toBe(0)
+          expect((yield* T.submit(who, undefined, "first-key, second-key")).status).toBe(202)
         }))
 
       it.effect("says what is wrong with a body that is not a JSON object with model and input: 400 INVALID_REQUEST", () =>

@@ -110,9 +110,13 @@ for (const store of stores) {
             const reply = yield* get(path)
             expect([path, reply.status, reply.body?.code]).toEqual([path, status, code])
           }
-          // A path whose escapes are not UTF-8 names no route: 400, as unknown routes are.
-          const undecodable = yield* get("/api/v1/jobs/%ED%A0%80")
-          expect([undecodable.status, undecodable.body?.code]).toEqual([400, "INVALID_REQUEST"])
+          // A path that is not valid percent-encoded UTF-8 is a malformed URL, whatever the route:
+          // 400 INVALID_REQUEST saying how to encode it, not the 404 of an id or a route.
+          for (const path of ["/api/v1/jobs/%ED%A0%80", "/api/v1/jobs/%", "/api/v1/results/%E0%A4%A", "/api/v1/chat/requests/%ED%A0%80", "/api/v1/result-links/%?sig=x", "/no-such-route/%zz"]) {
+            const undecodable = yield* get(path)
+            expect([path, undecodable.status, undecodable.body?.code]).toEqual([path, 400, "INVALID_REQUEST"])
+            expect(undecodable.body.error).toContain("not valid percent-encoded UTF-8")
+          }
         }))
     })
   })

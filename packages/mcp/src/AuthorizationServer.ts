@@ -215,8 +215,12 @@ export class AuthorizationServer extends Context.Service<AuthorizationServer, {
    * when it may proceed, else the page to answer with (429 past the limit).
    */
   readonly admitAuthorize: (remoteAddress: string | undefined) => Effect.Effect<AuthorizeOutcome | undefined>
-  /** GET /authorize: checks the request and opens a sign-in, or says why not. */
-  readonly authorize: (query: URLSearchParams) => Effect.Effect<AuthorizeOutcome>
+  /**
+   * GET /authorize: checks the request and opens a sign-in, or says why not. `rawQuery` (the
+   * URL's `search`, still percent-encoded) lets it refuse what `query` no longer shows: a
+   * parameter sent twice, or one that is not valid percent-encoded UTF-8.
+   */
+  readonly authorize: (query: URLSearchParams, rawQuery?: string) => Effect.Effect<AuthorizeOutcome>
   /** POST /authorize: the owner's answer on the sign-in page. */
   readonly decide: (decision: Decision) => Effect.Effect<AuthorizeOutcome>
   /** POST /token, form-encoded, with the request's Authorization header if any. */
@@ -251,6 +255,46 @@ const orUnavailable = <A, R>(effect: Effect.Effect<A, StoreError.StoreUnavailabl
 const checkStorableForm = (form: URLSearchParams) => {
   const bad = firstUnstorableParam(form)
   return bad === undefined ? Effect.void : Effect.fail(oauthError("invalid_request", describeUnstorable(bad)))
+}
+
+/** The longest `state` accepted: it is stored with the sign-in and sent back in the redirect. */
+export const MAX_STATE_LENGTH = 2048
+
+/** Parameters RFC 8707 lets a client repeat; any other sent twice is invalid_request (RFC 6749 §3.1). */
+const REPEATABLE = new Set(["resource"])
+
+const decodeComponent = (text: string): string | undefined => {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The first problem of a raw query string (`?a=b&...`) that URLSearchParams hides: a parameter
+ * whose name or value is not valid percent-encoded UTF-8 (URLSearchParams would turn its bytes
+ * into U+FFFD or keep a stray %, so a `state` would not come back as sent), or one sent more than
+ * once (which one counts would be a guess). `param` is "a parameter name" when the name is bad.
+ */
+export const rawQueryProblem = (rawQuery: string): { readonly param: string; readonly description: string } | undefined => {
+  const seen = new Set<string>()
+  for (const part of rawQuery.replace(/^\?/, "").split("&")) {
+    if (part === "") continue
+    const equals = part.indexOf("=")
+    const name = decodeComponent(equals === -1 ? part : part.slice(0, equals))
+    if (name === undefined) {
+      return { param: "a parameter name", description: "A parameter name is not valid percent-encoded UTF-8." }
+    }
+    if (equals !== -1 && decodeComponent(part.slice(equals + 1)) === undefined) {
+      return { param: name, description: `${name} is not valid percent-encoded UTF-8; percent-encode the UTF-8 bytes of its value.` }
+    }
+    if (seen.has(name) && !REPEATABLE.has(name)) {
+      return { param: name, description: `${name} is sent more than once; send each parameter once.` }
+    }
+    seen.add(name)
+  }
+  return undefined
 }
 
 /** Adds the authorization response parameters to a redirect URI, keeping its own query. */
@@ -432,10 +476,16 @@ export const make = (options: Options) =>
           problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
         )))
 
-    const authorize = (query: URLSearchParams): Effect.Effect<AuthorizeOutcome> =>
+    const authorize = (query: URLSearchParams, rawQuery?: string): Effect.Effect<AuthorizeOutcome> =>
       Effect.gen(function*() {
+        // Without a trusted client_id and redirect_uri there is nowhere safe to send an error: a page.
+        const untrusted = (param: string) => param === "client_id" || param === "redirect_uri" || param === "a parameter name"
+        const malformed = rawQuery === undefined ? undefined : rawQueryProblem(rawQuery)
+        if (malformed !== undefined && untrusted(malformed.param)) {
+          return problem(400, "This sign-in link is malformed", malformed.description)
+        }
         const unstorable = firstUnstorableParam(query)
-        if (unstorable !== undefined && (unstorable === "client_id" || unstorable === "redirect_uri" || unstorable === "a parameter name")) {
+        if (unstorable !== undefined && untrusted(unstorable)) {
           return problem(400, "This sign-in link is malformed", describeUnstorable(unstorable))
         }
         const clientId = query.get("client_id")
@@ -479,12 +529,19 @@ export const make = (options: Options) =>
           )
         }
 
-        const state = unstorable === "state" ? null : query.get("state")
+        const presentedState = query.get("state")
+        const stateTooLong = presentedState !== null && presentedState.length > MAX_STATE_LENGTH
+        // A state that could not be kept as sent is not sent back.
+        const state = unstorable === "state" || malformed?.param === "state" || stateTooLong ? null : presentedState
         const fail = (error: string, description: string): AuthorizeOutcome => ({
           _tag: "Redirect",
           location: responseLocation(redirectUri, { error, error_description: description, state, iss: s.issuer })
         })
+        if (malformed !== undefined) return fail("invalid_request", malformed.description)
         if (unstorable !== undefined) return fail("invalid_request", describeUnstorable(unstorable))
+        if (stateTooLong) {
+          return fail("invalid_request", `state is ${presentedState.length} characters long; send at most ${MAX_STATE_LENGTH}.`)
+        }
         if (query.get("response_type") !== "code") {
           return fail("unsupported_response_type", "Only response_type=code is supported.")
         }

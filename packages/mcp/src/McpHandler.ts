@@ -54,6 +54,13 @@ const successResult = (outcome: Tools.Outcome<unknown>): CallToolResult => ({
   structuredContent: outcome.structured as { [key: string]: unknown }
 })
 
+/** `args` without the arguments `tool` judges itself (see Tools.Tool.validatesOwnText). */
+const withoutOwnText = (tool: Tools.Tool, args: unknown): unknown => {
+  const own = tool.validatesOwnText
+  if (own === undefined || typeof args !== "object" || args === null || Array.isArray(args)) return args
+  return Object.fromEntries(Object.entries(args).filter(([name]) => !own.includes(name)))
+}
+
 const execute = (tool: Tools.Tool, args: unknown, call: Tools.Call) =>
   Effect.gen(function*() {
     if (tool.scope !== null && !call.caller.scopes.includes(tool.scope)) {
@@ -61,7 +68,7 @@ const execute = (tool: Tools.Tool, args: unknown, call: Tools.Call) =>
         message: `${tool.name} needs the ${tool.scope} permission, which this sign-in does not have; sign in again and approve it.`
       })
     }
-    const unstorable = firstUnstorable(args, "arguments")
+    const unstorable = firstUnstorable(withoutOwnText(tool, args), "arguments")
     if (unstorable !== undefined) return yield* new Errors.InvalidRequest({ message: describeUnstorable(unstorable) })
     return successResult(yield* tool.run(yield* ToolSchema.decodeArguments(tool.input, args), call))
   }).pipe(

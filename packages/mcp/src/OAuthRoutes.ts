@@ -59,8 +59,16 @@ const formBody = Effect.gen(function*() {
   return new URLSearchParams(text)
 }).pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, MAX_BODY))
 
+/** The body of a JSON POST (RFC 7591 §3.1: registration is application/json), or invalid_client_metadata. */
 const jsonBody = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
+  const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+  if (type !== "application/json") {
+    return yield* Effect.fail(oauthError(
+      "invalid_client_metadata",
+      `Send the client metadata as a JSON object with Content-Type: application/json${type === "" ? "" : ` (not ${type})`}.`
+    ))
+  }
   const text = yield* Effect.mapError(request.text, () => oauthError("invalid_client_metadata", "The request body could not be read (at most 64 KB)."))
   try {
     return JSON.parse(text) as unknown
@@ -131,7 +139,10 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Authorizat
       )
 
     yield* router.add("GET", "/authorize", (request) =>
-      limited(request, Effect.map(server.authorize(new URL(request.url, s.issuer).searchParams), page)))
+      limited(request, Effect.suspend(() => {
+        const url = new URL(request.url, s.issuer)
+        return Effect.map(server.authorize(url.searchParams, url.search), page)
+      })))
 
     yield* router.add("POST", "/authorize", (request) =>
       limited(request, formBody.pipe(

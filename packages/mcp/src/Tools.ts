@@ -77,6 +77,14 @@ export interface Tool<I = any, O = any> {
   readonly input: Schema.Codec<I, any>
   readonly output: Schema.Codec<O, any>
   readonly scope: Scope.Scope | null
+  /**
+   * Arguments whose strings the tool's own validation judges, U+0000 and unpaired surrogates
+   * included, answering the API's code for that value as POST /api/v1/jobs does (`model`:
+   * MODEL_NOT_FOUND; the model `input`: INVALID_MODEL_INPUT naming the field; `idempotencyKey`:
+   * INVALID_IDEMPOTENCY_KEY).
+   * The handler's INVALID_REQUEST for unstorable strings covers every other argument.
+   */
+  readonly validatesOwnText?: ReadonlyArray<string>
   readonly run: (
     args: I,
     call: Call
@@ -234,6 +242,7 @@ export const getModel = tool({
     }))
   }),
   scope: null,
+  validatesOwnText: ["model", "input"],
   run: (args) =>
     Effect.gen(function*() {
       const catalog = yield* Catalog.Catalog
@@ -300,6 +309,7 @@ export const createTask = tool({
     idempotencyKey: Schema.String
   }),
   scope: "jobs:create",
+  validatesOwnText: ["model", "input", "idempotencyKey"],
   run: (args, call) =>
     Effect.gen(function*() {
       const idempotencyKey = args.idempotencyKey ?? `mcp-${

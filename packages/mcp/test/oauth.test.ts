@@ -119,6 +119,17 @@ describe("registration", () => {
     const empty = await RawOAuth.register(base, { redirect_uris: [] })
     expect(empty.body.error).toBe("invalid_client_metadata")
   })
+
+  it("takes client metadata only as application/json (RFC 7591 §3.1), saying so", async () => {
+    const metadata = JSON.stringify({ client_name: "Plain", redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none" })
+    for (const headers of [{ "content-type": "text/plain" }, {}] as const) {
+      const response = await fetch(`${base}/register`, { method: "POST", headers, body: metadata })
+      expect(response.status).toBe(400)
+      const body = await response.json() as any
+      expect(body.error).toBe("invalid_client_metadata")
+      expect(body.error_description).toContain("Content-Type: application/json")
+    }
+  })
 })
 
 describe("registration limits", () => {
@@ -232,6 +243,31 @@ describe("authorization requests", () => {
       expect(location.searchParams.get("state")).toBe("state-1")
       expect(location.searchParams.get("iss")).toBe(base)
     }
+  })
+
+  it("refuses a parameter sent twice, one that is not percent-encoded UTF-8, and a state over 2048 characters: invalid_request, the bad state not sent back", async () => {
+    const clientId = await publicClient()
+    const { state: _state, ...params } = authorizeParams(clientId)
+    const query = (extra: string) => `${new URLSearchParams(params)}&${extra}`
+    const redirected = async (extra: string) => {
+      const response = await fetch(`${base}/authorize?${query(extra)}`, { redirect: "manual" })
+      expect(response.status, extra.slice(0, 40)).toBe(303)
+      return new URL(response.headers.get("location")!)
+    }
+    for (const extra of ["state=a&state=b", "state=%ED%A0%80", "state=%E0%A4%A", `state=${"s".repeat(2049)}`, "state=ok&scope=jobs%3Aread&scope=usage%3Aread"]) {
+      const location = await redirected(extra)
+      expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI)
+      expect(location.searchParams.get("error")).toBe("invalid_request")
+      expect(location.searchParams.get("error_description")).toMatch(/more than once|percent-encoded UTF-8|at most 2048/)
+      expect(location.searchParams.get("state")).toBe(extra.startsWith("state=ok") ? "ok" : null)
+    }
+    // Without a trusted redirect URI, no redirect: a page.
+    const twice = await fetch(`${base}/authorize?${query(`state=x&redirect_uri=${encodeURIComponent(REDIRECT_URI)}`)}`, { redirect: "manual" })
+    expect(twice.status).toBe(400)
+    expect(await twice.text()).toContain("redirect_uri is sent more than once")
+    // A state of 2048 characters and a repeated resource (RFC 8707) are fine.
+    const fine = await fetch(`${base}/authorize?${query(`state=${"s".repeat(2048)}&resource=${encodeURIComponent(`${base}/mcp`)}&resource=${encodeURIComponent(`${base}/mcp`)}`)}`, { redirect: "manual" })
+    expect(fine.status).toBe(200)
   })
 
   it("renders a framing-proof, uncached sign-in page naming the client, the redirect host and the scopes", async () => {

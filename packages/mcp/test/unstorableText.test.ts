@@ -148,4 +148,34 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
       }
     }
   })
+
+  it("answers create_task and get_model with the API's codes for them: the model's MODEL_NOT_FOUND, the input's INVALID_MODEL_INPUT naming the field, the idempotencyKey's INVALID_IDEMPOTENCY_KEY", async () => {
+    const who = await server.customer()
+    const model = "alpha-2-lite-text-to-image-economy"
+    for (const bad of BAD) {
+      const cases = [
+        ["create_task", { model, input: { prompt: `a lighthouse${bad}` } }, "INVALID_MODEL_INPUT", "input.prompt"],
+        ["create_task", { model, input: { prompt: "a lighthouse", [`x${bad}`]: 1 } }, "INVALID_MODEL_INPUT", "input"],
+        ["get_model", { model, input: { prompt: `a lighthouse${bad}` } }, "INVALID_MODEL_INPUT", "input.prompt"],
+        ["create_task", { model, input: { prompt: "a lighthouse" }, idempotencyKey: `key${bad}` }, "INVALID_IDEMPOTENCY_KEY", "idempotencyKey"],
+        ["create_task", { model: `${model}${bad}`, input: { prompt: "a lighthouse" } }, "MODEL_NOT_FOUND", "alpha-2-lite"],
+        ["get_model", { model: `${model}${bad}` }, "MODEL_NOT_FOUND", "alpha-2-lite"]
+      ] as const
+      for (const [name, args, code, names] of cases) {
+        const response = await RawOAuth.mcpCall(
+          base,
+          who.secret,
+          { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } },
+          { "mcp-protocol-version": "2025-11-25" }
+        )
+        expect(response.status).toBe(200)
+        const result = RawOAuth.rpcResult(response.text).result
+        expect(result.isError, `${name} ${JSON.stringify(args)}`).toBe(true)
+        expect(result.structuredContent.code, `${name} ${JSON.stringify(args)}`).toBe(code)
+        expect(result.structuredContent.error).toContain(names)
+        noInternals(response.text)
+      }
+    }
+    expect(await server.balances(who.accountId)).toMatchObject({ reservedMicros: 0 })
+  })
 })

@@ -2,8 +2,9 @@
  * Serves the admin RPC service at `POST /admin/rpc` on a listener of its own (ServerConfig's
  * ADMIN_HOST and ADMIN_PORT, loopback by default), never on the public port. Every request must
  * carry `Authorization: Bearer <operator token>`; without it, or with another token, the answer
- * is 401 `{ code: "AUTH_REQUIRED", error }` and the body is not read. Any other method or path
- * is 404 NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
+ * is 401 `{ code: "AUTH_REQUIRED", error }` and the body is not read. A body that is not JSON
+ * request messages, or holds U+0000 or an unpaired surrogate, is 400 INVALID_REQUEST before any
+ * procedure runs. Any other method or path is 404 NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
  *
  * @example
  * ```ts
@@ -17,7 +18,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Errors } from "@taskmeter/kernel"
+import { Errors, StorableText } from "@taskmeter/kernel"
 import * as ErrorResponse from "../ErrorResponse.ts"
 import * as ResponseHeaders from "../ResponseHeaders.ts"
 import { ServerConfig } from "../ServerConfig.ts"
@@ -33,6 +34,28 @@ const unauthorized = ErrorResponse.fromError(
   }),
   { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
 )
+
+/**
+ * Why a body is refused before effect/rpc reads it (which would answer a Defect carrying the
+ * parser's exception): not JSON, not a request message (an object) or a batch of them (an
+ * array), or holding a string no store keeps (U+0000, an unpaired surrogate), named by its path
+ * as everywhere else. The body is read once: effect/rpc reads the same cached bytes.
+ */
+const bodyRefusal = (text: string): Errors.InvalidRequest | undefined => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (cause) {
+    return new Errors.InvalidRequest({
+      message: `The body is not JSON (${cause instanceof Error ? cause.message : String(cause)}); send effect/rpc request messages as JSON, as the taskmeter admin CLI does.`
+    })
+  }
+  if (typeof parsed !== "object" || parsed === null) {
+    return new Errors.InvalidRequest({ message: "The body must be an effect/rpc request message (a JSON object) or an array of them." })
+  }
+  const unstorable = StorableText.findUnstorable(parsed, "body")
+  return unstorable === undefined ? undefined : new Errors.InvalidRequest({ message: StorableText.describe(unstorable) })
+}
 
 /** The admin listener could not listen (the port is taken, most often by another process on this host). */
 export class AdminListenError extends Data.TaggedError("AdminListenError")<{ readonly message: string; readonly cause: unknown }> {}
@@ -64,7 +87,9 @@ export const layer = (options: Options) =>
         if (request.method !== "POST" || path !== PATH) {
           return ErrorResponse.routeNotFound(request.method, request.url)
         }
-        return verify(OperatorToken.fromAuthorization(request.headers.authorization)) ? yield* serve : unauthorized
+        if (!verify(OperatorToken.fromAuthorization(request.headers.authorization))) return unauthorized
+        const refusal = bodyRefusal(yield* request.text)
+        return refusal === undefined ? yield* serve : ErrorResponse.fromError(refusal)
       }).pipe(
         Effect.catchCause(ErrorResponse.fromCause),
         Effect.map(ResponseHeaders.withDefaults)

@@ -8,10 +8,11 @@
  */
 import { Effect, Redacted, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
-import { JobRequest } from "../api/JobsApi.ts"
+import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
 import * as JsonBody from "../JsonBody.ts"
 import { insufficientScope } from "./Authentication.ts"
@@ -48,6 +49,24 @@ const decodeRequest = (body: unknown): Effect.Effect<JobRequest, Errors.InvalidR
   )
 }
 
+/**
+ * How many times the request carries header `name` (lower case), from the platform's raw header
+ * list; 1 when the platform gives none. Node joins repeated unknown headers with ", " into one
+ * value, so two Idempotency-Key headers would otherwise read as one valid key that is neither.
+ */
+const countOf = (request: HttpServerRequest.HttpServerRequest, name: string): number => {
+  const raw = (request.source as { readonly rawHeaders?: unknown }).rawHeaders
+  if (!Array.isArray(raw)) return 1
+  let count = 0
+  for (let i = 0; i < raw.length; i += 2) if (String(raw[i]).toLowerCase() === name) count++
+  return count
+}
+
+const repeatedIdempotencyKey = (count: number) =>
+  new Errors.InvalidIdempotencyKey({
+    message: `Send one Idempotency-Key header, not ${count}: which one names this submission is ambiguous.`
+  })
+
 const malformedId = (id: string) =>
   new Errors.JobNotFound({
     message: `No task has the id ${JSON.stringify(id)}; task ids look like task_<uuid>, as POST /api/v1/jobs returns them.`
@@ -60,6 +79,8 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
       .handleRaw("create", ({ endpoint, headers, request }) =>
         Effect.gen(function*() {
           const key = yield* CurrentKey
+          const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
+          if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
           const job = yield* decodeRequest(yield* JsonBody.read(request))
           const { replayed, task } = yield* key.authenticateWith((presented) =>
             runner.submitWithKey(Redacted.value(presented), {

@@ -7,8 +7,8 @@
  * is about. Every model is served by the offline simulated provider (no worker runs: tasks
  * stay queued), so a submission the corpus expects refused is admitted when it is not.
  *
- * The admin RPC service is reached through `adminBaseUrl` alone: when it moves to a listener of
- * its own (ADMIN_HOST/ADMIN_PORT), that is the one place to change.
+ * The admin RPC service listens on its own listener (ADMIN_HOST 127.0.0.1, ADMIN_PORT 0: a free
+ * port), reached through `adminBaseUrl`; the public port answers 404 there.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
@@ -37,7 +37,7 @@ export interface Customer {
 export interface HostileServer {
   /** http://127.0.0.1:<port> of the public listener (API, chat, OAuth, MCP). */
   readonly baseUrl: string
-  /** Where the admin RPC service listens: the one place to change when it gets its own listener. */
+  /** http://127.0.0.1:<port> of the admin RPC service's own listener. */
   readonly adminBaseUrl: string
   /** The admin RPC path on `adminBaseUrl`. */
   readonly adminPath: string
@@ -58,6 +58,7 @@ const settingsFor = (storage: Storage, schema: string): Main.Settings => ({
   keyRateLimitPerMinute: 1_000_000,
   mcpRegistrationsPerHour: 1_000_000,
   mcpRegistrationsPerHourTotal: 1_000_000,
+  mcpAuthorizationsPerMinute: 1_000_000,
   ...(storage === "postgres"
     ? { databaseUrl: Option.some(Redacted.make(databaseUrl)), databaseSchema: Option.some(schema) }
     : {})
@@ -78,12 +79,13 @@ export const start = async (storage: Storage = "memory"): Promise<HostileServer>
     : Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)
   const server = Main.server({ settings, adapters: [Simulated.make()], pricesFile: Main.pricesFileOf(dataDir), token, dataDir }).pipe(
     Layer.provideMerge(stores),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir })),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminHost: "127.0.0.1", adminPort: 0 })),
     Layer.orDie
   )
   const runtime = ManagedRuntime.make(server)
-  const context = await runtime.runPromise(Effect.context<HttpServer.HttpServer>())
+  const context = await runtime.runPromise(Effect.context<HttpServer.HttpServer | AdminServer.AdminListener>())
   const baseUrl = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  const adminBaseUrl = HttpServer.formatAddress(Context.get(context, AdminServer.AdminListener).address)
   const newCustomer = (credits = 1_000_000_000) =>
     runtime.runPromise(Effect.gen(function*() {
       const accounts = yield* Accounts.Accounts
@@ -93,7 +95,7 @@ export const start = async (storage: Storage = "memory"): Promise<HostileServer>
     }))
   return {
     baseUrl,
-    adminBaseUrl: baseUrl,
+    adminBaseUrl,
     adminPath: AdminServer.PATH,
     operatorToken: Redacted.value(token),
     customer: await newCustomer(),

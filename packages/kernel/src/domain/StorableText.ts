@@ -99,11 +99,42 @@ export const describe = (found: Unstorable): string =>
  */
 export const toStorable = <A>(value: A): A => findUnstorable(value) === undefined ? value : replaceUnstorable(value)
 
+const clean = (text: string): string => isStorable(text) ? text : text.replaceAll("\u0000", "\ufffd").toWellFormed()
+
+/**
+ * The copy toStorable makes, built with a work list rather than recursion (as findUnstorable
+ * walks), so that an upstream's metadata nested deeper than the stack allows is made storable
+ * instead of failing its task's move again and again. Keys keep their order; of two keys that
+ * become equal the later one wins, as Object.fromEntries does; `__proto__` stays an own key.
+ */
 const replaceUnstorable = <A>(value: A): A => {
-  if (typeof value === "string") return (isStorable(value) ? value : value.replaceAll("\u0000", "\ufffd").toWellFormed()) as A
-  if (Array.isArray(value)) return value.map(replaceUnstorable) as A
-  if (typeof value === "object" && value !== null) {
-    return Object.fromEntries(Object.entries(value).map(([key, member]) => [replaceUnstorable(key), replaceUnstorable(member)])) as A
+  let result: unknown
+  const pending: Array<{ readonly source: unknown; readonly assign: (copy: unknown) => void }> = [
+    { source: value, assign: (copy) => (result = copy) }
+  ]
+  const define = (target: object, key: PropertyKey, member: unknown) =>
+    Object.defineProperty(target, key, { value: member, enumerable: true, writable: true, configurable: true })
+  while (pending.length > 0) {
+    const { source, assign } = pending.pop()!
+    if (typeof source === "string") {
+      assign(clean(source))
+    } else if (Array.isArray(source)) {
+      const copy: Array<unknown> = new Array(source.length)
+      assign(copy)
+      for (let i = source.length - 1; i >= 0; i--) pending.push({ source: source[i], assign: (member) => (copy[i] = member) })
+    } else if (typeof source === "object" && source !== null) {
+      const copy: Record<string, unknown> = {}
+      assign(copy)
+      const entries = Object.entries(source).map(([key, member]) => [clean(key), member] as const)
+      for (const [key] of entries) define(copy, key, undefined)
+      // Popped in order, so the later of two equal keys is assigned last.
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, member] = entries[i]!
+        pending.push({ source: member, assign: (converted) => define(copy, key, converted) })
+      }
+    } else {
+      assign(source)
+    }
   }
-  return value
+  return result as A
 }

@@ -87,4 +87,19 @@ describe("StorableText.toStorable", () => {
     expect(StorableText.toStorable(clean)).toBe(clean)
     expect(StorableText.toStorable(undefined)).toBeUndefined()
   })
+
+  it("keeps key order, own __proto__ keys and the later of two keys that become equal", () => {
+    const stored = StorableText.toStorable(JSON.parse("{\"b\":\"\\u0000\",\"__proto__\":{\"x\":1},\"k\\u0000\":1,\"k\\ud800\":2,\"a\":null}"))
+    expect(Object.keys(stored)).toEqual(["b", "__proto__", "k\ufffd", "a"])
+    expect(stored).toEqual(JSON.parse("{\"b\":\"\ufffd\",\"__proto__\":{\"x\":1},\"k\ufffd\":2,\"a\":null}"))
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype)
+  })
+
+  it("makes a value nested 100,000 levels deep storable instead of overflowing the stack", () => {
+    const depth = 100_000
+    const stored = StorableText.toStorable(JSON.parse("{\"a\":".repeat(depth) + "\"\\u0000\"" + "}".repeat(depth)))
+    let inner: any = stored
+    for (let i = 0; i < depth; i++) inner = inner.a
+    expect(inner).toBe("\ufffd")
+  })
 })

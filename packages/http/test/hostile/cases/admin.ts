@@ -1,8 +1,7 @@
 /**
  * The admin RPC service (effect/rpc over HTTP, JSON serialization, operator token as a bearer
- * token). Every case targets "admin": its base URL comes from HostileServer.adminBaseUrl, the
- * one place to change when the service moves to a listener of its own (ADMIN_HOST/ADMIN_PORT).
- * With the token, a hostile payload must be refused (a 4xx, or the procedure failing with its
+ * token) on its own listener (ADMIN_HOST/ADMIN_PORT): the cases target "admin", whose base URL is
+ * HostileServer.adminBaseUrl, and the public port must answer 404 at /admin/rpc. With the token, a hostile payload must be refused (a 4xx, or the procedure failing with its
  * AdminError), never a defect or a 5xx; none of these cases may change anything.
  */
 import type { HeaderList } from "../RawHttp.ts"
@@ -21,7 +20,8 @@ const refused = (name: string, body: string, extra: Partial<HostileCase> = {}): 
   target: "admin",
   auth: "operator",
   request: { method: "POST", path: "/admin/rpc", headers: HEADERS, body },
-  expect: { status: [200, 400, 404, 413, 415], adminRefusal: true },
+  // Not 404: the admin listener serves POST /admin/rpc; a 404 would be another listener's answer.
+  expect: { status: [200, 400, 413, 415], adminRefusal: true },
   ...extra
 })
 
@@ -29,6 +29,9 @@ const refused = (name: string, body: string, extra: Partial<HostileCase> = {}): 
 const NO_ACCOUNT = "acct_does-not-exist"
 
 export const adminCases = (): Array<HostileCase> => [
+  // The public listener does not serve the admin RPC, whatever the credentials.
+  { name: "admin: on the public port, with the operator token", target: "public", auth: "operator", request: { method: "POST", path: "/admin/rpc", headers: HEADERS, body: request("AccountList", {}) }, expect: { status: 404, code: "NOT_FOUND" } },
+  { name: "admin: on the public port, no token", target: "public", auth: "none", request: { method: "POST", path: "/admin/rpc", headers: HEADERS, body: request("AccountList", {}) }, expect: { status: 404, code: "NOT_FOUND" } },
   // The operator token.
   { name: "admin: no token", target: "admin", auth: "none", request: { method: "POST", path: "/admin/rpc", headers: HEADERS, body: request("AccountList", {}) }, expect: { status: 401, code: "AUTH_REQUIRED" } },
   { name: "admin: a customer's API key", target: "admin", auth: "customer", request: { method: "POST", path: "/admin/rpc", headers: HEADERS, body: request("AccountList", {}) }, expect: { status: 401, code: "AUTH_REQUIRED" } },
