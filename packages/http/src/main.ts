@@ -254,16 +254,10 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
 
 /**
  * The whole server over the storage it is given (`serverStorage`, or any stores with an
- * OAuthStore): the API, chat and the MCP endpoint with its OAuth sign-in on one HTTP server
- * (ServerConfig's host and port), the admin service on its own listener (ADMIN_HOST,
- * ADMIN_PORT; `AdminServer.AdminListener` tells its address), and, unless `settings.workers` is false,
- * a task worker and the reconciler in the background. The admin file is written once the
- * server listens, with both listeners' `localUrl`.
- *
- * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
- * else the server's `localUrl`, known once it is bound: so the server listens first and the
- * services are built over it. Media links (and result links) are signed with
- * `mediaLinkSecret(settings, token)`.
+ * OAuthStore): the API, chat and MCP on ServerConfig's host and port, the admin service on its own
+ * listener, and unless `settings.workers` is false a task worker and the reconciler. The public URL
+ * is `settings.publicUrl`, else the bound `localUrl` (so it listens first); the admin file is
+ * written once both listeners are bound. Links are signed with `mediaLinkSecret(settings, token)`.
  */
 export const server = (options: ServerOptions) =>
   Layer.unwrap(Effect.map(HttpServer.HttpServer, (http) => {

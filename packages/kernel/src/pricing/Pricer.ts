@@ -267,14 +267,10 @@ interface Held {
 }
 
 /**
- * A Pricer over a PriceStore: the list is the store's current version, copied into this process
- * to quote from (no store read per quote); changes are compare-and-set saves of the store (on a
- * conflict, read again and redo, a few times) and take effect here at once; saves of other
- * processes arrive by the store's notifications, or by comparing the store's version every
- * `pollIntervalMs` in case one was missed. Entries of models the Catalog does not have are left
- * out (logged). A stored version that still does not fit the Catalog is logged and skipped: the
- * last usable list stays in force. At start an empty store gets the seed as version 1; a
- * current version that does not fit fails with PriceListInvalid, naming its problems.
+ * A Pricer over a PriceStore: it quotes from this process's copy of the store's current version,
+ * saves changes as compare-and-set versions (redone on a conflict, a few times), follows other
+ * processes' saves by notification or every `pollIntervalMs`, and seeds an empty store as version 1.
+ * What it does with versions or entries this release refuses: docs/decisions.md, Prices.
  */
 export const makeStored = (
   models: ReadonlyArray<PriceList.PricedModel>,
