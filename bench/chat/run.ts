@@ -2,8 +2,8 @@
  * The chat benchmark: the latency the server adds over its upstream. A mock upstream (upstream.ts),
  * the server over storage-memory or PostgreSQL (server.ts) and this client; the same requests go
  * direct and through POST /api/v1/chat/completions, reporting p50 and p99 per concurrency (whole
- * response; stream: first token), then checking the books. Results: bench/RESULTS.md.
- * Usage: node bench/chat/run.ts [--requests 1000] [--concurrency 1,32] [--tokens 20] [--store memory|pg]
+ * response; stream: first token), then checking the books.
+ * Usage and options: bench/chat/README.md; results: bench/RESULTS.md.
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
