@@ -1,9 +1,9 @@
 /**
- * Client ID Metadata Documents: a `client_id` that is an https URL whose document is the client's
- * metadata, fetched when a sign-in starts through the kernel's `PublicFetch` (port 443, public
- * addresses, pinned, no redirects, bounded, JSON only) from a normalised URL. Every fetch failure
- * answers the same `could not be fetched`, the reason logged (docs/decisions.md, MCP). For tests,
- * `allowHttpLoopback` admits `http://127.0.0.1:<port>/...` and `resolve` replaces the resolver.
+ * Client ID Metadata Documents: an https `client_id` URL (normalised, with a path, no credentials,
+ * fragment or dot segments) whose document is the client's metadata, fetched when a sign-in starts
+ * through the kernel's `PublicFetch` (port 443, public addresses, pinned, no redirects, bounded,
+ * JSON only). Every fetch failure answers the same `could not be fetched`, the reason logged. For
+ * tests, `allowHttpLoopback` admits `http://127.0.0.1:<port>/...` and `resolve` replaces the resolver.
  */
 import { AddressPolicy, PublicFetch } from "@taskmeter/kernel"
 import { Effect, Result } from "effect"
