@@ -1,17 +1,9 @@
 /**
- * The admission benchmark's yardstick (the issue's "bare node:http handler running the same
- * writes as one statement"): node:http, the body parsed with JSON.parse, the bearer key hashed,
- * and each POST handed to storage-pg's TaskStore.admitWithKey, which counts the key's request
- * and admits in one statement per batch (exactly what the server's submissions become),
- * answered 202 with the task's id. No framework and no kernel (validation, pricing,
- * fingerprint, the key's checks): the quote is fixed at start. What POST /api/v1/jobs costs
- * beyond this is the server's own.
- *
- * Not one statement per request: 32 transactions of one account at once queue on its row lock,
- * and each release wakes every waiter (measured here: about 300 admissions/s, p99 0.5 s).
- *
- * Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA and BARE_QUOTE (JSON); prints
- * `listening on http://...` once it listens.
+ * The admission benchmark's yardstick: a bare node:http handler (JSON.parse, the bearer key hashed)
+ * handing each POST to storage-pg's TaskStore.admitWithKey, the batched statement the server's
+ * submissions become, answering 202 with the task's id; no framework or kernel, the quote fixed at
+ * start. Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA and BARE_QUOTE (JSON); prints
+ * `listening on http://...` once it listens. Why batched: bench/RESULTS.md, admission session 2.
  */
 import { createHash } from "node:crypto"
 import { createServer } from "node:http"

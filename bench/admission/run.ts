@@ -1,37 +1,9 @@
 /**
- * The admission benchmark: how many tasks per second POST /api/v1/jobs admits on PostgreSQL,
- * and how much of that the HTTP server costs.
- *
- * In a fresh schema (created, then dropped at the end), with one account holding ample credits
- * and its API key (`--accounts K` makes K of them, loop i using account i mod K):
- * - http: the real server (`packages/http/bin/start.ts`, what `npm start` runs) in a child
- *   process on 127.0.0.1, driven by this process over exactly N keep-alive connections (node:http
- *   Agent), each sending POST /api/v1/jobs back to back with a fresh Idempotency-Key. Every
- *   answer must be 202. The server has a process of its own, as in production, so that the load
- *   generator does not share its event loop; WORKERS=false keeps task workers from competing
- *   for the cores, and the limits are set far out of reach.
- * - bare: the issue's yardstick, a bare node:http handler in a child process (bare-server.ts)
- *   handing each POST to TaskStore.admitWithKey, the statement the server's submissions
- *   become, with no framework or kernel, driven like http.
- * - kernel: the same work without HTTP, in this process: TaskRunner.submitWithKey of the same
- *   key (validation, quote, fingerprint, TaskStore.admitWithKey), N at a time.
- * - store: TaskStore.admit alone, N at a time: the bare admission transaction.
- * After one unrecorded pass of every path at the top level (JIT, pools, prepared statements),
- * for each N (1, 8, 32 by default) the paths take turns for `--rounds` rounds, each round
- * a `--warmup` then its share of `--seconds` (or of `--max-requests` answers, if that comes
- * first): taking turns spreads any other work on the box over them alike. Reported per
- * path and N: submits/s, latency p50/p99/max, and the cores used meanwhile by this process, the
- * server (the bare one for bare), PostgreSQL (every backend), the rest of the machine (other
- * work on the box, which skews the figures when it is not near 0) and the time the hypervisor
- * took from this virtual machine (steal: cores the box did not get). At the end the tasks table must hold exactly one
- * task per admission answered.
- *
- * Usage: node bench/admission/run.ts [--connections 1,8,32] [--seconds 6] [--rounds 3]
- *        [--warmup 0.5] [--max-requests 200000] [--accounts 1] [--model song-lyrics]
- *        [--paths http,bare,kernel,store] [--json]
- * Database: BENCH_DATABASE_URL, else DATABASE_URL, else TEST_DATABASE_URL, else
- * postgres://postgres@127.0.0.1:5432/test.
- * Profiling: BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" passes flags to the server.
+ * The admission benchmark: POST /api/v1/jobs on PostgreSQL in a fresh schema, four paths taking
+ * turns per connection count (http: the real server; bare: a node:http handler on the same store
+ * statement; kernel: TaskRunner without HTTP; store: TaskStore.admit alone), reporting submits/s,
+ * latency, the cores used and steal, and checking one task per admission at the end.
+ * Usage, options and database: bench/admission/README.md; results: bench/RESULTS.md.
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"

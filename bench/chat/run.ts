@@ -1,18 +1,9 @@
 /**
- * The chat benchmark: the latency the server adds over calling its upstream directly.
- *
- * Three processes: a mock OpenAI-compatible upstream that answers at once (upstream.ts), the
- * taskmeter server with its chat routes over storage-memory or PostgreSQL (server.ts), and
- * this client. The same requests go two ways: directly to the upstream, and through
- * POST /api/v1/chat/completions (authentication, prompt tokenizing, reservation, the upstream
- * call, settlement). For each concurrency level (1 and 32 by default) it reports p50 and p99 of
- * - non-stream: request sent to the whole response read;
- * - stream: request sent to the first content token read (time to first token);
- * and their difference, what the server adds. Then the books are checked through
- * GET /api/v1/usage: nothing reserved, the balance down by exactly the charges reported.
- *
- * Usage: node bench/chat/run.ts [--requests 1000] [--concurrency 1,32] [--tokens 20] [--store memory|pg]
- * PostgreSQL (--store pg): BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
+ * The chat benchmark: the latency the server adds over its upstream. A mock upstream (upstream.ts),
+ * the server over storage-memory or PostgreSQL (server.ts) and this client; the same requests go
+ * direct and through POST /api/v1/chat/completions, reporting p50 and p99 per concurrency (whole
+ * response; stream: first token), then checking the books.
+ * Usage and options: bench/chat/README.md; results: bench/RESULTS.md.
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"

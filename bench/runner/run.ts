@@ -1,20 +1,9 @@
 /**
- * The task queue benchmark: how fast worker processes drain the queue on PostgreSQL, and how
- * long an admitted task waits for its claim.
- *
- * For each worker count (1 and 4 by default), in a fresh schema:
- * 1. Throughput: `--tasks` tasks are admitted while no worker runs, then the worker processes
- *    (bench/runner/worker.ts, an instant simulated provider, text results) start together;
- *    tasks/s is the count over the time from that start to the last task succeeded and charged.
- * 2. Queue latency: with the workers idle, `--latency-tasks` tasks are admitted one at a time at
- *    `--rate` per second; each task's latency is from its admission returning to the claim
- *    that took it (both on this machine's clock), reported as p50 and p99.
- * Then the books are checked: every task succeeded and was charged exactly its price.
- *
- * Usage: node bench/runner/run.ts [--tasks 20000] [--workers 1,4] [--latency-tasks 2000] [--rate 200]
- *        [--model song-lyrics] [--max-tasks 256] [--claim-batch 100]
- * Database: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test.
- * Profiling: BENCH_WORKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" passes flags to the workers.
+ * The task queue benchmark on PostgreSQL, per worker count in a fresh schema: drain throughput
+ * (tasks admitted first, then the worker processes of worker.ts start together; tasks/s to the last
+ * task succeeded and charged) and queue latency (tasks admitted one at a time at `--rate`, admission
+ * to claim, p50 and p99); then every task must be charged exactly its price.
+ * Usage and options: bench/runner/README.md; results: bench/RESULTS.md.
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"

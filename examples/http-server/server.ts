@@ -1,10 +1,9 @@
 /**
- * Starting the composed server programmatically: the server of `npm start` (API, admin service
- * on its own port, in-process workers), with its storage and executors chosen in code rather than by the
- * environment. Here: in-memory storage and a simulated provider whose jobs take half a second.
- *
- * Run: `./node_modules/.bin/node examples/http-server/server.ts` from the repository root, then
- * `npx taskmeter admin --data-dir data/example account create --credits-usd 25` in another shell.
+ * Starting the composed server of `npm start` (API, admin service on its own port, in-process
+ * workers) programmatically, with storage and executors chosen in code: in-memory storage and a
+ * simulated provider whose jobs take half a second. Run `./node_modules/.bin/node
+ * examples/http-server/server.ts` from the repository root, then in another shell
+ * `npx taskmeter admin --data-dir data/example account create --credits-usd 25`.
  */
 import { resolve } from "node:path"
 import { NodeRuntime } from "@effect/platform-node"

@@ -1,14 +1,9 @@
 /**
  * A third-party adapter in one file: "Acme Images", an imaginary upstream with a two-call
- * asynchronous API, serving one model of the catalog.
- *
- *   POST {base}/v1/generations   { prompt, aspect }       -> 202 { id }
- *   GET  {base}/v1/generations/{id}                       -> { status: "queued" | "running" | "done" | "error", images?, error? }
- *
- * Everything that is not Acme's own protocol comes from @taskmeter/providers: the adapter around
- * a table of served models, the HTTP client (pooling, timeouts, transport errors classified),
- * JSON decoding with an Effect Schema, status classification (4xx Terminal, 5xx Retryable, 429
- * RateLimited with Retry-After) and typed outputs.
+ * asynchronous API (`POST {base}/v1/generations` → `{ id }`, then `GET {base}/v1/generations/{id}`
+ * until done or error), serving one catalog model. Everything but Acme's own protocol comes from
+ * @taskmeter/providers: the table adapter, the HTTP client, Schema decoding, status classification
+ * and typed outputs.
  */
 import { Effect, Schema } from "effect"
 import type { Provider } from "@taskmeter/kernel"

@@ -1,17 +1,8 @@
 /**
- * The taskmeter HTTP API definition: every endpoint of /api/v1 except chat, with its schemas,
- * credentials and error responses. Clients import this module (and `api/*`) to build an
- * `HttpApiClient`; it holds no server code. The server implements it in `handlers/*`, and the
- * OpenAPI document is generated from it (see OpenApiDocument).
- *
- * @example
- * ```ts
- * import { HttpApiClient } from "effect/http-api"
- * import { Api } from "@taskmeter/http/Api"
- *
- * const client = yield* HttpApiClient.make(Api, { baseUrl: "http://127.0.0.1:8787" })
- * const prices = yield* client.catalog.prices()
- * ```
+ * The taskmeter HTTP API definition: every /api/v1 endpoint except chat, with its schemas,
+ * credentials and error responses. It holds no server code, so clients import it (and `api/*`) to
+ * build an `HttpApiClient`; the server implements it in `handlers/*`, and the OpenAPI document is
+ * generated from it (OpenApiDocument).
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { CatalogApi } from "./api/CatalogApi.ts"

@@ -1,11 +1,9 @@
 /**
- * DATA_DIR is private to the user the server runs as: it holds the embedded database, uploads,
- * results and the operator token. `restrictUmask` makes every file the process creates from
- * then on owner-only (umask 077: files 0600, directories 0700, PGlite's included); `prepare`
- * creates the directory 0700 and takes group and other permissions off an existing tree (at most
- * MAX_ENTRIES entries; symbolic links are neither followed nor changed), logging what it fixed.
- * PGlite sets the modes of its files itself (0666, whatever the umask): `start` prepares again
- * once the database is open, and the 0700 directories keep the files it makes later private.
+ * DATA_DIR is private to the user the server runs as (it holds the database, uploads, results and
+ * the operator token): `restrictUmask` makes every file created from then on owner-only (umask 077);
+ * `prepare` creates the directory 0700 and takes group and other bits off an existing tree (at most
+ * MAX_ENTRIES, symbolic links untouched), logging what it fixed. `start` prepares again once PGlite
+ * has opened (it sets its own files to 0666). Policy: docs/decisions.md, Hostile input.
  */
 import { chmod, lstat, mkdir, readdir } from "node:fs/promises"
 import { join } from "node:path"

@@ -1,10 +1,7 @@
 /**
- * Reading the JSON body of a request within the spec's 256 KB limit, for the API's JSON
- * endpoints and the routes mounted beside it (chat).
- *
- * The limit is enforced without reading past it: a declared Content-Length over the limit is
- * refused before a byte is read, and a body sent without one is counted while it streams and
- * refused at the first chunk that crosses the limit. Every refusal says what to fix.
+ * Reading a request's JSON body within the spec's 256 KB limit, for the API and the routes beside
+ * it (chat), without reading past it: a declared Content-Length over the limit is refused before any
+ * byte is read, a body without one at the first chunk that crosses it. Every refusal says what to fix.
  */
 import { ByteSize, Effect } from "effect"
 import { HttpIncomingMessage } from "effect/http"

@@ -1,10 +1,7 @@
 /**
- * What an uploaded file really is, from its leading bytes ("magic numbers"), so a declared
- * Content-Type is believed only when the bytes agree: PNG, JPEG, GIF, WebP, the ISO base media
- * format of MP4 and QuickTime, and WebM.
- *
- * MP4 and QuickTime share one container whose brands vary between encoders, so either declared
- * type is accepted for it; a Matroska file that is not WebM is refused.
+ * What an uploaded file really is, from its leading bytes, so a declared Content-Type is believed
+ * only when they agree: PNG, JPEG, GIF, WebP, MP4 and QuickTime (one container: either declared type
+ * is accepted for it) and WebM (other Matroska files are refused).
  */
 import type { UploadContentType } from "./api/MediaApi.ts"
 

@@ -1,21 +1,9 @@
 /**
- * The OpenAPI 3.1 document served at GET /api/openapi.json: generated from the API definition
- * (the schemas the server decodes and encodes with), with the body of POST /api/v1/jobs made
- * exact for the catalog in force: one request schema per model, discriminated by `model`, whose
- * `input` is that model's JSON Schema exactly as the Catalog derives it from the schema that
- * validates submissions.
- *
- * The chat endpoints are raw routes (ChatServer) described by the `chat` group of ChatApi, which
- * is added to the API for the document only. Their stream events, which no HttpApi schema
- * carries, are added as components (ChatCompletionChunk, ChatStreamError) from the kernel's
- * schemas (ChatWire).
- *
- * It also lists the two signed-link routes, which serve files exactly as the results download
- * does and so reuse that operation's range headers and file responses: GET
- * /api/v1/media-links/{uuid}, where upstream providers fetch uploads, as an internal operation
- * (`x-internal: true`, its own tag: API callers never see such a link), and GET
- * /api/v1/result-links/{uuid}, the credential-free result downloads the MCP tools hand out,
- * under the results tag.
+ * The OpenAPI 3.1 document served at GET /api/openapi.json, generated from the API definition, with
+ * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, its `input`
+ * the Catalog's JSON Schema), the chat endpoints and their stream events (from ChatApi and the chat
+ * wire schemas), and the two signed-link routes: media links as internal (`x-internal: true`),
+ * result links under the results tag.
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"

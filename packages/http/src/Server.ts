@@ -1,21 +1,9 @@
 /**
- * The HTTP server of the API, composed on an `HttpRouter` so that other packages mount their
- * routes beside it (chat, MCP) by merging their route layers with `layer`:
- *
- * ```ts
- * const app = Layer.mergeAll(Server.layer, ChatServer.layer)
- * const main = Server.serve(app).pipe(Layer.provide(kernelAndStorage), Layer.provide(ServerConfig.layer))
- * NodeRuntime.runMain(Layer.launch(main)) // SIGINT/SIGTERM close the server gracefully
- * ```
- *
- * `layer` registers every endpoint of `Api`, GET /api/openapi.json, the signed media links that
- * upstream providers fetch uploads from (GET /api/v1/media-links/{uuid}, see MediaLinksHandlers),
- * the signed result links the MCP tools give (GET /api/v1/result-links/{uuid}, see
- * ResultLinksHandlers), and a router-wide middleware that gives every error of every route
- * (unknown routes included) the spec's body `{ code, error }` (see ErrorResponse) and every
- * response the default headers of ResponseHeaders (Cache-Control: no-store unless set, ...). It takes the
- * kernel services from its context, MediaUrls and ResultUrls included (with the secret the
- * workers and the MCP tools sign links with).
+ * The HTTP server of the API on an `HttpRouter`: `layer` registers every endpoint of `Api`,
+ * GET /api/openapi.json and the signed media and result links, with a router-wide middleware giving
+ * every error the spec's `{ code, error }` (ErrorResponse) and every response the default headers
+ * (ResponseHeaders); other packages merge their route layers beside it (chat, MCP). `serve` runs it
+ * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
 import { Effect, Layer } from "effect"

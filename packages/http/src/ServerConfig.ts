@@ -1,16 +1,8 @@
 /**
- * The HTTP server's settings, read from the environment (effect Config):
- *
- * | variable          | default       | meaning                                                       |
- * |-------------------|---------------|---------------------------------------------------------------|
- * | PORT              | 8787          | TCP port to listen on (0 picks a free one).                    |
- * | HOST              | 127.0.0.1     | Interface to listen on; 0.0.0.0 for every interface.           |
- * | DATA_DIR          | ./data        | Files kept on disk (uploads, results); owner-only (DataDir).    |
- * | MAX_UPLOAD_BYTES  | 104857600     | Largest POST /api/v1/media body (100 MiB).                     |
- * | ADMIN_HOST        | 127.0.0.1     | Interface of the admin service's own listener.                 |
- * | ADMIN_PORT        | 8788          | Its port (0 picks a free one: one per process on a host).      |
- *
- * The JSON body limit of 256 KB is the spec's and not configurable (see JsonBody).
+ * The HTTP server's settings from the environment (effect Config): PORT (8787), HOST (127.0.0.1),
+ * DATA_DIR (./data, owner-only), MAX_UPLOAD_BYTES (100 MiB), ADMIN_HOST (127.0.0.1) and ADMIN_PORT
+ * (8788; 0 picks a free port). The JSON body limit of 256 KB is the spec's (JsonBody). All settings:
+ * packages/http/README.md.
  */
 import { Config, Context, Layer, Schema } from "effect"
 

@@ -1,14 +1,8 @@
 /**
  * How the server's processes end (`npm start`, `taskmeter start|worker`): SIGINT and SIGTERM
  * interrupt the main fiber, which closes the HTTP server (in-flight requests finish), stops the
- * workers (they give their tasks' leases up, so another worker resumes them at once) and
- * releases the database; the process then exits 0, since process managers read any other code
- * as a crash. Failures keep `runMain`'s codes.
- *
- * @example
- * ```ts
- * NodeRuntime.runMain(Main.start, { teardown: Shutdown.teardown })
- * ```
+ * workers (giving their leases up) and releases the database; the process then exits 0, as process
+ * managers read any other code as a crash. Failures keep `runMain`'s codes (`teardown`).
  */
 import { Cause, Exit, Runtime } from "effect"
 

@@ -1,34 +1,8 @@
 /**
- * The composition root of `npm start` (and `taskmeter start`, `taskmeter worker`): storage,
- * kernel services, the HTTP server with the admin service, chat and the MCP endpoint beside the
- * API, and in-process workers. Wiring only; every rule lives in the kernel and the route modules.
- *
- * Settings come from the environment (effect Config); ServerConfig adds PORT, HOST, DATA_DIR,
- * MAX_UPLOAD_BYTES, ADMIN_HOST and ADMIN_PORT (the admin service's own listener):
- *
- * | variable                  | default                   | meaning                                             |
- * |---------------------------|---------------------------|-----------------------------------------------------|
- * | DATABASE_URL              | (none: PGlite in DATA_DIR/pg) | PostgreSQL to keep everything in                |
- * | DATABASE_SCHEMA           | the server's search_path  | the PostgreSQL schema taskmeter's tables live in      |
- * | OPERATOR_TOKEN            | (made at first start)     | the admin service's token; kept in DATA_DIR/admin.json |
- * | PUBLIC_URL                | the bound address (*)     | the public address: media links, MCP at <origin>/mcp |
- * | MEDIA_LINK_SECRET         | (derived from the token)  | signs those media links and result links; same in every process |
- * | MEDIA_LINK_SECRET_PREVIOUS | (none)                   | the secret before a rotation: its links are still accepted |
- * | RESULT_LINK_TTL_SECONDS   | 3600                      | how long a result link of the MCP tools works        |
- * | SUBMISSIONS_PER_MINUTE    | 60                        | admitted submissions per account per minute          |
- * | MAX_UNFINISHED_TASKS      | 10                        | tasks of an account queued or running at once        |
- * | KEY_RATE_LIMIT_PER_MINUTE | 1200                      | requests per key per minute, for keys without their own |
- * | WORKERS                   | true                      | run task workers inside the server process           |
- * | MCP_ALLOWED_ORIGINS       | (none)                    | browser origins besides PUBLIC_URL's that may call /mcp |
- * | MCP_ALLOWED_HOSTS         | (none)                    | Host values besides PUBLIC_URL's, the bound address's and loopback names that /mcp answers |
- * | MCP_AUTHORIZATIONS_PER_MINUTE | 30                    | /authorize requests per client address per minute    |
- * | MCP_SIGN_IN_MAX_DAYS      | 90                        | an MCP sign-in's total lifetime, refreshes included  |
- *
- * (*) The address the server is bound to once it listens (the real port with PORT=0), with the
- * loopback address in place of a wildcard HOST (127.0.0.1 for 0.0.0.0, [::1] for ::).
- *
- * The executors are `Providers.fromConfig`: every upstream family whose API key is set, then
- * the offline `simulated` provider for every model (SIMULATED_ENABLED=false removes it).
+ * The composition root of `npm start` (and `taskmeter start`, `taskmeter worker`): storage, kernel
+ * services, the HTTP server with the admin service, chat, the MCP endpoint and in-process
+ * workers, configured from the environment. Wiring only; every rule lives in the kernel and the
+ * route modules. The settings: packages/http/README.md; the executors: `Providers.fromConfig`.
  */
 import { createHmac } from "node:crypto"
 import { access } from "node:fs/promises"
@@ -280,16 +254,10 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
 
 /**
  * The whole server over the storage it is given (`serverStorage`, or any stores with an
- * OAuthStore): the API, chat and the MCP endpoint with its OAuth sign-in on one HTTP server
- * (ServerConfig's host and port), the admin service on its own listener (ADMIN_HOST,
- * ADMIN_PORT; `AdminServer.AdminListener` tells its address), and, unless `settings.workers` is false,
- * a task worker and the reconciler in the background. The admin file is written once the
- * server listens, with both listeners' `localUrl`.
- *
- * The public URL (MCP base and OAuth issuer: its origin; media links) is `settings.publicUrl`,
- * else the server's `localUrl`, known once it is bound: so the server listens first and the
- * services are built over it. Media links (and result links) are signed with
- * `mediaLinkSecret(settings, token)`.
+ * OAuthStore): the API, chat and MCP on ServerConfig's host and port, the admin service on its own
+ * listener, and unless `settings.workers` is false a task worker and the reconciler. The public URL
+ * is `settings.publicUrl`, else the bound `localUrl` (so it listens first); the admin file is
+ * written once both listeners are bound. Links are signed with `mediaLinkSecret(settings, token)`.
  */
 export const server = (options: ServerOptions) =>
   Layer.unwrap(Effect.map(HttpServer.HttpServer, (http) => {

@@ -1,34 +1,9 @@
 /**
- * The built-in OAuth 2.1 authorization server that MCP clients sign in with, and the check of
- * the access tokens it issues. It lives on the service's own origin: the issuer is the base
- * URL, its endpoints sit at the root paths clients guess when they skip discovery
- * (/authorize, /token, /register, /revoke), and the protected resource is `<base>/mcp`.
- *
- * What it implements, and the choices where the standards leave one:
- * - Authorization code grant with PKCE, S256 only (plain and a missing challenge are refused).
- * - Clients: dynamic registration (RFC 7591; public clients, or confidential ones with a secret
- *   for client_secret_basic/_post) and Client ID Metadata Documents (an https client_id whose
- *   document is fetched when sign-in starts; those clients are public). Registration is
- *   limited per source network and in total (RegistrationLimit), and a registration through
- *   which no sign-in completes within a day is deleted.
- * - RFC 8707 `resource`: a missing one means `<base>/mcp`; any other value is `invalid_target`.
- *   The resource is bound into the grant, and the MCP endpoint accepts only tokens bound to it.
- * - RFC 9207: every authorization response carries `iss`.
- * - Scopes are the API's own scopes that the MCP tools use: `jobs:create jobs:read usage:read`.
- *   Scopes the server does not know are dropped (clients often ask for generic ones such as
- *   `openid`); when none is left, all three are asked for. The owner signs in with an API key,
- *   and the grant gets only the scopes that key holds, so a sign-in never widens a key.
- * - Tokens are opaque random strings, stored hashed. Access tokens live one hour, refresh tokens
- *   thirty days from their issue, and no token outlives its grant's total lifetime (90 days from
- *   the sign-in by default; a refresh past it is invalid_grant). Every refresh rotates the
- *   refresh token, and presenting a rotated one again revokes the whole grant. Revoking any token of a grant (RFC 7009) ends
- *   the grant. Revoking the API key the owner signed in with ends its grants too: the key is
- *   checked at every use of a token.
- * - An authorization code lives five minutes and redeems once; a second redemption revokes
- *   the tokens the first one issued.
- * - /authorize is limited per client address (AuthorizeLimit): past it, a 429 page with Retry-After.
- * - The sign-in page is protected against CSRF by a token bound to the pending authorization,
- *   sent both as a form field and as a SameSite=Strict cookie; five refused sign-ins end it.
+ * The built-in OAuth 2.1 authorization server MCP clients sign in with (issuer: the base URL;
+ * /authorize, /token, /register, /revoke at the root; protected resource `<base>/mcp`), and the
+ * check of the access tokens it issues: authorization code with PKCE S256, dynamic registration
+ * and Client ID Metadata Documents, RFC 8707 resources, RFC 9207 `iss`. Token lifetimes, scopes
+ * and limits: docs/decisions.md, MCP.
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"

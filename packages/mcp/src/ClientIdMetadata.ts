@@ -1,20 +1,9 @@
 /**
- * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document, the MCP
- * authorization spec's preferred way for a client to identify itself): the `client_id` is an
- * https URL, and the document it serves is the client's metadata. The authorization server
- * fetches it when a sign-in starts.
- *
- * Fetching a URL a stranger chose is a server-side request (SSRF), so it goes through the
- * kernel's `PublicFetch` under the `AddressPolicy`: https on port 443 to a host whose every
- * address is public, the connection pinned to the addresses checked, no redirects. It is
- * bounded too (one timeout over resolution, connection and body, a size cap, JSON only), and
- * the URL must be written normalised, with a path, without credentials, fragment or dot
- * segments. Every way the fetch can fail (resolution, a refused address, timeout, status,
- * type, size, JSON) answers the caller the same `could not be fetched`, so the answers map
- * nothing of the network behind; the reason is logged.
- *
- * For tests, `allowHttpLoopback` admits `http://127.0.0.1:<port>/...` (and localhost) and
- * nothing else, and `resolve` replaces the system resolver.
+ * Client ID Metadata Documents: an https `client_id` URL (normalised, with a path, no credentials,
+ * fragment or dot segments) whose document is the client's metadata, fetched when a sign-in starts
+ * through the kernel's `PublicFetch` (port 443, public addresses, pinned, no redirects, bounded,
+ * JSON only). Every fetch failure answers the same `could not be fetched`, the reason logged. For
+ * tests, `allowHttpLoopback` admits `http://127.0.0.1:<port>/...` and `resolve` replaces the resolver.
  */
 import { AddressPolicy, PublicFetch } from "@taskmeter/kernel"
 import { Effect, Result } from "effect"

@@ -1,16 +1,9 @@
 /**
- * OAuth client metadata (RFC 7591 §2), as a client sends it to the registration endpoint or
- * publishes it as a Client ID Metadata Document, and the rules for its redirect URIs.
- *
- * Redirect URIs (OAuth 2.1 and RFC 8252 for native apps):
- * - `https:` to any host;
- * - `http:` only to a loopback host (127.0.0.1, [::1], localhost), where the port is ignored
- *   when matching, because a native app listens on whatever port is free (RFC 8252 §7.3);
- * - a private-use scheme of a native app (`cursor://...`, `com.example.app:/cb`);
- * - never a fragment, and never a scheme that cannot receive a redirect (javascript:, data:...).
- * Any other comparison is exact, character for character.
- *
- * Unknown metadata members are ignored (RFC 7591 §2); the members this server uses are checked.
+ * OAuth client metadata (RFC 7591 §2), as registered or published as a Client ID Metadata Document,
+ * and its redirect URI rules (OAuth 2.1, RFC 8252): `https:` to any host; `http:` only to a loopback
+ * host, port ignored when matching; a native app's private-use scheme; never a fragment or a scheme
+ * that cannot receive a redirect. Other comparisons are exact. Unknown members are ignored; the
+ * members used are checked.
  */
 import { Result, Schema, SchemaIssue } from "effect"
 import { oauthError } from "./OAuthError.ts"

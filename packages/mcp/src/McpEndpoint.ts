@@ -1,16 +1,8 @@
 /**
- * The MCP endpoint with its OAuth sign-in, as one layer of routes for the service's HttpRouter:
- * `{base}/mcp` (McpRoute), the authorization server and discovery documents (OAuthRoutes), and
- * a background sweep of expired sign-in records. Wiring only.
- *
- * @example
- * ```ts
- * const app = Layer.mergeAll(Server.layer, McpEndpoint.layer({ baseUrl: "https://api.example.com" }))
- * const main = Server.serve(app).pipe(
- *   Layer.provide(OAuthStore.layerMemory), // or OAuthStorePg.layer over the SqlClient
- *   Layer.provide(kernel)                  // Accounts, Catalog, Pricer, TaskRunner, Ledger, ResultUrls
- * )
- * ```
+ * The MCP endpoint with its OAuth sign-in, as one layer of routes for the service's HttpRouter
+ * (`layer({ baseUrl })`): `{base}/mcp` (McpRoute), the authorization server and discovery documents
+ * (OAuthRoutes), and a background sweep of expired sign-in records. It needs an OAuthStore and the
+ * kernel services (Accounts, Catalog, Pricer, TaskRunner, Ledger, ResultUrls). Wiring only.
  */
 import { Clock, Duration, Effect, Layer } from "effect"
 import type { HttpRouter } from "effect/http"

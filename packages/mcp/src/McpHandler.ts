@@ -1,13 +1,8 @@
 /**
- * The MCP protocol handler: the official SDK's `createMcpHandler` (v2), which serves the
- * stateless 2026-07-28 revision and, through its stateless fallback, the 2025-11-25 and
- * 2025-06-18 revisions that deployed clients still speak, all from one server factory. Every
- * request gets a fresh `McpServer` with the seven tools bound to the account the request
- * authenticated as (the route passes it in `authInfo.extra`), so nothing of one account can
- * reach another's request.
- *
- * Tool calls run as Effects on the kernel services captured when the layer was built, and are
- * interrupted when the client cancels or goes away (the request's abort signal).
+ * The MCP protocol handler: the official SDK's `createMcpHandler` (v2), serving 2026-07-28 and,
+ * through its stateless fallback, 2025-11-25 and 2025-06-18. Every request gets a fresh `McpServer`
+ * with the seven tools bound to the account it authenticated as (`authInfo.extra`). Tool calls run
+ * as Effects on the kernel services and are interrupted when the client cancels or goes away.
  */
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server"
 import type { CallToolResult, McpHttpHandler, McpRequestContext, ServerContext } from "@modelcontextprotocol/server"

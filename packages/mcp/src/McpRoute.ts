@@ -1,22 +1,9 @@
 /**
- * The /mcp route: an OAuth 2.1 resource server in front of the MCP handler.
- *
- * First the DNS-rebinding guard (TransportGuard): an Origin or Host outside the allowed ones is
- * 403 PERMISSION_DENIED, whatever the credentials. Then a request needs `Authorization: Bearer
- * <token>`, where the token is an access token of the built-in authorization server issued for
- * exactly `<base>/mcp`, or, for clients configured with a static header instead of OAuth, an
- * API key of the account (`tm_…`, as a Bearer token or `x-api-key: <key>` like the API takes
- * it, checked like the API checks it, rate limit included). Without a valid one the answer is
- * 401 with
- *
- *   WWW-Authenticate: Bearer resource_metadata="<base>/.well-known/oauth-protected-resource/mcp",
- *                     scope="jobs:create jobs:read usage:read"
- *
- * (and `error="invalid_token"` when a token was presented, RFC 6750 §3.1), and the body is the
- * spec's `{ code, error }`. An unreachable authentication store is 503 AUTH_UNAVAILABLE.
- *
- * CORS without credentials (a bearer token is not a cookie) for the allowed origins, exposing
- * WWW-Authenticate so browser clients can start discovery from the challenge.
+ * The /mcp route: an OAuth 2.1 resource server in front of the MCP handler. The DNS-rebinding guard
+ * (TransportGuard) runs first; then a request needs an access token issued for `<base>/mcp`, or an
+ * API key (Bearer or `x-api-key`, checked as the API checks it). Without one: 401 with
+ * `WWW-Authenticate: Bearer resource_metadata=..., scope=...` and the spec's `{ code, error }`; an
+ * unreachable store is 503 AUTH_UNAVAILABLE. CORS without credentials for the allowed origins.
  */
 import { Effect, Layer } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"

@@ -1,19 +1,9 @@
 /**
- * The HTTP face of the authorization server and the discovery documents, added to the
- * service's HttpRouter:
- *
- *   GET  /.well-known/oauth-protected-resource/mcp   RFC 9728 metadata of <base>/mcp
- *   GET  /.well-known/oauth-protected-resource       the same document at the root URL
- *   GET  /.well-known/oauth-authorization-server     RFC 8414 metadata
- *   GET  /authorize, POST /authorize                 the sign-in page and its answer
- *   POST /token, /register, /revoke                  RFC 6749, RFC 7591, RFC 7009
- *
- * /register counts each registration against the request's remote address (RegistrationLimit),
- * /authorize each request (AuthorizeLimit); past a limit the answer is 429 with Retry-After.
- *
- * The discovery documents and the machine endpoints answer any origin (CORS, no credentials):
- * browser-based MCP clients call them cross-origin, and they carry nothing a cookie could
- * unlock. The sign-in page does not: it is a same-origin form.
+ * The HTTP face of the authorization server, added to the service's HttpRouter: the RFC 9728
+ * protected-resource documents (at `/mcp`'s path and the root), RFC 8414 metadata, GET/POST
+ * /authorize (the sign-in page), POST /token, /register, /revoke. /register and /authorize are
+ * limited per client address (429 with Retry-After). Discovery and machine endpoints answer any
+ * origin (CORS, no credentials); the sign-in page is a same-origin form.
  */
 import { ByteSize, Effect, Layer, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"

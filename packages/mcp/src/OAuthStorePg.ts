@@ -1,28 +1,9 @@
 /**
- * The OAuthStore on PostgreSQL, over effect/sql's SqlClient (the one storage-pg's PgStore.client
- * provides, so both live in the same database and schema).
- *
- * Starting the layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
- * recorded in `taskmeter_oauth_migrations`), in the client's schema. They are this package's
- * own, apart from storage-pg's (`taskmeter_migrations`): the `oauth_*` tables reference no other
- * table (accounts are named by id), so the OAuth store can run beside any account store.
- * Migration 1 is the `CREATE TABLE IF NOT EXISTS` list that earlier versions ran at every start,
- * so it adopts their tables and rows as they are. A schema change is the next migration file.
- *
- * Processes starting together on one schema: the migrator locks its table for the run, so one
- * migrates and the others find the work done. Creating the table itself, before that lock, can
- * race; the migrator takes a failed creation for success when the table exists afterwards.
- *
- * The promises of the port hold across processes:
- * - a sign-in is taken by `DELETE ... RETURNING`, so one transaction gets the row;
- * - redemption and rotation are an `UPDATE ... WHERE redeemed_at IS NULL` (`rotated_at IS NULL`)
- *   in a transaction with the inserts of the grant and tokens; a concurrent second one waits for
- *   the first row lock, finds the row changed, and, in its own transaction, revokes the grant;
- * - a sign-in code is used by `UPDATE ... WHERE used_at IS NULL RETURNING`;
- * - a registration is counted by `INSERT ... ON CONFLICT DO UPDATE ... WHERE count < limit`, on
- *   the source's row and then the window's total row (`*`), in one transaction: the row lock
- *   orders concurrent counts, and a full total takes the source's count back; other request
- *   counts (`admitRequest`) are rows of the same table under their own bucket names.
+ * The OAuthStore on PostgreSQL, over the SqlClient storage-pg's PgStore provides (same database
+ * and schema), with its own migrations (`taskmeter_oauth_migrations`, run at start; concurrent
+ * starts migrate once). The port's once-only promises (sign-in taken, code redeemed, refresh
+ * rotated, sign-in code used, registration counted) hold across processes through conditional
+ * UPDATE/DELETE ... RETURNING and row locks. Why its own migrations: docs/decisions.md, MCP.
  */
 import { Effect, Layer, Schedule } from "effect"
 import { Migrator, SqlClient } from "effect/sql"

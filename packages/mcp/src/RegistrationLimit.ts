@@ -1,16 +1,9 @@
 /**
- * The limit on dynamic client registration (POST /register): anyone may register, so without
- * a limit anyone could fill the client table. Registrations are counted in fixed windows
- * (aligned to the epoch, one hour by default), per source network (20 by default) and in total
- * (1,000 by default); the counts live in the OAuthStore, so every process sharing a database
- * enforces one limit. A refused registration is not counted and is answered 429
- * `too_many_requests` with Retry-After: the seconds left in the window.
- *
- * The source is the address the request came from, an IPv6 one by its /64 network (one
- * subscriber's usual allocation, which holds more addresses than any per-address count could
- * bound). Behind a reverse proxy that address is the proxy's unless the server believes the
- * proxy's `X-Forwarded-For` (the http package's TRUSTED_PROXIES); otherwise every client shares
- * one source, and only the per-source limit's worth of registrations fits in a window.
+ * The limit on dynamic client registration (POST /register): counts in fixed epoch-aligned windows
+ * (one hour), per source (an address, IPv6 by its /64; 20) and in total (1,000), kept in the
+ * OAuthStore so processes sharing a database enforce one limit. A refused registration is not
+ * counted and is 429 `too_many_requests` with Retry-After. The source is the proxy's address unless
+ * TRUSTED_PROXIES believes its X-Forwarded-For. Policy: docs/decisions.md, MCP.
  */
 import { Option, Result } from "effect"
 import { IpNetwork, NetAddress } from "effect/net"

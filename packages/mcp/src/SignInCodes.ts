@@ -1,13 +1,7 @@
 /**
- * One-time sign-in codes: how an account owner signs in on the sign-in page without pasting an
- * API key. The operator makes one for the account (`taskmeter admin` is meant to call `create`),
- * hands it over, and the owner enters it instead of a key; it works once, for ten minutes by
- * default, and grants every permission the MCP tools use (the account's owner is signing in).
- *
- * @example
- * ```ts
- * const { code, expiresAt } = yield* SignInCodes.create(accountId) // needs OAuthStore and Accounts
- * ```
+ * One-time sign-in codes: how an account owner signs in on the sign-in page without pasting an API
+ * key. The operator makes one (`create(accountId)`, through `taskmeter admin`) and hands it over; it
+ * works once, for ten minutes by default, and grants every scope the MCP tools use.
  */
 import { Clock, Effect } from "effect"
 import { Accounts } from "@taskmeter/kernel"

@@ -1,12 +1,8 @@
 /**
- * The sign-in page of the authorization server: server-rendered HTML with one inline style
- * sheet and no script, so it works in any browser an MCP client opens, and a strict Content
- * Security Policy can allow exactly that style sheet (by hash) and nothing else.
- *
- * The page shows who asks (the client's name, marked unverified when the client only asserted
- * it at registration), where the browser returns afterwards (the redirect host, which is what
- * identifies a client that lies about its name), and each permission asked for. The owner
- * signs in with an API key or a one-time sign-in code; either stays on this page.
+ * The sign-in page of the authorization server: server-rendered HTML, one inline style sheet (allowed
+ * by hash in a strict CSP) and no script. It shows who asks (the client's name, marked unverified
+ * when only asserted at registration), where the browser returns (the redirect host) and each
+ * permission asked for; the owner signs in with an API key or a one-time sign-in code.
  */
 import { createHash } from "node:crypto"
 import type { Scope } from "@taskmeter/kernel"

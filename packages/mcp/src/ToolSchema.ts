@@ -1,15 +1,9 @@
 /**
- * Tool schemas for the MCP SDK from Effect Schemas, so that each tool's arguments and results
- * are described once, by the kernel's schemas and the tool's own Struct of them.
- *
- * The SDK takes a Standard Schema with JSON Schema conversion (`~standard.validate` and
- * `~standard.jsonSchema`). Effect Schema provides both, with two adjustments made here:
- * - the JSON Schema is rendered once and kept, and input schemas are closed
- *   (`additionalProperties: false`), as the arguments are decoded with unknown keys refused;
- * - an input schema's `validate` accepts any value: the SDK would turn a refusal into a bare
- *   text error, while the tool decodes the arguments itself and answers INVALID_REQUEST as
- *   `{ code, error }`, like every other refusal of the service. Output schemas validate for
- *   real, so a result that breaks its own schema is caught before it leaves.
+ * Tool schemas for the MCP SDK from Effect Schemas, so each tool's arguments and results are
+ * described once. The Standard Schema given to the SDK renders its JSON Schema once (input schemas
+ * closed, `additionalProperties: false`); an input schema's `validate` accepts anything, since the
+ * tool decodes its arguments itself and answers INVALID_REQUEST as `{ code, error }`, while output
+ * schemas validate for real.
  */
 import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server"
 import { Effect, JsonSchema, Result, Schema, SchemaIssue } from "effect"

@@ -1,36 +1,9 @@
 /**
- * The seven MCP tools, each one a thin face of a kernel service for the signed-in account:
- *
- * | tool          | kernel                         | scope       | annotations                          |
- * |---------------|--------------------------------|-------------|--------------------------------------|
- * | search_models | Catalog.search, Pricer.prices   | (none)      | read-only                            |
- * | get_model     | Catalog, Pricer.quote          | (none)      | read-only                            |
- * | create_task   | TaskRunner.submit              | jobs:create | spends credits; idempotent; not destructive |
- * | wait_for_task | TaskRunner.get, polled         | jobs:read   | read-only                            |
- * | get_task      | TaskRunner.get                 | jobs:read   | read-only                            |
- * | list_tasks    | TaskRunner.list                | jobs:read   | read-only                            |
- * | get_balance   | Ledger.balances                | usage:read  | read-only                            |
- *
- * Arguments and results are Effect Schemas built from the kernel's (Task, Pricer.Quote,
- * PriceList.PublicPrice, TaskStatus, Money.Micros); a model's input schema is the Catalog's
- * JSON Schema of that model, served by get_model. create_task takes `input` as an object and
- * leaves its validation to the kernel, which names every problem (INVALID_MODEL_INPUT): one
- * schema for all 33 models keeps tools/list small for the model reading it.
- *
- * Idempotency of create_task: an `idempotencyKey` argument is used as the Idempotency-Key of
- * POST /api/v1/jobs; without one, the key is derived from the arguments (`mcp-` and the SHA-256
- * of their canonical JSON), so a client that retries a call after a lost answer gets the same
- * task back and pays once. The cost: the same arguments within the key's lifetime (24 h) replay
- * the first task; a caller who wants another run of an identical input sends a new key, and
- * the result says `replayed: true` when this happened.
- *
- * Every refusal is a tool error (`isError: true`) whose structured content is the spec's error
- * body `{ code, error }` (plus `retryAfterSeconds` when the error says when to retry).
- *
- * File results carry two links: `url`, the API's `/api/v1/results/<uuid>`, which takes an API
- * key, and `downloadUrl`, a link ResultUrls signs for that one result of the account, which
- * takes none (a host signed in with OAuth holds no API key) and expires at
- * `downloadUrlExpiresAt` (one hour by default); every call that shows the task signs fresh ones.
+ * The seven MCP tools (search_models, get_model, create_task, wait_for_task, get_task,
+ * list_tasks, get_balance), each a thin face of a kernel service for the signed-in account, with
+ * Effect Schema arguments and results built from the kernel's. Refusals are tool errors carrying
+ * the spec's `{ code, error }` body. The tool table: packages/mcp/README.md; idempotency and
+ * download links: docs/decisions.md, MCP.
  */
 import { createHash } from "node:crypto"
 import type { ToolAnnotations } from "@modelcontextprotocol/server"

@@ -1,15 +1,8 @@
 /**
- * The adapters a deployment runs, from configuration: every family whose `<FAMILY>_API_KEY` is
- * set (ALPHA, PICGEN, GAMMA, DELTA, EPSILON, SONG; see `ProviderConfig`), in that order, then
- * the `simulated` provider for every model, unless SIMULATED_ENABLED is false. Executors take
- * the first adapter that lists a model, so a configured upstream wins over the simulator, and
- * with no key at all (a newcomer's `npm start`) every model runs simulated.
- *
- * @example
- * ```ts
- * const adapters = yield* Providers.fromConfig
- * const executors = Executors.layer({ adapters })
- * ```
+ * The adapters a deployment runs, from configuration (`fromConfig`): every family whose
+ * `<FAMILY>_API_KEY` is set (ALPHA, PICGEN, GAMMA, DELTA, EPSILON, SONG; see `ProviderConfig`), in
+ * that order, then the `simulated` provider for every model unless SIMULATED_ENABLED is false. A
+ * configured upstream therefore wins over the simulator, and with no key every model runs simulated.
  */
 import { Config, Option } from "effect"
 import type { Provider } from "@taskmeter/kernel"

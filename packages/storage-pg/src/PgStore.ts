@@ -1,34 +1,9 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * BudgetStore) on PostgreSQL, through @effect/sql-pg. Blobs are not kept here: use the kernel's
- * BlobStore.layerFileSystem.
- *
- * Starting a layer runs the migrations of src/migrations (effect/sql's Migrator, forward-only,
- * recorded in `taskmeter_migrations`), so an empty database or schema is ready at once and a
- * migrated one is left as it is.
- *
- * - `layer({ url })`: a real PostgreSQL. A pool of `maxConnections` (default 16), one of them
- *   held by LISTEN for cross-process wake-ups (idle workers, saved price lists).
- * - `layerEmbedded({ dataDir })`: PGlite with its files in `<dataDir>/pg`, served on 127.0.0.1
- *   by pglite-socket (an ephemeral port unless `port` is given) and reached by the same client
- *   over one connection; wake-ups stay in this process and `awaitWork` (and the Pricer's
- *   follower) poll otherwise.
- * - `schema`: every table, function and the migrations table live in this schema (created if
- *   missing), so several stores, or tests, can share one database.
- *
- * Both also provide the PgClient and SqlClient the stores use, so that another store can keep
- * its tables in the same database over the same connections (the MCP endpoint's OAuthStorePg;
- * on PGlite a second client could not open the files).
- *
- * Failures: a database that cannot be reached or migrated fails the layer with
- * StoreUnavailable; at run time an unreachable database is StoreUnavailable and a write that
- * the database refuses for its data is a StoreRefused defect (see internal/Failures).
- *
- * @example
- * ```ts
- * const stores = PgStore.layer({ url: Redacted.make(process.env.DATABASE_URL!) })
- * const embedded = PgStore.layerEmbedded({ dataDir: "./data" })
- * ```
+ * BudgetStore) on PostgreSQL through @effect/sql-pg, migrated at start: `layer({ url })` for a real
+ * server, `layerEmbedded({ dataDir })` for PGlite; both take a `schema` and also provide the
+ * PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
+ * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
  */
 import { Config, Context, Effect, Layer, Redacted } from "effect"
 import { Migrator, SqlClient } from "effect/sql"

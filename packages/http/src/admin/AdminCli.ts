@@ -1,14 +1,9 @@
 /**
- * `taskmeter admin ...`: the operator's commands, each one call of the admin RPC service.
- *
- * The server is found without copying anything on its own machine: `<DATA_DIR>/admin.json`
- * (DATA_DIR defaults to ./data, as for the server) holds its admin listener's address and the
- * operator token. Otherwise give the admin address (`--url` or TASKMETER_URL) and the token in
- * TASKMETER_ADMIN_TOKEN; `--token` works too but shows in the process list, and the variable
- * wins (with a warning) when both are given.
- * Output is for people unless `--json` is given: then stdout holds the procedure's result as
- * JSON, and a failure is `{ "error": { "reason", "message" } }` on stderr. Any failure exits 1.
- * Amounts are given in USD as decimal strings (`--usd 12.5`) and read exactly, never as floats.
+ * `taskmeter admin ...`: the operator's commands, each one call of the admin RPC service, found
+ * through `<DATA_DIR>/admin.json` or `--url`/TASKMETER_URL with TASKMETER_ADMIN_TOKEN (preferred to
+ * `--token`, which shows in `ps`). Output is for people unless `--json` (the result on stdout,
+ * `{ "error": { "reason", "message" } }` on stderr); any failure exits 1. Amounts are USD decimal
+ * strings (`--usd 12.5`), read exactly.
  */
 import { Config, Console, Data, Effect, Option, Redacted, Runtime } from "effect"
 import { Argument, Command, Flag } from "effect/cli"

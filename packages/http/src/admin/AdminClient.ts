@@ -1,18 +1,8 @@
 /**
- * A client of the admin RPC service, as the `taskmeter admin` CLI uses it: every procedure of
- * AdminRpc as a method, over HTTP, with the operator token as a bearer token.
- *
- * A refusal by the server before the RPC layer (401 for a wrong token, 404 when the address is
- * not a taskmeter server) fails with an RpcClientError whose reason is an `HttpError` of kind
- * `StatusCodeError`; `statusOf` reads its status.
- *
- * @example
- * ```ts
- * const program = Effect.gen(function*() {
- *   const admin = yield* AdminClient
- *   return yield* admin.AccountList()
- * }).pipe(Effect.provide(AdminClient.layer({ url, token })))
- * ```
+ * A client of the admin RPC service, as the `taskmeter admin` CLI uses it: every AdminRpc procedure
+ * as a method over HTTP, with the operator token as a bearer token. A refusal before the RPC layer
+ * (401, or 404 from an address that is not the admin service) is an RpcClientError whose reason is
+ * an `HttpError` of kind `StatusCodeError`; `statusOf` reads its status.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"

@@ -1,14 +1,8 @@
 /**
- * `<DATA_DIR>/admin.json`: how a CLI on the same machine finds the running server and its
- * operator token without copying anything. The server writes it at start, readable by its
- * owner only (mode 0600): it holds the token in clear, because the CLI must present it.
- *
- * ```json
- * { "url": "http://127.0.0.1:8787", "adminUrl": "http://127.0.0.1:8788", "token": "tmop_..." }
- * ```
- *
- * `url` is the public API's address (a worker's default PUBLIC_URL), `adminUrl` the admin
- * listener's, which the CLI calls (files of releases that served admin on `url` have none).
+ * `<DATA_DIR>/admin.json` (`{ url, adminUrl, token }`): how a CLI on the same machine finds the
+ * running server and its operator token. The server writes it at start, mode 0600, the token in
+ * clear since the CLI must present it. `url` is the public API (a worker's default PUBLIC_URL),
+ * `adminUrl` the admin listener the CLI calls (absent in files of older releases).
  */
 import { randomUUID } from "node:crypto"
 import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises"

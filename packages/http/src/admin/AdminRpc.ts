@@ -1,21 +1,9 @@
 /**
- * The operator's admin service: accounts, API keys, credit grants, refunds, price changes, the
- * resolution of reconciliation_required tasks, one-time MCP sign-in codes and the accounts' MCP
- * sign-ins (listed and revoked), as effect/rpc
- * procedures. This module holds
- * only the contract (schemas and the group), so a client imports it without server code; the
- * handlers are in AdminHandlers, the HTTP route and its operator-token guard in AdminServer,
- * the client in AdminClient.
- *
- * Wire conventions: amounts are integer USD micro-units, dates ISO 8601 strings, ids plain
- * strings checked by the server (a malformed id is reported like an unknown one). Every
- * procedure fails only with `AdminError`, whose `reason` says what went wrong.
- *
- * @example
- * ```ts
- * const client = yield* AdminClient.make({ url: "http://127.0.0.1:8787", token })
- * const { account, key } = yield* client.AccountCreate({ name: "acme", creditsMicros: 25_000_000 })
- * ```
+ * The admin service's contract as effect/rpc procedures (accounts, keys, grants, refunds, prices,
+ * reconciliation, MCP sign-in codes and sign-ins), schemas and group only, so a client imports it
+ * without server code (handlers: AdminHandlers; route and token guard: AdminServer; client:
+ * AdminClient). Amounts are integer USD micros, dates ISO 8601, ids plain strings; every procedure
+ * fails only with `AdminError`, whose `reason` says why.
  */
 import { Schema } from "effect"
 import { Rpc, RpcGroup } from "effect/rpc"

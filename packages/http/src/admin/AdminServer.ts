@@ -1,16 +1,9 @@
 /**
- * Serves the admin RPC service at `POST /admin/rpc` on a listener of its own (ServerConfig's
- * ADMIN_HOST and ADMIN_PORT, loopback by default), never on the public port. Every request must
- * carry `Authorization: Bearer <operator token>`; without it, or with another token, the answer
- * is 401 `{ code: "AUTH_REQUIRED", error }` and the body is not read. A body that is not JSON
- * request messages, or holds U+0000 or an unpaired surrogate, is 400 INVALID_REQUEST before any
- * procedure runs. Any other method or path is 404 NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
- *
- * @example
- * ```ts
- * const Admin = AdminServer.layer({ token })
- * // Layer<AdminListener, AdminListenError, ServerConfig | Accounts | Ledger | Pricer | TaskStore | OAuthStore>
- * ```
+ * Serves the admin RPC service at `POST /admin/rpc` on a listener of its own (ADMIN_HOST and
+ * ADMIN_PORT, loopback by default), never on the public port. Every request needs `Authorization:
+ * Bearer <operator token>`, else 401 AUTH_REQUIRED with the body unread; a body that is not JSON or
+ * holds a string no store can hold is 400 INVALID_REQUEST; any other method or path is 404
+ * NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
  */
 import { createServer } from "node:http"
 import { Context, Data, Effect, Layer, type Redacted } from "effect"

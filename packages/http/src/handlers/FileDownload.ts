@@ -1,18 +1,9 @@
 /**
- * The response for a download of a stored file (a result, or an upload fetched through a signed
- * media link): its bytes streamed from the BlobStore with Content-Type, Content-Length, the
- * quoted SHA-256 as ETag, a single HTTP Range (206, or 416 past the end, see ByteRange),
- * If-Range, and If-None-Match (304). Finding the file, and refusing callers, is the route's job.
- * The bytes are never rendered as a page of the API's origin, whatever they hold (an upload may
- * be a valid GIF that is also HTML): `Content-Disposition: attachment` with a file name of the
- * served type (FileName), `X-Content-Type-Options: nosniff`, and `Content-Security-Policy:
- * sandbox; default-src 'none'`.
- *
- * @example
- * ```ts
- * const result = yield* media.getResult(caller.accountId, id)
- * return yield* FileDownload.respond({ blobs, file: result, request, cacheControl: "private, max-age=3600", label: `result ${id}`, fileName: `result-${id}` })
- * ```
+ * The response for a download of a stored file (a result, or an upload through a signed media link):
+ * its bytes streamed from the BlobStore with Content-Type, Content-Length, the SHA-256 as ETag, one
+ * Range (206, or 416), If-Range and If-None-Match (304), never rendered as a page of our origin
+ * (attachment named by FileName, nosniff, CSP sandbox: docs/decisions.md, Hostile input). Finding
+ * the file and refusing callers is the route's job.
  */
 import { Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"

@@ -1,16 +1,9 @@
 /**
- * GET (and HEAD) /api/v1/media-links/{uuid}?acct=..&exp=..&sig=..: how an upstream provider
- * fetches a caller's upload named in a task's input, with no API key. The kernel's MediaUrls
- * signs these links (the worker puts them in what it sends upstream) and checks them here.
- *
- * A valid link serves the upload of the account it names through FileDownload (ETag, Range,
- * If-None-Match), cacheable privately until the link expires. An expired, tampered or malformed
- * link, and a link to an upload that account does not have, are all the same 404
- * JOB_NOT_FOUND, the code the API gives for any file it will not serve (see ResultsHandlers),
- * so a link reveals nothing once it stops working.
- *
- * A raw route on the HttpRouter rather than an HttpApi endpoint: it is not part of the API that
- * callers use (no client method, no credentials); OpenApiDocument lists it as internal.
+ * GET (and HEAD) /api/v1/media-links/{uuid}?acct&exp&sig: how an upstream fetches a caller's upload
+ * with no API key (the kernel's MediaUrls signs the links). A valid link serves that account's
+ * upload through FileDownload, cacheable privately until it expires; every link that does not work
+ * is the same 404 JOB_NOT_FOUND. A raw route on the HttpRouter, outside the API callers use
+ * (OpenApiDocument lists it as internal).
  */
 import { Clock, Effect } from "effect"
 import { HttpRouter } from "effect/http"

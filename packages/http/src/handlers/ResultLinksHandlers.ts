@@ -1,18 +1,9 @@
 /**
- * GET (and HEAD) /api/v1/result-links/{uuid}?acct=..&exp=..&sig=..: a result file through a
- * signed link, with no API key. The MCP tools give these links (the kernel's ResultUrls signs
- * them) beside each file result's `/api/v1/results/<uuid>`, for hosts signed in with OAuth,
- * which hold no API key to open that one.
- *
- * A valid link serves what GET /api/v1/results/{id} serves for that account's result, through
- * FileDownload (Content-Type, Content-Length, ETag, Range, If-None-Match), cacheable privately
- * until the link expires. The signature is checked (in constant time) before any store is read:
- * an expired, tampered or malformed link, and a valid one to a result that is gone, are the same
- * 404 JOB_NOT_FOUND the results route gives an unknown result, so a link that does not work
- * says nothing of whether its result exists.
- *
- * A raw route on the HttpRouter rather than an HttpApi endpoint: the link is its credential,
- * which the API's authentication middleware has no place for.
+ * GET (and HEAD) /api/v1/result-links/{uuid}?acct&exp&sig: a result file through a signed link with
+ * no API key (ResultUrls signs them for the MCP tools). A valid link serves what GET
+ * /api/v1/results/{id} serves, through FileDownload, cacheable privately until it expires; the
+ * signature is checked before any store read, and every link that does not work is the same 404
+ * JOB_NOT_FOUND. A raw route: the link is its credential, which the API's middleware has no place for.
  */
 import { Clock, Effect } from "effect"
 import { HttpRouter } from "effect/http"

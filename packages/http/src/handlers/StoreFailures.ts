@@ -1,11 +1,7 @@
 /**
- * An unreachable store, as handlers report it: API_UNAVAILABLE (503), logged with its cause,
- * never a 500. Authentication has its own code for it (AUTH_UNAVAILABLE), given by Accounts.
- *
- * @example
- * ```ts
- * runner.list(caller).pipe(Effect.catchTag("StoreUnavailable", StoreFailures.toApiUnavailable))
- * ```
+ * An unreachable store, as handlers report it (`toApiUnavailable`, e.g. in
+ * `Effect.catchTag("StoreUnavailable", ...)`): API_UNAVAILABLE (503), logged with its cause, never a
+ * 500. Authentication has its own code for it (AUTH_UNAVAILABLE), given by Accounts.
  */
 import { Effect } from "effect"
 import { Errors } from "@taskmeter/kernel"

@@ -1,40 +1,9 @@
 /**
- * The model catalog: the 33 models of the spec with their input schemas, and validation of a
- * submitted `input` against its model. Each model's fields are written once with the
- * `ModelField` builders; validation, the JSON Schema (OpenAPI 3.1, MCP) and the `fields`
- * listing of GET /api/v1/models are all derived from them (see `ModelDefinition.define`).
- *
- * Rules where the spec leaves a choice open:
- * - A field with a default is filled in when omitted, also when the spec marks it required:
- *   defaults exist to be applied, and prices are computed on the defaulted input. A required
- *   field without a default must be present. An optional field without a default stays absent.
- *   `FieldInfo.required` repeats the spec's flag; the JSON Schema's `required` lists only the
- *   fields a caller must send (required and no default).
- * - Length bounds are exactly the spec's: a prompt whose bounds the spec does not give accepts
- *   any string, the empty one included, rather than a limit the spec does not state.
- * - A default that would break its own field's rule is not applied (picgen 2.5: prompt
- *   "1-20000, default empty string"), so that prompt must be sent.
- * - A required `imageUrls` needs at least one item; an optional one may be empty unless the
- *   model allows only certain counts (delta Omni Flash: 1 or 3).
- * - Lengths count characters as Unicode code points (as JSON Schema does), not UTF-16 units.
- * - Media fields take a URL written `https://<host>...` (no whitespace, parsed with URL) or a
- *   `media:<uuid>` reference, nothing else.
- * - An aspect ratio or duration the spec leaves without options where its siblings have them
- *   takes the siblings' set (epsilon 3.1 Fast image-to-video: 16:9 or 9:16).
- * - alpha-pro-edit's aspectRatio default (3:4) is applied like any other, although the spec
- *   notes that the upstream adapts the size when the field is absent: one rule for all defaults
- *   keeps the listing, the quote and the submitted input in agreement.
- * - "Has a default prompt text" (delta Omni Flash from text or image) is a written prompt,
- *   applied when the prompt is omitted.
- * - Validation reports the issues it finds, each as `input.<field>: <rule>`, joined by "; ", the
- *   first 20 of them and then "and N more" (ProblemList). A string the store cannot hold (NUL,
- *   an unpaired surrogate; StorableText), in a key or a value, is refused before anything else.
- *
- * @example
- * ```ts
- * const { input } = yield* catalog.validate("alpha-pro-text-to-image-economy", { prompt: "a fox" })
- * // input: { prompt: "a fox", aspectRatio: "9:16", resolution: "1k" }
- * ```
+ * The model catalog: the spec's 33 models with their input schemas (written once with the
+ * `ModelField` builders, see `ModelDefinition.define`), and `validate`, which checks a submitted
+ * `input` against its model and applies its defaults. Validation, the JSON Schema and the
+ * `fields` listing derive from the same definitions. Choices the spec leaves open:
+ * docs/decisions.md, Catalog and inputs.
  */
 import { Context, Effect, Layer, Result, Schema, SchemaIssue } from "effect"
 import * as Errors from "../domain/Errors.ts"

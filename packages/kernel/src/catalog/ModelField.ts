@@ -1,25 +1,9 @@
 /**
- * Field builders for model input schemas. Each builder returns, from one call, the field's
- * Effect Schema (what validation runs and what the JSON Schema is derived from) and the
- * `FieldInfo` that GET /api/v1/models lists, so a model's fields are written exactly once.
- *
- * Presence follows one rule for every builder:
- * - `default` given: the key may be omitted and the default is filled in, even when
- *   `required: true` (the spec lists defaults so that they apply);
- * - `required: true` without a default: the key must be present;
- * - otherwise the key is optional and stays absent when omitted.
- *
- * Every rule carries a message that says what to fix ("must be one of ..."), which
- * `Catalog.validate` prefixes with the field's path (`input.aspectRatio: ...`).
- *
- * @example
- * ```ts
- * const fields = {
- *   prompt: ModelField.prompt({ minLength: 1, maxLength: 20000 }),
- *   aspectRatio: ModelField.enumOf(AR10, { default: "9:16" }),
- *   imageUrls: ModelField.mediaUrls({ required: true, maxItems: 3, allowedCounts: [1, 3] })
- * }
- * ```
+ * Field builders for model input schemas: each call returns the field's Effect Schema (validated,
+ * and the source of its JSON Schema) and the `FieldInfo` GET /api/v1/models lists, so a field is
+ * written once. Presence: a `default` is filled in when omitted (even if `required`); `required`
+ * without a default must be sent; otherwise the key stays absent. Every rule's message says what
+ * to fix, and `Catalog.validate` prefixes it with the field's path.
  */
 import { Effect, Schema } from "effect"
 import type { SchemaAST } from "effect"

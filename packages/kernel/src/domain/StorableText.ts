@@ -1,14 +1,8 @@
 /**
- * Strings a store can hold. PostgreSQL's text and jsonb cannot hold U+0000 (NUL), and UTF-8
- * cannot encode an unpaired UTF-16 surrogate, so a value carrying either is refused where it is
- * validated, never at the store (where it would fail a whole batch of admissions).
- * `findUnstorable` walks any JSON value (keys and values, nested arrays and objects).
- *
- * @example
- * ```ts
- * StorableText.findUnstorable({ prompt: "a\u0000b" }, "input")
- * // { path: "input.prompt", problem: "contains U+0000 (NUL)" }
- * ```
+ * Strings a store can hold: no U+0000 (NUL) and no unpaired UTF-16 surrogate. `findUnstorable`
+ * walks any JSON value (keys and values, nested) and names the first offender and its path, so it
+ * is refused where the value is validated, never at the store; `toStorable` replaces them with
+ * U+FFFD. Why: docs/decisions.md, Hostile input.
  */
 
 export interface Unstorable {

@@ -1,17 +1,9 @@
 /**
- * The task state machine, written once. Every store and worker asks `canTransition` before
- * it writes a status, and the credit effect of each target state is declared here too.
- *
- *   queued -> submitting -> running -> succeeded | failed | reconciliation_required
- *
- * Extra edges, and why:
- * - queued -> failed: a task that passes its deadline or whose model lost its executor
- *   before any worker sent it upstream.
- * - submitting -> succeeded | failed: upstreams that answer synchronously, or refuse at submit.
- * - submitting -> reconciliation_required: the request was sent but its outcome is unknown.
- * - reconciliation_required -> succeeded | failed: the reconciler or an operator settles it.
- *   The spec lists reconciliation_required as terminal for callers (they stop polling and keep
- *   the id); it is the one terminal state the service itself may still resolve.
+ * The task state machine, written once: `canTransition`, which every store and worker asks before
+ * writing a status, and the credit effect of each target status. queued → submitting → running →
+ * succeeded | failed | reconciliation_required, plus queued → failed (deadline, executor lost),
+ * submitting → succeeded | failed | reconciliation_required, and reconciliation_required →
+ * succeeded | failed (the one terminal status for callers that the service may still resolve).
  */
 import { Schema } from "effect"
 

@@ -1,19 +1,9 @@
 /**
- * Storage port for the credit ledger: an append-only journal of entries per account, and the
- * cached balance and reserved figures that the journal must always add up to.
- *
- * Effects of each entry kind on the account (amounts are micro-units):
- *
- * | kind        | balance | reserved | notes                                                  |
- * |-------------|---------|----------|--------------------------------------------------------|
- * | grant       | + a     |          | a top-up; may clear payment review                     |
- * | reserve     |         | + a      | at admission of a task or chat request                 |
- * | charge      | - a     | - a      | once per task or chat request, a <= its reservation    |
- * | release     |         | - a      | once per task or chat request: the unused reservation  |
- * | refund      | - a     |          | a payment refund; may leave the account in review       |
- * | adjustment  | + a     |          | an operator correction; the only kind whose a may be < 0 |
- *
- * available = balance - reserved. Every method is one atomic unit in the store.
+ * Storage port for the credit ledger: an append-only journal of entries per account, and the cached
+ * balance and reserved figures it always adds up to (available = balance - reserved). grant,
+ * refund and adjustment move the balance; reserve adds to reserved; charge takes from both (at
+ * most the reservation) and release from reserved, each once per task or chat request. Every
+ * method is one atomic unit in the store. Entry kinds: docs/decisions.md, Ledger and admission.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

@@ -1,10 +1,8 @@
 /**
- * Storage port for the metadata of uploaded media and of result files. The bytes live in the
- * BlobStore under `blobKey`; every read is scoped to the owning account.
- *
- * Result records are written before their task records its success with them (see Outputs), so
- * a success write that is refused leaves records that none of the task's assets name: the
- * orphans `purgeOrphanResults` deletes (Housekeeping sweeps them with their files).
+ * Storage port for the metadata of uploaded media and of result files; the bytes live in the
+ * BlobStore under `blobKey`, and every read is scoped to the owning account. `purgeOrphanResults`
+ * deletes result records no task's assets name (left when a success write was refused, see Outputs);
+ * Housekeeping sweeps them with their files.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

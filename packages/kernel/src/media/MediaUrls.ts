@@ -1,32 +1,9 @@
 /**
- * Signed media links: how an upstream fetches a caller's upload (`media:<uuid>`) without any of
- * the caller's credentials. The worker replaces each media reference of a task's input with
- *
- *   <baseUrl>/api/v1/media-links/<uuid>?acct=<accountId>&exp=<unix seconds>&sig=<signature>
- *
- * where the signature is an HMAC-SHA256 (base64url) over the uuid, the owning account and the
- * expiry, under a server secret. The link names the account because uploads are stored per
- * account (MediaStore reads are account-scoped); it carries no key and grants nothing else.
- * It is short-lived (one hour by default: long enough for an upstream that queues the job a
- * while before fetching its inputs) and only as secret as the upstream keeps it.
- *
- * The http package serves the route: it calls `verify` with the request's path and query and,
- * for a Valid link, streams the upload of that account; Expired and Invalid are both a 404 to
- * the outside, so a link reveals nothing once it stops working.
- *
- * Links are signed with `secret`; `previousSecret` (a rotation: MEDIA_LINK_SECRET_PREVIOUS) is
- * still accepted when checking, so links given out before the rotation work until they expire.
- * A link whose expiry lies beyond now + the TTL in force is refused, even if signed (under a
- * longer TTL).
- *
- * `baseUrl` is the public origin the upstream can reach; it should be https in production
- * (upstreams refuse or cannot reach anything else) but is not forced, for local runs.
- *
- * @example
- * ```ts
- * const links = MediaUrls.layer({ baseUrl: "https://api.example.com", secret: Redacted.make(secret) })
- * // route: const result = yield* (yield* MediaUrls.MediaUrls).verify(request.url)
- * ```
+ * Signed media links: how an upstream fetches a caller's upload without the caller's credentials.
+ * `sign` gives `<baseUrl>/api/v1/media-links/<uuid>?acct&exp&sig` (HMAC-SHA256 over uuid, account
+ * and expiry; one hour by default); `verify` answers Valid, Expired or Invalid, accepting
+ * `previousSecret` and refusing expiries beyond the TTL in force. Policy: docs/decisions.md
+ * (Tasks and providers; Hostile input, signed links).
  */
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import type { AccountId } from "../domain/Ids.ts"

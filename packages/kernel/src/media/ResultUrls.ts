@@ -1,29 +1,9 @@
 /**
  * Signed result links: how a client without an API key (an MCP host signed in with OAuth)
- * downloads a result file of its account. Next to a file result's `/api/v1/results/<uuid>`,
- * which takes an API key, the MCP tools give
- *
- *   /api/v1/result-links/<uuid>?acct=<accountId>&exp=<unix seconds>&sig=<signature>
- *
- * signed as media links are (MediaUrls: HMAC-SHA256 over uuid, account and expiry) but under a
- * key derived from the media-link secret for this purpose alone, so that one secret serves both
- * and a signature made for one kind of link is never valid for the other. A link names one
- * result of one account (result reads are account-scoped) and grants nothing else; it is
- * short-lived (one hour by default: long enough to hand to a person or a tool, short enough that
- * a copied link stops working soon) and fresh ones come with every tool call that shows the task.
- *
- * `sign` answers the path and query; the caller puts it on its public origin, as it does the
- * result's API link. The http package serves the route: `verify` with the request's path and
- * query, then the result of that account; Expired and Invalid are both a 404 to the outside,
- * decided before any store is read. As for media links, `previousSecret` (a rotation) is still
- * accepted when checking, and a link expiring beyond now + the TTL in force is refused.
- *
- * @example
- * ```ts
- * const links = ResultUrls.layer({ secret: mediaLinkSecret }) // the secret MediaUrls signs with
- * // tool:  const { path, expiresAt } = yield* (yield* ResultUrls.ResultUrls).sign(accountId, resultId)
- * // route: const link = yield* (yield* ResultUrls.ResultUrls).verify(request.url)
- * ```
+ * downloads one result of its account. `sign` gives `/api/v1/result-links/<uuid>?acct&exp&sig`,
+ * signed as media links are but under a key derived for this purpose alone; `verify` answers
+ * Valid, Expired or Invalid before any store is read. Policy: docs/decisions.md (HTTP API;
+ * Hostile input, signed links).
  */
 import { createHmac } from "node:crypto"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"

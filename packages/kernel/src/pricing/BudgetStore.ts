@@ -1,34 +1,9 @@
 /**
- * Storage port for the platform's daily budgets: per model and UTC day, the total of the task
- * prices admitted, shared by every process on one store. The TaskRunner takes a task's price
- * from its model's day before admitting it, and gives it back when the admission did not admit
- * (see TaskRunner); the limit is the model's `dailyBudgetMicros` in the price list, passed in on
- * every take, so the store keeps totals only and a changed budget applies to the next take.
- *
- * A day is the UTC date as `YYYY-MM-DD` (`utcDay`); a (model, day) never taken from totals 0.
- * Past days are never read again; a store may keep them (for the operator) or drop them.
- *
- * Concurrency promises every store keeps, across processes sharing it:
- * - `take` is atomic: it adds `amountMicros` to the (model, day) total only if the new total is
- *   at most `limitMicros`, and answers whether it did. Concurrent takes are applied one after
- *   another, each seeing the others' totals, so the total never exceeds the limit any take
- *   passed: of 20 concurrent takes of 1 under a limit of 7, exactly 7 succeed.
- * - `giveBack` subtracts atomically and never leaves a total below 0.
- * - A take that fails with StoreUnavailable may or may not have been applied.
- *
- * @example
- * ```ts
- * const admitWithin = (model: string, priceMicros: Micros, budgetMicros: Micros) =>
- *   Effect.gen(function*() {
- *     const budgets = yield* BudgetStore
- *     const day = utcDay(yield* Clock.currentTimeMillis)
- *     if (!(yield* budgets.take({ model, day, amountMicros: priceMicros, limitMicros: budgetMicros }))) {
- *       return false // over the budget: refuse until the next UTC day
- *     }
- *     // ...admit; if it did not admit: budgets.giveBack({ model, day, amountMicros: priceMicros })
- *     return true
- *   })
- * ```
+ * Storage port for the platform's daily budgets: per model and UTC day (`utcDay`, `YYYY-MM-DD`),
+ * the total of the task prices admitted, shared by every process on one store. `take` adds an
+ * amount atomically only if the new total stays within the limit passed in (so concurrent takes
+ * never pass it); `giveBack` subtracts, never below 0; a take failing with StoreUnavailable may
+ * have been applied. The policy: docs/decisions.md, Prices (daily platform budgets).
  */
 import { Context } from "effect"
 import type { Effect } from "effect"

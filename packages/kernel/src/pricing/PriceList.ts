@@ -1,50 +1,9 @@
 /**
- * The operator's price list: what each model costs, in USD micro-units, and whether it may
- * be submitted at all. It is data (a JSON file, shipped defaults in `prices/default-prices.json`),
- * decoded and checked against the Catalog when it is loaded, so that every configuration
- * mistake is found then and never while a customer waits for a quote.
- *
- * ```json
- * { "models": {
- *     "song-lyrics": { "enabled": true, "priceMicros": 5000, "dailyBudgetMicros": 100000000 },
- *     "alpha-2-text-to-image-economy": { "enabled": true, "rateCard": [
- *       { "when": { "resolution": ["1k", "2k"] }, "priceMicros": 45000 },
- *       { "when": { "resolution": "4k" }, "priceMicros": 100000 } ] },
- *     "gamma-imagine-2-0-text-to-image-economy": { "enabled": true, "rateCard": [
- *       { "when": {}, "priceMicros": 20000, "quantityField": "numImages", "settlement": "perDeliveredUnit" } ] }
- * } }
- * ```
- *
- * An entry gives either a flat `priceMicros` or a `rateCard`, never both (with a rate card a
- * flat price would never be used). An entry with neither, like an entry with `enabled: false`
- * or a model left out of `models`, cannot be quoted: MODEL_PRICE_UNAVAILABLE.
- *
- * An entry may also give `dailyBudgetMicros` (a positive safe integer), the platform's daily
- * budget for the model: the prices of its tasks admitted in one UTC day, over all accounts,
- * never add up to more (TaskRunner, BudgetStore). It is the operator's: the public view
- * (`toPublic`) leaves it out.
- *
- * The `when` language. A rule's `when` is an object from input field names to conditions,
- * tested against the input after the model's defaults are applied:
- * - `"field": value` holds when the input's value equals `value` exactly (`"6"` and `6` differ:
- *   write the value with the type the Catalog gives the field);
- * - `"field": [v1, v2]` holds when the value is one of the listed values;
- * - `null`, alone or in a list, stands for "the field was omitted", which can only happen to an
- *   optional field without a default;
- * - the conditions of one `when` are ANDed; `{}` holds for every input.
- * Only fields with a finite set of values can be tested: fields with `options`, and integer
- * fields with both a minimum and a maximum.
- *
- * A rule's price is per task, or per unit when the rule names a `quantityField`: an input field
- * whose value is a whole number (an integer field, or a string field whose options are decimal
- * whole numbers such as numImages "1".."12"); the price is then `priceMicros × value`.
- * `"settlement": "perDeliveredUnit"` (default `"fixed"`) on such a rule means the quote only
- * reserves for the requested quantity and the final charge counts the units actually delivered.
- *
- * Loading checks, for every model, that exactly one rule matches each combination of values
- * of the fields its rules test (an empty or overlapping rate card is refused), that the
- * fields and values named exist in the Catalog, and that no price times the largest quantity
- * can leave the safe-integer range. Every problem is reported at once, in `PriceListInvalid`.
+ * The operator's price list (`{ models: { <slug>: { enabled, priceMicros | rateCard,
+ * dailyBudgetMicros? } } }`, shipped defaults in `prices/default-prices.json`): its schema, the
+ * `when` rule language, and the load-time check against the Catalog that refuses a whole list with
+ * `PriceListInvalid` naming every problem. `toPublic` is the view without budgets. The rules:
+ * docs/decisions.md, Prices; the format by example: packages/kernel/prices/README.md.
  */
 import { Effect, Result, Schema } from "effect"
 import { decodeAll } from "../domain/internal/SchemaProblems.ts"

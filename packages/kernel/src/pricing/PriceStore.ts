@@ -1,31 +1,9 @@
 /**
  * Storage port for the task price list, shared by every process on one store: an append-only
- * history of versions (1, 2, 3, ...), the current list being the highest. The store keeps the
- * list as raw JSON data and checks nothing about it; the Pricer validates against the Catalog
- * (`Pricer.layerStore`), so a list saved by a process of another release stays readable.
- *
- * Concurrency promises every store keeps, across processes sharing it:
- * - `save` is a compare-and-set on the version it was based on: it writes version
- *   `expectedVersion + 1` (1 on an empty store) only while the current version is still
- *   `expectedVersion`, else PriceListConflict and nothing is written. Of concurrent saves based
- *   on one version exactly one succeeds, so no change is lost; the others read again and retry.
- * - Versions are never rewritten or removed: a version number names one list for good.
- *
- * Changes made elsewhere reach a process through `subscribe` (storage-pg on PostgreSQL:
- * NOTIFY/LISTEN; PGlite and memory: within the process). A notification can be missed (a
- * dropped connection), so a follower also compares `version` now and then.
- *
- * @example
- * ```ts
- * const raise = (slug: string, priceMicros: number) =>
- *   Effect.gen(function*() {
- *     const store = yield* PriceStore
- *     const stored = yield* store.current
- *     const list = stored?.list as PriceList.PriceList | undefined
- *     const next = { models: { ...list?.models, [slug]: { enabled: true, priceMicros } } }
- *     return yield* store.save(stored?.version, next) // PriceListConflict: read again and redo
- *   })
- * ```
+ * history of versions, the current being the highest, kept as raw JSON (the Pricer validates it).
+ * `save` is a compare-and-set on the version it was based on (else PriceListConflict, nothing
+ * written), so of concurrent saves exactly one wins; versions are never rewritten. `subscribe`
+ * wakes on saves elsewhere and may miss one. Policy: docs/decisions.md, Prices.
  */
 import { Context, Data } from "effect"
 import type { Effect, Scope } from "effect"

@@ -1,36 +1,9 @@
 /**
- * The Pricer quotes a task from the current price list, compares the quote with the price the
- * caller was shown (PRICE_CHANGED), and computes the final charge of a succeeded task.
- *
- * The quote of a defaulted input: the model's entry must exist, be enabled and carry a price
- * (else MODEL_PRICE_UNAVAILABLE); without a rate card it is the flat `priceMicros`; with one,
- * the single matching rule's `priceMicros`, times the value of its `quantityField` if any.
- * The list is checked when loaded (see PriceList), so exactly one rule matches every valid
- * input; an input outside the Catalog's values is INVALID_MODEL_INPUT, never a guess.
- *
- * Settlement. A quote is what is reserved. A `fixed` quote is charged as is; a
- * `perDeliveredUnit` quote (gamma-imagine-2-0-text-to-image-economy: billed per image
- * delivered) charges `unitMicros × min(delivered, quantity)`, so never more than reserved.
- *
- * Where the list lives. `layerStore` (what the servers use) keeps it in the PriceStore, shared by
- * every process on one database, with a copy in each process to quote from: a change made
- * through any process is saved there and reaches the others within moments (see `makeStored`).
- * `layer`, `layerDefault` and `layerFromFile` hold a fixed starting list in this process only,
- * for embedding and tests. Either way `replace`, `setModel`, `updateModel` and `disable` validate
- * the whole new list against the Catalog before it takes effect; a refused change leaves the
- * current list in place. Quotes already given keep their amounts.
- *
- * @example
- * ```ts
- * const admit = (slug: string, raw: unknown, expected: number | undefined) =>
- *   Effect.gen(function*() {
- *     const { input } = yield* (yield* Catalog.Catalog).validate(slug, raw)
- *     const pricer = yield* Pricer.Pricer
- *     const quote = yield* pricer.quote(slug, input)
- *     yield* pricer.checkExpected(quote, expected)
- *     return quote // reserve quote.priceMicros; at success charge pricer.settle(quote, delivered)
- *   })
- * ```
+ * The Pricer quotes a defaulted input from the current price list (MODEL_PRICE_UNAVAILABLE when
+ * the model has no usable entry), checks the price the caller was shown (PRICE_CHANGED), and
+ * settles a succeeded task (`settle`: never more than the quote). `layerStore` keeps the list in
+ * the PriceStore shared by every process; `layer`, `layerDefault` and `layerFromFile` hold a fixed
+ * list in this process. Changes are validated whole first: docs/decisions.md, Prices.
  */
 import { readFile } from "node:fs/promises"
 import { Context, Duration, Effect, Layer, Ref, Result, Schema, SynchronizedRef } from "effect"
@@ -294,14 +267,10 @@ interface Held {
 }
 
 /**
- * A Pricer over a PriceStore: the list is the store's current version, copied into this process
- * to quote from (no store read per quote); changes are compare-and-set saves of the store (on a
- * conflict, read again and redo, a few times) and take effect here at once; saves of other
- * processes arrive by the store's notifications, or by comparing the store's version every
- * `pollIntervalMs` in case one was missed. Entries of models the Catalog does not have are left
- * out (logged). A stored version that still does not fit the Catalog is logged and skipped: the
- * last usable list stays in force. At start an empty store gets the seed as version 1; a
- * current version that does not fit fails with PriceListInvalid, naming its problems.
+ * A Pricer over a PriceStore: it quotes from this process's copy of the store's current version,
+ * saves changes as compare-and-set versions (redone on a conflict, a few times), follows other
+ * processes' saves by notification or every `pollIntervalMs`, and seeds an empty store as version 1.
+ * What it does with versions or entries this release refuses: docs/decisions.md, Prices.
  */
 export const makeStored = (
   models: ReadonlyArray<PriceList.PricedModel>,

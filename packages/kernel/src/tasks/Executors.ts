@@ -1,30 +1,9 @@
 /**
- * The executors: which provider adapter runs each model, and how many of its tasks one
- * process may have under way at once.
- *
- * A model is served by the first adapter (in the order given) that lists it, so a composition
- * can put real upstreams first and the `simulated` adapter last as the fallback for the rest.
- * A model no adapter lists has no executor: admission refuses it with EXECUTION_UNAVAILABLE
- * (`executorAvailable`), and workers never claim it.
- *
- * Limits. Each adapter's `maxConcurrency` bounds its tasks under way (from submit until the
- * upstream job has finished and its results are stored), and `modelConcurrency` can bound
- * single models further. A task holds one permit of its model and one of its provider for its
- * whole run, because upstream limits count running jobs, not HTTP calls. The limits hold per
- * process: with N worker processes against one store, give each a share of the upstream's limit.
- *
- * `capacity` reports how many more tasks could start now and for which models, so a worker
- * claims no more than it can run; tasks it already holds beyond a model's limit wait here for a
- * permit (their leases renewed) rather than being refused.
- *
- * @example
- * ```ts
- * const executors = Executors.layer({
- *   adapters: [alphaAdapter, simulatedAdapter],
- *   modelConcurrency: { "delta-omni-flash-image-to-video": 2 }
- * })
- * // admission: TaskRunner.layer({ executorAvailable: (model) => executors.executorAvailable(model) })
- * ```
+ * The executors: which provider adapter runs each model (the first adapter listing it, in the
+ * order given) and how many tasks one process may have under way, per provider
+ * (`maxConcurrency`) and per model (`modelConcurrency`), a permit held from submit until the
+ * results are stored. `executorAvailable` serves admission (EXECUTION_UNAVAILABLE); `capacity`
+ * tells a worker how many it may claim. The limits are per process: docs/decisions.md, Tasks.
  */
 import { Context, Effect, Layer, Semaphore } from "effect"
 import type { ProviderV1 } from "./Provider.ts"

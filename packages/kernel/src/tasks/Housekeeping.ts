@@ -1,37 +1,9 @@
 /**
- * Housekeeping: upkeep of the stores that no request does. Two chores, each on its own clock:
- *
- * - Purging expired Idempotency-Keys. An expired key is taken over by the next admission that
- *   names it, but a key never named again would stay forever, one row per admission. A pass
- *   deletes the keys that expired `graceMs` (5 minutes) before it began, through
- *   `TaskStore.purgeIdempotencyKeys` in statements of `batchSize` (1,000) keys until one deletes
- *   fewer, and logs how many it deleted. The grace covers clocks of other processes that run a
- *   little behind: to them a key expired here may still be live, and deleting it would admit a
- *   retry anew instead of replaying it. Every `intervalMs` (5 minutes).
- * - Sweeping orphaned result files. Outputs stores a task's files and their records before its
- *   worker records the success; when that write is refused (the lease was taken over, the
- *   status moved on), they stay, named by no task's assets. A sweep deletes, through
- *   `MediaStore.purgeOrphanResults`, the records of succeeded and failed tasks that their assets
- *   do not name and that are `orphanResultGraceMs` (1 hour) old, `batchSize` at a time until a
- *   batch comes back short, removes each batch's files from the BlobStore, and logs how many.
- *   The grace is a margin past the leases and downloads of a worker that lost its task; the
- *   sweep's safety does not rest on it, as a succeeded or failed task's assets never change
- *   again. The records go first: nobody references them, and a file whose removal fails is
- *   logged and left, orphaned as before; the sweep then stops, so that a failing BlobStore
- *   cannot turn more records into files nobody tracks. Never at the moment a write is refused:
- *   a success whose answer was lost looks refused when retried, and its files are the task's.
- *   Every `orphanResultIntervalMs` (1 hour): telling an orphan apart reads every older result
- *   and its task, so a sweep costs in proportion to all results stored, not to the orphans.
- *
- * Each worker process (`TaskWorker.serve`) runs both chores at start and then on their
- * intervals; chores of several processes at once delete each row once and do not wait for each
- * other. A failed chore is logged and runs again at its next turn.
- *
- * @example
- * ```ts
- * // keys purged every minute, orphaned files swept after a day
- * TaskWorker.serve({ housekeeping: { intervalMs: 60_000, orphanResultGraceMs: 24 * 3_600_000 } })
- * ```
+ * Housekeeping: store upkeep no request does, run by each worker process (`TaskWorker.serve`) at
+ * start and then on its intervals: purging expired Idempotency-Keys (every 5 minutes, keys expired
+ * for 5) and sweeping orphaned result records and files (hourly, older than 1 hour). Concurrent
+ * processes delete each row once; a failed chore is logged and runs at its next turn. Why and how:
+ * docs/decisions.md (Ledger and admission; Tasks and providers).
  */
 import { Clock, Duration, Effect } from "effect"
 import { BlobStore } from "../media/BlobStore.ts"

@@ -1,17 +1,9 @@
 /**
- * Copies what an upstream delivered into our own stores, as the assets of a task: upstream
- * result links expire, so file results are downloaded (with a size cap, through `PublicFetch`:
- * https to public addresses only, no redirects) into the BlobStore
- * under `results/<resultId>` and recorded in the MediaStore, and text results become the
- * asset's `text`. Used by the TaskWorker and the Reconciler before they mark a task succeeded.
- *
- * All files are stored before any result record is written, and the records before the task
- * changes status, so a succeeded task never points at a missing file. A failure removes the
- * blobs this call wrote. If the caller then cannot record the success (its lease was taken
- * over, the task moved on), the files and records stay under result ids nobody was given;
- * Housekeeping sweeps them once the task is succeeded or failed and an hour has passed
- * (`MediaStore.purgeOrphanResults`). The caller deletes nothing itself: a success whose answer
- * was lost looks refused when retried, and then these files are the task's.
+ * Copies what an upstream delivered into our stores as a task's assets, before the TaskWorker or
+ * Reconciler marks it succeeded: file results downloaded through `PublicFetch` (size-capped) into the
+ * BlobStore under `results/<resultId>` and recorded in the MediaStore, text results as the asset's
+ * `text`. Files are stored before records, records before the status changes; a failure removes the
+ * blobs this call wrote. What is left when the success is refused: docs/decisions.md, Tasks.
  */
 import { Clock, Data, Effect } from "effect"
 import { BlobStore, BlobTooLarge } from "../media/BlobStore.ts"

@@ -1,20 +1,9 @@
 /**
- * The provider interface, version 1: what an adapter for one upstream (a model family's API,
- * or the offline simulator) implements so the TaskWorker can run tasks on it.
- *
- * Upstreams are asynchronous: submit, then poll status, then fetch results. The interface is
- * small and versioned by `specificationVersion`: a breaking change adds a ProviderV2 beside it
- * (with an upgrader) rather than editing this one.
- *
- * Errors are classified, not invented per adapter: an adapter maps an upstream's HTTP status
- * and body onto one `ProviderError` reason, and the worker decides from the reason alone:
- *
- * | reason          | worker does                                                         |
- * |-----------------|---------------------------------------------------------------------|
- * | RateLimited     | waits (retryAfterMs or backoff) and tries the same step again        |
- * | Retryable       | backs off and tries the same step again, until the task's deadline  |
- * | Terminal        | fails the task (reservation released) with `errorCode`               |
- * | OutcomeUnknown  | the request may have reached the upstream: reconciliation_required    |
+ * The provider interface, version 1, that an adapter for one upstream implements so the TaskWorker
+ * can run tasks on it: submit, poll, fetch results, optional `lookup` and cancel. Breaking changes
+ * add a ProviderV2 beside it. Failures are one `ProviderError` reason the worker acts on alone:
+ * RateLimited and Retryable retry the same step until the deadline, Terminal fails the task
+ * (released), OutcomeUnknown makes it reconciliation_required.
  */
 import type { Effect } from "effect"
 import { Data } from "effect"

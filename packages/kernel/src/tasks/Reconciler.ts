@@ -1,23 +1,9 @@
 /**
- * The Reconciler settles tasks in reconciliation_required: tasks whose submission may or may not
- * have reached the upstream. It never sends anything; it looks the job up by its reference (our
- * task id) and resolves the task through `TaskStore.resolve`, which charges or releases in the
- * same write:
- *
- * | upstream says                          | resolution                                    |
- * |----------------------------------------|-----------------------------------------------|
- * | job succeeded                          | results copied, succeeded, charged as delivered |
- * | job failed                             | failed, released (the upstream's errorCode)   |
- * | job still running, before the deadline | left for the next pass                        |
- * | job still running, past the deadline   | cancelled (best effort), failed, released     |
- * | no such job, for `notFoundAfterMs`     | failed UPSTREAM_NEVER_RECEIVED, released      |
- * | cannot be searched (adapter without `lookup`, no upstream job id) | left for an operator |
- *
- * A "no such job" answer is trusted only after `notFoundAfterMs` (10 minutes) in reconciliation,
- * in case the upstream indexes references a little after accepting a job. Operators resolve the
- * rest by hand, through `TaskStore.resolve` as well (the admin CLI). A pass runs every
- * `intervalMs` (a minute) in each worker process; two reconcilers meeting on one task are
- * harmless, as only one `resolve` takes effect.
+ * The Reconciler settles tasks in reconciliation_required without ever resending: it looks each job
+ * up by reference (our task id) and resolves it through `TaskStore.resolve` (charge or release in
+ * the same write): succeeded, failed, cancelled past its deadline, or failed UPSTREAM_NEVER_RECEIVED
+ * once "not found" has held for `notFoundAfterMs` (10 minutes). Tasks it cannot search are left to
+ * an operator. It runs every `intervalMs` (a minute) in each worker process; passes may overlap.
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import type { BlobStore } from "../media/BlobStore.ts"

@@ -1,53 +1,9 @@
 /**
- * The TaskWorker drains the task queue: it claims tasks from the TaskStore, sends them to their
- * provider adapter, follows them upstream and records the outcome, moving the money with it.
- *
- *   queued ─CAS─▶ submitting ─submit─▶ Accepted ─CAS─▶ running ─poll…─▶ Succeeded ─▶ succeeded (charge)
- *                      │                Completed ───────────────────────▶ succeeded (charge)
- *                      │                Terminal / deadline ─────────────▶ failed (release)
- *                      └─ OutcomeUnknown ────────────────────────────────▶ reconciliation_required (kept)
- *
- * Guarantees, and how:
- * - Every write is the store's compare-and-set on (task, lease token, expected status), and the
- *   charge or release of a final status happens in that same write. A worker whose lease was
- *   taken over gets LeaseLost and drops the task without another write.
- * - Leases (`leaseMs`, 30 s) are renewed every third of their length while the task is held;
- *   a refused renewal stops the task's work at once. A worker that dies leaves its leases to
- *   lapse, and another worker takes the tasks over where they stood:
- *   - `running`: polling resumes with the recorded upstream job id.
- *   - `submitting`: the request may or may not have reached the upstream, so the task is never
- *     simply sent again. With an adapter `lookup`, the job is looked for by its reference (our
- *     task id): found, the task moves to running; not found, it is sent, because an adapter
- *     that implements `lookup` promises that "not found" means the upstream never accepted it
- *     (adapters whose search may lag must not implement it). Without `lookup`, the task goes to
- *     reconciliation_required.
- * - An OutcomeUnknown on submit (sent, no answer) is reconciliation_required with errorCode
- *   UPSTREAM_OUTCOME_UNKNOWN, the reservation kept; the Reconciler settles it, never a resubmit.
- * - RateLimited and Retryable errors retry the same step (after `retryAfterMs` when given, else
- *   a doubling backoff), never failing the task, until its deadline: then it fails with
- *   DEADLINE_EXCEEDED and its reservation is released.
- * - A succeeded task is charged `Pricer.settle(quote, delivered outputs)`, its results copied
- *   into our stores first (see Outputs).
- *
- * Throughput. Claims take up to the free capacity in one call, and the transitions of all tasks
- * under way are batched into `transitionAll` round trips (requests made in the same scheduler
- * tick share one), so a fast upstream costs about three store round trips per batch of tasks.
- * A batch the store refuses (a defect, e.g. StoreRefused for one task's data) is written again
- * move by move, so only the task at fault is held back.
- * Between empty claims the worker waits on `TaskStore.awaitWork` (`idleWaitMs`, 1 s, as the
- * slow-poll fallback); while full it waits for one of its tasks to finish.
- *
- * Stopping. Interrupting `run` interrupts the tasks under way and gives their leases up (or,
- * with the store unreachable, lets them lapse), so that another worker resumes them at once,
- * as above, instead of a lease length later.
- *
- * @example
- * ```ts
- * // in the server process, beside the API
- * const background = TaskWorker.layer({ leaseMs: 30_000 })
- * // in a worker process (`npx taskmeter worker`)
- * TaskWorker.serve().pipe(Effect.provide(layers), NodeRuntime.runMain)
- * ```
+ * The TaskWorker drains the queue: it claims tasks from the TaskStore, submits them to their
+ * provider adapter, follows them upstream and records the outcome with its charge or release in
+ * one compare-and-set write (queued → submitting → running → succeeded | failed, or
+ * reconciliation_required when a submit's outcome is unknown). `layer` runs it beside the API,
+ * `serve()` in a worker process; leases, takeover and retries: docs/decisions.md, Tasks.
  */
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"

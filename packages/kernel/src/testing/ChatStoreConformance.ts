@@ -1,14 +1,8 @@
 /**
- * The conformance suite of the ChatStore port, run by every store beside StoreConformance:
- * opening with its limits and its reservation, settling once (also under concurrency),
- * scoping and paging of reads, the sweep of stale requests, and parallel opens that must never
- * reserve more than an account holds. Every case ends by asking the auditor, which must find
- * nothing.
- *
- * @example
- * ```ts
- * ChatStoreConformance.suite("storage-memory", () => MemoryStore.layer)
- * ```
+ * The conformance suite of the ChatStore port (`suite(name, makeLayer)`), run by every store beside
+ * StoreConformance: opening with its limits and reservation, settling once (also concurrently),
+ * scoping and paging of reads, the sweep of stale requests, and parallel opens that never reserve
+ * more than an account holds. Every case ends with a clean audit.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"

@@ -1,13 +1,7 @@
 /**
- * The conformance suite every OAuthStore passes: each method, expiry against the given `now`,
- * and the concurrency promises of the port (one winner for a sign-in, a code, a rotation;
- * reuse revokes; no more registrations than the limits). Every case gets a fresh store from
- * `makeLayer` and passes every `now`.
- *
- * @example
- * ```ts
- * OAuthStoreConformance.suite("memory", () => OAuthStore.layerMemory)
- * ```
+ * The conformance suite every OAuthStore passes (`suite(name, makeLayer)`): each method, expiry
+ * against the given `now`, and the port's concurrency promises (one winner for a sign-in, a code, a
+ * rotation; reuse revokes; no more registrations than the limits). Each case gets a fresh store.
  */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"

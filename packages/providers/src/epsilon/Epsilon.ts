@@ -1,12 +1,8 @@
 /**
  * The epsilon 3.1 video family (Pro and Fast; text, image, start/end frames) on fal's queue API
- * (`FalQueue`). Each of our models picks its endpoint from the input:
- *
- * - start/end frames: `first-last-frame-to-video` with a last frame, else `image-to-video`
- *   from the first frame alone;
- * - Fast image-to-video: one image animates it (`image-to-video`), 2 or 3 are references
- *   (`reference-to-video`);
- * - `duration` is only ever 8 seconds, sent as "8s".
+ * (`FalQueue`), each model picking its endpoint from the input: `first-last-frame-to-video` with a
+ * last frame, else `image-to-video`; Fast image-to-video with 2 or 3 images `reference-to-video`.
+ * `duration` is always 8 seconds, sent as "8s".
  */
 import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"

@@ -1,17 +1,9 @@
 /**
- * The base adapter for fal.ai's queue API (docs.fal.ai, "Asynchronous inference"):
- *
- * - `POST {base}/{endpoint}` (e.g. `fal-ai/veo3.1/fast/image-to-video`) with the model's input
- *   as the JSON body, answering `{ request_id, status, status_url, response_url, … }`;
- * - `GET {base}/{owner}/{app}/requests/{id}/status`, answering 202 while `IN_QUEUE` or
- *   `IN_PROGRESS` and 200 with `COMPLETED` (an `error` field when the run failed);
- * - `GET {base}/{owner}/{app}/requests/{id}` for the result, which fal keeps for a short time
- *   (minutes for large payloads), so it is fetched as soon as the status says COMPLETED;
- * - `PUT {base}/{owner}/{app}/requests/{id}/cancel`.
- *
- * Status, result and cancel URLs use only the owner and app of the endpoint, which each table
- * entry names (`app`). Authorization is `Key <key>`. fal has no idempotency key and no search
- * by client reference, so `lookup` is left out.
+ * The base adapter for fal.ai's queue API (docs.fal.ai, "Asynchronous inference"): `POST
+ * {base}/{endpoint}` with the input, then `GET {base}/{owner}/{app}/requests/{id}/status` until
+ * COMPLETED, the result fetched at once from `.../requests/{id}` (fal keeps it briefly), and `PUT
+ * .../cancel`; each table entry names its `app`. Authorization is `Key <key>`. No idempotency key
+ * and no search by client reference, so no `lookup`.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"

@@ -1,12 +1,8 @@
 /**
- * The gamma family on the task market protocol (`TaskMarket`): Imagine 2.0 and Imagine Image
- * (images), Imagine v1.5 (video).
- *
- * - Imagine 2.0 returns a fixed batch of images per job; the task delivers the first
- *   `numImages` of them (fewer if fewer arrive) and is billed for what it delivers.
- * - Imagine Image's `model` ("g-3" ... "g-4.2") is sent as `version`; its pixel sizes become the
- *   matching aspect ratios.
- * - v1.5 video sends `duration` as a string of seconds and `mode: "normal"`.
+ * The gamma family on the task market protocol (`TaskMarket`): Imagine 2.0 (a fixed batch per job;
+ * the task delivers the first `numImages` and is billed for what it delivers), Imagine Image (its
+ * `model` sent as `version`, pixel sizes as aspect ratios) and Imagine v1.5 video (`duration` a
+ * string of seconds, `mode: "normal"`).
  */
 import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"

@@ -1,12 +1,8 @@
 /**
- * The two calls of the task-market style APIs (the market's createTask / recordInfo, the song
- * API's generate / record-info), in their `{ code, msg, data }` envelope: a POST that creates a
- * task and answers `{ taskId }`, and a GET of `…?taskId=` that reports on it. Authorization is
- * `Bearer <key>`.
- *
- * When a `callBackUrl` is configured, every creation carries it with the task's reference as
- * its `reference` query parameter, which the upstream echoes in the job's params: an operator
- * can match a job to its task by hand.
+ * The two calls of the task-market style APIs (createTask / recordInfo, the song API's generate /
+ * record-info) in their `{ code, msg, data }` envelope: a POST creating a task (`{ taskId }`) and a
+ * GET of `…?taskId=` reporting on it, with `Bearer <key>`. A configured `callBackUrl` carries the
+ * task's reference as its `reference` query parameter, so an operator can match a job by hand.
  */
 import { Effect, Schema } from "effect"
 import type { Provider } from "@taskmeter/kernel"

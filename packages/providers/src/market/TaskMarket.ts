@@ -1,19 +1,9 @@
 /**
- * The base adapter for task-market APIs: one endpoint creates a job for any of the market's
- * models, one reports on it (kie.ai's "Market" API, documented at docs.kie.ai/market):
- *
- * - `POST {base}/api/v1/jobs/createTask` with `{ model, input, callBackUrl? }`, answering
- *   `{ code, msg, data: { taskId } }`;
- * - `GET {base}/api/v1/jobs/recordInfo?taskId=…`, answering `{ code, msg, data: { state,
- *   resultJson, failCode, failMsg, … } }` where `state` is waiting, queuing, generating,
- *   success or fail, and `resultJson` is a JSON string `{ resultUrls: [...] }`.
- *
- * The calls, their envelope and the callback URL are `TaskCalls`. The protocol has no
- * idempotency key and no search by client reference, so `lookup` is left out (a task lost
- * between sending and recording goes to reconciliation).
- *
- * A family (alpha, gamma, delta) gives only its table: per slug, the output type and how an
- * input becomes the market's `{ model, input }`.
+ * The base adapter for task-market APIs (kie.ai's "Market" API, docs.kie.ai/market): `POST
+ * {base}/api/v1/jobs/createTask` with `{ model, input, callBackUrl? }`, then `GET
+ * {base}/api/v1/jobs/recordInfo?taskId=…` until `state` is success or fail (`resultJson` holds the
+ * result URLs). The calls and envelope are `TaskCalls`; no search by reference, so no `lookup`. A
+ * family (alpha, gamma, delta) gives only its table: per slug, the output type and input mapping.
  */
 import { Effect, Result, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"

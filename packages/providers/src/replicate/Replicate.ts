@@ -1,16 +1,9 @@
 /**
- * The base adapter for Replicate's predictions API (replicate.com/docs/reference/http):
- *
- * - `POST {base}/v1/models/{owner}/{name}/predictions` with `{ input }`, answering a prediction
- *   `{ id, status, output, error, … }`. With `preferWaitSeconds`, the request carries
- *   `Prefer: wait=N` and a fast model answers already `succeeded`: the adapter then returns
- *   `Completed` and the worker skips polling.
- * - `GET {base}/v1/predictions/{id}`; `status` is starting, processing, succeeded, failed,
- *   canceled or aborted; `output` is a URL or a list of URLs for media models.
- * - `POST {base}/v1/predictions/{id}/cancel`.
- *
- * Authorization is `Bearer <token>`. Replicate has no idempotency key and no search by client
- * reference, so `lookup` is left out.
+ * The base adapter for Replicate's predictions API (replicate.com/docs/reference/http): `POST
+ * {base}/v1/models/{owner}/{name}/predictions` with `{ input }` (with `preferWaitSeconds`, `Prefer:
+ * wait=N`, so a fast model answers Completed at once), `GET {base}/v1/predictions/{id}` until
+ * succeeded, failed, canceled or aborted, and `POST .../cancel`. Authorization is `Bearer <token>`.
+ * No idempotency key and no search by client reference, so no `lookup`.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"

@@ -1,16 +1,9 @@
 /**
- * A tiny H.264 encoder for the simulated provider's videos: Constrained Baseline, CAVLC, every
- * coded macroblock I_PCM (its raw samples, so no transform or entropy coding is needed and the
- * decoded picture equals the input exactly).
- *
- * The first frame is an IDR picture of I_PCM macroblocks. Every later frame is a P picture that
- * codes only the macroblocks that changed since the previous frame, again as I_PCM, and skips
- * the rest: a skipped macroblock copies the previous picture, because with no coded motion
- * anywhere every predicted motion vector is zero. A mostly still picture therefore costs a few
- * hundred bytes a frame.
- *
- * The deblocking filter is disabled in every slice, picture order counts follow frame_num
- * (pic_order_cnt_type 2) and each frame references the one before it.
+ * A tiny H.264 encoder for the simulated provider's videos: Constrained Baseline, CAVLC, every coded
+ * macroblock I_PCM (the decoded picture equals the input exactly). The first frame is an IDR
+ * picture; each later one a P picture coding only the macroblocks that changed and skipping the
+ * rest (zero motion everywhere). Deblocking is off, pic_order_cnt_type 2, each frame referencing
+ * the one before.
  */
 
 export interface Frame {

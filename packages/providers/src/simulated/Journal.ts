@@ -1,13 +1,9 @@
 /**
- * The simulated upstream's memory of submissions by reference: it makes `submit` idempotent per
- * reference (a second submit of the same task finds the first job, as an upstream idempotency
- * key would) and answers `lookup`.
- *
- * `memory()` lives as long as the process, like an upstream that restarts with it: after a
- * restart `lookup` finds nothing and the worker sends the task again, which is right for an
- * upstream that lost its jobs. `directory(path)` keeps one file per reference, created
- * exclusively, so that several processes share one simulated upstream: the first submission of
- * a reference wins and every later one finds it.
+ * The simulated upstream's memory of submissions by reference, which makes `submit` idempotent per
+ * reference and answers `lookup`. `memory()` lives as long as the process (after a restart `lookup`
+ * finds nothing and the task is sent again, as for an upstream that lost its jobs);
+ * `directory(path)` keeps one exclusively created file per reference, so several processes share
+ * one simulated upstream.
  */
 import { createHash } from "node:crypto"
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises"

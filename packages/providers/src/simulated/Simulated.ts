@@ -1,22 +1,9 @@
 /**
- * The `simulated` provider: serves every model of the catalog offline with real files of the
- * right kind (PNG, H.264 MP4, WAV, lyrics text; see `Render`), made deterministically from the
- * model and input, so equal inputs give equal files. It is the default executor of `npm start`,
- * so the whole flow works with no upstream account, and a fast, predictable upstream for
- * benchmarks and load tests.
- *
- * - `delayMs` (per category if wanted): how long a job stays Pending. With no delay, `submit`
- *   answers Completed with the files at once.
- * - `failureRate` in [0, 1]: the jobs whose seed falls below it fail (PollResult Failed,
- *   SIMULATED_FAILURE), the same jobs every time.
- * - `journal`: where submissions are remembered by reference (see `Journal`); submit is
- *   idempotent per reference and `lookup` finds earlier jobs.
- *
- * @example
- * ```ts
- * const simulated = Simulated.make({ delayMs: { video: 5_000, audio: 3_000 }, failureRate: 0.05 })
- * Executors.layer({ adapters: [alpha, simulated] })
- * ```
+ * The `simulated` provider: serves every catalog model offline with real files of the right kind
+ * (PNG, H.264 MP4, WAV, lyrics text; see `Render`), made deterministically from model and input.
+ * It is `npm start`'s default executor and the benchmarks' upstream. Options: `delayMs` (per
+ * category) before a job completes, `failureRate` (the same seeds fail every time, SIMULATED_FAILURE),
+ * and `journal`, which makes submit idempotent per reference and gives `lookup`.
  */
 import { Clock, Config, Effect, Option } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"

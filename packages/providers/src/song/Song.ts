@@ -1,12 +1,8 @@
 /**
- * The song family (single songs from a description, custom songs from lyrics, lyrics alone) on
- * the music API (`SongApi`). Each song job yields two tracks, so a task yields two audio assets;
- * a lyrics job yields one text asset (title, then the lyrics with their [Verse] / [Chorus]
- * labels).
- *
- * - Single songs use description mode (`customMode: false`), whose `prompt` is our
- *   `description`; a given `title` is appended to it, as description mode takes no title field.
- * - Custom songs use custom mode: `prompt` is the lyrics, `style` our `tags`, `title` as given.
+ * The song family on the music API (`SongApi`): single songs from a description (description mode,
+ * a given `title` appended to the prompt), custom songs from lyrics (custom mode: `prompt` the
+ * lyrics, `style` our `tags`), and lyrics alone. A song job yields two audio assets; a lyrics job
+ * one text asset (title, then the lyrics with their section labels).
  */
 import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"

@@ -1,17 +1,9 @@
 /**
  * The music API the song family runs on (the Suno API as kie.ai serves it, docs.kie.ai/suno-api),
- * in the same `{ code, msg, data }` envelope as the task market:
- *
- * - music: `POST {base}/api/v1/generate` with `{ prompt, customMode, instrumental, model,
- *   style?, title?, callBackUrl }`, then `GET {base}/api/v1/generate/record-info?taskId=…`;
- *   `status` goes PENDING, TEXT_SUCCESS, FIRST_SUCCESS, SUCCESS (or a failure status) and
- *   `response.sunoData` lists the tracks, two per job;
- * - lyrics: `POST {base}/api/v1/lyrics` with `{ prompt, callBackUrl }`, then
- *   `GET {base}/api/v1/lyrics/record-info?taskId=…` with `response.data[]` of `{ title, text }`.
- *
- * The upstream documents `callBackUrl` as required; the adapter sends the configured one
- * (`TaskCalls`) and polls regardless. There is no idempotency key and no search by reference,
- * so `lookup` is left out.
+ * in the task market's `{ code, msg, data }` envelope: music through `POST {base}/api/v1/generate`
+ * and `GET .../generate/record-info?taskId=…` (two tracks per job), lyrics through
+ * `POST {base}/api/v1/lyrics` and `GET .../lyrics/record-info`. `callBackUrl` is sent as
+ * configured (`TaskCalls`) and polled regardless; no search by reference, so no `lookup`.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"

@@ -1,21 +1,9 @@
 /**
- * The contract every provider adapter passes, as one vitest suite: it declares the v1 interface
- * and models of the catalog, runs each of its models from submit to a result of the model's
- * category, refuses models it does not serve, and, for adapters that talk HTTP, classifies
- * upstream failures into `ProviderError` reasons (5xx Retryable, 401 Terminal with an errorCode,
- * 429 RateLimited with Retry-After, a lost connection on submit OutcomeUnknown, on poll
- * Retryable). `lookup`, when implemented, must find an earlier submission by reference.
- *
- * HTTP adapters run against msw: give the handlers that emulate the upstream's success path;
- * the error cases put catch-all handlers in front of them, so they need no knowledge of the
- * protocol. An adapter without HTTP (the simulated one) gives none, and the HTTP cases are
- * skipped with that reason.
- *
- * @example
- * ```ts
- * // test/conformance.test.ts
- * AdapterConformance.suite("alpha", () => Alpha.make({ apiKey: "k", baseUrl: BASE }), { handlers: fakeMarket(BASE).handlers })
- * ```
+ * The conformance suite every provider adapter passes (`suite(name, make, { handlers })`): v1
+ * interface and catalog models, each model from submit to a result of its category, refusal of
+ * models it does not serve, `lookup` when implemented, and for HTTP adapters (run against msw with
+ * the given success handlers, catch-alls in front for the error cases) the classification of
+ * upstream failures. Adapters without HTTP skip those cases.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"

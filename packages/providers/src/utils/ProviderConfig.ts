@@ -1,18 +1,7 @@
 /**
- * Where an adapter's base URL, credentials and limits come from: plain options, or effect
- * `Config` (environment variables by default) under a prefix per family:
- *
- * | variable                    | meaning                                          |
- * |-----------------------------|--------------------------------------------------|
- * | `<PREFIX>_API_KEY`          | the upstream credential (required)               |
- * | `<PREFIX>_BASE_URL`         | overrides the protocol's public base URL         |
- * | `<PREFIX>_MAX_CONCURRENCY`  | upstream jobs under way at once for this adapter |
- *
- * @example
- * ```ts
- * const adapter = yield* Alpha.config          // reads ALPHA_API_KEY, ALPHA_BASE_URL, ...
- * const same = Alpha.make({ apiKey: "...", baseUrl: "https://api.example.test" })
- * ```
+ * Where an adapter's base URL, credentials and limits come from: plain options, or effect `Config`
+ * under a per-family prefix: `<PREFIX>_API_KEY` (required), `<PREFIX>_BASE_URL` (overrides the
+ * protocol's public one) and `<PREFIX>_MAX_CONCURRENCY` (upstream jobs under way at once).
  */
 import { Config, Option, Redacted } from "effect"
 import * as HttpClient from "./HttpClient.ts"

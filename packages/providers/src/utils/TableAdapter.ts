@@ -1,16 +1,8 @@
 /**
- * The part every protocol base adapter shares (`TaskMarket`, `FalQueue`, `Replicate`,
- * `SongApi`): a table of entries by our model slug, the `ProviderV1` around it, and the lookup
- * that fails a slug the table lacks with `UpstreamError.unsupportedModel` before any request
- * is sent. The protocol gives only its calls, each handed the table entry of the request's model.
- *
- * @example
- * ```ts
- * TableAdapter.make(options, {
- *   submit: (entry, { input }) => ...,
- *   poll: (entry, { upstreamId }) => ...
- * })
- * ```
+ * The part every protocol base adapter shares (`TaskMarket`, `FalQueue`, `Replicate`, `SongApi`): a
+ * table of entries by our model slug, the `ProviderV1` around it, and a lookup that fails a slug the
+ * table lacks with `UpstreamError.unsupportedModel` before any request. The protocol gives only its
+ * calls, each handed the table entry of the request's model.
  */
 import { Effect } from "effect"
 import type { Provider } from "@taskmeter/kernel"

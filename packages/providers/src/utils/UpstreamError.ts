@@ -1,23 +1,9 @@
 /**
- * Classification of upstream failures into `ProviderError` reasons, written once for every
- * adapter: an HTTP status (or the status code an upstream puts in its JSON envelope), a
- * transport failure, a body that does not parse. Adapters never invent error classes.
- *
- * Every rule depends on the step: a `submit` may have created upstream work (and a charge there),
- * a `poll` (status, result, lookup, cancel) is safe to repeat.
- *
- * | what happened                                   | submit          | poll       |
- * |-------------------------------------------------|-----------------|------------|
- * | 429                                             | RateLimited     | RateLimited|
- * | 408, 425, 5xx                                   | Retryable       | Retryable  |
- * | 400, 413, 422 / 401, 403 / 402 / 404, 410 / 4xx | Terminal        | Terminal   |
- * | connection refused, DNS, connect timeout        | Retryable       | Retryable  |
- * | connection lost after sending, response timeout | OutcomeUnknown  | Retryable  |
- * | 2xx body that does not parse or decode          | OutcomeUnknown  | Retryable  |
- *
- * A 5xx on submit counts as "not accepted": the upstream answered, and said it failed. Retrying
- * it may, rarely, start a second upstream job; that costs the operator, never the caller, who is
- * charged once per task whatever happens upstream.
+ * Classification of upstream failures into `ProviderError` reasons, written once for every adapter
+ * (adapters never invent error classes): 429 RateLimited; 408, 425, 5xx and connection failures
+ * before sending Retryable; other 4xx Terminal; a connection lost after sending, a response timeout
+ * or an unparsable 2xx body OutcomeUnknown on `submit` but Retryable on a `poll`, which is safe to
+ * repeat. Why a 5xx on submit is retried: docs/decisions.md, Tasks and providers.
  */
 import { Provider } from "@taskmeter/kernel"
 

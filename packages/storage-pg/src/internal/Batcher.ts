@@ -1,15 +1,9 @@
 /**
- * Groups calls that arrive while earlier ones are being written into one statement.
- *
- * Calls carry a key (the account, for admissions). Each of `concurrency` runners, as soon as it
- * is free, takes everything waiting (up to `maxBatch`) under the keys that have fewer than
- * `perKey` batches in flight. An idle store writes a lone call at once; a busy one writes many
- * per round trip and per commit, and a busy account does not have all the runners queueing on
- * its row lock at once.
- *
- * A batch that dies (a write the database refused: one call's data, a StoreRefused, or any other
- * defect) is run again one call at a time, so the call at fault fails alone and the others still
- * get their answer. A batch that fails (StoreUnavailable) fails whole: a retry may succeed.
+ * Groups calls that arrive while earlier ones are being written into one statement: each of
+ * `concurrency` runners, when free, takes everything waiting (up to `maxBatch`) under keys (the
+ * account, for admissions) with fewer than `perKey` batches in flight; a lone call is written at
+ * once. A batch that dies (a StoreRefused or other defect) is rerun one call at a time, so the call
+ * at fault fails alone; a batch that fails (StoreUnavailable) fails whole.
  */
 import { Cause, Deferred, Effect, Exit } from "effect"
 import type { Scope } from "effect"

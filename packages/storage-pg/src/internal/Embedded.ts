@@ -1,16 +1,9 @@
 /**
- * An embedded PostgreSQL: PGlite (PostgreSQL compiled to WebAssembly, in this process) with its
- * files in a data directory, served on 127.0.0.1 by pglite-socket so that the same PgClient,
- * SQL and migrations run on it as on a real server.
- *
- * PGlite is one PostgreSQL session. pglite-socket queues the messages of all its connections
- * into that session, so session state (search_path, prepared statements, LISTEN) is shared
- * by every connection and nothing runs in parallel. The store therefore uses one connection;
- * the server admits a spare so a reconnect is never refused while the old socket closes.
- *
- * PGlite does not stop a second process (or a second store in this one) from opening the same
- * files, which would corrupt them, so `<dataDir>/pg.lock` holds the owner's pid while open; a
- * lock left by a process that no longer runs is taken over.
+ * An embedded PostgreSQL: PGlite (PostgreSQL compiled to WebAssembly, in this process) with its files
+ * in a data directory, served on 127.0.0.1 by pglite-socket so the same PgClient, SQL and migrations
+ * run on it. PGlite is one session shared by every connection, so the store uses one (the server
+ * admits a spare for reconnects). `<dataDir>/pg.lock` holds the owner's pid so no second store opens
+ * the same files; a lock of a process no longer running is taken over.
  */
 import { mkdir, open, readFile, rm } from "node:fs/promises"
 import { join } from "node:path"

@@ -1,13 +1,9 @@
 /**
- * How a SQL failure reaches a port caller, by its SQLSTATE (`classify`):
- * - contended (40001, 40P01): the statement was rolled back whole; it is run again, a few times.
- * - transient (no SQLSTATE: the connection or the client; classes 08, 25006 read-only after a
- *   fail-over, 28, 40 once retries are spent, 53, 55P03, 57, 58, XX): StoreUnavailable, 503.
- * - refused (classes 22 data exception, 23 integrity violation, 44, 54 program limit): this
- *   request's data, refused again on every retry: a StoreRefused defect. A batch that dies is
- *   rerun one request at a time (Batcher), so only the request at fault fails; servers answer 400.
- * - defect (any other SQLSTATE: syntax, privilege, a missing object): our statement or schema is
- *   wrong for every request alike; a defect carrying the SqlError, logged by the servers.
+ * How a SQL failure reaches a port caller, by its SQLSTATE (`classify`): contended (40001, 40P01)
+ * is run again a few times; transient (no SQLSTATE, classes 08, 28, 53, 57, 58, XX, 25006, 55P03,
+ * 55006, 40 once retries are spent) is StoreUnavailable; refused (classes 22, 23, 44, 54: this
+ * request's data) is a StoreRefused defect; any other is a defect carrying the SqlError. Why:
+ * docs/decisions.md, Hostile input.
  */
 import { Effect, Schedule } from "effect"
 import type { SqlError } from "effect/sql/SqlError"

@@ -1,12 +1,8 @@
 /**
- * The daily budgets in `model_budget_days` (migration 0011), each method one statement.
- *
- * - take: one upsert that writes only within the limit. The day's first take inserts its row
- *   (none when the amount alone passes the limit); a later one meets the primary key and, in
- *   DO UPDATE, holds the row locked and tests the limit against its latest committed total, so
- *   concurrent takes of one model and day, in any process, queue on that row and each sees the
- *   others' amounts. No row back means over the limit, and nothing was written.
- * - giveBack: one UPDATE of the row, floored at 0.
+ * The daily budgets in `model_budget_days` (migration 0011), each method one statement. `take` is
+ * an upsert that writes only within the limit (DO UPDATE holds the row and tests its latest
+ * committed total, so concurrent takes of one model and day queue on it); no row back means over
+ * the limit, nothing written. `giveBack` is one UPDATE floored at 0.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,12 +1,8 @@
 /**
- * Media and result metadata, each port method one statement.
- *
- * - purgeOrphanResults: one DELETE of results whose task is final and whose id none of the
- *   task's assets (a jsonb array of StoredAsset) names as `resultId`, picked `FOR UPDATE SKIP
- *   LOCKED`. No index narrows the pick: telling an orphan apart takes its task's assets, so the
- *   statement reads every result older than the cutoff and its task (about 1.3 s per million
- *   results on PostgreSQL, 0.17 s per hundred thousand on PGlite), and Housekeeping runs it
- *   hourly rather than every 5 minutes with the key purge.
+ * Media and result metadata, each port method one statement. `purgeOrphanResults` is one DELETE of
+ * results whose task is final and whose assets do not name them, picked `FOR UPDATE SKIP LOCKED`;
+ * no index narrows it, so it reads every older result and its task (hence hourly: docs/decisions.md,
+ * Tasks and providers).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

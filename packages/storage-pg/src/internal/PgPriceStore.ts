@@ -1,10 +1,8 @@
 /**
- * The price list's versions in `price_lists` (migration 0010), each method one statement.
- *
- * - save: one INSERT of version `expected + 1`, only while the highest version is `expected`
- *   (a backward scan of the primary key) and with ON CONFLICT DO NOTHING: a concurrent save of the
- *   same version waits for the first to commit, then inserts nothing. No row back is a conflict.
- *   The other processes are told after the commit.
+ * The price list's versions in `price_lists` (migration 0010), each method one statement. `save` is
+ * one INSERT of version `expected + 1`, only while the highest version is `expected`, with ON CONFLICT
+ * DO NOTHING (a concurrent save of the same version waits, then inserts nothing); no row back is a
+ * conflict. The other processes are told after the commit.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

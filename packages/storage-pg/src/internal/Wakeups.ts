@@ -1,17 +1,9 @@
 /**
- * Wake-ups between the processes sharing a database: for idle workers (TaskStore.awaitWork) and
- * for followers of the price list (PriceStore.subscribe).
- *
- * In this process a wake-up completes every waiting awaitWork, or wakes every price subscriber,
- * at once. Across processes the store NOTIFYs one channel after the write commits and LISTENs
- * on it with one dedicated connection; the payload tells the two apart ("prices" for a saved
- * price list; anything else is work, which is what earlier releases send, so processes of two
- * releases still wake each other's workers during a rolling deploy). The NOTIFY is sent on its
- * own and coalesced (at most one in flight per kind, one more if writes arrived meanwhile),
- * because a NOTIFY inside the admission transaction would take PostgreSQL's global notify lock at
- * every commit and serialize them. The store starts once its first LISTEN has answered, so a
- * started process hears every later notification. Where LISTEN is not available (PGlite behind
- * its socket) wake-ups stay in this process and the callers' own polls cover the rest.
+ * Wake-ups between the processes sharing a database, for idle workers (`TaskStore.awaitWork`) and
+ * price-list followers (`PriceStore.subscribe`): at once within this process; across processes a
+ * NOTIFY on one channel after the write commits (payload `prices`, anything else is work),
+ * coalesced, heard on one dedicated LISTEN connection that has answered before the store starts.
+ * Without LISTEN (PGlite) wake-ups stay in this process. Why: packages/storage-pg/README.md.
  */
 import { Deferred, Effect, PubSub, Queue, Schedule } from "effect"
 import type { Scope } from "effect"
