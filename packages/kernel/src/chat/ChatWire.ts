@@ -30,8 +30,9 @@
  * completion object, and on the final chunk of a stream together with `usage`.
  */
 import { Result, Schema, SchemaIssue } from "effect"
-import type { ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
+import type { ChatRequestRecord } from "./ChatStore.ts"
 import type { Json, JsonObject } from "./ChatProvider.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 import * as Errors from "../domain/Errors.ts"
 import { describeIssue } from "../domain/internal/SchemaProblems.ts"
 import * as StorableText from "../domain/StorableText.ts"
