@@ -7,8 +7,7 @@
  *
  * The chat endpoints are raw routes (ChatServer) described by the `chat` group of ChatApi, which
  * is added to the API for the document only. Their stream events, which no HttpApi schema
- * carries, are added as components (ChatCompletionChunk, ChatStreamError) from the kernel's
- * schemas (ChatWire).
+ * carries, are added as components (ChatCompletionChunk, ChatStreamError) from ChatWire.
  *
  * It also lists the two signed-link routes, which serve files exactly as the results download
  * does and so reuse that operation's range headers and file responses: GET
@@ -19,9 +18,10 @@
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
-import { type Catalog, ChatWire } from "@taskmeter/kernel"
+import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import { ChatApi } from "./api/ChatApi.ts"
+import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"

@@ -28,10 +28,9 @@
 import { readFile } from "node:fs/promises"
 import { Context, Effect, Layer, Result, Schema } from "effect"
 import defaultChatPrices from "../../prices/default-chat-prices.json" with { type: "json" }
-import type { ChatModel } from "./ChatWire.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import { decodeAll } from "../domain/internal/SchemaProblems.ts"
-import { formatUsd, Micros, micros } from "../domain/Money.ts"
+import { Micros, micros } from "../domain/Money.ts"
 
 export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
   description: "The BPE encoding used to count the model's tokens."
@@ -145,25 +144,6 @@ export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceList
       return found.length === 0 ? Result.succeed(list) : Result.fail(new ChatPriceListInvalid({ problems: found }))
     }
   )
-
-/** A priced model as GET /api/v1/chat/models lists it. */
-export const toPublic = (id: string, entry: ChatModelPrice): ChatModel => ({
-  id,
-  object: "model",
-  created: entry.created ?? 0,
-  owned_by: entry.provider,
-  context_length: entry.contextLength,
-  pricing: {
-    currency: "USD",
-    tiers: (entry.tiers ?? []).map((tier) => ({
-      up_to_prompt_tokens: tier.upToPromptTokens,
-      prompt_usd_per_million: formatUsd(tier.promptMicrosPerMillion),
-      completion_usd_per_million: formatUsd(tier.completionMicrosPerMillion),
-      prompt_micros_per_million: tier.promptMicrosPerMillion,
-      completion_micros_per_million: tier.completionMicrosPerMillion
-    }))
-  }
-})
 
 /** Whether a listed model can be priced now: enabled and with tiers. */
 export const isPriced = (entry: ChatModelPrice): entry is ChatModelPrice & { readonly tiers: ReadonlyArray<ChatPriceTier> } =>
