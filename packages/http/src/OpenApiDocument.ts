@@ -7,9 +7,10 @@
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
-import { type Catalog, ChatWire } from "@taskmeter/kernel"
+import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import { ChatApi } from "./api/ChatApi.ts"
+import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"

@@ -1,7 +1,8 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Catalog, ChatWire, Errors } from "@taskmeter/kernel"
+import { Catalog, Errors } from "@taskmeter/kernel"
+import * as ChatWire from "../src/api/ChatWire.ts"
 import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
 

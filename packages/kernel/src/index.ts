@@ -55,7 +55,7 @@ export * as ChatPrices from "./chat/ChatPrices.ts"
 export * as ChatProvider from "./chat/ChatProvider.ts"
 export * as ChatStore from "./chat/ChatStore.ts"
 export * as ChatTokens from "./chat/ChatTokens.ts"
-export * as ChatWire from "./chat/ChatWire.ts"
+export * as TokenUsage from "./chat/TokenUsage.ts"
 
 // media: uploads, result files and signed links to them
 export * as BlobStore from "./media/BlobStore.ts"

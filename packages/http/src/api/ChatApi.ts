@@ -1,21 +1,19 @@
 /**
- * The chat endpoints as an HttpApi group, for the OpenAPI document only: they are served as raw
- * routes (chat/ChatServer), because one request answers either JSON or a server-sent event
- * stream and messages are forwarded to the upstream as sent, which the kernel checks itself
- * (ChatWire.decodeRequest). Described here like every other endpoint (Authentication, scopes,
- * ErrorBody responses), the group is added to the API for the document (see OpenApiDocument)
- * and never to what the HttpApi server or client builds.
- *
- * The request and response schemas are the kernel's (ChatWire), the ones the requests are
- * validated with and the answers typed by.
+ * The chat endpoints as an HttpApi group, for the OpenAPI document only (OpenApiDocument): they
+ * are served as raw routes (chat/ChatServer), because one request answers either JSON or a
+ * server-sent event stream. Described like every other endpoint (Authentication, scopes,
+ * ErrorBody responses), with ChatWire's schemas: those the requests are decoded with.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ChatWire, Errors } from "@taskmeter/kernel"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../chat/ChatServer.ts"
+import { Errors } from "@taskmeter/kernel"
 import { errors } from "./ApiErrors.ts"
+import * as ChatWire from "./ChatWire.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, requireScope } from "./Security.ts"
+
+export const DEFAULT_PAGE_SIZE = 100
+export const MAX_PAGE_SIZE = 100
 
 const pageSizeRule = `must be an integer from 1 to ${MAX_PAGE_SIZE}`
 

@@ -8,39 +8,19 @@
  * | GET  /api/v1/chat/requests        | `usage:read`  | `{ requests, nextCursor }`, newest first          |
  * | GET  /api/v1/chat/requests/{id}   | `usage:read`  | one request's metadata, usage and charge          |
  *
- * The completion request and response follow the common chat-completion format, so OpenAI
- * SDKs work against `<server>/api/v1` unchanged (see ChatWire). A stream sends `data: <chunk>`
- * events and ends with `data: [DONE]`; its last chunk before that has empty `choices`, `usage`
- * and `svc.charged_micros`. When the upstream breaks off, the stream ends instead with one
- * event `{ error: { code, message }, usage, svc }` (which the SDKs raise as an error).
- *
- * Errors have the spec's body `{ code, error }` (the server's global error middleware), with
- * Retry-After on 429. Routes only translate HTTP to ChatCompletions and ChatBilling calls.
+ * The wire format is ChatWire's, so OpenAI SDKs work against `<server>/api/v1` unchanged: the
+ * body is decoded by ChatRequestBody, the answers built by ChatResponses. Errors have the
+ * spec's body `{ code, error }` (the server's global error middleware), with Retry-After on 429.
+ * Routes only translate HTTP to ChatCompletions and ChatBilling calls.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { ChatBilling, ChatCompletions, ChatWire, Errors } from "@taskmeter/kernel"
+import { ChatBilling, ChatCompletions, Errors } from "@taskmeter/kernel"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../api/ChatApi.ts"
 import * as JsonBody from "../JsonBody.ts"
 import { authenticate } from "./ChatAuth.ts"
-
-export const DEFAULT_PAGE_SIZE = 100
-export const MAX_PAGE_SIZE = 100
-
-const encoder = new TextEncoder()
-const DONE = encoder.encode("data: [DONE]\n\n")
-
-/** Server-sent events of a chat stream, `[DONE]` after a complete one. */
-export const eventStream = (events: Stream.Stream<ChatCompletions.StreamEvent>): Stream.Stream<Uint8Array> =>
-  Stream.suspend(() => {
-    let broken = false
-    return events.pipe(
-      Stream.map((event) => {
-        if ("error" in event) broken = true
-        return encoder.encode(`data: ${JSON.stringify(event)}\n\n`)
-      }),
-      Stream.concat(Stream.suspend(() => (broken ? Stream.empty : Stream.succeed(DONE))))
-    )
-  })
+import * as ChatRequestBody from "./ChatRequestBody.ts"
+import * as ChatResponses from "./ChatResponses.ts"
 
 const pageSize = (text: string | undefined) => {
   if (text === undefined) return Effect.succeed(DEFAULT_PAGE_SIZE)
@@ -52,16 +32,17 @@ const pageSize = (text: string | undefined) => {
 
 const models = Effect.gen(function*() {
   const completions = yield* ChatCompletions.ChatCompletions
-  return HttpServerResponse.jsonUnsafe(yield* completions.models)
+  return HttpServerResponse.jsonUnsafe(ChatResponses.models(yield* completions.models))
 })
 
 const completions = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const caller = yield* authenticate(request, "chat:create")
   const body = yield* JsonBody.read(request)
-  const created = yield* (yield* ChatCompletions.ChatCompletions).create(caller, body)
-  if (created._tag === "Completion") return HttpServerResponse.jsonUnsafe(created.completion)
-  return HttpServerResponse.stream(eventStream(created.events), {
+  const chatRequest = yield* Effect.fromResult(ChatRequestBody.decode(body))
+  const created = yield* (yield* ChatCompletions.ChatCompletions).create(caller, chatRequest)
+  if (created._tag === "Completion") return HttpServerResponse.jsonUnsafe(ChatResponses.completion(created))
+  return HttpServerResponse.stream(ChatResponses.eventStream(created.request, created.events), {
     contentType: "text/event-stream",
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
   })
@@ -74,7 +55,7 @@ const list = Effect.gen(function*() {
   const limit = yield* pageSize(query.get("limit") ?? undefined)
   const before = query.get("before") ?? undefined
   const page = yield* (yield* ChatBilling.ChatBilling).list(caller, { limit, before })
-  return HttpServerResponse.jsonUnsafe({ requests: page.requests.map(ChatWire.toView), nextCursor: page.nextCursor })
+  return HttpServerResponse.jsonUnsafe({ requests: page.requests.map(ChatResponses.requestView), nextCursor: page.nextCursor })
 })
 
 const get = Effect.gen(function*() {
@@ -82,7 +63,7 @@ const get = Effect.gen(function*() {
   const caller = yield* authenticate(request, "usage:read")
   const { id } = yield* HttpRouter.params
   const record = yield* (yield* ChatBilling.ChatBilling).get(caller, id ?? "")
-  return HttpServerResponse.jsonUnsafe(ChatWire.toView(record))
+  return HttpServerResponse.jsonUnsafe(ChatResponses.requestView(record))
 })
 
 /** The chat routes on the HttpRouter in context. */

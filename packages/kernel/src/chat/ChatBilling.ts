@@ -29,35 +29,14 @@ import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatStore } from "./ChatStore.ts"
-import type { ChatLimits } from "./ChatStore.ts"
+import type { ChatLimits, ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 import * as Errors from "../domain/Errors.ts"
 import { isChatRequestId, makeChatRequestId } from "../domain/Ids.ts"
 import type { ChatRequestId } from "../domain/Ids.ts"
 import type { Micros } from "../domain/Money.ts"
 import { ZERO } from "../domain/Money.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
-
-export interface TokenUsage {
-  readonly promptTokens: number
-  readonly completionTokens: number
-}
-
-export type ChatOutcome = "succeeded" | "partial" | "failed"
-
-export interface ChatRequestRecord {
-  readonly id: ChatRequestId
-  readonly model: string
-  readonly status: "open" | ChatOutcome
-  readonly reservedMicros: Micros
-  readonly chargedMicros: Micros | null
-  readonly usage: TokenUsage | null
-  /** The upstream's finish reason (stop, length, tool_calls, content_filter...) when it gave one. */
-  readonly finishReason: string | null
-  /** Why a request did not succeed: an error code (UPSTREAM_ERROR...) or CLIENT_DISCONNECTED. */
-  readonly errorCode: string | null
-  readonly createdAt: Date
-  readonly completedAt: Date | null
-}
 
 /** Why a chat request was not opened: nothing was reserved. */
 export type OpenError =

@@ -1,11 +1,12 @@
 /**
- * The ChatCompletions service: one chat completion from request to settlement.
+ * The ChatCompletions service: one chat completion from request to settlement, in no wire
+ * format: it takes a decoded ChatRequest and answers the upstream's message, or a stream of
+ * ChatEvents, with the usage and the charge (http turns them into its wire format).
  *
- * Order of work: validate the request (ChatWire, 400), find the model in the chat price list
- * and its configured upstream (else 404 MODEL_NOT_FOUND), check it is priced (409
- * MODEL_PRICE_UNAVAILABLE), estimate the prompt with the model's tokenizer (ChatTokens), fix
- * the completion cap, reserve through ChatBilling (409/429), and only then call the upstream,
- * sending it the same cap. Every request that was opened is settled exactly once:
+ * Order of work: find the model in the chat price list and its configured upstream (else
+ * MODEL_NOT_FOUND), check it is priced (MODEL_PRICE_UNAVAILABLE), estimate the prompt with the
+ * model's tokenizer (ChatTokens), fix the completion cap, reserve through ChatBilling, and only
+ * then call the upstream, sending it the same cap. Every request opened is settled exactly once:
  *
  * | how the request ends                          | status    | charged                                          |
  * |-----------------------------------------------|-----------|--------------------------------------------------|
@@ -18,9 +19,9 @@
  * "Counted" means ChatTokens: the prompt at the same estimate that sized the reservation, the
  * completion as the tokens of what was delivered. The charge never exceeds the reservation.
  *
- * The completion cap: `max_completion_tokens`/`max_tokens` when given (at most the context
- * length), else `DEFAULT_MAX_TOKENS` or whatever of the context the prompt estimate leaves, if
- * less. A prompt estimated at the whole context or more is refused (400).
+ * The completion cap: the request's `maxTokens` when given (at most the context length), else
+ * `DEFAULT_MAX_TOKENS` or what of the context the prompt estimate leaves, if less. A prompt
+ * estimated at the whole context or more is refused (INVALID_REQUEST).
  *
  * A disconnecting client interrupts the fiber: the upstream request is aborted (its Scope
  * closes), and the finalizers settle. A request also ends (as an upstream timeout) once it has
@@ -30,13 +31,16 @@
 import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Result, Scope, Stream } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
 import { ChatBilling, MAX_REQUEST_MS } from "./ChatBilling.ts"
-import type { ChatOutcome, ChatRequestRecord, OpenError, TokenUsage } from "./ChatBilling.ts"
+import type { OpenError } from "./ChatBilling.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatProviderError, ChatProviders } from "./ChatProvider.ts"
-import type { ChatCall, ChatProviderV1, ChatStreamPart, JsonObject } from "./ChatProvider.ts"
+import type { ChatCall, ChatProviderV1, ChatStreamPart, Json, JsonObject } from "./ChatProvider.ts"
+import type { ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
 import * as ChatTokens from "./ChatTokens.ts"
-import * as ChatWire from "./ChatWire.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 import * as Errors from "../domain/Errors.ts"
+import type { Micros } from "../domain/Money.ts"
+import { ZERO } from "../domain/Money.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 
 /** The completion cap when the caller gives none (less when the context leaves less room). */
@@ -44,31 +48,74 @@ export const DEFAULT_MAX_TOKENS = 4096
 
 export const CLIENT_DISCONNECTED = "CLIENT_DISCONNECTED"
 
+/** A chat request as the kernel runs it, decoded from the caller's wire format. */
+export interface ChatRequest {
+  readonly model: string
+  /** The conversation in the common chat format, forwarded as sent. */
+  readonly messages: ReadonlyArray<JsonObject>
+  readonly stream: boolean
+  /** The caller's completion cap; undefined when it gave none (the default applies). */
+  readonly maxTokens: number | undefined
+  /** The upstream call's body (ChatCall.body): `messages` and the options the caller gave. */
+  readonly forward: JsonObject
+}
+
 export type CreateError =
   | Errors.InvalidRequest
   | OpenError
   | Errors.UpstreamRateLimited
   | Errors.UpstreamError
 
-export type StreamEvent = ChatWire.ChatCompletionChunk | ChatWire.ChatStreamError
+/** An upstream failure as the caller sees it (toApiError). */
+export type UpstreamFailure = Errors.UpstreamRateLimited | Errors.UpstreamError | Errors.InvalidRequest
 
+/**
+ * What a stream yields: the upstream's deltas (text, tool-call fragments...) as it gave them,
+ * then Finished; or, when it cannot finish, Failed with what was charged for the part delivered
+ * (StoreUnavailable: the end could not be recorded, nothing is charged).
+ */
+export type ChatEvent =
+  | Extract<ChatStreamPart, { readonly _tag: "Delta" }>
+  | { readonly _tag: "Finished"; readonly usage: TokenUsage; readonly chargedMicros: Micros }
+  | {
+    readonly _tag: "Failed"
+    readonly error: UpstreamFailure | StoreUnavailable
+    readonly usage: TokenUsage | null
+    readonly chargedMicros: Micros
+  }
+
+/** A request's answer; `request` is its record as opened (id, model, createdAt). */
 export type Created =
-  | { readonly _tag: "Completion"; readonly completion: ChatWire.ChatCompletion }
-  /** Chunks, the last one carrying usage and svc, or an error event when the upstream broke off. */
-  | { readonly _tag: "Stream"; readonly events: Stream.Stream<StreamEvent> }
+  | {
+    readonly _tag: "Completion"
+    readonly request: ChatRequestRecord
+    /** The assistant message as the upstream gave it. */
+    readonly message: JsonObject
+    readonly finishReason: string | null
+    readonly logprobs: Json | undefined
+    readonly usage: TokenUsage
+    readonly chargedMicros: Micros
+  }
+  | { readonly _tag: "Stream"; readonly request: ChatRequestRecord; readonly events: Stream.Stream<ChatEvent> }
+
+/** A callable model: listed, enabled, priced and with a configured upstream. */
+export interface CallableModel {
+  readonly id: string
+  readonly price: ChatPrices.ChatModelPrice
+}
 
 export class ChatCompletions extends Context.Service<ChatCompletions, {
-  /** The callable models (listed, enabled, priced and with a configured upstream): GET /api/v1/chat/models. */
-  readonly models: Effect.Effect<ChatWire.ChatModels>
+  /** The callable models, in the price list's order. */
+  readonly models: Effect.Effect<ReadonlyArray<CallableModel>>
   /**
-   * Runs one request (the parsed JSON body). A stream's upstream connection belongs to the
-   * Scope, which must stay open while the stream is consumed (a server's request scope does).
+   * Runs one request. A stream's upstream connection belongs to the Scope, which must stay
+   * open while the stream is consumed (a server's request scope does).
    */
-  readonly create: (caller: Caller, body: unknown) => Effect.Effect<Created, CreateError, Scope.Scope>
+  readonly create: (caller: Caller, request: ChatRequest) => Effect.Effect<Created, CreateError, Scope.Scope>
 }>()("@taskmeter/kernel/ChatCompletions") {}
 
 /** The error a caller sees for an upstream failure, and the code recorded for it. */
-export const toApiError = (error: ChatProviderError): Errors.UpstreamRateLimited | Errors.UpstreamError | Errors.InvalidRequest => {
+export const toApiError = (error: ChatProviderError): UpstreamFailure => {
   switch (error.reason) {
     case "RateLimited":
       return new Errors.UpstreamRateLimited({
@@ -151,9 +198,8 @@ export const make = Effect.gen(function*() {
   const providers = yield* ChatProviders
   const billing = yield* ChatBilling
 
-  const prepare = (body: unknown) =>
+  const prepare = (request: ChatRequest) =>
     Effect.gen(function*() {
-      const request = yield* Effect.fromResult(ChatWire.decodeRequest(body))
       const entry = yield* prices.lookup(request.model)
       const provider = entry === undefined ? undefined : providers.get(entry.provider)
       if (entry === undefined || provider === undefined) {
@@ -245,14 +291,14 @@ export const make = Effect.gen(function*() {
           finishReason: reply.finishReason,
           errorCode: null
         })
-        const completion: ChatWire.ChatCompletion = {
-          id: record.id,
-          object: "chat.completion",
-          created: Math.floor(record.createdAt.getTime() / 1000),
-          model: record.model,
-          choices: [{ index: 0, message: reply.message, finish_reason: reply.finishReason, logprobs: reply.logprobs ?? null }],
-          usage: ChatWire.wireUsage(usage),
-          svc: { charged_micros: settled.chargedMicros ?? 0 }
+        const completion: Created = {
+          _tag: "Completion",
+          request: record,
+          message: reply.message,
+          finishReason: reply.finishReason,
+          logprobs: reply.logprobs,
+          usage,
+          chargedMicros: settled.chargedMicros ?? ZERO
         }
         return completion
       })
@@ -265,7 +311,6 @@ export const make = Effect.gen(function*() {
         const upstreamScope = yield* Scope.fork(parent)
         const settle = yield* settler(record)
         const tally = new Tally()
-        const created = Math.floor(record.createdAt.getTime() / 1000)
         const settleEnded = (errorCode: string) =>
           tally.delivered
             ? settle({
@@ -298,52 +343,28 @@ export const make = Effect.gen(function*() {
           return yield* apiError
         }
 
-        const chunk = (part: Extract<ChatStreamPart, { _tag: "Delta" }>): ChatWire.ChatCompletionChunk => ({
-          id: record.id,
-          object: "chat.completion.chunk",
-          created,
-          model: record.model,
-          choices: [{
-            index: 0,
-            delta: part.delta,
-            finish_reason: part.finishReason,
-            ...(part.logprobs === undefined ? {} : { logprobs: part.logprobs })
-          }]
-        })
-
         const finished = Effect.gen(function*() {
           const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
           const settled = yield* settle({ status: "succeeded", usage, finishReason: tally.finishReason, errorCode: null })
-          const last: StreamEvent = {
-            id: record.id,
-            object: "chat.completion.chunk",
-            created,
-            model: record.model,
-            choices: [],
-            usage: ChatWire.wireUsage(settled.usage ?? usage),
-            svc: { charged_micros: settled.chargedMicros ?? 0 }
-          }
+          const last: ChatEvent = { _tag: "Finished", usage: settled.usage ?? usage, chargedMicros: settled.chargedMicros ?? ZERO }
           return last
         })
 
         const broken = (error: ChatProviderError) => {
           const apiError = toApiError(error)
-          return Effect.map(settleEnded(apiError.code), (settled): StreamEvent => ({
-            error: { code: apiError.code, message: apiError.message, type: "upstream_error" },
-            usage: settled.usage === null ? null : ChatWire.wireUsage(settled.usage),
-            svc: { charged_micros: settled.chargedMicros ?? 0 }
+          return Effect.map(settleEnded(apiError.code), (settled): ChatEvent => ({
+            _tag: "Failed",
+            error: apiError,
+            usage: settled.usage,
+            chargedMicros: settled.chargedMicros ?? ZERO
           }))
         }
 
         // The request stays open until the sweep releases it, charging nothing.
-        const storeDown: StreamEvent = {
-          error: { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" },
-          usage: null,
-          svc: { charged_micros: 0 }
-        }
+        const storeDown = (error: StoreUnavailable): ChatEvent => ({ _tag: "Failed", error, usage: null, chargedMicros: ZERO })
 
         const timeLeft = MAX_REQUEST_MS - ((yield* Clock.currentTimeMillis) - record.createdAt.getTime())
-        const events: Stream.Stream<StreamEvent> = opened.value.pipe(
+        const events: Stream.Stream<ChatEvent> = opened.value.pipe(
           Stream.interruptWhen(Effect.flatMap(
             Effect.sleep(Math.max(0, timeLeft)),
             () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
@@ -355,11 +376,11 @@ export const make = Effect.gen(function*() {
             }
             tally.addContent(part.delta)
             if (part.finishReason !== null) tally.finishReason = part.finishReason
-            return Result.succeed(chunk(part))
+            return Result.succeed(part)
           }),
           Stream.concat(Stream.fromEffect(finished)),
           Stream.catchTag("ChatProviderError", (error) => Stream.fromEffect(broken(error))),
-          Stream.catchTag("StoreUnavailable", () => Stream.succeed(storeDown)),
+          Stream.catchTag("StoreUnavailable", (error) => Stream.succeed(storeDown(error))),
           Stream.onExit((exit) =>
             Effect.andThen(
               Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
@@ -372,25 +393,21 @@ export const make = Effect.gen(function*() {
     )
 
   return ChatCompletions.of({
-    models: Effect.gen(function*() {
-      const list = yield* prices.current
-      const data = Object.entries(list.models).flatMap(([id, entry]) =>
-        ChatPrices.isPriced(entry) && providers.get(entry.provider) !== undefined ? [ChatPrices.toPublic(id, entry)] : []
-      )
-      return { object: "list" as const, data }
-    }),
-    create: (caller, body) =>
+    models: Effect.map(prices.current, (list) =>
+      Object.entries(list.models).flatMap(([id, price]) =>
+        ChatPrices.isPriced(price) && providers.get(price.provider) !== undefined ? [{ id, price }] : []
+      )),
+    create: (caller, request) =>
       Effect.gen(function*() {
-        const prepared = yield* prepare(body)
+        const prepared = yield* prepare(request)
         const record = yield* billing.open(caller, {
           model: prepared.call.model,
           promptTokens: prepared.promptTokens,
           maxTokens: prepared.call.maxTokens
         })
-        if (!prepared.stream) {
-          return { _tag: "Completion" as const, completion: yield* complete(prepared, record) }
-        }
-        return { _tag: "Stream" as const, events: yield* stream(prepared, record) }
+        if (!prepared.stream) return yield* complete(prepared, record)
+        const created: Created = { _tag: "Stream", request: record, events: yield* stream(prepared, record) }
+        return created
       })
   })
 })

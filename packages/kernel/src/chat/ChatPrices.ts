@@ -28,9 +28,9 @@
 import { readFile } from "node:fs/promises"
 import { Context, Effect, Layer, Result, Schema } from "effect"
 import defaultChatPrices from "../../prices/default-chat-prices.json" with { type: "json" }
-import type { ChatModel } from "./ChatWire.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 import { decodeAll } from "../domain/internal/SchemaProblems.ts"
-import { formatUsd, Micros, micros } from "../domain/Money.ts"
+import { Micros, micros } from "../domain/Money.ts"
 
 export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
   description: "The BPE encoding used to count the model's tokens."
@@ -73,18 +73,13 @@ export class ChatPriceListInvalid extends Schema.TaggedError<ChatPriceListInvali
   }
 }
 
-export interface TokenCount {
-  readonly promptTokens: number
-  readonly completionTokens: number
-}
-
 const MILLION = 1_000_000n
 
 /** The one tier whose range holds a prompt of this size. */
 export const tierFor = (tiers: ReadonlyArray<ChatPriceTier>, promptTokens: number): ChatPriceTier =>
   tiers.find((tier) => tier.upToPromptTokens === null || promptTokens <= tier.upToPromptTokens) ?? tiers[tiers.length - 1]!
 
-const exactCost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount): bigint => {
+const exactCost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): bigint => {
   const tier = tierFor(tiers, usage.promptTokens)
   const total = BigInt(usage.promptTokens) * BigInt(tier.promptMicrosPerMillion) +
     BigInt(usage.completionTokens) * BigInt(tier.completionMicrosPerMillion)
@@ -92,11 +87,11 @@ const exactCost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount): bigi
 }
 
 /** The cost of a token count, rounded once, up, to a whole micro-unit. Throws past the safe-integer range. */
-export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount): Micros =>
+export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): Micros =>
   micros(Number(exactCost(tiers, usage)))
 
 /** The cost of a token count, but never more than `cap` (however large the counts an upstream reports). */
-export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenCount, cap: Micros): Micros => {
+export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
   const exact = exactCost(tiers, usage)
   return exact < BigInt(cap) ? micros(Number(exact)) : cap
 }
@@ -149,25 +144,6 @@ export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceList
       return found.length === 0 ? Result.succeed(list) : Result.fail(new ChatPriceListInvalid({ problems: found }))
     }
   )
-
-/** A priced model as GET /api/v1/chat/models lists it. */
-export const toPublic = (id: string, entry: ChatModelPrice): ChatModel => ({
-  id,
-  object: "model",
-  created: entry.created ?? 0,
-  owned_by: entry.provider,
-  context_length: entry.contextLength,
-  pricing: {
-    currency: "USD",
-    tiers: (entry.tiers ?? []).map((tier) => ({
-      up_to_prompt_tokens: tier.upToPromptTokens,
-      prompt_usd_per_million: formatUsd(tier.promptMicrosPerMillion),
-      completion_usd_per_million: formatUsd(tier.completionMicrosPerMillion),
-      prompt_micros_per_million: tier.promptMicrosPerMillion,
-      completion_micros_per_million: tier.completionMicrosPerMillion
-    }))
-  }
-})
 
 /** Whether a listed model can be priced now: enabled and with tiers. */
 export const isPriced = (entry: ChatModelPrice): entry is ChatModelPrice & { readonly tiers: ReadonlyArray<ChatPriceTier> } =>

@@ -26,7 +26,7 @@
  */
 import type { Effect, Scope, Stream } from "effect"
 import { Context, Data, Layer } from "effect"
-import type { TokenUsage } from "./ChatBilling.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 
 export type ChatProviderErrorReason = "RateLimited" | "InvalidRequest" | "Unavailable" | "Timeout"
 

@@ -21,14 +21,33 @@
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
-import type { ChatOutcome, ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
 import type { ChatPriceTier } from "./ChatPrices.ts"
+import type { TokenUsage } from "./TokenUsage.ts"
 import type { AccountId, ApiKeyId, ChatRequestId } from "../domain/Ids.ts"
 import type { Micros } from "../domain/Money.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 
 /** The errorCode of a request that `sweepStale` settled. */
 export const ABANDONED = "ABANDONED"
+
+/** How a chat request ended. */
+export type ChatOutcome = "succeeded" | "partial" | "failed"
+
+/** A chat request as stored: metadata, usage and charge, never its text. */
+export interface ChatRequestRecord {
+  readonly id: ChatRequestId
+  readonly model: string
+  readonly status: "open" | ChatOutcome
+  readonly reservedMicros: Micros
+  readonly chargedMicros: Micros | null
+  readonly usage: TokenUsage | null
+  /** The upstream's finish reason (stop, length, tool_calls, content_filter...) when it gave one. */
+  readonly finishReason: string | null
+  /** Why a request did not succeed: an error code (UPSTREAM_ERROR...) or CLIENT_DISCONNECTED. */
+  readonly errorCode: string | null
+  readonly createdAt: Date
+  readonly completedAt: Date | null
+}
 
 export interface NewChatRequest {
   readonly id: ChatRequestId

@@ -7,7 +7,7 @@ import * as ChatBilling from "../../src/chat/ChatBilling.ts"
 import * as ChatCompletions from "../../src/chat/ChatCompletions.ts"
 import * as ChatPrices from "../../src/chat/ChatPrices.ts"
 import * as ChatProvider from "../../src/chat/ChatProvider.ts"
-import type { ChatCall, ChatProviderV1, ChatReply, ChatStreamPart } from "../../src/chat/ChatProvider.ts"
+import type { ChatCall, ChatProviderV1, ChatReply, ChatStreamPart, JsonObject } from "../../src/chat/ChatProvider.ts"
 import * as ChatTokens from "../../src/chat/ChatTokens.ts"
 import type { AccountId } from "../../src/domain/Ids.ts"
 import * as Scopes from "../../src/accounts/Scope.ts"
@@ -75,8 +75,28 @@ const layerFor = (upstream: Fake) =>
 
 const callerOf = (accountId: AccountId): Caller => ({ accountId, apiKeyId: null, scopes: Scopes.all, keyUsageLimit: null })
 
-const create = (caller: Caller, body: Record<string, unknown>) =>
-  ChatCompletions.ChatCompletions.use((chat) => chat.create(caller, { model: MODEL, messages: MESSAGES, ...body }))
+/** A request for MODEL with MESSAGES, not streamed and with no cap, unless told otherwise. */
+interface Ask {
+  readonly model?: string
+  readonly messages?: ReadonlyArray<JsonObject>
+  readonly stream?: boolean
+  readonly maxTokens?: number
+  /** Forwarded options besides messages. */
+  readonly options?: JsonObject
+}
+
+const create = (caller: Caller, ask: Ask = {}) => {
+  const messages = ask.messages ?? MESSAGES
+  return ChatCompletions.ChatCompletions.use((chat) =>
+    chat.create(caller, {
+      model: ask.model ?? MODEL,
+      messages,
+      stream: ask.stream ?? false,
+      maxTokens: ask.maxTokens,
+      forward: { messages, ...ask.options }
+    })
+  )
+}
 
 const onlyRequest = (caller: Caller) =>
   Effect.map(ChatBilling.ChatBilling.use((billing) => billing.list(caller, { limit: 100 })), (page) => {
@@ -107,21 +127,21 @@ describe("ChatCompletions.create, not streamed", () => {
     return Effect.gen(function*() {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
-      const created = yield* create(caller, { max_tokens: 50, temperature: 0 })
+      const created = yield* create(caller, { maxTokens: 50, options: { temperature: 0 } })
       expect(upstream.calls).toEqual([{ model: MODEL, maxTokens: 50, body: { messages: MESSAGES, temperature: 0 } }])
       if (created._tag !== "Completion") return yield* Effect.die("expected a completion")
       const charge = costOf(14, 3)
-      expect(created.completion).toMatchObject({
-        object: "chat.completion",
-        model: MODEL,
-        choices: [{ index: 0, message: { role: "assistant", content: "Oslo." }, finish_reason: "stop", logprobs: null }],
-        usage: { prompt_tokens: 14, completion_tokens: 3, total_tokens: 17 },
-        svc: { charged_micros: charge }
+      expect(created).toMatchObject({
+        request: { model: MODEL },
+        message: { role: "assistant", content: "Oslo." },
+        finishReason: "stop",
+        usage: { promptTokens: 14, completionTokens: 3 },
+        chargedMicros: charge
       })
       const reserved = costOf(PROMPT_ESTIMATE, 50)
       expect(yield* chatEntries(accountId)).toEqual([["reserve", reserved], ["charge", charge], ["release", reserved - charge]])
       expect(yield* onlyRequest(caller)).toMatchObject({
-        id: created.completion.id,
+        id: created.request.id,
         status: "succeeded",
         chargedMicros: charge,
         usage: { promptTokens: 14, completionTokens: 3 },
@@ -149,13 +169,9 @@ describe("ChatCompletions.create, not streamed", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("The capital of Norway is Oslo.")) })
     return Effect.gen(function*() {
       const caller = callerOf(yield* fundedAccount(USD))
-      const created = yield* create(caller, { max_tokens: 50 })
+      const created = yield* create(caller, { maxTokens: 50 })
       const completion = ChatTokens.countText("o200k_base", "The capital of Norway is Oslo.")
-      expect(created._tag === "Completion" && created.completion.usage).toEqual({
-        prompt_tokens: PROMPT_ESTIMATE,
-        completion_tokens: completion,
-        total_tokens: PROMPT_ESTIMATE + completion
-      })
+      expect(created._tag === "Completion" && created.usage).toEqual({ promptTokens: PROMPT_ESTIMATE, completionTokens: completion })
       expect((yield* onlyRequest(caller)).chargedMicros).toBe(costOf(PROMPT_ESTIMATE, completion))
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
@@ -164,7 +180,7 @@ describe("ChatCompletions.create, not streamed", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("x", { promptTokens: 5000, completionTokens: 5000 })) })
     return Effect.gen(function*() {
       const caller = callerOf(yield* fundedAccount(USD))
-      yield* create(caller, { max_tokens: 10 })
+      yield* create(caller, { maxTokens: 10 })
       const record = yield* onlyRequest(caller)
       expect(record.chargedMicros).toBe(costOf(PROMPT_ESTIMATE, 10))
       expect(record.chargedMicros).toBe(record.reservedMicros)
@@ -185,7 +201,7 @@ describe("ChatCompletions.create, not streamed", () => {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       for (const [, code] of failures) {
-        const error = yield* Effect.flip(create(caller, { max_tokens: 10 }))
+        const error = yield* Effect.flip(create(caller, { maxTokens: 10 }))
         expect(error).toMatchObject({ code })
         if (code === "UPSTREAM_RATE_LIMITED") expect(error).toMatchObject({ retryAfterSeconds: 7 })
       }
@@ -206,16 +222,14 @@ describe("ChatCompletions.create, not streamed", () => {
     return Effect.gen(function*() {
       const accountId = yield* fundedAccount(10)
       const caller = callerOf(accountId)
-      const codeOf = (body: Record<string, unknown>) =>
-        Effect.map(Effect.flip(create(caller, body)), (e) => ("code" in e ? e.code : e._tag))
+      const codeOf = (ask: Ask) => Effect.map(Effect.flip(create(caller, ask)), (e) => ("code" in e ? e.code : e._tag))
       expect(yield* codeOf({ model: "nope" })).toBe("MODEL_NOT_FOUND")
       expect(yield* codeOf({ model: "test-unrouted" })).toBe("MODEL_NOT_FOUND")
       expect(yield* codeOf({ model: "test-disabled" })).toBe("MODEL_PRICE_UNAVAILABLE")
       expect(yield* codeOf({ model: "test-unpriced" })).toBe("MODEL_PRICE_UNAVAILABLE")
-      expect(yield* codeOf({ messages: "hi" })).toBe("INVALID_REQUEST")
-      expect(yield* codeOf({ max_tokens: 8001 })).toBe("INVALID_REQUEST")
+      expect(yield* codeOf({ maxTokens: 8001 })).toBe("INVALID_REQUEST")
       expect(yield* codeOf({ messages: [{ role: "user", content: "word ".repeat(9000) }] })).toBe("INVALID_REQUEST")
-      expect(yield* codeOf({ max_tokens: 1000 })).toBe("INSUFFICIENT_CREDITS")
+      expect(yield* codeOf({ maxTokens: 1000 })).toBe("INSUFFICIENT_CREDITS")
       expect(upstream.calls).toEqual([])
       expect(yield* chatEntries(accountId)).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
@@ -234,7 +248,7 @@ describe("ChatCompletions.create, not streamed", () => {
     return Effect.gen(function*() {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
-      const fiber = yield* Effect.forkChild(Effect.scoped(create(caller, { max_tokens: 10 })))
+      const fiber = yield* Effect.forkChild(Effect.scoped(create(caller, { maxTokens: 10 })))
       yield* Deferred.await(started)
       yield* Fiber.interrupt(fiber)
       expect(interrupted).toBe(true)
@@ -262,21 +276,16 @@ describe("ChatCompletions.create, streamed", () => {
     return Effect.gen(function*() {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
-      const all = yield* Effect.flatMap(create(caller, { stream: true, max_tokens: 20 }), events)
-      expect(all.map((event) => "choices" in event ? event.choices[0]?.delta ?? "final" : "error")).toEqual([
+      const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
+      expect(all.map((event) => event._tag === "Delta" ? event.delta : event._tag)).toEqual([
         { role: "assistant", content: "" },
         { content: "Os" },
         { content: "lo." },
         { content: "" },
-        "final"
+        "Finished"
       ])
       const charge = costOf(14, 3)
-      expect(all.at(-1)).toMatchObject({
-        object: "chat.completion.chunk",
-        choices: [],
-        usage: { prompt_tokens: 14, completion_tokens: 3, total_tokens: 17 },
-        svc: { charged_micros: charge }
-      })
+      expect(all.at(-1)).toEqual({ _tag: "Finished", usage: { promptTokens: 14, completionTokens: 3 }, chargedMicros: charge })
       expect(yield* onlyRequest(caller)).toMatchObject({ status: "succeeded", chargedMicros: charge, finishReason: "stop" })
       expect(upstream.closed).toBe(1)
       yield* expectBalances(accountId, { balance: USD - charge, reserved: 0 })
@@ -287,9 +296,9 @@ describe("ChatCompletions.create, streamed", () => {
     const upstream = fake({ stream: () => Effect.succeed(Stream.fromIterable([delta("Oslo is"), delta(" the capital.", "stop")])) })
     return Effect.gen(function*() {
       const caller = callerOf(yield* fundedAccount(USD))
-      const all = yield* Effect.flatMap(create(caller, { stream: true, max_tokens: 20 }), events)
+      const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
       const completion = ChatTokens.countText("o200k_base", "Oslo is the capital.")
-      expect(all.at(-1)).toMatchObject({ usage: { prompt_tokens: PROMPT_ESTIMATE, completion_tokens: completion } })
+      expect(all.at(-1)).toMatchObject({ _tag: "Finished", usage: { promptTokens: PROMPT_ESTIMATE, completionTokens: completion } })
       expect((yield* onlyRequest(caller)).chargedMicros).toBe(costOf(PROMPT_ESTIMATE, completion))
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
@@ -302,9 +311,9 @@ describe("ChatCompletions.create, streamed", () => {
     return Effect.gen(function*() {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
-      const all = yield* Effect.flatMap(create(caller, { stream: true, max_tokens: 20 }), events)
+      const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
       const charge = costOf(PROMPT_ESTIMATE, ChatTokens.countText("o200k_base", "Oslo is"))
-      expect(all.at(-1)).toMatchObject({ error: { code: "UPSTREAM_ERROR" }, svc: { charged_micros: charge } })
+      expect(all.at(-1)).toMatchObject({ _tag: "Failed", error: { code: "UPSTREAM_ERROR" }, chargedMicros: charge })
       expect(yield* onlyRequest(caller)).toMatchObject({ status: "partial", chargedMicros: charge, errorCode: "UPSTREAM_ERROR" })
       yield* expectBalances(accountId, { balance: USD - charge, reserved: 0 })
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
@@ -318,7 +327,7 @@ describe("ChatCompletions.create, streamed", () => {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const all = yield* Effect.flatMap(create(caller, { stream: true }), events)
-      expect(all).toEqual([{ error: expect.objectContaining({ code: "UPSTREAM_ERROR" }), usage: null, svc: { charged_micros: 0 } }])
+      expect(all).toEqual([{ _tag: "Failed", error: expect.objectContaining({ code: "UPSTREAM_ERROR" }), usage: null, chargedMicros: 0 }])
       expect(yield* onlyRequest(caller)).toMatchObject({ status: "failed", chargedMicros: 0 })
       yield* expectBalances(accountId, { balance: USD, reserved: 0 })
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
@@ -345,9 +354,9 @@ describe("ChatCompletions.create, streamed", () => {
       return yield* Effect.gen(function*() {
         const accountId = yield* fundedAccount(USD)
         const caller = callerOf(accountId)
-        const seen = yield* Queue.unbounded<ChatCompletions.StreamEvent>()
+        const seen = yield* Queue.unbounded<ChatCompletions.ChatEvent>()
         const scope = yield* Scope.make()
-        const created = yield* Scope.provide(create(caller, { stream: true, max_tokens: 100 }), scope)
+        const created = yield* Scope.provide(create(caller, { stream: true, maxTokens: 100 }), scope)
         const consumer = yield* Effect.forkChild(
           created._tag === "Stream" ? Stream.runForEach(created.events, (event) => Queue.offer(seen, event)) : Effect.void
         )
@@ -384,8 +393,7 @@ describe("ChatCompletions.models", () => {
   it.effect("lists the models that are priced and have an upstream", () =>
     Effect.gen(function*() {
       const list = yield* ChatCompletions.ChatCompletions.use((chat) => chat.models)
-      expect(list.object).toBe("list")
-      expect(list.data.map((model) => model.id)).toEqual([MODEL])
+      expect(list.map((model) => model.id)).toEqual([MODEL])
     }).pipe(Effect.provide(layerFor(fake({})))))
 })
 

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto"
 import { Effect, Stream } from "effect"
 import { ChatTokens } from "@taskmeter/kernel"
-import type { ChatBilling, ChatProvider } from "@taskmeter/kernel"
+import type { ChatProvider, TokenUsage } from "@taskmeter/kernel"
 
 type Json = ChatProvider.Json
 type JsonObject = ChatProvider.JsonObject
@@ -110,7 +110,7 @@ interface Rendered {
   readonly pieces: ReadonlyArray<JsonObject>
   readonly message: JsonObject
   readonly finishReason: string
-  readonly usage: ChatBilling.TokenUsage
+  readonly usage: TokenUsage.TokenUsage
 }
 
 /** The answer as stream deltas and as a whole message, cut at the cap. */

@@ -29,7 +29,7 @@
  */
 import { Clock, Effect, Redacted, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
-import type { ChatBilling } from "@taskmeter/kernel"
+import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
 import * as CappedBody from "../utils/CappedBody.ts"
 import { parseRetryAfter } from "../utils/UpstreamError.ts"
@@ -70,7 +70,7 @@ const count = (u: unknown): number | undefined =>
   typeof u === "number" && Number.isSafeInteger(u) && u >= 0 ? u : undefined
 
 /** Usage as upstreams report it; undefined unless both counts are sound. */
-export const usageOf = (u: unknown): ChatBilling.TokenUsage | undefined => {
+export const usageOf = (u: unknown): TokenUsage.TokenUsage | undefined => {
   if (!isObject(u)) return undefined
   const promptTokens = count(u.prompt_tokens)
   const completionTokens = count(u.completion_tokens)

@@ -5,14 +5,13 @@
  */
 import { Effect } from "effect"
 import { ChatStore, Money } from "@taskmeter/kernel"
-import type { ChatBilling } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import type { State, Window } from "./State.ts"
 
 const RATE_WINDOW_MS = 60_000
 
 interface ChatRow {
-  record: ChatBilling.ChatRequestRecord
+  record: ChatStore.ChatRequestRecord
   readonly stored: Omit<ChatStore.StoredChatRequest, "record">
 }
 
@@ -44,7 +43,7 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     const available = account.balance - account.reserved
     if (available < request.reservedMicros) return { _tag: "InsufficientCredits", availableMicros: available }
 
-    const record: ChatBilling.ChatRequestRecord = {
+    const record: ChatStore.ChatRequestRecord = {
       id: request.id,
       model: request.model,
       status: "open",
@@ -74,7 +73,7 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     return { _tag: "Opened", record }
   }
 
-  const settle = (settlement: ChatStore.ChatSettlement): ChatBilling.ChatRequestRecord | undefined => {
+  const settle = (settlement: ChatStore.ChatSettlement): ChatStore.ChatRequestRecord | undefined => {
     const row = rows.get(settlement.id)
     if (row === undefined) return undefined
     if (row.record.status !== "open") return row.record

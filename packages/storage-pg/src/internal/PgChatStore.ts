@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgTypes } from "@effect/sql-pg"
 import { ChatStore, Money } from "@taskmeter/kernel"
-import type { ChatBilling, ChatPrices, Ids } from "@taskmeter/kernel"
+import type { ChatPrices, Ids } from "@taskmeter/kernel"
 import * as Failures from "./Failures.ts"
 import { toRefusal } from "./Rows.ts"
 
@@ -48,10 +48,10 @@ const columns = [
 
 const select = (alias: string): string => columns.map((column) => `${alias}.${column}`).join(", ")
 
-const toRecord = (row: ChatRow): ChatBilling.ChatRequestRecord => ({
+const toRecord = (row: ChatRow): ChatStore.ChatRequestRecord => ({
   id: row.id as Ids.ChatRequestId,
   model: row.model,
-  status: row.status as ChatBilling.ChatRequestRecord["status"],
+  status: row.status as ChatStore.ChatRequestRecord["status"],
   reservedMicros: Money.micros(Number(row.reserved_micros)),
   chargedMicros: row.charged_micros === null ? null : Money.micros(Number(row.charged_micros)),
   usage: row.prompt_tokens === null || row.completion_tokens === null

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import * as ChatWire from "../../src/chat/ChatWire.ts"
+import * as ChatRequestBody from "../../src/chat/ChatRequestBody.ts"
 
 const problem = (body: unknown): string | undefined => {
-  const decoded = ChatWire.decodeRequest(body)
+  const decoded = ChatRequestBody.decode(body)
   return Result.isFailure(decoded) ? decoded.failure.message : undefined
 }
 
 const valid = { model: "m", messages: [{ role: "user", content: "hi" }] }
 
-describe("ChatWire.decodeRequest", () => {
+describe("ChatRequestBody.decode", () => {
   it("accepts every role and content form, and forwards messages exactly", () => {
     const messages = [
       { role: "system", content: "be brief" },
@@ -19,7 +19,7 @@ describe("ChatWire.decodeRequest", () => {
       { role: "tool", tool_call_id: "c1", content: "42" },
       { role: "function", name: "f", content: "42" }
     ]
-    const decoded = ChatWire.decodeRequest({ model: "m", messages, stream: true, max_tokens: 50, temperature: 0.2 })
+    const decoded = ChatRequestBody.decode({ model: "m", messages, stream: true, max_tokens: 50, temperature: 0.2 })
     expect(Result.isSuccess(decoded) && decoded.success).toEqual({
       model: "m",
       messages,
@@ -31,7 +31,7 @@ describe("ChatWire.decodeRequest", () => {
 
   it("forwards the known options only, and takes the smaller of two caps", () => {
     const tools = [{ type: "function", function: { name: "f" } }]
-    const decoded = ChatWire.decodeRequest({
+    const decoded = ChatRequestBody.decode({
       ...valid,
       tools,
       tool_choice: "auto",
@@ -64,7 +64,7 @@ describe("ChatWire.decodeRequest", () => {
       [{ ...valid, tools: [{ type: "function", ["na\u0000me"]: 1 }] }, "tools[0][\"na\\u0000me\"]: its name contains U+0000"]
     ]
     for (const [body, expected] of cases) {
-      const decoded = ChatWire.decodeRequest(body)
+      const decoded = ChatRequestBody.decode(body)
       expect(Result.isFailure(decoded) && decoded.failure.code).toBe("INVALID_REQUEST")
       expect(problem(body)).toContain(expected)
     }

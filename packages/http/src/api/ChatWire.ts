@@ -1,40 +1,10 @@
 /**
- * The wire format of the chat endpoints, as Effect Schemas: the common chat-completion request
- * as the service accepts it, the completion object and stream chunks it answers with, the model
- * list, and the customer view of a chat request record. These schemas are the one definition:
- * requests are validated with them (`decodeRequest`), the OpenAPI document is generated from
- * them (the `chat` group of the http package), and the TypeScript types are derived from them.
- * Clients can import it without any server code.
- *
- * Request rules (anything else is 400 INVALID_REQUEST, before any reservation):
- * - `model` (string) and `messages` (a non-empty array) are required. Each message is an object
- *   with a `role` of system, developer, user, assistant, tool or function; `content` a string,
- *   an array of typed parts, or null/absent (assistant messages only); a tool message needs
- *   `tool_call_id`; `tool_calls`, when given, is an array of objects. Messages are forwarded as
- *   sent.
- * - `max_completion_tokens` (preferred) or `max_tokens`: a whole number of at least 1 and at
- *   most the model's context length. When both are given the smaller applies.
- * - `n`, when given, must be 1 (a reservation covers one choice).
- * - `stream` (boolean); `stream_options` is accepted and ignored: a streamed response always
- *   ends with a usage chunk.
- * - Forwarded to the upstream when given: `FORWARDED` below. Other members are dropped, so that
- *   a caller cannot switch on upstream features that would cost more than was reserved.
- * - No string of `model`, `messages` or a forwarded member (keys included) may hold what a store
- *   cannot (U+0000, an unpaired surrogate; StorableText): the path names it, e.g. `messages[0].content`.
- *
- * The INVALID_REQUEST message names the first problem found (members in the order of
- * ChatCompletionRequest) as `<path>: <rule>`, the rule being the `message` annotation of the
- * schema that refused the value, e.g. `messages[0].role: must be one of system, developer, ...`.
- *
- * The charge of a request is in `svc.charged_micros` (integer USD micro-units), on the
- * completion object, and on the final chunk of a stream together with `usage`.
+ * The wire format of the chat endpoints (the common chat-completion format), as Effect Schemas:
+ * the request, the completion and its stream chunks, the model list and the chat request views.
+ * The one definition: ChatRequestBody decodes with them, ChatResponses builds what they describe,
+ * the OpenAPI document is generated from them. Charges are `svc.charged_micros` (USD micro-units).
  */
-import { Result, Schema, SchemaIssue } from "effect"
-import type { ChatRequestRecord, TokenUsage } from "./ChatBilling.ts"
-import type { Json, JsonObject } from "./ChatProvider.ts"
-import * as Errors from "../domain/Errors.ts"
-import { describeIssue } from "../domain/internal/SchemaProblems.ts"
-import * as StorableText from "../domain/StorableText.ts"
+import { Schema } from "effect"
 
 export const ROLES = ["system", "developer", "user", "assistant", "tool", "function"] as const
 
@@ -172,59 +142,6 @@ export const ChatCompletionRequest = Schema.StructWithRest(
 })
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
-/** A request as the service runs it. */
-export interface ChatRequest {
-  readonly model: string
-  readonly messages: ReadonlyArray<ChatMessage>
-  readonly stream: boolean
-  /** undefined when the caller gave no cap: the policy default applies. */
-  readonly maxTokens: number | undefined
-  /** `messages` and the FORWARDED members the caller gave. */
-  readonly forward: JsonObject
-}
-
-const decodeBody = Schema.decodeUnknownResult(ChatCompletionRequest)
-
-const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
-
-/** The first problem of a refused body, as `<path>: <rule>`. */
-const problem = (issue: SchemaIssue.Issue): string => {
-  const [first] = formatIssue(issue).issues
-  return first === undefined ? "The body is not a valid chat-completion request." : describeIssue(first)
-}
-
-/** The request as the service runs it. */
-const toRequest = (request: ChatCompletionRequest): ChatRequest => {
-  const caps = [request.max_tokens, request.max_completion_tokens].filter((cap) => typeof cap === "number")
-  const forward: Record<string, Json> = { messages: request.messages }
-  for (const name of FORWARDED) {
-    const value = request[name]
-    if (value !== undefined) forward[name] = value
-  }
-  return {
-    model: request.model,
-    messages: request.messages,
-    stream: request.stream === true,
-    maxTokens: caps.length === 0 ? undefined : Math.min(...caps),
-    forward
-  }
-}
-
-/** Checks a parsed JSON body against the rules above. */
-export const decodeRequest = (body: unknown): Result.Result<ChatRequest, Errors.InvalidRequest> =>
-  Result.flatMap(
-    Result.mapBoth(decodeBody(body), {
-      onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
-      onSuccess: toRequest
-    }),
-    (request) => {
-      const unstorable = StorableText.findUnstorable({ model: request.model, ...request.forward })
-      return unstorable === undefined
-        ? Result.succeed(request)
-        : Result.fail(new Errors.InvalidRequest({ message: StorableText.describe(unstorable) }))
-    }
-  )
-
 // Responses
 
 export const WireUsage = Schema.Struct({
@@ -233,12 +150,6 @@ export const WireUsage = Schema.Struct({
   total_tokens: Count
 }).annotate({ identifier: "ChatUsage" })
 export type WireUsage = typeof WireUsage.Type
-
-export const wireUsage = (usage: TokenUsage): WireUsage => ({
-  prompt_tokens: usage.promptTokens,
-  completion_tokens: usage.completionTokens,
-  total_tokens: usage.promptTokens + usage.completionTokens
-})
 
 export const Svc = Schema.Struct({
   charged_micros: Count.annotate({ description: "What the request cost, in USD micro-units (1 USD = 1000000)." })
@@ -359,17 +270,3 @@ export const ChatRequestPage = Schema.Struct({
   nextCursor: Schema.NullOr(Schema.String).annotate({ description: "Pass as `before` for the next (older) page; null at the end." })
 }).annotate({ identifier: "ChatRequests" })
 export type ChatRequestPage = typeof ChatRequestPage.Type
-
-export const toView = (record: ChatRequestRecord): ChatRequestView => ({
-  id: record.id,
-  model: record.model,
-  status: record.status,
-  reservedMicros: record.reservedMicros,
-  chargedMicros: record.chargedMicros,
-  currency: "USD",
-  usage: record.usage === null ? null : wireUsage(record.usage),
-  finishReason: record.finishReason,
-  errorCode: record.errorCode,
-  createdAt: record.createdAt.toISOString(),
-  completedAt: record.completedAt === null ? null : record.completedAt.toISOString()
-})
