@@ -15,7 +15,7 @@ import { Context } from "effect"
 import type { Effect, Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Accounts, Scope } from "@taskmeter/kernel"
-import { Errors } from "@taskmeter/kernel"
+import { Errors, PresentedCredential } from "@taskmeter/kernel"
 import { errors } from "./ApiErrors.ts"
 
 /** The authenticated caller, provided to every handler behind `Authentication`. */
@@ -24,7 +24,7 @@ export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Calle
 /** Endpoint annotation: the scope a key needs to call it. */
 export class RequiredScope extends Context.Service<RequiredScope, Scope.Scope>()("@taskmeter/http/RequiredScope") {}
 
-export const API_KEY_HEADER = "x-api-key"
+export const API_KEY_HEADER = PresentedCredential.API_KEY_HEADER
 
 export const BEARER_SCHEME = "bearerAuth"
 export const API_KEY_SCHEME = "apiKeyAuth"
