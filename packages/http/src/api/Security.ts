@@ -16,7 +16,6 @@ import type { Effect, Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Accounts, Scope } from "@taskmeter/kernel"
 import { Errors, PresentedCredential } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 
 /** The authenticated caller, provided to every handler behind `Authentication`. */
 export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Caller>()("@taskmeter/http/CurrentCaller") {}
@@ -34,13 +33,13 @@ export const bearer = HttpApiSecurity.bearer.pipe(
 )
 
 /** What every endpoint that needs a key may answer about it. */
-const keyErrors = errors(
+const keyErrors = [
   Errors.AuthRequired,
   Errors.InsufficientScope,
   Errors.PermissionDenied,
   Errors.ApiKeyRateLimited,
   Errors.AuthUnavailable
-)
+]
 
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
   "@taskmeter/http/Authentication",
