@@ -182,11 +182,14 @@ for (const store of stores) {
           expect(reply.body.error).toContain("input.colour")
         }))
 
-      it.effect("reports an unknown model: 404 MODEL_NOT_FOUND", () =>
+      it.effect("reports an unknown model: 404 MODEL_NOT_FOUND, naming the route that lists the models", () =>
         Effect.gen(function*() {
           const reply = yield* T.submit(yield* T.customer(), { model: "no-such-model", input: {} })
           expect(reply.status).toBe(404)
           expect(reply.body.code).toBe("MODEL_NOT_FOUND")
+          expect(reply.body.error).toBe(
+            "No model has the slug \"no-such-model\"; use the slug of a listed model: GET /api/v1/models lists them."
+          )
         }))
 
       it.effect("refuses a model without a price: 409 MODEL_PRICE_UNAVAILABLE", () =>

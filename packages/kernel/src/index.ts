@@ -31,6 +31,7 @@ export * as PriceStore from "./pricing/PriceStore.ts"
 export * as Accounts from "./accounts/Accounts.ts"
 export * as AccountStore from "./accounts/AccountStore.ts"
 export * as KeyCheck from "./accounts/KeyCheck.ts"
+export * as PresentedCredential from "./accounts/PresentedCredential.ts"
 export * as Scope from "./accounts/Scope.ts"
 
 // ledger: credits, every change an entry

@@ -1,13 +1,13 @@
 /**
  * The /mcp route: an OAuth 2.1 resource server in front of the MCP handler. The DNS-rebinding guard
  * (TransportGuard) runs first; then a request needs an access token issued for `<base>/mcp`, or an
- * API key (Bearer or `x-api-key`, checked as the API checks it). Without one: 401 with
+ * API key (Bearer or `x-api-key`, read by PresentedCredential and checked as the API checks it). Without one: 401 with
  * `WWW-Authenticate: Bearer resource_metadata=..., scope=...` and the spec's `{ code, error }`; an
  * unreachable store is 503 AUTH_UNAVAILABLE. CORS without credentials for the allowed origins.
  */
 import { Effect, Layer } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { Accounts, Errors } from "@taskmeter/kernel"
+import { Accounts, Errors, PresentedCredential } from "@taskmeter/kernel"
 import { AuthorizationServer, mcpScopes } from "./AuthorizationServer.ts"
 import { CALLER_KEY, McpHandler } from "./McpHandler.ts"
 import * as TransportGuard from "./TransportGuard.ts"
@@ -59,18 +59,17 @@ export const layer = (options: TransportGuard.Options = {}): Layer.Layer<
     })
 
   /** The caller and the token's facts for the SDK, or the refusal to send. */
-  const authenticate = (authorization: string | undefined, apiKey: string | undefined) =>
+  const authenticate = (presented: PresentedCredential.PresentedCredential | undefined) =>
     Effect.gen(function*() {
-      const bearer = authorization?.match(/^Bearer\s+(\S+)\s*$/i)?.[1]
-      const token = bearer ?? (authorization === undefined && apiKey !== undefined && apiKey.trim() !== "" ? apiKey.trim() : undefined)
-      if (token === undefined) {
+      if (presented === undefined) {
         return yield* new Errors.AuthRequired({
           message:
             `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key> or x-api-key: <key>.`
         })
       }
+      const token = presented.secret
       // x-api-key carries API keys only; OAuth access tokens come as Bearer tokens.
-      if (token.startsWith(Accounts.KEY_PREFIX) || bearer === undefined) {
+      if (token.startsWith(Accounts.KEY_PREFIX) || presented.header === PresentedCredential.API_KEY_HEADER) {
         const caller = yield* accounts.authenticate(token)
         return { token, clientId: "api-key", scopes: [...caller.scopes], caller, expiresAt: undefined }
       }
@@ -91,10 +90,11 @@ export const layer = (options: TransportGuard.Options = {}): Layer.Layer<
         return HttpServerResponse.jsonUnsafe(Errors.errorBody(forbidden), { status: forbidden.status })
       }
       if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: PREFLIGHT })
-      const authorization = request.headers.authorization
-      const apiKey = request.headers["x-api-key"]
-      const auth = yield* Effect.result(authenticate(authorization, apiKey))
-      if (auth._tag === "Failure") return refuse(auth.failure, authorization !== undefined || apiKey !== undefined)
+      const presented = PresentedCredential.fromHeaders(request.headers)
+      const auth = yield* Effect.result(authenticate(presented))
+      if (auth._tag === "Failure") {
+        return refuse(auth.failure, request.headers.authorization !== undefined || request.headers[PresentedCredential.API_KEY_HEADER] !== undefined)
+      }
       const { caller, ...facts } = auth.success
       const response = yield* HttpEffect.fromWebHandler((webRequest) =>
         handler.fetch(webRequest, {

@@ -8,7 +8,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Errors, ModelDefinition, ModelField, PriceList } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 
 export const ModelInfo = Schema.Struct({
   slug: Schema.String,
@@ -31,7 +30,7 @@ export const CatalogApi = HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.get("prices", "/api/v1/prices", {
       success: PriceList.PublicPrices,
-      error: errors(Errors.ApiUnavailable)
+      error: [Errors.ApiUnavailable]
     }).annotateMerge(OpenApi.annotations({
       summary: "Current prices and availability",
       description: "Per-model USD micro-unit prices with `enabled` and the optional `rateCard`. " +
@@ -39,7 +38,7 @@ export const CatalogApi = HttpApiGroup.make("catalog")
     })),
     HttpApiEndpoint.get("models", "/api/v1/models", {
       success: Models,
-      error: errors(Errors.ApiUnavailable)
+      error: [Errors.ApiUnavailable]
     }).annotateMerge(OpenApi.annotations({
       summary: "Model catalog",
       description: "Every model with its slug, category, input fields and the JSON Schema of its input. " +

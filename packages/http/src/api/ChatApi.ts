@@ -7,7 +7,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Errors } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 import * as ChatWire from "./ChatWire.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, requireScope } from "./Security.ts"
@@ -48,7 +47,7 @@ export const ChatApi = HttpApiGroup.make("chat")
   .add(
     HttpApiEndpoint.get("models", "/api/v1/chat/models", {
       success: ChatWire.ChatModels,
-      error: errors(Errors.ApiUnavailable)
+      error: [Errors.ApiUnavailable]
     }).annotateMerge(OpenApi.annotations({
       summary: "Chat models and token prices",
       description: "The callable chat models in the common list format; `pricing.tiers` hold USD per million tokens, " +
@@ -57,7 +56,7 @@ export const ChatApi = HttpApiGroup.make("chat")
     HttpApiEndpoint.post("completions", "/api/v1/chat/completions", {
       payload: ChatWire.ChatCompletionRequest,
       success: ChatWire.ChatCompletion,
-      error: errors(
+      error: [
         Errors.InvalidRequest,
         Errors.InputTooLarge,
         Errors.ModelNotFound,
@@ -70,7 +69,7 @@ export const ChatApi = HttpApiGroup.make("chat")
         Errors.UpstreamRateLimited,
         Errors.UpstreamError,
         Errors.ApiUnavailable
-      )
+      ]
     })
       .middleware(Authentication)
       .annotateMerge(OpenApi.annotations({
@@ -86,7 +85,7 @@ export const ChatApi = HttpApiGroup.make("chat")
         before: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page." }))
       },
       success: ChatWire.ChatRequestPage,
-      error: errors(Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable)
+      error: [Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable]
     })
       .middleware(Authentication)
       .annotateMerge(OpenApi.annotations({
@@ -102,7 +101,7 @@ export const ChatApi = HttpApiGroup.make("chat")
     HttpApiEndpoint.get("request", "/api/v1/chat/requests/:id", {
       params: { id: Schema.String },
       success: ChatWire.ChatRequestView,
-      error: errors(Errors.RequestNotFound, Errors.ApiUnavailable)
+      error: [Errors.RequestNotFound, Errors.ApiUnavailable]
     })
       .middleware(Authentication)
       .annotateMerge(OpenApi.annotations({

@@ -8,7 +8,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, Task } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
 
@@ -68,7 +67,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
       headers: { [IDEMPOTENCY_KEY_HEADER]: IdempotencyKey },
       payload: JobRequest,
       success: [Task.SubmittedTask.pipe(HttpApiSchema.status(202)), Task.SubmittedTask.pipe(HttpApiSchema.status(200))],
-      error: errors(
+      error: [
         Errors.InvalidRequest,
         Errors.InvalidIdempotencyKey,
         Errors.InvalidModelInput,
@@ -86,7 +85,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
         Errors.PlatformBudgetExceeded,
         Errors.ExecutionTemporarilyUnavailable,
         Errors.ApiUnavailable
-      )
+      ]
     })
       .annotateMerge(OpenApi.annotations({
         summary: "Submit a task",
@@ -98,7 +97,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
       .middleware(PresentedKey),
     HttpApiEndpoint.get("list", "/api/v1/jobs", {
       success: TaskList,
-      error: errors(Errors.ApiUnavailable)
+      error: [Errors.ApiUnavailable]
     })
       .annotateMerge(OpenApi.annotations({ summary: "List the latest 100 tasks" }))
       .annotateMerge(requireScope("jobs:read"))
@@ -106,7 +105,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
     HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
       success: Task.Task,
-      error: errors(Errors.JobNotFound, Errors.ApiUnavailable)
+      error: [Errors.JobNotFound, Errors.ApiUnavailable]
     })
       .annotateMerge(OpenApi.annotations({
         summary: "Poll a task",

@@ -5,7 +5,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, MediaReference } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 import { Authentication, requireScope } from "./Security.ts"
 
 /** The upload types accepted; each is checked against the file's leading bytes. */
@@ -36,7 +35,7 @@ export const MediaApi = HttpApiGroup.make("media")
     HttpApiEndpoint.post("upload", "/api/v1/media", {
       payload: HttpApiSchema.StreamUint8Array({ contentType: uploadContentTypes }),
       success: UploadedMedia.pipe(HttpApiSchema.status(201)),
-      error: errors(Errors.InvalidRequest, Errors.InputTooLarge, Errors.ApiUnavailable)
+      error: [Errors.InvalidRequest, Errors.InputTooLarge, Errors.ApiUnavailable]
     })
       .annotateMerge(OpenApi.annotations({
         summary: "Upload an image or video",

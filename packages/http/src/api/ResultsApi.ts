@@ -10,7 +10,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, Task } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 import { Authentication, requireScope } from "./Security.ts"
 
 const resultContentTypes = [...new Set(Object.values(Task.mimeTypesOf).flat())] as [string, ...Array<string>]
@@ -84,7 +83,7 @@ export const ResultsApi = HttpApiGroup.make("results")
     HttpApiEndpoint.get("download", "/api/v1/results/:id", {
       params: { id: Schema.String.annotate({ description: "The <uuid> of an asset url /api/v1/results/<uuid>." }) },
       success: HttpApiSchema.StreamUint8Array({ contentType: resultContentTypes }),
-      error: errors(Errors.JobNotFound, Errors.ApiUnavailable)
+      error: [Errors.JobNotFound, Errors.ApiUnavailable]
     })
       .annotateMerge(OpenApi.annotations({
         summary: "Download a result file",

@@ -15,8 +15,7 @@ import { Context } from "effect"
 import type { Effect, Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Accounts, Scope } from "@taskmeter/kernel"
-import { Errors } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
+import { Errors, PresentedCredential } from "@taskmeter/kernel"
 
 /** The authenticated caller, provided to every handler behind `Authentication`. */
 export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Caller>()("@taskmeter/http/CurrentCaller") {}
@@ -24,7 +23,7 @@ export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Calle
 /** Endpoint annotation: the scope a key needs to call it. */
 export class RequiredScope extends Context.Service<RequiredScope, Scope.Scope>()("@taskmeter/http/RequiredScope") {}
 
-export const API_KEY_HEADER = "x-api-key"
+export const API_KEY_HEADER = PresentedCredential.API_KEY_HEADER
 
 export const BEARER_SCHEME = "bearerAuth"
 export const API_KEY_SCHEME = "apiKeyAuth"
@@ -34,13 +33,13 @@ export const bearer = HttpApiSecurity.bearer.pipe(
 )
 
 /** What every endpoint that needs a key may answer about it. */
-const keyErrors = errors(
+const keyErrors = [
   Errors.AuthRequired,
   Errors.InsufficientScope,
   Errors.PermissionDenied,
   Errors.ApiKeyRateLimited,
   Errors.AuthUnavailable
-)
+]
 
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentCaller }>()(
   "@taskmeter/http/Authentication",

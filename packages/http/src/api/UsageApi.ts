@@ -5,7 +5,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Errors } from "@taskmeter/kernel"
-import { errors } from "./ApiErrors.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, requireScope } from "./Security.ts"
 
@@ -58,7 +57,7 @@ export const UsageApi = HttpApiGroup.make("usage")
         )
       },
       success: Usage,
-      error: errors(Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable)
+      error: [Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable]
     })
       .annotateMerge(OpenApi.annotations({
         summary: "Credits and ledger",

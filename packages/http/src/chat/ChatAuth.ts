@@ -1,29 +1,20 @@
 /**
  * Authentication of the chat routes, which sit beside the HttpApi and so outside its
- * middleware: the same rules as every other endpoint. The key is read from
- * `Authorization: Bearer <key>` (which wins) or `x-api-key: <key>` and checked by the kernel's
- * Accounts service (AUTH_REQUIRED, PERMISSION_DENIED, API_KEY_RATE_LIMITED, AUTH_UNAVAILABLE),
- * then the route's scope (INSUFFICIENT_SCOPE).
+ * middleware: the same rules as every other endpoint. The key is read as Authentication reads
+ * it (PresentedCredential) and checked by the kernel's Accounts service (AUTH_REQUIRED,
+ * PERMISSION_DENIED, API_KEY_RATE_LIMITED, AUTH_UNAVAILABLE), then the route's scope
+ * (INSUFFICIENT_SCOPE).
  */
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Accounts, Errors } from "@taskmeter/kernel"
 import type { Scope } from "@taskmeter/kernel"
-import { API_KEY_HEADER } from "../api/Security.ts"
-
-const BEARER = /^Bearer\s+(.+)$/i
-
-const missing = new Errors.AuthRequired({
-  message: "This endpoint needs an API key: send it as Authorization: Bearer <key> or x-api-key: <key>."
-})
+import { keyOf } from "../handlers/Authentication.ts"
 
 /** The caller of a request that needs `scope`. */
 export const authenticate = (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) =>
   Effect.gen(function*() {
-    const bearer = BEARER.exec(request.headers.authorization ?? "")?.[1]?.trim()
-    const presented = bearer || request.headers[API_KEY_HEADER]?.trim() || ""
-    if (presented === "") return yield* missing
-    const caller = yield* (yield* Accounts.Accounts).authenticate(presented)
+    const caller = yield* (yield* Accounts.Accounts).authenticate(yield* keyOf(request))
     if (!caller.scopes.includes(scope)) {
       return yield* new Errors.InsufficientScope({
         message: `This API key lacks the scope ${scope}, which ${request.method} ${request.url.split("?")[0]} needs; use a key that has it.`

@@ -1,28 +1,29 @@
 /**
- * The Authentication middleware: finds the API key (Bearer first, then x-api-key), checks it with
+ * The Authentication middleware: finds the API key (PresentedCredential), checks it with
  * the kernel's Accounts service (AUTH_REQUIRED, PERMISSION_DENIED, API_KEY_RATE_LIMITED,
  * AUTH_UNAVAILABLE), then the endpoint's scope (INSUFFICIENT_SCOPE), and provides the caller.
  * Its steps are exported for PresentedKey, which must answer exactly as this does.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
-import { Accounts, Errors } from "@taskmeter/kernel"
+import { Accounts, Errors, PresentedCredential } from "@taskmeter/kernel"
 import type { Scope } from "@taskmeter/kernel"
-import { API_KEY_HEADER, Authentication, BEARER_SCHEME, CurrentCaller, RequiredScope } from "../api/Security.ts"
+import { Authentication, BEARER_SCHEME, CurrentCaller, RequiredScope } from "../api/Security.ts"
 
 const missing = new Errors.AuthRequired({
   message: "This endpoint needs an API key: send it as Authorization: Bearer <key> or x-api-key: <key>."
 })
 
-/** The key the request presents (the Bearer credential, else x-api-key); AUTH_REQUIRED for neither. */
-export const presentedKey = (
-  credential: Redacted.Redacted<string>
-): Effect.Effect<string, Errors.AuthRequired, HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const presented = Redacted.value(credential) || request.headers[API_KEY_HEADER]?.trim() || ""
-    return presented === "" ? Effect.fail(missing) : Effect.succeed(presented)
-  })
+/** The key a request presents (PresentedCredential); AUTH_REQUIRED for none. */
+export const keyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, Errors.AuthRequired> => {
+  const presented = PresentedCredential.fromHeaders(request.headers)
+  return presented === undefined ? Effect.fail(missing) : Effect.succeed(presented.secret)
+}
+
+/** The key the current request presents; AUTH_REQUIRED for none. */
+export const presentedKey: Effect.Effect<string, Errors.AuthRequired, HttpServerRequest.HttpServerRequest> =
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, keyOf)
 
 /** INSUFFICIENT_SCOPE for a key without `scope`, naming the endpoint that needs it. */
 export const insufficientScope = (scope: Scope.Scope, endpoint: HttpApiEndpoint.Top) =>
@@ -44,9 +45,9 @@ export const layer: Layer.Layer<Authentication, never, Accounts.Accounts> = Laye
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
     return Authentication.of({
-      [BEARER_SCHEME]: (httpEffect, { credential, endpoint }) =>
+      [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
         Effect.gen(function*() {
-          const caller = yield* authorize(accounts, yield* presentedKey(credential), endpoint)
+          const caller = yield* authorize(accounts, yield* presentedKey, endpoint)
           return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
         })
     })

@@ -24,9 +24,9 @@ export const layer: Layer.Layer<PresentedKey, never, Accounts.Accounts> = Layer.
   Effect.gen(function*() {
     const accounts = yield* Accounts.Accounts
     return PresentedKey.of({
-      [BEARER_SCHEME]: (httpEffect, { credential, endpoint }) =>
+      [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
         Effect.gen(function*() {
-          const presented = yield* Authentication.presentedKey(credential)
+          const presented = yield* Authentication.presentedKey
           let handedOver = false
           const key = CurrentKey.of({
             authenticateWith: (call) =>

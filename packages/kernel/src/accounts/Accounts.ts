@@ -114,7 +114,7 @@ export const authUnavailable = () =>
 
 const authRequired = () =>
   new Errors.AuthRequired({
-    message: "A valid API key is required: send it as `Authorization: Bearer <key>` or in the `x-api-key` header."
+    message: "This API key is not a key of this service (malformed, unknown or deleted); send a valid key."
   })
 
 export const make = (options: Options = defaultOptions): Effect.Effect<Accounts["Service"], never, AccountStore | LedgerStore> =>

@@ -76,7 +76,7 @@ export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"]
     return model === undefined
       ? Effect.fail(
         new Errors.ModelNotFound({
-          message: `No model has the slug ${JSON.stringify(slug)}; GET /api/v1/models lists the available models.`
+          message: `No model has the slug ${JSON.stringify(slug)}; use the slug of a listed model.`
         })
       )
       : Effect.succeed(model)

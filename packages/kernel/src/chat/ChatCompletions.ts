@@ -204,7 +204,7 @@ export const make = Effect.gen(function*() {
       const provider = entry === undefined ? undefined : providers.get(entry.provider)
       if (entry === undefined || provider === undefined) {
         return yield* new Errors.ModelNotFound({
-          message: `No chat model is called ${request.model}; GET /api/v1/chat/models lists them.`
+          message: `No chat model is called ${request.model}; use the id of a listed chat model.`
         })
       }
       if (!ChatPrices.isPriced(entry)) {

@@ -265,7 +265,7 @@ export const make = (
         return yield* new Errors.InvalidModelInput({
           message: ProblemList.join(missing.map((reference) =>
             `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
-            "upload it with POST /api/v1/media and send the reference it returns"
+            "upload the file and send the media reference its upload returns"
           ))
         })
       })

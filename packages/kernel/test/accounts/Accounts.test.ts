@@ -45,13 +45,15 @@ describe("Accounts", () => {
       })
     }).pipe(Effect.provide(withAccounts())))
 
-  it.effect("refuses malformed and unknown keys alike", () =>
+  it.effect("refuses malformed and unknown keys alike, saying what to send and naming no header", () =>
     Effect.gen(function*() {
       const accounts = yield* Accounts.Accounts
       yield* accounts.create({ name: "acme" })
       for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`, `tm_${"a".repeat(43)}`]) {
         const error = yield* Effect.flip(accounts.authenticate(presented))
         expect(error).toBeInstanceOf(Errors.AuthRequired)
+        expect(error.message).toContain("send a valid key")
+        expect(error.message).not.toMatch(/authorization|x-api-key/i)
       }
     }).pipe(Effect.provide(withAccounts())))
 
