@@ -96,11 +96,7 @@ export interface AdmissionRequest {
   readonly limits: AdmissionLimits
 }
 
-/**
- * Checked in this order: idempotency (a live key replays or conflicts regardless of limits),
- * then the key's usage limit, the account's rate and concurrency limits, payment review and
- * available credits. Anything but Admitted writes nothing.
- */
+/** Judged in the order of `AdmissionRules.inStore`; anything but Admitted writes nothing. */
 export type AdmissionResult =
   | { readonly _tag: "Admitted"; readonly task: TaskRecord }
   | { readonly _tag: "Replayed"; readonly task: TaskRecord }

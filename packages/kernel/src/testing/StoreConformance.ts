@@ -35,6 +35,7 @@
  *   not yet raised by it), as an `authenticate` called first would answer; the request is
  *   counted whether or not the key passes, and concurrent requests of one key are counted and
  *   checked one after another, so exactly the key's rate of them pass.
+ * - Admission: when several rules refuse, the answer is the first in `AdmissionRules.inStore`.
  * - Price lists: a save based on any version but the current one (a past one, a future one, or
  *   one on an empty store) is a conflict, so versions have no gaps; a list is read back as
  *   saved (JSON equality, safe integers exact); a subscriber is woken within 5 s of a save and
