@@ -1,7 +1,7 @@
 /**
  * The admission benchmark's yardstick (the issue's "bare node:http handler running the same
  * writes as one statement"): node:http, the body parsed with JSON.parse, the bearer key hashed,
- * and each POST handed to storage-pg's TaskStore.admitWithKey, which counts the key's request
+ * and each POST handed to storage-pg's TaskStore.admit of a key's request, which counts the key's request
  * and admits in one statement per batch (exactly what the server's submissions become),
  * answered 202 with the task's id. No framework and no kernel (validation, pricing,
  * fingerprint, the key's checks): the quote is fixed at start. What POST /api/v1/jobs costs
@@ -46,7 +46,7 @@ const tasks = await runtime.runPromise(Effect.gen(function*() {
 const admit = (key: string, body: { readonly model: string; readonly input: unknown }, idempotencyKey: string) => {
   const now = Date.now()
   const id = Ids.makeTaskId()
-  return runtime.runPromise(tasks.admitWithKey({
+  return runtime.runPromise(tasks.admit({
     key: {
       hash: createHash("sha256").update(key).digest("hex"),
       now: new Date(now),

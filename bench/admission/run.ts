@@ -11,10 +11,10 @@
  *   generator does not share its event loop; WORKERS=false keeps task workers from competing
  *   for the cores, and the limits are set far out of reach.
  * - bare: the issue's yardstick, a bare node:http handler in a child process (bare-server.ts)
- *   handing each POST to TaskStore.admitWithKey, the statement the server's submissions
+ *   handing each POST to TaskStore.admit of a key's request, the statement the server's submissions
  *   become, with no framework or kernel, driven like http.
- * - kernel: the same work without HTTP, in this process: TaskRunner.submitWithKey of the same
- *   key (validation, quote, fingerprint, TaskStore.admitWithKey), N at a time.
+ * - kernel: the same work without HTTP, in this process: TaskRunner.submit of the same presented
+ *   key (validation, quote, fingerprint, TaskStore.admit of the key's request), N at a time.
  * - store: TaskStore.admit alone, N at a time: the bare admission transaction.
  * After one unrecorded pass of every path at the top level (JIT, pools, prepared statements),
  * for each N (1, 8, 32 by default) the paths take turns for `--rounds` rounds, each round
@@ -109,7 +109,7 @@ if (PATHS.length === 0 || PATHS.some((path) => !ALL_PATHS.includes(path))) {
 const DESCRIPTION: Record<Path, string> = {
   http: "POST /api/v1/jobs to the server process",
   bare: "POST to a bare node:http process: the same statement per batch, no framework or kernel (the issue's yardstick)",
-  kernel: "TaskRunner.submitWithKey (authentication inside admission) in this process, no HTTP",
+  kernel: "TaskRunner.submit of a presented key (authentication inside admission) in this process, no HTTP",
   store: "TaskStore.admit alone in this process: the bare admission transaction"
 }
 
@@ -380,7 +380,7 @@ try {
   const submitKernel = (loop: number) =>
     Effect.runPromise(Effect.gen(function*() {
       const submission = { model: MODEL, input: INPUT, idempotencyKey: nextKey() }
-      const { replayed } = yield* services.runner.submitWithKey(keys[loop % ACCOUNTS]!, submission)
+      const { replayed } = yield* services.runner.submit(TaskRunner.presentedKey(Redacted.make(keys[loop % ACCOUNTS]!)), submission)
       if (replayed) return yield* Effect.die("a fresh Idempotency-Key was replayed")
     }))
 

@@ -1,8 +1,8 @@
 /**
- * `taskmeter_admit_keyed_batch` (migration 0009) against the two steps it stands for: random
+ * `taskmeter_admit_requests` (migration 0012) of keys' requests against the two steps it stands for: random
  * batches of keyed requests, run once through the keyed batch function and once request by
  * request, in request order, as `taskmeter_authenticate_batch` of that one request and then, if
- * the key passes KeyCheck.refusal's rule, `taskmeter_admit_batch` of its one admission under the
+ * the key passes KeyCheck.refusal's rule, `taskmeter_admit_requests` of its one admission under the
  * key's account, id and usage limit. From the same starting state both must answer every
  * request alike and leave the same figures behind.
  *
@@ -219,7 +219,7 @@ const run = (
 const throughKeyedBatch = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<KeyedRequest>) =>
   sql<Answer>`SELECT ordinal, (key).id AS key_id, window_started, window_requests, outcome, detail::text,
       (task).id AS task_id
-    FROM taskmeter_admit_keyed_batch(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
+    FROM taskmeter_admit_requests(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
 
 /** How often each way through the two steps was taken, to show the scenarios reach them all. */
 type Tally = Map<string, number>
@@ -265,7 +265,7 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
       }
       const [row] = yield* sql<Pick<Answer, "outcome" | "detail" | "task_id">>`SELECT outcome, detail::text,
           (task).id AS task_id
-        FROM taskmeter_admit_batch(${JSON.stringify([admission])}::jsonb)`
+        FROM taskmeter_admit_requests(${JSON.stringify([admission])}::jsonb)`
       count(tally, row!.outcome!)
       admissions++
       if (row!.outcome === "Admitted") admitted++
@@ -275,7 +275,7 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
     return answered
   })
 
-describe("taskmeter_admit_keyed_batch (PostgreSQL)", () => {
+describe("taskmeter_admit_requests of keys' requests (PostgreSQL)", () => {
   it.live("answers random keyed batches as counting then admitting each request in turn, and leaves the same figures", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

@@ -6,7 +6,7 @@
  * the key and the model's input to the TaskRunner (authentication within the admission, see
  * PresentedKey; Catalog validation, price, admission).
  */
-import { Effect, Redacted, Schema, SchemaIssue } from "effect"
+import { Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
@@ -62,7 +62,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           const key = yield* CurrentKey
           const job = yield* decodeRequest(yield* JsonBody.read(request))
           const { replayed, task } = yield* key.authenticateWith((presented) =>
-            runner.submitWithKey(Redacted.value(presented), {
+            runner.submit(TaskRunner.presentedKey(presented), {
               model: job.model,
               input: job.input,
               expectedPriceMicros: job.expectedPriceMicros,

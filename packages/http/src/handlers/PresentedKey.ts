@@ -1,7 +1,7 @@
 /**
  * The PresentedKey middleware of POST /api/v1/jobs: finds the API key as Authentication does
  * (AUTH_REQUIRED when none is sent) and hands it to the handler unauthenticated, for the kernel
- * to authenticate within the admission (TaskRunner.submitWithKey: one store call, not two).
+ * to authenticate within the admission (TaskRunner.submit: one store call, not two).
  *
  * Clients must still get what Authentication gave them, where a key refusal (or
  * INSUFFICIENT_SCOPE) comes before every other answer. The kernel keeps that order for what it

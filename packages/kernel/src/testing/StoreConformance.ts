@@ -31,7 +31,7 @@
  * - Entries: in insertion order (newest first); `nextCursor` is null when no older entry
  *   exists, so a page never leads to an empty one.
  * - listByStatus: ids in code-unit order (a SQL store compares them with COLLATE "C").
- * - admitWithKey: `authenticated` is the key as it was before this admission (its usage count
+ * - admit of a key's request: `authenticated` is the key as it was before this admission (its usage count
  *   not yet raised by it), as an `authenticate` called first would answer; the request is
  *   counted whether or not the key passes, and concurrent requests of one key are counted and
  *   checked one after another, so exactly the key's rate of them pass.

@@ -140,8 +140,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
   }
 
   return TaskStore.TaskStore.of({
-    admit: (request) => Effect.sync(() => admit(request)),
-    admitWithKey: TaskStore.admitWithKeyInSteps(accounts, (request) => Effect.sync(() => admit(request))),
+    admit: TaskStore.admitInSteps(accounts, (request) => Effect.sync(() => admit(request))),
     findIdempotent: (accountId, idempotencyKey, now) =>
       Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
     purgeIdempotencyKeys: (expiredBefore, limit) =>

@@ -1,9 +1,9 @@
 /**
  * Groups calls that arrive while earlier ones are being written into one statement.
  *
- * Calls carry a key (the account, for admissions). Each of `concurrency` runners, as soon as it
- * is free, takes everything waiting (up to `maxBatch`) under the keys that have fewer than
- * `perKey` batches in flight. An idle store writes a lone call at once; a busy one writes many
+ * Calls carry a key (the account or the API key, for admissions). Each of `concurrency` runners,
+ * as soon as it is free, takes everything waiting (up to `maxBatch`) under the keys that have
+ * fewer than `perKey(key)` batches in flight. An idle store writes a lone call at once; a busy one writes many
  * per round trip and per commit, and a busy account does not have all the runners queueing on
  * its row lock at once.
  *
@@ -23,7 +23,7 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
   readonly key: (item: A) => string
   readonly maxBatch: number
   readonly concurrency: number
-  readonly perKey: number
+  readonly perKey: (key: string) => number
   /** One answer per item, in order. */
   readonly run: (items: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>
 }): Effect.fn.Return<(item: A) => Effect.Effect<B, E>, never, Scope.Scope> {
@@ -44,7 +44,7 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
     const batch: Array<Entry<A, B, E>> = []
     for (const [key, entries] of waiting) {
       if (batch.length >= options.maxBatch) break
-      if ((inFlight.get(key) ?? 0) >= options.perKey) continue
+      if ((inFlight.get(key) ?? 0) >= options.perKey(key)) continue
       batch.push(...entries.splice(0, options.maxBatch - batch.length))
       if (entries.length === 0) waiting.delete(key)
       inFlight.set(key, (inFlight.get(key) ?? 0) + 1)
