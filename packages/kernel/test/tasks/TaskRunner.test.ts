@@ -17,6 +17,7 @@ import { isKeyed, TaskStore } from "../../src/tasks/TaskStore.ts"
 import type { AnyAdmissionRequest } from "../../src/tasks/TaskStore.ts"
 import {
   caller,
+  countingCatalog,
   countingStores,
   EDIT,
   keyed,
@@ -267,6 +268,28 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(counting.calls).toEqual({ authenticate: 0, admitKeyed: 3, admit: 0, findIdempotent: 0 })
       expect(yield* reserved(who)).toBe(80_000)
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("validates a submission once on every path: one call, a refusal a replay may answer, media, invalid input", () => {
+    const counting = countingCatalog()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const own = yield* uploaded(who)
+      const submissions = [
+        [submission({ idempotencyKey: "a" }), undefined],
+        [submission({ idempotencyKey: "b", expectedPriceMicros: 1 }), Errors.PriceChanged],
+        [{ model: EDIT, input: { prompt: "make it blue", imageUrls: [own] }, idempotencyKey: "c" }, undefined],
+        [submission({ idempotencyKey: "d", input: { prompt: "" } }), Errors.InvalidModelInput]
+      ] as const
+      for (const [request, refusal] of submissions) {
+        const before = counting.calls.validate
+        const answer = yield* Effect.result(runner.submit(keyed(secret), request))
+        if (refusal === undefined) expect(answer._tag).toBe("Success")
+        else expect(answer._tag === "Failure" && answer.failure).toBeInstanceOf(refusal)
+        expect(counting.calls.validate - before, request.idempotencyKey).toBe(1)
+      }
+    }).pipe(Effect.provide(layerWith({}, MemoryStore.layer, counting.catalog)))
   })
 
   it.effect("unknown and malformed keys are AUTH_REQUIRED on either path; malformed ones never reach the store", () => {

@@ -19,13 +19,17 @@ export const TEXT_TO_IMAGE = "alpha-pro-text-to-image-economy"
 export const EDIT = "alpha-pro-edit-economy"
 export const UNSERVED = "song-lyrics"
 
-export const layerWith = (options: Partial<TaskRunner.Options> = {}, stores = MemoryStore.layer) =>
+export const layerWith = (
+  options: Partial<TaskRunner.Options> = {},
+  stores = MemoryStore.layer,
+  catalog: Layer.Layer<Catalog.Catalog> = Catalog.layer
+) =>
   Layer.mergeAll(
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }).pipe(Layer.provideMerge(Accounts.layer())),
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(Catalog.layer),
+    Layer.provideMerge(catalog),
     Layer.provideMerge(stores),
     Layer.orDie
   )
@@ -108,3 +112,17 @@ export const uploaded = (who: Accounts.Caller) =>
 
 /** A presented key, as POST /api/v1/jobs hands it to `submit`. */
 export const keyed = (secret: string) => TaskRunner.presentedKey(Redacted.make(secret))
+
+/** The shipped catalog, counting the submissions it validates. */
+export const countingCatalog = () => {
+  const calls = { validate: 0 }
+  const catalog = Layer.effect(
+    Catalog.Catalog,
+    Effect.map(Catalog.Catalog, (shipped) =>
+      Catalog.Catalog.of({
+        ...shipped,
+        validate: (model, input) => Effect.suspend(() => (calls.validate++, shipped.validate(model, input)))
+      }))
+  ).pipe(Layer.provide(Catalog.layer))
+  return { calls, catalog }
+}
