@@ -1,9 +1,9 @@
 /**
  * The admission benchmark's yardstick: a bare node:http handler (JSON.parse, the bearer key hashed)
- * handing each POST to storage-pg's TaskStore.admitWithKey, the batched statement the server's
- * submissions become, answering 202 with the task's id; no framework or kernel, the quote fixed at
- * start. Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA and BARE_QUOTE (JSON); prints
- * `listening on http://...` once it listens. Why batched: bench/RESULTS.md, admission session 2.
+ * handing each POST to storage-pg's TaskStore.admit of a key's request, the batched statement the
+ * server's submissions become, answering 202 with the task's id; no framework or kernel, the quote
+ * fixed at start. Started by run.ts with BARE_DATABASE_URL, BARE_SCHEMA and BARE_QUOTE (JSON);
+ * prints `listening on http://...` once it listens. Why batched: bench/RESULTS.md, admission session 2.
  */
 import { createHash } from "node:crypto"
 import { createServer } from "node:http"
@@ -38,7 +38,7 @@ const tasks = await runtime.runPromise(Effect.gen(function*() {
 const admit = (key: string, body: { readonly model: string; readonly input: unknown }, idempotencyKey: string) => {
   const now = Date.now()
   const id = Ids.makeTaskId()
-  return runtime.runPromise(tasks.admitWithKey({
+  return runtime.runPromise(tasks.admit({
     key: {
       hash: createHash("sha256").update(key).digest("hex"),
       now: new Date(now),

@@ -81,7 +81,7 @@ if (PATHS.length === 0 || PATHS.some((path) => !ALL_PATHS.includes(path))) {
 const DESCRIPTION: Record<Path, string> = {
   http: "POST /api/v1/jobs to the server process",
   bare: "POST to a bare node:http process: the same statement per batch, no framework or kernel (the issue's yardstick)",
-  kernel: "TaskRunner.submitWithKey (authentication inside admission) in this process, no HTTP",
+  kernel: "TaskRunner.submit of a presented key (authentication inside admission) in this process, no HTTP",
   store: "TaskStore.admit alone in this process: the bare admission transaction"
 }
 
@@ -352,7 +352,7 @@ try {
   const submitKernel = (loop: number) =>
     Effect.runPromise(Effect.gen(function*() {
       const submission = { model: MODEL, input: INPUT, idempotencyKey: nextKey() }
-      const { replayed } = yield* services.runner.submitWithKey(keys[loop % ACCOUNTS]!, submission)
+      const { replayed } = yield* services.runner.submit(TaskRunner.presentedKey(Redacted.make(keys[loop % ACCOUNTS]!)), submission)
       if (replayed) return yield* Effect.die("a fresh Idempotency-Key was replayed")
     }))
 

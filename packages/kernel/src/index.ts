@@ -39,6 +39,7 @@ export * as Ledger from "./ledger/Ledger.ts"
 export * as LedgerStore from "./ledger/LedgerStore.ts"
 
 // tasks: admission, the queue and its workers, the provider interface
+export * as AdmissionRules from "./tasks/AdmissionRules.ts"
 export * as Executors from "./tasks/Executors.ts"
 export * as Housekeeping from "./tasks/Housekeeping.ts"
 export * as Outputs from "./tasks/Outputs.ts"

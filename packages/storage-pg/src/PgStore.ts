@@ -38,6 +38,7 @@ import idempotencyPurge from "./migrations/0008_idempotency_purge.ts"
 import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
+import oneAdmission from "./migrations/0012_one_admission.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -81,7 +82,8 @@ export const migrations = Migrator.fromRecord({
   "8_idempotency_purge": idempotencyPurge,
   "9_keyed_admission": keyedAdmission,
   "10_price_lists": priceLists,
-  "11_model_budgets": modelBudgets
+  "11_model_budgets": modelBudgets,
+  "12_one_admission": oneAdmission
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

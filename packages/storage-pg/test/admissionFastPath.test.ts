@@ -1,5 +1,5 @@
 /**
- * The bulk admission of `taskmeter_admit_batch` (migration 0007) against the rules it must keep:
+ * The bulk admission of `taskmeter_admit_requests` (migrations 0007, 0012) against the rules it must keep:
  * random batches, run once through the batch function and once admission by admission through
  * `taskmeter_admit` (the rules' one statement, and the batch function's fallback), from the same
  * starting state, must answer every admission alike and leave the same figures behind.
@@ -138,7 +138,7 @@ const run = (
 
 const throughBatchFunction = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>) =>
   sql<Answer>`SELECT ordinal, outcome, detail::text, (task).id AS task_id
-    FROM taskmeter_admit_batch(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
+    FROM taskmeter_admit_requests(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
 
 const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>) =>
   Effect.gen(function*() {
@@ -157,7 +157,7 @@ const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>)
     return answered.sort((x, y) => x.ordinal - y.ordinal)
   })
 
-describe("taskmeter_admit_batch (PostgreSQL)", () => {
+describe("taskmeter_admit_requests of callers' requests (PostgreSQL)", () => {
   it.live("answers random batches exactly as admitting them one by one, and leaves the same figures", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

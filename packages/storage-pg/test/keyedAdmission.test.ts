@@ -1,10 +1,10 @@
 /**
- * `taskmeter_admit_keyed_batch` (migration 0009) against the two steps it stands for: random
- * batches of keyed requests, run once through the keyed batch function and once request by
- * request, in request order, as `taskmeter_authenticate_batch` of that one request and then, if
- * the key passes KeyCheck.refusal's rule, `taskmeter_admit_batch` of its one admission under the
- * key's account, id and usage limit. From the same starting state both must answer every
- * request alike and leave the same figures behind.
+ * `taskmeter_admit_requests` (migration 0012) against the two steps it stands for: random
+ * batches of keys' requests mixed with callers' requests, run once through the batch function
+ * and once request by request, in request order: a key's as `taskmeter_authenticate_batch` of
+ * that one request and then, if the key passes KeyCheck.refusal's rule, its one admission under
+ * the key's account, id and usage limit; a caller's as its one admission. From the same starting
+ * state both must answer every request alike and leave the same figures behind.
  *
  * The scenarios mix two or three accounts with small balances and payment review, several keys
  * each (revoked or not, own rate or the default, with and without the requested scope, usage
@@ -61,9 +61,20 @@ interface KeyedRequest {
   readonly max_unfinished_tasks: number
 }
 
+/** A request of a caller the kernel authenticated with one of the keys, as PgTaskStore's admissionJson sends it. */
+type CallerRequest = Omit<KeyedRequest, "key_hash" | "now" | "scope" | "default_rate_limit"> & {
+  readonly account_id: string
+  readonly api_key_id: string
+  readonly key_usage_limit: number | null
+}
+
+type Request = KeyedRequest | CallerRequest
+
+const isCallers = (request: Request): request is CallerRequest => "account_id" in request
+
 interface Scenario {
   readonly accounts: ReadonlyArray<Account>
-  readonly batches: ReadonlyArray<ReadonlyArray<KeyedRequest>>
+  readonly batches: ReadonlyArray<ReadonlyArray<Request>>
 }
 
 /** True about once in `n` draws (not an integer tested against its bound: fast-check draws bounds far more often). */
@@ -93,6 +104,8 @@ const accountArbitrary = fc.record({
 
 const requestArbitrary = fc.record({
   unknown: oneIn(8),
+  // A caller's request (the key's account, id and usage limit given) instead of the key's.
+  caller: oneIn(4),
   // Taken modulo the number of keys.
   key: fc.nat(99),
   scope: oneIn(6).map((chat) => chat ? "chat:create" : "jobs:create"),
@@ -115,19 +128,26 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
     review: account.review,
     keys: account.keys.map((key, k) => ({ id: `key_${a}_${k}`, hash: `hash_${a}_${k}`, ...key }))
   }))
-  const hashes = accounts.flatMap((account) => account.keys.map((key) => key.hash))
+  const keys = accounts.flatMap((account) => account.keys.map((key) => ({ key, accountId: account.id })))
+  const hashes = keys.map(({ key }) => key.hash)
   let serial = 0
   return {
     accounts,
     batches: batches.map((batch) =>
-      batch.map((r, index): KeyedRequest => {
+      batch.map((r, index): Request => {
         const at = new Date(T0 + r.second * 1000).toISOString()
+        const { accountId, key } = keys[r.key % keys.length]!
+        const who = r.caller && !r.unknown
+          ? { account_id: accountId, api_key_id: key.id, key_usage_limit: key.usageLimit }
+          : {
+            key_hash: r.unknown ? UNKNOWN_HASH : key.hash,
+            now: at,
+            scope: r.scope,
+            default_rate_limit: defaultRateLimit
+          }
         return {
           ordinal: index + 1,
-          key_hash: r.unknown ? UNKNOWN_HASH : hashes[r.key % hashes.length]!,
-          now: at,
-          scope: r.scope,
-          default_rate_limit: defaultRateLimit,
+          ...who,
           task_id: `task_${String(serial++).padStart(4, "0")}`,
           model: "m",
           input: { prompt: "p" },
@@ -148,12 +168,12 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
   }
 })
 
-/** The answer to a request whose hash names a key; outcome null when the key was refused. */
+/** The answer to a caller's request, or to one whose hash names a key; outcome null when the key was refused. */
 interface Answer {
   readonly ordinal: number
-  readonly key_id: string
-  readonly window_started: Date
-  readonly window_requests: number
+  readonly key_id: string | null
+  readonly window_started: Date | null
+  readonly window_requests: number | null
   readonly outcome: string | null
   readonly detail: string | null
   readonly task_id: string | null
@@ -213,25 +233,41 @@ const stateOf = (sql: SqlClient.SqlClient) =>
 const run = (
   sql: SqlClient.SqlClient,
   scenario: Scenario,
-  admit: (batch: ReadonlyArray<KeyedRequest>) => Effect.Effect<ReadonlyArray<Answer>, unknown>
+  admit: (batch: ReadonlyArray<Request>) => Effect.Effect<ReadonlyArray<Answer>, unknown>
 ) => RolledBackScenario.run(sql, { setUp: setUp(sql, scenario), batches: scenario.batches, admit, stateOf: stateOf(sql) })
 
-const throughKeyedBatch = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<KeyedRequest>) =>
+const throughKeyedBatch = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Request>) =>
   sql<Answer>`SELECT ordinal, (key).id AS key_id, window_started, window_requests, outcome, detail::text,
       (task).id AS task_id
-    FROM taskmeter_admit_keyed_batch(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
+    FROM taskmeter_admit_requests(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
 
 /** How often each way through the two steps was taken, to show the scenarios reach them all. */
 type Tally = Map<string, number>
 
 const count = (tally: Tally, what: string) => tally.set(what, (tally.get(what) ?? 0) + 1)
 
-const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyArray<KeyedRequest>) =>
+const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyArray<Request>) =>
   Effect.gen(function*() {
     const answered: Array<Answer> = []
     let admissions = 0
     let admitted = 0
+    const admit = (admission: CallerRequest) =>
+      Effect.map(
+        sql<Pick<Answer, "outcome" | "detail" | "task_id">>`SELECT outcome, detail::text, (task).id AS task_id
+          FROM taskmeter_admit_requests(${JSON.stringify([admission])}::jsonb)`,
+        ([row]) => {
+          count(tally, row!.outcome!)
+          admissions++
+          if (row!.outcome === "Admitted") admitted++
+          return row!
+        }
+      )
+    if (batch.some(isCallers) && !batch.every(isCallers)) count(tally, "callers' and keys' requests in one batch")
     for (const r of batch) {
+      if (isCallers(r)) {
+        answered.push({ ordinal: r.ordinal, key_id: null, window_started: null, window_requests: null, ...yield* admit(r) })
+        continue
+      }
       const [counted] = yield* sql<Counted>`SELECT (key).id AS key_id, (key).account_id,
           (key).revoked_at IS NOT NULL AS revoked, (key).rate_limit_per_minute, (key).scopes, (key).usage_limit,
           window_started, window_requests
@@ -257,26 +293,20 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
         continue
       }
       const { default_rate_limit: _rate, key_hash: _hash, now: _now, scope: _scope, ...fields } = r
-      const admission = {
+      const row = yield* admit({
         ...fields,
         account_id: counted.account_id,
         api_key_id: counted.key_id,
         key_usage_limit: counted.usage_limit
-      }
-      const [row] = yield* sql<Pick<Answer, "outcome" | "detail" | "task_id">>`SELECT outcome, detail::text,
-          (task).id AS task_id
-        FROM taskmeter_admit_batch(${JSON.stringify([admission])}::jsonb)`
-      count(tally, row!.outcome!)
-      admissions++
-      if (row!.outcome === "Admitted") admitted++
-      answered.push({ ...asCounted, ...row! })
+      })
+      answered.push({ ...asCounted, ...row })
     }
     if (admissions > 1) count(tally, admitted === admissions ? "batch admitted whole" : "batch with refusals")
     return answered
   })
 
-describe("taskmeter_admit_keyed_batch (PostgreSQL)", () => {
-  it.live("answers random keyed batches as counting then admitting each request in turn, and leaves the same figures", () =>
+describe("taskmeter_admit_requests of keys' and callers' requests (PostgreSQL)", () => {
+  it.live("answers random batches as counting (a key's request) then admitting each request in turn, and leaves the same figures", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const tally: Tally = new Map()
@@ -309,7 +339,8 @@ describe("taskmeter_admit_keyed_batch (PostgreSQL)", () => {
           "PaymentReviewRequired",
           "InsufficientCredits",
           "batch admitted whole",
-          "batch with refusals"
+          "batch with refusals",
+          "callers' and keys' requests in one batch"
         ]
       ) expect(tally.get(what) ?? 0, what).toBeGreaterThan(0)
     }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))), 120_000)

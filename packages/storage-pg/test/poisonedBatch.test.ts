@@ -126,7 +126,7 @@ for (const { name, stores } of databases) describe(`storage-pg: a batch with ref
       for (const { accountId } of accounts) yield* checkBooks(accountId, PER_ACCOUNT, credits)
     }).pipe(Effect.provide(stores)))
 
-  it.live("admitWithKey: the same through the keyed door", () =>
+  it.live("admit: the same for requests of a key", () =>
     Effect.gen(function*() {
       const credits = 100 * PRICE
       const accounts = yield* Effect.all([fundedAccount(credits), fundedAccount(credits)])
@@ -141,7 +141,7 @@ for (const { name, stores } of databases) describe(`storage-pg: a batch with ref
         }))
       )
       const exits = yield* Effect.all(
-        requests.map(({ request }) => Effect.exit(Effect.map(store.admitWithKey(request), (keyed) => keyed.admission))),
+        requests.map(({ request }) => Effect.exit(Effect.map(store.admit(request), (keyed) => keyed.admission))),
         { concurrency: "unbounded" }
       )
       const outcomes = exits.map(outcomeOf)

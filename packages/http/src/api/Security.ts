@@ -12,7 +12,7 @@
  * middleware only finds it (see handlers/PresentedKey).
  */
 import { Context } from "effect"
-import type { Effect, Redacted } from "effect"
+import type { Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Accounts, Scope } from "@taskmeter/kernel"
 import { Errors, PresentedCredential } from "@taskmeter/kernel"
@@ -46,16 +46,8 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   { security: { [BEARER_SCHEME]: bearer }, error: keyErrors }
 ) {}
 
-/**
- * The key a request presents, not yet authenticated, provided behind `PresentedKey`. The
- * handler hands it to the kernel call that authenticates it through `authenticateWith`; that
- * is how the middleware knows the kernel, not the middleware, answers for the key from then on.
- */
-export class CurrentKey extends Context.Service<CurrentKey, {
-  readonly authenticateWith: <A, E, R>(
-    call: (key: Redacted.Redacted<string>) => Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E, R>
-}>()("@taskmeter/http/CurrentKey") {}
+/** The key a request presents, not yet authenticated, provided behind `PresentedKey`. */
+export class CurrentKey extends Context.Service<CurrentKey, Redacted.Redacted<string>>()("@taskmeter/http/CurrentKey") {}
 
 /**
  * Finds the key as `Authentication` does and leaves its authentication to the handler; the

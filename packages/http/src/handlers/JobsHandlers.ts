@@ -4,18 +4,19 @@
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
  * the key and the model's input to the TaskRunner (authentication within the admission, see
- * PresentedKey; Catalog validation, price, admission).
+ * PresentedKey; Catalog validation, price, admission). A body that fails answers the key's refusal first.
  */
-import { Effect, Redacted, Schema, SchemaIssue } from "effect"
+import { Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
+import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
 import * as JsonBody from "../JsonBody.ts"
 import { insufficientScope } from "./Authentication.ts"
+import * as PresentedKey from "./PresentedKey.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 const requestFields = Object.keys(JobRequest.fields).join(", ")
@@ -74,22 +75,25 @@ const malformedId = (id: string) =>
 
 export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function*() {
+    const accounts = yield* Accounts.Accounts
     const runner = yield* TaskRunner.TaskRunner
     return handlers
       .handleRaw("create", ({ endpoint, headers, request }) =>
         Effect.gen(function*() {
           const key = yield* CurrentKey
-          const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
-          if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
-          const job = yield* decodeRequest(yield* JsonBody.read(request))
-          const { replayed, task } = yield* key.authenticateWith((presented) =>
-            runner.submitWithKey(Redacted.value(presented), {
-              model: job.model,
-              input: job.input,
-              expectedPriceMicros: job.expectedPriceMicros,
-              idempotencyKey: headers["idempotency-key"]
-            })
+          const job = yield* Effect.gen(function*() {
+            const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
+            if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
+            return yield* decodeRequest(yield* JsonBody.read(request))
+          }).pipe(
+            Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint))
           )
+          const { replayed, task } = yield* runner.submit(TaskRunner.presentedKey(key), {
+            model: job.model,
+            input: job.input,
+            expectedPriceMicros: job.expectedPriceMicros,
+            idempotencyKey: headers["idempotency-key"]
+          })
           return HttpServerResponse.jsonUnsafe(TaskView.submitted(task, replayed), { status: replayed ? 200 : 202 })
         }).pipe(
           // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.

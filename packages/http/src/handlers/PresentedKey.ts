@@ -1,23 +1,29 @@
 /**
  * The PresentedKey middleware of POST /api/v1/jobs: finds the API key as Authentication does
- * (AUTH_REQUIRED when none is sent) and hands it to the handler unauthenticated, for the kernel
- * to authenticate within the admission (TaskRunner.submitWithKey: one store call, not two).
- *
- * Clients must still get what Authentication gave them, where a key refusal (or
- * INSUFFICIENT_SCOPE) comes before every other answer. The kernel keeps that order for what it
- * judges; what fails before the handler hands it the key does not reach it: the Idempotency-Key
- * header (decoded inside this middleware), the body's size and shape. So the rule, kept here
- * alone: a request that fails before its key was handed over is authenticated then, as
- * Authentication would have done first, and answers the key's refusal if there is one, else its
- * own failure. A key handed over is never authenticated here as well: it would be counted twice
- * against its rate. The middleware learns of the handover from `CurrentKey.authenticateWith`,
- * not from the failure's type: the builder wraps the failures a security middleware sees in a
- * type of its own.
+ * (AUTH_REQUIRED when none is sent) and provides it unauthenticated (CurrentKey), for the kernel
+ * to authenticate within the admission (TaskRunner.submit). A key's refusal still comes first: a
+ * request that fails before the kernel gets the key authenticates it then, here for headers that
+ * will not decode, in the handler (`keyFirst`) for a body that will not read or decode.
  */
-import { Cause, Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Result, Schema } from "effect"
+import type { HttpApiEndpoint } from "effect/http-api"
+import { HttpServerRequest } from "effect/http"
 import { Accounts } from "@taskmeter/kernel"
 import { BEARER_SCHEME, CurrentKey, PresentedKey } from "../api/Security.ts"
 import * as Authentication from "./Authentication.ts"
+
+/** Fails with `failure`, unless the key is refused: then with Authentication's answer, as it would have come first. */
+export const keyFirst = (
+  accounts: Accounts.Accounts["Service"],
+  presented: Redacted.Redacted<string>,
+  endpoint: HttpApiEndpoint.Top
+) =>
+<E>(failure: E) => Effect.andThen(Authentication.authorize(accounts, Redacted.value(presented), endpoint), Effect.fail(failure))
+
+/** Whether the request's headers decode as the endpoint declares them (the builder decodes them within this middleware). */
+const headersDecode = (endpoint: HttpApiEndpoint.Top, headers: unknown): boolean =>
+  endpoint.headers === undefined ||
+  Result.isSuccess(Schema.decodeUnknownResult(endpoint.headers as Schema.Codec<unknown, unknown>)(headers))
 
 export const layer: Layer.Layer<PresentedKey, never, Accounts.Accounts> = Layer.effect(
   PresentedKey,
@@ -26,23 +32,12 @@ export const layer: Layer.Layer<PresentedKey, never, Accounts.Accounts> = Layer.
     return PresentedKey.of({
       [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
         Effect.gen(function*() {
-          const presented = yield* Authentication.presentedKey
-          let handedOver = false
-          const key = CurrentKey.of({
-            authenticateWith: (call) =>
-              Effect.suspend(() => {
-                handedOver = true
-                return call(Redacted.make(presented))
-              })
-          })
-          return yield* httpEffect.pipe(
-            Effect.provideService(CurrentKey, key),
-            Effect.catchCause((cause) =>
-              handedOver || Cause.hasInterruptsOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.andThen(Authentication.authorize(accounts, presented, endpoint), Effect.failCause(cause))
-            )
-          )
+          const presented = Redacted.make(yield* Authentication.presentedKey)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (!headersDecode(endpoint, request.headers)) {
+            yield* Authentication.authorize(accounts, Redacted.value(presented), endpoint)
+          }
+          return yield* Effect.provideService(httpEffect, CurrentKey, presented)
         })
     })
   })

@@ -75,17 +75,17 @@ const down = (port: Port) => new StoreError.StoreUnavailable({ message: `test ou
 
 /**
  * Wraps every method of a store so that it fails while its port is in the outage set, or one of
- * the other ports `alsoNeeds` lists for that method.
+ * the other ports `alsoNeeds` lists for that method's call.
  */
 const guarded = <S extends object>(
   service: S,
   port: Port,
   outage: Ref.Ref<ReadonlySet<Port>>,
-  alsoNeeds: { readonly [K in keyof S]?: ReadonlyArray<Port> } = {}
+  alsoNeeds: { readonly [K in keyof S]?: (...args: Array<any>) => ReadonlyArray<Port> } = {}
 ): S =>
   Object.fromEntries(Object.entries(service).map(([name, member]) => {
-    const needed = [port, ...(alsoNeeds[name as keyof S] ?? [])]
-    const guard = (effect: Effect.Effect<unknown, unknown>) =>
+    const needs = (args: Array<unknown>) => [port, ...(alsoNeeds[name as keyof S]?.(...args) ?? [])]
+    const guard = (effect: Effect.Effect<unknown, unknown>, needed = needs([])) =>
       Effect.flatMap(Ref.get(outage), (ports) => {
         const unreachable = needed.find((each) => ports.has(each))
         return unreachable === undefined ? effect : Effect.fail(down(unreachable))
@@ -93,7 +93,7 @@ const guarded = <S extends object>(
     return [
       name,
       typeof member === "function"
-        ? (...args: Array<unknown>) => guard(member(...args))
+        ? (...args: Array<unknown>) => guard(member(...args), needs(args))
         : Effect.isEffect(member)
         ? guard(member as Effect.Effect<unknown, unknown>)
         : member
@@ -111,8 +111,13 @@ const withOutage = Layer.effectContext(Effect.gen(function*() {
   return Context.make(Outage, outage).pipe(
     Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
     Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
-    // admitWithKey authenticates the key too: the one call needs the account store as well.
-    Context.add(TaskStore.TaskStore, guarded(tasks, "tasks", outage, { admitWithKey: ["accounts"] })),
+    // A key's admission authenticates the key too: that call needs the account store as well.
+    Context.add(
+      TaskStore.TaskStore,
+      guarded(tasks, "tasks", outage, {
+        admit: (request: TaskStore.AnyAdmissionRequest) => TaskStore.isKeyed(request) ? ["accounts"] : []
+      })
+    ),
     Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
     Context.add(BlobStore.BlobStore, blobs),
     Context.add(BudgetStore.BudgetStore, budgets)

@@ -3,7 +3,7 @@
  * (the request itself counted), holding the scope the request needs.
  *
  * Accounts.authenticate applies it after the store has counted the request; a store that
- * authenticates inside a larger write (TaskStore.admitWithKey) applies the same rule before it
+ * authenticates inside a larger write (a key's TaskStore.admit) applies the same rule before it
  * writes anything else, and Accounts then says why a refused key was refused. Both read it
  * from here, so the two ways cannot disagree.
  */

@@ -1,38 +1,10 @@
 /**
- * The TaskRunner service: admission of tasks and the caller's view of them.
- *
- * Admission validates the input (Catalog), quotes it (Pricer), compares expectedPriceMicros,
- * checks that the model has an executor and that referenced media belong to the caller, then
- * hands one atomic request to the TaskStore: idempotency, limits, reservation and insert happen
- * whole or not at all. Refusals before the store (validation, price) store nothing under the
- * Idempotency-Key, so the caller can fix the cause and retry with the same key.
- *
- * The Idempotency-Key is bound to `Fingerprint.of(model, defaulted input, expectedPriceMicros)`
- * and kept for `idempotencyTtl` (24 hours by default, as Stripe does); after that the same key
- * admits a new task. A retry must get the original answer even when the submission could no
- * longer be admitted (the price changed, the model was disabled or lost its executor): a caller
- * told PRICE_CHANGED might resubmit under a new key and pay twice. So a refusal after validation
- * first looks the key up (`TaskStore.findIdempotent`): the same fingerprint replays the task,
- * another is IDEMPOTENCY_CONFLICT, and only an unused key gets the refusal. Admissions still take
- * one store round trip; only refusals pay a second. Validation failures are answered as they
- * are: without a defaulted input there is no fingerprint to compare.
- *
- * A model with a daily platform budget (`dailyBudgetMicros` in the price list) has its share
- * taken from the BudgetStore after every other check before the store (validation, quote,
- * expected price, executor, media ownership), for an authenticated caller only, right before
- * the admission: the task's price is added to the model's total of the UTC day, which may not
- * pass the budget, else PLATFORM_BUDGET_EXCEEDED (503, Retry-After until 00:00 UTC), nothing
- * reserved; like the other refusals before the store it replays a retry of an admitted key. A
- * share is given back when the admission does not admit (a refusal, a replay, a conflict), and
- * kept when the admission's outcome is unknown (the store failed): the task may have been
- * admitted, and counting it twice only stops the model early. A take that fails on the store
- * may have been applied, and is not given back either. A task that fails later keeps its
- * share: the budget counts what was committed at admission.
- *
- * A store outage while admitting is EXECUTION_TEMPORARILY_UNAVAILABLE (retry with the same key);
- * a write the store refuses for its data (StoreRefused) is INVALID_REQUEST, never "retry".
+ * The TaskRunner service: admission of tasks and the caller's view of them. `submit` validates
+ * and quotes a submission once, judges the rules of `AdmissionRules.order` before the store, and
+ * hands one atomic admission to the TaskStore; a presented key is authenticated within it when
+ * nothing before the store needs the account. Policy: docs/decisions.md, "Ledger and admission".
  */
-import { Clock, Context, Duration, Effect, Layer, Result } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Redacted, Result } from "effect"
 import { Accounts, insufficientScope } from "../accounts/Accounts.ts"
 import type { AuthenticationError, Caller } from "../accounts/Accounts.ts"
 import { BudgetStore, secondsToNextDay, utcDay } from "../pricing/BudgetStore.ts"
@@ -66,6 +38,22 @@ export interface Submitted {
   readonly replayed: boolean
 }
 
+/** A key as a request presented it, not yet authenticated: `submit` authenticates it. */
+export interface PresentedKey {
+  readonly _tag: "PresentedKey"
+  readonly secret: Redacted.Redacted<string>
+}
+
+export const presentedKey = (secret: Redacted.Redacted<string>): PresentedKey => ({ _tag: "PresentedKey", secret })
+
+/** Who submits: an authenticated caller, or a presented key. */
+export type Submitter = Caller | PresentedKey
+
+const isPresentedKey = (who: Submitter): who is PresentedKey => "_tag" in who
+
+/** What a presented key may be refused with: authenticate's answers, then INSUFFICIENT_SCOPE. */
+export type KeyError = AuthenticationError | Errors.InsufficientScope
+
 export type SubmitError =
   | Errors.ModelNotFound
   | Errors.InvalidModelInput
@@ -83,21 +71,17 @@ export type SubmitError =
   | Errors.ExecutionTemporarilyUnavailable
 
 export class TaskRunner extends Context.Service<TaskRunner, {
-  readonly submit: (caller: Caller, submission: Submission) => Effect.Effect<Submitted, SubmitError>
   /**
-   * `Accounts.authenticate` of the presented key, its `jobs:create` scope, then `submit`, with
-   * the same answers, and key refusals ahead of every other. A submission that needs nothing
-   * of the account before the store (no media references, the price and model admissible) is
-   * authenticated and admitted in one store call (TaskStore.admitWithKey); a model with a daily
-   * budget is not one of those, so that only an authenticated caller takes from it. A store
-   * outage before the key is judged (the two-call path) is AUTH_UNAVAILABLE; one during the
-   * admission, or in the one call, which may have admitted the task, is
-   * EXECUTION_TEMPORARILY_UNAVAILABLE.
+   * A presented key needs the `jobs:create` scope, and its refusal comes first. It is
+   * authenticated within the admission (one store call) unless something before the store
+   * needs the account (a refusal that a replay may answer, media references, a daily budget):
+   * then first, where an outage is AUTH_UNAVAILABLE. An outage in the admission, which may have
+   * admitted the task, is EXECUTION_TEMPORARILY_UNAVAILABLE.
    */
-  readonly submitWithKey: (
-    presented: string,
+  readonly submit: <W extends Submitter>(
+    who: W,
     submission: Submission
-  ) => Effect.Effect<Submitted & { readonly caller: Caller }, SubmitError | AuthenticationError | Errors.InsufficientScope>
+  ) => Effect.Effect<Submitted, SubmitError | (W extends PresentedKey ? KeyError : never)>
   /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
   readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
   /** The caller's latest 100 tasks, newest first. */
@@ -136,7 +120,15 @@ const CONCURRENCY_RETRY_SECONDS = 5
 
 const LIST_LIMIT = 100
 
-/** The scope `submitWithKey` asks of the key. */
+/** A submission validated once: its model, defaulted input and fingerprint. */
+interface Prepared {
+  readonly model: ModelDefinition
+  readonly input: ModelInput
+  readonly fingerprint: string
+  readonly submission: Submission
+}
+
+/** The scope `submit` asks of a presented key. */
 const SUBMIT_SCOPE = "jobs:create"
 
 /** Where in the input a media reference sits, as `input.<field>` or `input.<field>[i]`. */
@@ -284,14 +276,6 @@ export const make = (
         return quote
       })
 
-    /** All the checks between validation and the store; their refusals may be answered by a replay. */
-    const admissible = (
-      caller: Caller,
-      model: ModelDefinition,
-      input: ModelInput,
-      expectedPriceMicros: number | undefined
-    ) => Effect.tap(priced(model, input, expectedPriceMicros), () => ownsMedia(caller, model, input))
-
     /** The task's share of its model's daily budget, taken; undefined when the model has no budget. */
     const takeBudget = (quote: Quote) =>
       Effect.gen(function*() {
@@ -333,7 +317,7 @@ export const make = (
     }
 
     /** What admission writes, but for whose account: the caller's or the key's. */
-    const admissionOf = (model: ModelDefinition, input: ModelInput, quote: Quote, submission: Submission, fingerprint: string) =>
+    const admissionOf = ({ fingerprint, input, model, submission }: Prepared, quote: Quote) =>
       Effect.map(Clock.currentTimeMillis, (now) => ({
         task: {
           id: Ids.makeTaskId(),
@@ -352,22 +336,32 @@ export const make = (
         limits
       }))
 
-    const submit = (caller: Caller, submission: Submission) =>
+    /** The presented key's caller, if it has the scope to submit. */
+    const authenticated = (key: PresentedKey) =>
+      Effect.flatMap(accounts.authenticate(Redacted.value(key.secret)), (caller) =>
+        caller.scopes.includes(SUBMIT_SCOPE) ? Effect.succeed(caller) : Effect.fail(insufficientScope(SUBMIT_SCOPE)))
+
+    /** The admission by an authenticated caller: the checks that need its account, then the store. */
+    const admitAsCaller = (
+      caller: Caller,
+      prepared: Prepared,
+      quoted: Result.Result<Quote, Effect.Error<ReturnType<typeof priced>>>
+    ) =>
       Effect.gen(function*() {
-        const { model, input } = yield* catalog.validate(submission.model, submission.input)
-        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        const { model, input, submission } = prepared
         const checked = yield* Effect.result(
-          admissible(caller, model, input, submission.expectedPriceMicros).pipe(
+          Effect.fromResult(quoted).pipe(
+            Effect.tap(() => ownsMedia(caller, model, input)),
             Effect.flatMap((quote) => Effect.map(takeBudget(quote), (share) => ({ quote, share })))
           )
         )
         if (Result.isFailure(checked)) {
           return checked.failure._tag === "StoreUnavailable"
             ? yield* checked.failure
-            : yield* replayOr(caller, submission.idempotencyKey, fingerprint, checked.failure)
+            : yield* replayOr(caller, submission.idempotencyKey, prepared.fingerprint, checked.failure)
         }
         const { quote, share } = checked.success
-        const admission = yield* admissionOf(model, input, quote, submission, fingerprint)
+        const admission = yield* admissionOf(prepared, quote)
         // A failure here keeps the share: the task may have been admitted. A refusal did not admit it.
         const result = yield* tasks.admit({
           ...admission,
@@ -380,51 +374,48 @@ export const make = (
         return yield* answer(result, caller, quote.priceMicros)
       }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
 
-    /**
-     * What a submission needs before the store when it needs nothing of the account nor of its
-     * model's daily budget; undefined otherwise.
-     */
-    const prepareWithoutAccount = (submission: Submission) =>
+    /** Authentication and admission in one store call, the key's refusal first. */
+    const admitWithKey = (key: PresentedKey, prepared: Prepared, quote: Quote) =>
       Effect.gen(function*() {
-        const { model, input } = yield* catalog.validate(submission.model, submission.input)
-        if (catalog.mediaReferences(model, input).length > 0) return undefined
-        // A budget is taken only once the key is judged: one call would take it for any key.
-        if ((yield* pricer.budgetOf(model.slug)) !== undefined) return undefined
-        const quote = yield* priced(model, input, submission.expectedPriceMicros)
-        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
-        return yield* admissionOf(model, input, quote, submission, fingerprint)
-      }).pipe(Effect.orElseSucceed(() => undefined))
-
-    const submitWithKey = (presented: string, submission: Submission) =>
-      Effect.gen(function*() {
-        const admission = yield* prepareWithoutAccount(submission)
-        if (admission === undefined) {
-          // Every refusal before the store, and media ownership, need the account first.
-          const caller = yield* accounts.authenticate(presented)
-          if (!caller.scopes.includes(SUBMIT_SCOPE)) return yield* insufficientScope(SUBMIT_SCOPE)
-          return { caller, ...(yield* submit(caller, submission)) }
-        }
-        const { caller, result } = yield* accounts.authenticateWithin(presented, SUBMIT_SCOPE, (key) =>
-          tasks.admitWithKey({ ...admission, key }).pipe(
+        const admission = yield* admissionOf(prepared, quote)
+        const { caller, result } = yield* accounts.authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
+          tasks.admit({ ...admission, key: check }).pipe(
             Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
             Effect.catchTag("StoreUnavailable", admissionUnavailable),
             Effect.catchDefect(refusedByStore)
           )).pipe(
             // The refused statement judged no key, and a refused key comes before every other answer.
-            Effect.catchTag("InvalidRequest", (refusal) =>
-              Effect.flatMap(accounts.authenticate(presented), (found) =>
-                Effect.fail(found.scopes.includes(SUBMIT_SCOPE) ? refusal : insufficientScope(SUBMIT_SCOPE))))
+            Effect.catchTag("InvalidRequest", (refusal) => Effect.andThen(authenticated(key), Effect.fail(refusal)))
           )
         if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
-        return { caller, ...(yield* answer(result, caller, admission.task.priceMicros)) }
+        return yield* answer(result, caller, quote.priceMicros)
+      })
+
+    const submit = (who: Submitter, submission: Submission) =>
+      Effect.gen(function*() {
+        const validated = yield* Effect.result(catalog.validate(submission.model, submission.input))
+        if (Result.isFailure(validated)) {
+          // A key's refusal comes before the submission's own.
+          if (isPresentedKey(who)) yield* authenticated(who)
+          return yield* validated.failure
+        }
+        const { model, input } = validated.success
+        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+        const prepared: Prepared = { model, input, fingerprint, submission }
+        const quoted = yield* Effect.result(priced(model, input, submission.expectedPriceMicros))
+        if (!isPresentedKey(who)) return yield* admitAsCaller(who, prepared, quoted)
+        // A budget is taken only once the key is judged: one call would take it for any key.
+        const needsAccount = Result.isFailure(quoted) || catalog.mediaReferences(model, input).length > 0 ||
+          (yield* pricer.budgetOf(model.slug)) !== undefined
+        if (!needsAccount) return yield* admitWithKey(who, prepared, quoted.success)
+        return yield* admitAsCaller(yield* authenticated(who), prepared, quoted)
       })
 
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
 
     return TaskRunner.of({
-      submit,
-      submitWithKey,
+      submit: submit as TaskRunner["Service"]["submit"],
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>

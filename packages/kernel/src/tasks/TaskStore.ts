@@ -96,11 +96,7 @@ export interface AdmissionRequest {
   readonly limits: AdmissionLimits
 }
 
-/**
- * Checked in this order: idempotency (a live key replays or conflicts regardless of limits),
- * then the key's usage limit, the account's rate and concurrency limits, payment review and
- * available credits. Anything but Admitted writes nothing.
- */
+/** Judged in the order of `AdmissionRules.inStore`; anything but Admitted writes nothing. */
 export type AdmissionResult =
   | { readonly _tag: "Admitted"; readonly task: TaskRecord }
   | { readonly _tag: "Replayed"; readonly task: TaskRecord }
@@ -124,6 +120,14 @@ export interface KeyedAdmissionRequest {
   readonly idempotencyExpiresAt: Date
   readonly limits: Omit<AdmissionLimits, "keyUsageLimit">
 }
+
+/** An admission by an authenticated caller (the task names its account), or by a presented key. */
+export type AnyAdmissionRequest = AdmissionRequest | KeyedAdmissionRequest
+
+/** What `admit` answers: an AdmissionResult for a caller's request, a KeyedAdmission for a key's. */
+export type Admission<R extends AnyAdmissionRequest> = R extends KeyedAdmissionRequest ? KeyedAdmission : AdmissionResult
+
+export const isKeyed = (request: AnyAdmissionRequest): request is KeyedAdmissionRequest => "key" in request
 
 export interface KeyedAdmission {
   /** What `AccountStore.authenticate(key.hash, key.now)` would have answered. */
@@ -176,12 +180,12 @@ export interface Resolution {
 }
 
 export class TaskStore extends Context.Service<TaskStore, {
-  readonly admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
   /**
-   * Authentication and admission in one step (one round trip for a store that can). A store
-   * may do it as `admitWithKeyInSteps` does; the answers must be the same.
+   * The one admission: a caller's, or a key's with its authentication in the same step (one
+   * round trip for a store that can; a store may do it as `admitInSteps` does, with the same
+   * answers).
    */
-  readonly admitWithKey: (request: KeyedAdmissionRequest) => Effect.Effect<KeyedAdmission, StoreUnavailable>
+  readonly admit: <R extends AnyAdmissionRequest>(request: R) => Effect.Effect<Admission<R>, StoreUnavailable>
   /**
    * The submission a live Idempotency-Key of the account names (the task as it is now), or
    * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
@@ -254,12 +258,25 @@ export class TaskStore extends Context.Service<TaskStore, {
   readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
 }>()("@taskmeter/kernel/TaskStore") {}
 
-/** `admitWithKey` as two calls: the key's count, then, if it passes, the admission. */
-export const admitWithKeyInSteps = (
+/**
+ * `admit` from a caller's admission: a key's request as two calls, the key's count, then, if it
+ * passes, the admission under the key's account, id and usage limit.
+ */
+export const admitInSteps = (
   accounts: Pick<AccountStore["Service"], "authenticate">,
-  admit: TaskStore["Service"]["admit"]
-) =>
-({ key: check, ...request }: KeyedAdmissionRequest): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
+  admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+): TaskStore["Service"]["admit"] =>
+<R extends AnyAdmissionRequest>(request: R): Effect.Effect<Admission<R>, StoreUnavailable> =>
+  (isKeyed(request) ? admitWithKey(accounts, admit, request) : admit(request)) as Effect.Effect<
+    Admission<R>,
+    StoreUnavailable
+  >
+
+const admitWithKey = (
+  accounts: Pick<AccountStore["Service"], "authenticate">,
+  admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>,
+  { key: check, ...request }: KeyedAdmissionRequest
+): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
   Effect.gen(function*() {
     const authenticated = yield* accounts.authenticate(check.hash, check.now)
     if (authenticated === undefined || KeyCheck.refusal(authenticated, check) !== undefined) {

@@ -2,8 +2,10 @@ import { Effect } from "effect"
 import { describe, expect } from "@effect/vitest"
 import { AccountStore } from "../accounts/AccountStore.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
+import * as AdmissionRules from "../tasks/AdmissionRules.ts"
 import { TaskStore } from "../tasks/TaskStore.ts"
-import type { Case } from "./Case.ts"
+import type { AdmissionLimits, AdmissionRequest } from "../tasks/TaskStore.ts"
+import type { Case, Stores } from "./Case.ts"
 import {
   admission,
   admit,
@@ -16,6 +18,7 @@ import {
   expectBalances,
   fundedAccount,
   grant,
+  insertKey,
   makeKey,
   newTask,
   openLimits,
@@ -304,5 +307,35 @@ export const admissionCases = (test: Case) =>
       yield* refund(accountId, 1)
       expect(yield* admit(admission(newTask(accountId, { createdAt: at(1) }))))
         .toEqual({ _tag: "PaymentReviewRequired" })
+    }))
+
+    test("when every rule refuses, each answers in AdmissionRules.inStore order as the earlier ones are lifted", Effect.gen(function*() {
+      const accountId = yield* fundedAccount(2 * USD)
+      const key = yield* insertKey(accountId)
+      const tight: AdmissionLimits = { submissionsPerMinute: 1, maxUnfinishedTasks: 1, keyUsageLimit: 1 }
+      const first = admission(newTask(accountId, { apiKeyId: key.id }), { limits: tight })
+      yield* admitted(first)
+      // Key usage, rate and concurrency at their limits; a refund leaves balance below reserved.
+      yield* refund(accountId, 1_500_000)
+      let request: AdmissionRequest = {
+        ...first,
+        task: newTask(accountId, { apiKeyId: key.id, createdAt: at(1) }),
+        fingerprint: "another request"
+      }
+      const lift: { readonly [R in AdmissionRules.StoreRule]: Effect.Effect<void, unknown, Stores> } = {
+        Idempotency: Effect.sync(() => (request = { ...request, idempotencyKey: "a fresh key" })),
+        KeyUsage: Effect.sync(() => (request = { ...request, limits: { ...request.limits, keyUsageLimit: null } })),
+        RateLimit: Effect.sync(() => (request = { ...request, limits: { ...request.limits, submissionsPerMinute: 100 } })),
+        Concurrency: Effect.sync(() => (request = { ...request, limits: { ...request.limits, maxUnfinishedTasks: 100 } })),
+        // Balance 1.1 USD covers the 1 USD reserved: review ends, 0.1 USD is available.
+        PaymentReview: Effect.asVoid(grant(accountId, 600_000)),
+        Credits: Effect.asVoid(grant(accountId, USD))
+      }
+      for (const rule of AdmissionRules.inStore) {
+        const result = yield* admit(request)
+        expect(AdmissionRules.ruleOf(result), `refused by ${result._tag}`).toBe(rule)
+        yield* lift[rule]
+      }
+      expect((yield* admit(request))._tag).toBe("Admitted")
     }))
   })

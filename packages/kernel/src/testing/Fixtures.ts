@@ -230,8 +230,8 @@ export const keyedAdmission = (
   }
 }
 
-export const admitWithKey = (request: KeyedAdmissionRequest) =>
-  TaskStore.use((store) => store.admitWithKey(request))
+export const admitKeyed = (request: KeyedAdmissionRequest) =>
+  TaskStore.use((store) => store.admit(request))
 
 export const defined = <A>(value: A | undefined): A => {
   expect(value).toBeDefined()

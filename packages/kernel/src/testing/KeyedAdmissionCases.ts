@@ -8,7 +8,7 @@ import { TaskStore } from "../tasks/TaskStore.ts"
 import type { AdmissionResult, KeyedAdmission, KeyedAdmissionRequest, TaskRecord } from "../tasks/TaskStore.ts"
 import type { Case } from "./Case.ts"
 import {
-  admitWithKey,
+  admitKeyed,
   allEntries,
   at,
   balances,
@@ -64,14 +64,14 @@ const requestsCounted = (hash: string, now: Date) =>
   Effect.map(AccountStore.use((store) => store.authenticate(hash, now)), (found) => defined(found).requestsInWindow)
 
 export const keyedAdmissionCases = (test: Case) =>
-  describe("TaskStore.admitWithKey", () => {
+  describe("TaskStore.admit of a key's request", () => {
     test("a passing key admits under its account and id, its request counted as authenticate counts", Effect.gen(function*() {
       const store = yield* TaskStore
       const accounts = yield* AccountStore
       const accountId = yield* fundedAccount(5 * USD)
       const key = yield* insertKey(accountId)
       const request = keyedAdmission(key.hash, { task: { createdAt: at(10), priceMicros: price(2 * USD) } })
-      const result = yield* admitWithKey(request)
+      const result = yield* admitKeyed(request)
       // What authenticate answers for this request: the key as it was before the admission used it.
       expect(result.authenticated).toEqual({ key, requestsInWindow: 1, windowResetsAt: at(70) })
       const task = admittedBy(result)
@@ -101,10 +101,10 @@ export const keyedAdmissionCases = (test: Case) =>
       const key = yield* insertKey(accountId)
       const before = yield* written(accountId)
       const request = keyedAdmission(createHash("sha256").update("tm_never-issued").digest("hex"))
-      expect(yield* admitWithKey(request)).toEqual({ authenticated: undefined, admission: undefined })
+      expect(yield* admitKeyed(request)).toEqual({ authenticated: undefined, admission: undefined })
       expect(yield* written(accountId)).toEqual(before)
       expect(yield* requestsCounted(key.hash, at(1))).toBe(1)
-      const known = admittedBy(yield* admitWithKey(withKey(againAt(request, 2), key.hash)))
+      const known = admittedBy(yield* admitKeyed(withKey(againAt(request, 2), key.hash)))
       expect(known.id).toBe(request.task.id)
     }))
 
@@ -115,7 +115,7 @@ export const keyedAdmissionCases = (test: Case) =>
       yield* (yield* AccountStore).revokeApiKey(accountId, key.id, at(1))
       const before = yield* written(accountId)
       const request = keyedAdmission(key.hash, { task: { createdAt: at(2) } })
-      expect(yield* admitWithKey(request)).toEqual({
+      expect(yield* admitKeyed(request)).toEqual({
         authenticated: { key: { ...key, revokedAt: at(1) }, requestsInWindow: 1, windowResetsAt: at(62) },
         admission: undefined
       })
@@ -125,7 +125,7 @@ export const keyedAdmissionCases = (test: Case) =>
 
       // Nothing was kept under the Idempotency-Key: another key of the account admits with it.
       const other = yield* insertKey(accountId)
-      const admitted = admittedBy(yield* admitWithKey(withKey(againAt(request, 4), other.hash)))
+      const admitted = admittedBy(yield* admitKeyed(withKey(againAt(request, 4), other.hash)))
       expect(admitted).toMatchObject({ id: request.task.id, apiKeyId: other.id })
     }))
 
@@ -133,11 +133,11 @@ export const keyedAdmissionCases = (test: Case) =>
       const store = yield* TaskStore
       const accountId = yield* fundedAccount(5 * USD)
       const key = yield* insertKey(accountId, { rateLimitPerMinute: 2 })
-      admittedBy(yield* admitWithKey(keyedAdmission(key.hash)))
-      admittedBy(yield* admitWithKey(keyedAdmission(key.hash, { task: { createdAt: at(10) } })))
+      admittedBy(yield* admitKeyed(keyedAdmission(key.hash)))
+      admittedBy(yield* admitKeyed(keyedAdmission(key.hash, { task: { createdAt: at(10) } })))
       const before = yield* written(accountId)
       const request = keyedAdmission(key.hash, { task: { createdAt: at(20) } })
-      expect(yield* admitWithKey(request)).toEqual({
+      expect(yield* admitKeyed(request)).toEqual({
         authenticated: { key: { ...key, usageCount: 2 }, requestsInWindow: 3, windowResetsAt: at(60) },
         admission: undefined
       })
@@ -145,7 +145,7 @@ export const keyedAdmissionCases = (test: Case) =>
       expect(yield* store.findIdempotent(accountId, request.idempotencyKey, at(21))).toBeUndefined()
       expect(yield* requestsCounted(key.hash, at(30))).toBe(4)
 
-      const retried = yield* admitWithKey(againAt(request, 60))
+      const retried = yield* admitKeyed(againAt(request, 60))
       expect(retried.authenticated).toMatchObject({ requestsInWindow: 1, windowResetsAt: at(120) })
       expect(admittedBy(retried).id).toBe(request.task.id)
       yield* expectBalances(accountId, { balance: 5 * USD, reserved: 3 * USD })
@@ -156,7 +156,7 @@ export const keyedAdmissionCases = (test: Case) =>
       const plain = yield* insertKey(accountId)
       const own = yield* insertKey(accountId, { rateLimitPerMinute: 2 })
       const submit = (hash: string, seconds: number) =>
-        admitWithKey(keyedAdmission(hash, { task: { createdAt: at(seconds) }, check: { defaultRateLimitPerMinute: 1 } }))
+        admitKeyed(keyedAdmission(hash, { task: { createdAt: at(seconds) }, check: { defaultRateLimitPerMinute: 1 } }))
       admittedBy(yield* submit(plain.hash, 0))
       const before = yield* written(accountId)
       const refused = yield* submit(plain.hash, 1)
@@ -176,7 +176,7 @@ export const keyedAdmissionCases = (test: Case) =>
       const readOnly = yield* insertKey(accountId, { scopes: ["jobs:read", "usage:read"] })
       const before = yield* written(accountId)
       const request = keyedAdmission(readOnly.hash, { task: { createdAt: at(1) } })
-      expect(yield* admitWithKey(request)).toEqual({
+      expect(yield* admitKeyed(request)).toEqual({
         authenticated: { key: readOnly, requestsInWindow: 1, windowResetsAt: at(61) },
         admission: undefined
       })
@@ -185,20 +185,20 @@ export const keyedAdmissionCases = (test: Case) =>
       expect(yield* requestsCounted(readOnly.hash, at(2))).toBe(2)
 
       // The scope is the request's to name, not always jobs:create.
-      const asRead = yield* admitWithKey(
+      const asRead = yield* admitKeyed(
         keyedAdmission(readOnly.hash, { task: { createdAt: at(3) }, check: { scope: "jobs:read" } })
       )
       expect(admittedBy(asRead).apiKeyId).toBe(readOnly.id)
 
       const creator = yield* insertKey(accountId, { scopes: ["jobs:create"] })
-      const admitted = admittedBy(yield* admitWithKey(withKey(againAt(request, 4), creator.hash)))
+      const admitted = admittedBy(yield* admitKeyed(withKey(againAt(request, 4), creator.hash)))
       expect(admitted).toMatchObject({ id: request.task.id, apiKeyId: creator.id })
     }))
 
-    test("admitWithKey and authenticate count in one window", Effect.gen(function*() {
+    test("admitKeyed and authenticate count in one window", Effect.gen(function*() {
       const accountId = yield* fundedAccount(5 * USD)
       const key = yield* insertKey(accountId, { rateLimitPerMinute: 3 })
-      const submit = (seconds: number) => admitWithKey(keyedAdmission(key.hash, { task: { createdAt: at(seconds) } }))
+      const submit = (seconds: number) => admitKeyed(keyedAdmission(key.hash, { task: { createdAt: at(seconds) } }))
       const authenticate = (seconds: number) => AccountStore.use((store) => store.authenticate(key.hash, at(seconds)))
       expect(yield* authenticate(0)).toMatchObject({ requestsInWindow: 1, windowResetsAt: at(60) })
       const second = yield* submit(10)
@@ -220,10 +220,10 @@ export const keyedAdmissionCases = (test: Case) =>
     test("under a passing key, a refused admission writes nothing but the count", Effect.gen(function*() {
       const accountId = yield* fundedAccount(USD)
       const key = yield* insertKey(accountId)
-      admittedBy(yield* admitWithKey(keyedAdmission(key.hash, { task: { priceMicros: price(600_000) } })))
+      admittedBy(yield* admitKeyed(keyedAdmission(key.hash, { task: { priceMicros: price(600_000) } })))
       const before = yield* written(accountId)
       const request = keyedAdmission(key.hash, { task: { createdAt: at(1), priceMicros: price(500_000) } })
-      expect(yield* admitWithKey(request)).toEqual({
+      expect(yield* admitKeyed(request)).toEqual({
         authenticated: { key: { ...key, usageCount: 1 }, requestsInWindow: 2, windowResetsAt: at(60) },
         admission: { _tag: "InsufficientCredits", availableMicros: 400_000 }
       })
@@ -231,26 +231,26 @@ export const keyedAdmissionCases = (test: Case) =>
       expect(yield* requestsCounted(key.hash, at(2))).toBe(3)
 
       yield* grant(accountId, USD)
-      expect(admittedBy(yield* admitWithKey(againAt(request, 3))).id).toBe(request.task.id)
+      expect(admittedBy(yield* admitKeyed(againAt(request, 3))).id).toBe(request.task.id)
     }))
 
     test("the key's usage limit comes from the key and counts admissions only", Effect.gen(function*() {
       const accountId = yield* fundedAccount(10 * USD)
       const key = yield* insertKey(accountId, { usageLimit: 2 })
       const first = keyedAdmission(key.hash)
-      admittedBy(yield* admitWithKey(first))
-      expect((yield* admitWithKey({ ...againAt(first, 1), task: keyedTask({ createdAt: at(1) }) })).admission?._tag)
+      admittedBy(yield* admitKeyed(first))
+      expect((yield* admitKeyed({ ...againAt(first, 1), task: keyedTask({ createdAt: at(1) }) })).admission?._tag)
         .toBe("Replayed")
-      admittedBy(yield* admitWithKey(keyedAdmission(key.hash, { task: { createdAt: at(2) } })))
+      admittedBy(yield* admitKeyed(keyedAdmission(key.hash, { task: { createdAt: at(2) } })))
       const before = yield* written(accountId)
       const third = keyedAdmission(key.hash, { task: { createdAt: at(3) } })
-      expect((yield* admitWithKey(third)).admission).toEqual({ _tag: "KeyUsageExceeded" })
+      expect((yield* admitKeyed(third)).admission).toEqual({ _tag: "KeyUsageExceeded" })
       expect(yield* written(accountId)).toEqual(before)
       expect((yield* usageCounts(accountId))[key.id]).toBe(2)
 
       // Each key has its own count: another key of the account admits the same request.
       const fresh = yield* insertKey(accountId, { usageLimit: 1 })
-      const admitted = admittedBy(yield* admitWithKey(withKey(againAt(third, 4), fresh.hash)))
+      const admitted = admittedBy(yield* admitKeyed(withKey(againAt(third, 4), fresh.hash)))
       expect(admitted).toMatchObject({ id: third.task.id, apiKeyId: fresh.id })
       yield* expectBalances(accountId, { balance: 10 * USD, reserved: 3 * USD })
     }))
@@ -260,13 +260,13 @@ export const keyedAdmissionCases = (test: Case) =>
       const key = yield* insertKey(accountId, { usageLimit: 1 })
       const other = yield* insertKey(accountId)
       const request = keyedAdmission(key.hash, { idempotencyKey: "shared-key" })
-      const original = admittedBy(yield* admitWithKey(request))
+      const original = admittedBy(yield* admitKeyed(request))
       const retry = (seconds: number, hash: string) =>
         withKey({ ...againAt(request, seconds), task: keyedTask({ createdAt: at(seconds) }) }, hash)
 
-      expect((yield* admitWithKey(retry(10, key.hash))).admission).toEqual({ _tag: "Replayed", task: original })
-      expect((yield* admitWithKey(retry(11, other.hash))).admission).toEqual({ _tag: "Replayed", task: original })
-      const conflict = yield* admitWithKey({ ...retry(12, other.hash), fingerprint: "fp-something-else" })
+      expect((yield* admitKeyed(retry(10, key.hash))).admission).toEqual({ _tag: "Replayed", task: original })
+      expect((yield* admitKeyed(retry(11, other.hash))).admission).toEqual({ _tag: "Replayed", task: original })
+      const conflict = yield* admitKeyed({ ...retry(12, other.hash), fingerprint: "fp-something-else" })
       expect(conflict.admission).toEqual({ _tag: "IdempotencyConflict", taskId: original.id })
       yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
       expect(yield* usageCounts(accountId)).toEqual({ [key.id]: 1, [other.id]: 0 })
@@ -274,7 +274,7 @@ export const keyedAdmissionCases = (test: Case) =>
       // Idempotency-Keys are the account's: another account's key admits its own task.
       const theirs = yield* fundedAccount(5 * USD, "theirs")
       const theirKey = yield* insertKey(theirs)
-      const own = admittedBy(yield* admitWithKey(retry(13, theirKey.hash)))
+      const own = admittedBy(yield* admitKeyed(retry(13, theirKey.hash)))
       expect(own).toMatchObject({ accountId: theirs, apiKeyId: theirKey.id })
     }))
 
@@ -283,7 +283,7 @@ export const keyedAdmissionCases = (test: Case) =>
       const key = yield* insertKey(accountId)
       const limits = { submissionsPerMinute: 1, maxUnfinishedTasks: 1 }
       const submit = (seconds: number, requestLimits = limits) =>
-        admitWithKey(keyedAdmission(key.hash, { task: { createdAt: at(seconds) }, limits: requestLimits }))
+        admitKeyed(keyedAdmission(key.hash, { task: { createdAt: at(seconds) }, limits: requestLimits }))
       admittedBy(yield* submit(0))
       expect((yield* submit(15)).admission).toEqual({ _tag: "RateLimited", retryAfterSeconds: 45 })
       expect((yield* submit(60)).admission).toEqual({ _tag: "ConcurrencyLimited" })
@@ -297,7 +297,7 @@ export const keyedAdmissionCases = (test: Case) =>
       const accountId = yield* fundedAccount(100 * USD)
       const key = yield* insertKey(accountId, { rateLimitPerMinute: 3 })
       const requests = Array.from({ length: 8 }, () => keyedAdmission(key.hash))
-      const results = yield* Effect.all(requests.map(admitWithKey), { concurrency: "unbounded" })
+      const results = yield* Effect.all(requests.map(admitKeyed), { concurrency: "unbounded" })
 
       const counts = results.map((result) => defined(result.authenticated).requestsInWindow)
       expect(counts.toSorted((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
@@ -321,7 +321,7 @@ export const keyedAdmissionCases = (test: Case) =>
       const key = yield* insertKey(accountId)
       const request = keyedAdmission(key.hash, { idempotencyKey: "one-key" })
       const results = yield* Effect.all(
-        Array.from({ length: 5 }, () => admitWithKey({ ...request, task: keyedTask({ createdAt: T0 }) })),
+        Array.from({ length: 5 }, () => admitKeyed({ ...request, task: keyedTask({ createdAt: T0 }) })),
         { concurrency: "unbounded" }
       )
       const admitted = results.filter((result) => result.admission?._tag === "Admitted")

@@ -1,9 +1,9 @@
 /**
  * The conformance suite every store passes (`suite(name, makeLayer, options)`): each port method,
- * the ledger, idempotent and keyed admission with its limits, leases and compare-and-set
- * transitions, account scoping, blobs, orphan purges, price-list versions, daily budgets, and
- * random operation sequences against a reference model. Each case gets a fresh store, passes every
- * `now` explicitly and ends with a clean audit. What it pins down: docs/decisions.md, Storage.
+ * the ledger, admission of callers' and keys' requests with its limits and rule order
+ * (`AdmissionRules.inStore`), leases and compare-and-set transitions, account scoping, blobs, orphan
+ * purges, price-list versions, daily budgets, and random operation sequences against a reference
+ * model. Each case gets a fresh store and ends with a clean audit. What it pins: docs/decisions.md.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"

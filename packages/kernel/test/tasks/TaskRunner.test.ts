@@ -13,11 +13,14 @@ import * as Pricer from "../../src/pricing/Pricer.ts"
 import * as Scope from "../../src/accounts/Scope.ts"
 import { StoreRefused, StoreUnavailable } from "../../src/domain/StoreError.ts"
 import * as TaskRunner from "../../src/tasks/TaskRunner.ts"
-import { TaskStore } from "../../src/tasks/TaskStore.ts"
+import { isKeyed, TaskStore } from "../../src/tasks/TaskStore.ts"
+import type { AnyAdmissionRequest } from "../../src/tasks/TaskStore.ts"
 import {
   caller,
+  countingCatalog,
   countingStores,
   EDIT,
+  keyed,
   keyOf,
   layerWith,
   reserved,
@@ -231,15 +234,14 @@ describe("TaskRunner.submit", () => {
     }).pipe(Effect.provide(layerWith())))
 })
 
-describe("TaskRunner.submitWithKey", () => {
+describe("TaskRunner.submit with a presented key", () => {
   it.effect("admits in one store call under the key's account and answers its caller", () => {
     const counting = countingStores()
     return Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { usageLimit: 5 })
       yield* TestClock.adjust("10 seconds")
-      const first = yield* runner.submitWithKey(secret, submission({ expectedPriceMicros: 80_000 }))
-      expect(first.caller).toEqual({ ...who, scopes: Scope.all, keyUsageLimit: 5 })
+      const first = yield* runner.submit(keyed(secret), submission({ expectedPriceMicros: 80_000 }))
       expect(first.replayed).toBe(false)
       expect(first.task).toMatchObject({
         accountId: who.accountId,
@@ -253,19 +255,41 @@ describe("TaskRunner.submitWithKey", () => {
       })
       expect(yield* runner.get(who, first.task.id)).toEqual(first.task)
       expect(yield* reserved(who)).toBe(80_000)
-      expect(counting.calls).toEqual({ authenticate: 0, admitWithKey: 1, admit: 0, findIdempotent: 0 })
+      expect(counting.calls).toEqual({ authenticate: 0, admitKeyed: 1, admit: 0, findIdempotent: 0 })
 
-      const again = yield* runner.submitWithKey(secret, submission({
+      const again = yield* runner.submit(keyed(secret), submission({
         input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" },
         expectedPriceMicros: 80_000
       }))
-      expect(again).toEqual({ task: first.task, replayed: true, caller: first.caller })
-      const conflict = yield* Effect.flip(runner.submitWithKey(secret, submission({ input: { prompt: "a fox" } })))
+      expect(again).toEqual({ task: first.task, replayed: true })
+      const conflict = yield* Effect.flip(runner.submit(keyed(secret), submission({ input: { prompt: "a fox" } })))
       expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
       expect(conflict.message).toContain(first.task.id)
-      expect(counting.calls).toEqual({ authenticate: 0, admitWithKey: 3, admit: 0, findIdempotent: 0 })
+      expect(counting.calls).toEqual({ authenticate: 0, admitKeyed: 3, admit: 0, findIdempotent: 0 })
       expect(yield* reserved(who)).toBe(80_000)
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
+  })
+
+  it.effect("validates a submission once on every path: one call, a refusal a replay may answer, media, invalid input", () => {
+    const counting = countingCatalog()
+    return Effect.gen(function*() {
+      const runner = yield* TaskRunner.TaskRunner
+      const { secret, caller: who } = yield* keyOf(1_000_000)
+      const own = yield* uploaded(who)
+      const submissions = [
+        [submission({ idempotencyKey: "a" }), undefined],
+        [submission({ idempotencyKey: "b", expectedPriceMicros: 1 }), Errors.PriceChanged],
+        [{ model: EDIT, input: { prompt: "make it blue", imageUrls: [own] }, idempotencyKey: "c" }, undefined],
+        [submission({ idempotencyKey: "d", input: { prompt: "" } }), Errors.InvalidModelInput]
+      ] as const
+      for (const [request, refusal] of submissions) {
+        const before = counting.calls.validate
+        const answer = yield* Effect.result(runner.submit(keyed(secret), request))
+        if (refusal === undefined) expect(answer._tag).toBe("Success")
+        else expect(answer._tag === "Failure" && answer.failure).toBeInstanceOf(refusal)
+        expect(counting.calls.validate - before, request.idempotencyKey).toBe(1)
+      }
+    }).pipe(Effect.provide(layerWith({}, MemoryStore.layer, counting.catalog)))
   })
 
   it.effect("unknown and malformed keys are AUTH_REQUIRED on either path; malformed ones never reach the store", () => {
@@ -276,10 +300,10 @@ describe("TaskRunner.submitWithKey", () => {
       const unknown = `tm_${"a".repeat(43)}`
       for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`, unknown]) {
         for (const request of [submission(), submission({ input: { prompt: "" } })]) {
-          expect(yield* Effect.flip(runner.submitWithKey(presented, request))).toBeInstanceOf(Errors.AuthRequired)
+          expect(yield* Effect.flip(runner.submit(keyed(presented), request))).toBeInstanceOf(Errors.AuthRequired)
         }
       }
-      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 1, admit: 0, findIdempotent: 0 })
+      expect(counting.calls).toEqual({ authenticate: 1, admitKeyed: 1, admit: 0, findIdempotent: 0 })
       expect(yield* reserved(who)).toBe(0)
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
   })
@@ -289,10 +313,10 @@ describe("TaskRunner.submitWithKey", () => {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      yield* runner.submitWithKey(secret, submission())
+      yield* runner.submit(keyed(secret), submission())
       yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
       for (const request of [submission(), submission({ input: { prompt: "" } }), submission({ model: "no-such-model" })]) {
-        const denied = yield* Effect.flip(runner.submitWithKey(secret, request))
+        const denied = yield* Effect.flip(runner.submit(keyed(secret), request))
         expect(denied).toBeInstanceOf(Errors.PermissionDenied)
         expect(denied.message).toMatch(/revoked/)
       }
@@ -303,19 +327,19 @@ describe("TaskRunner.submitWithKey", () => {
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { rateLimitPerMinute: 2 })
-      yield* runner.submitWithKey(secret, submission({ idempotencyKey: "a" }))
+      yield* runner.submit(keyed(secret), submission({ idempotencyKey: "a" }))
       yield* TestClock.adjust("20 seconds")
       const invalid = submission({ idempotencyKey: "b", input: { prompt: "" } })
-      expect(yield* Effect.flip(runner.submitWithKey(secret, invalid))).toBeInstanceOf(Errors.InvalidModelInput)
+      expect(yield* Effect.flip(runner.submit(keyed(secret), invalid))).toBeInstanceOf(Errors.InvalidModelInput)
       for (const request of [submission({ idempotencyKey: "b" }), invalid]) {
-        const limited = yield* Effect.flip(runner.submitWithKey(secret, request))
+        const limited = yield* Effect.flip(runner.submit(keyed(secret), request))
         expect(limited).toBeInstanceOf(Errors.ApiKeyRateLimited)
         expect(limited).toMatchObject({ retryAfterSeconds: 40 })
       }
       expect(yield* reserved(who)).toBe(80_000)
 
       yield* TestClock.adjust("40 seconds")
-      expect((yield* runner.submitWithKey(secret, submission({ idempotencyKey: "b" }))).replayed).toBe(false)
+      expect((yield* runner.submit(keyed(secret), submission({ idempotencyKey: "b" }))).replayed).toBe(false)
       expect(yield* reserved(who)).toBe(160_000)
     }).pipe(Effect.provide(layerWith())))
 
@@ -325,14 +349,14 @@ describe("TaskRunner.submitWithKey", () => {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { scopes: Scope.readOnly })
       for (const request of [submission(), submission({ input: { prompt: "" } })]) {
-        const refused = yield* Effect.flip(runner.submitWithKey(secret, request))
+        const refused = yield* Effect.flip(runner.submit(keyed(secret), request))
         expect(refused).toBeInstanceOf(Errors.InsufficientScope)
         expect(refused.message).toContain("jobs:create")
       }
       expect(yield* runner.list(who)).toEqual([])
 
       yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
-      expect(yield* Effect.flip(runner.submitWithKey(secret, submission()))).toBeInstanceOf(Errors.PermissionDenied)
+      expect(yield* Effect.flip(runner.submit(keyed(secret), submission()))).toBeInstanceOf(Errors.PermissionDenied)
     }).pipe(Effect.provide(layerWith())))
 
   it.effect("with a good key, input errors are submit's", () =>
@@ -346,11 +370,11 @@ describe("TaskRunner.submitWithKey", () => {
         [submission({ expectedPriceMicros: 70_000 }), Errors.PriceChanged]
       ] as const
       for (const [request, refusal] of refusals) {
-        expect(yield* Effect.flip(runner.submitWithKey(secret, request))).toBeInstanceOf(refusal)
+        expect(yield* Effect.flip(runner.submit(keyed(secret), request))).toBeInstanceOf(refusal)
       }
       expect(yield* reserved(who)).toBe(0)
       // None of them kept the Idempotency-Key.
-      expect((yield* runner.submitWithKey(secret, submission())).replayed).toBe(false)
+      expect((yield* runner.submit(keyed(secret), submission())).replayed).toBe(false)
     }).pipe(Effect.provide(layerWith())))
 
   it.effect("a submission with media references takes authenticate then admit; a foreign one is INVALID_MODEL_INPUT", () => {
@@ -362,18 +386,17 @@ describe("TaskRunner.submitWithKey", () => {
       const own = yield* uploaded(who)
       const foreign = yield* uploaded(other)
       const edit = (imageUrls: ReadonlyArray<string>, idempotencyKey: string) =>
-        runner.submitWithKey(secret, { model: EDIT, input: { prompt: "make it blue", imageUrls }, idempotencyKey })
+        runner.submit(keyed(secret), { model: EDIT, input: { prompt: "make it blue", imageUrls }, idempotencyKey })
 
       const refused = yield* Effect.flip(edit([own, foreign], "k1"))
       expect(refused).toBeInstanceOf(Errors.InvalidModelInput)
       expect(refused.message).toMatch(/^input\.imageUrls\[1\]: media:/)
-      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 0, admit: 0, findIdempotent: 1 })
+      expect(counting.calls).toEqual({ authenticate: 1, admitKeyed: 0, admit: 0, findIdempotent: 1 })
       expect(yield* reserved(who)).toBe(0)
 
       const admitted = yield* edit([own], "k2")
-      expect(admitted.caller).toEqual(who)
       expect(admitted.task).toMatchObject({ accountId: who.accountId, apiKeyId: who.apiKeyId, status: "queued" })
-      expect(counting.calls).toEqual({ authenticate: 2, admitWithKey: 0, admit: 1, findIdempotent: 1 })
+      expect(counting.calls).toEqual({ authenticate: 2, admitKeyed: 0, admit: 1, findIdempotent: 1 })
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
   })
 
@@ -384,15 +407,15 @@ describe("TaskRunner.submitWithKey", () => {
       const pricer = yield* Pricer.Pricer
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const request = submission({ expectedPriceMicros: 80_000 })
-      const first = yield* runner.submitWithKey(secret, request)
+      const first = yield* runner.submit(keyed(secret), request)
 
       yield* pricer.setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
       yield* TestClock.adjust("1 minute")
-      expect(yield* runner.submitWithKey(secret, request)).toEqual({ task: first.task, replayed: true, caller: who })
-      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 1, admit: 0, findIdempotent: 1 })
-      const conflict = yield* Effect.flip(runner.submitWithKey(secret, { ...request, input: { prompt: "a fox" } }))
+      expect(yield* runner.submit(keyed(secret), request)).toEqual({ task: first.task, replayed: true })
+      expect(counting.calls).toEqual({ authenticate: 1, admitKeyed: 1, admit: 0, findIdempotent: 1 })
+      const conflict = yield* Effect.flip(runner.submit(keyed(secret), { ...request, input: { prompt: "a fox" } }))
       expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
-      const fresh = yield* Effect.flip(runner.submitWithKey(secret, { ...request, idempotencyKey: "key-2" }))
+      const fresh = yield* Effect.flip(runner.submit(keyed(secret), { ...request, idempotencyKey: "key-2" }))
       expect(fresh).toBeInstanceOf(Errors.PriceChanged)
       expect(yield* reserved(who)).toBe(80_000)
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
@@ -403,21 +426,21 @@ describe("TaskRunner.submitWithKey", () => {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(100_000, { usageLimit: 1 })
-      yield* runner.submitWithKey(secret, submission({ idempotencyKey: "a" }))
-      const exceeded = yield* Effect.flip(runner.submitWithKey(secret, submission({ idempotencyKey: "b" })))
+      yield* runner.submit(keyed(secret), submission({ idempotencyKey: "a" }))
+      const exceeded = yield* Effect.flip(runner.submit(keyed(secret), submission({ idempotencyKey: "b" })))
       expect(exceeded).toBeInstanceOf(Errors.ApiKeyUsageExceeded)
       expect(exceeded.message).toContain("usage limit of 1 ")
 
       const unlimited = yield* accounts.createKey(who.accountId)
-      const poor = yield* Effect.flip(runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "b" })))
+      const poor = yield* Effect.flip(runner.submit(keyed(unlimited.secret), submission({ idempotencyKey: "b" })))
       expect(poor).toBeInstanceOf(Errors.InsufficientCredits)
       expect(poor.message).toContain("20000 micros")
       expect(poor.message).toContain("80000 micros")
 
       yield* Ledger.Ledger.use((ledger) => ledger.grant(who.accountId, micros(1_000_000)))
-      yield* runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "b" }))
+      yield* runner.submit(keyed(unlimited.secret), submission({ idempotencyKey: "b" }))
       yield* TestClock.adjust("15 seconds")
-      const limited = yield* Effect.flip(runner.submitWithKey(unlimited.secret, submission({ idempotencyKey: "c" })))
+      const limited = yield* Effect.flip(runner.submit(keyed(unlimited.secret), submission({ idempotencyKey: "c" })))
       expect(limited).toBeInstanceOf(Errors.RateLimited)
       expect(limited).toMatchObject({ retryAfterSeconds: 45 })
       expect(yield* reserved(who)).toBe(160_000)
@@ -427,33 +450,33 @@ describe("TaskRunner.submitWithKey", () => {
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission()))
+      const refused = yield* Effect.flip(runner.submit(keyed(secret), submission()))
       expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
       expect(refused).toMatchObject({ retryAfterSeconds: 1, message: expect.stringContaining("same Idempotency-Key") })
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith({}, storeFailing("admitWithKey", "before")))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "before")))))
 
   it.effect("an admission whose answer was lost replays on the retry with the same key, reserved once", () =>
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      expect(yield* Effect.flip(runner.submitWithKey(secret, submission())))
+      expect(yield* Effect.flip(runner.submit(keyed(secret), submission())))
         .toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
       const price = yield* reserved(who)
       expect(price).toBeGreaterThan(0)
       failing = false
-      const retry = yield* runner.submitWithKey(secret, submission())
+      const retry = yield* runner.submit(keyed(secret), submission())
       expect(retry.replayed).toBe(true)
       expect(yield* reserved(who)).toBe(price)
       expect(yield* runner.list(who)).toHaveLength(1)
-    }).pipe(Effect.provide(layerWith({}, storeFailing("admitWithKey", "after")))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "after")))))
 
   it.effect("a store outage admitting after the key was judged (media references) is EXECUTION_TEMPORARILY_UNAVAILABLE", () =>
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const reference = yield* uploaded(who)
-      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission({
+      const refused = yield* Effect.flip(runner.submit(keyed(secret), submission({
         model: EDIT,
         input: { prompt: "make it blue", imageUrls: [reference] }
       })))
@@ -466,7 +489,7 @@ describe("TaskRunner.submitWithKey", () => {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       for (const prompt of ["a\u0000b", "\ud800", "x\udc00"]) {
-        const refused = yield* Effect.flip(runner.submitWithKey(secret, submission({ input: { prompt } })))
+        const refused = yield* Effect.flip(runner.submit(keyed(secret), submission({ input: { prompt } })))
         expect(refused).toBeInstanceOf(Errors.InvalidModelInput)
         expect(refused.message).toMatch(/^input\.prompt: contains (U\+0000 \(NUL\)|an unpaired surrogate)/)
         expect(yield* Effect.flip(runner.submit(who, submission({ input: { prompt } })))).toBeInstanceOf(Errors.InvalidModelInput)
@@ -479,17 +502,17 @@ describe("TaskRunner.submitWithKey", () => {
     Effect.gen(function*() {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      const refused = yield* Effect.flip(runner.submitWithKey(secret, submission()))
+      const refused = yield* Effect.flip(runner.submit(keyed(secret), submission()))
       expect(refused).toBeInstanceOf(Errors.InvalidRequest)
       expect(refused).toMatchObject({ status: 400, message: expect.stringContaining("could not be stored") })
       expect(refused.retryAfterSeconds).toBeUndefined()
       expect(yield* reserved(who)).toBe(0)
       // The refused statement judged no key: a refused key is still answered first.
-      const unknown = yield* Effect.flip(runner.submitWithKey(`tm_${"x".repeat(43)}`, submission()))
+      const unknown = yield* Effect.flip(runner.submit(keyed(`tm_${"x".repeat(43)}`), submission()))
       expect(unknown).toBeInstanceOf(Errors.AuthRequired)
       const { secret: readOnly } = yield* keyOf(1_000_000, { scopes: ["jobs:read"] })
-      expect(yield* Effect.flip(runner.submitWithKey(readOnly, submission()))).toBeInstanceOf(Errors.InsufficientScope)
-    }).pipe(Effect.provide(layerWith({}, storeRefusing("admitWithKey")))))
+      expect(yield* Effect.flip(runner.submit(keyed(readOnly), submission()))).toBeInstanceOf(Errors.InsufficientScope)
+    }).pipe(Effect.provide(layerWith({}, storeRefusing("admitKeyed")))))
 
   it.effect("a write the store refuses for its data is INVALID_REQUEST after the key was judged too", () =>
     Effect.gen(function*() {
@@ -497,21 +520,24 @@ describe("TaskRunner.submitWithKey", () => {
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const reference = yield* uploaded(who)
       const withMedia = submission({ model: EDIT, input: { prompt: "make it blue", imageUrls: [reference] } })
-      expect(yield* Effect.flip(runner.submitWithKey(secret, withMedia))).toBeInstanceOf(Errors.InvalidRequest)
+      expect(yield* Effect.flip(runner.submit(keyed(secret), withMedia))).toBeInstanceOf(Errors.InvalidRequest)
       expect(yield* Effect.flip(runner.submit(who, submission()))).toBeInstanceOf(Errors.InvalidRequest)
       expect(yield* reserved(who)).toBe(0)
     }).pipe(Effect.provide(layerWith({}, storeRefusing("admit")))))
 })
 
-/** storage-memory whose `operation` dies as storage-pg's does when the database refuses the data. */
-const storeRefusing = (operation: "admit" | "admitWithKey") =>
+/** Which admissions a store double affects: a caller's (`admit`) or a key's (`admitKeyed`). */
+type Door = "admit" | "admitKeyed"
+
+const affects = (door: Door, request: AnyAdmissionRequest) => isKeyed(request) === (door === "admitKeyed")
+
+/** storage-memory whose `door` dies as storage-pg's does when the database refuses the data. */
+const storeRefusing = (door: Door) =>
   Layer.effect(
     TaskStore,
     Effect.map(TaskStore, (store) => {
       const refused = Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
-      return TaskStore.of(
-        operation === "admit" ? { ...store, admit: () => refused } : { ...store, admitWithKey: () => refused }
-      )
+      return TaskStore.of({ ...store, admit: (request) => affects(door, request) ? refused : store.admit(request) })
     })
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 
@@ -519,10 +545,10 @@ const storeRefusing = (operation: "admit" | "admitWithKey") =>
 let failing = true
 
 /**
- * storage-memory whose `operation` fails as a lost connection would: before the store did
+ * storage-memory whose `door` fails as a lost connection would: before the store did
  * anything, or after it committed (the answer lost on the way back).
  */
-const storeFailing = (operation: "admit" | "admitWithKey", when: "before" | "after") => {
+const storeFailing = (door: Door, when: "before" | "after") => {
   failing = true
   const lost = new StoreUnavailable({ message: "connection lost" })
   return Layer.effect(
@@ -530,11 +556,10 @@ const storeFailing = (operation: "admit" | "admitWithKey", when: "before" | "aft
     Effect.map(TaskStore, (store) => {
       const fail = <B>(call: Effect.Effect<B, StoreUnavailable>): Effect.Effect<B, StoreUnavailable> =>
         !failing ? call : when === "before" ? Effect.fail(lost) : Effect.andThen(call, Effect.fail(lost))
-      return TaskStore.of(
-        operation === "admit"
-          ? { ...store, admit: (request) => fail(store.admit(request)) }
-          : { ...store, admitWithKey: (request) => fail(store.admitWithKey(request)) }
-      )
+      return TaskStore.of({
+        ...store,
+        admit: (request) => affects(door, request) ? fail(store.admit(request)) : store.admit(request)
+      })
     })
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 }

@@ -20,6 +20,7 @@ import {
   caller,
   countingStores,
   EDIT,
+  keyed,
   keyOf,
   layerWith,
   reserved,
@@ -224,7 +225,7 @@ describe("TaskRunner and a model's daily budget", () => {
   })
 })
 
-describe("TaskRunner.submitWithKey and a model's daily budget", () => {
+describe("TaskRunner.submit with a presented key and a model's daily budget", () => {
   it.effect("a budgeted model authenticates first; a refused key takes nothing; other models keep the one call", () => {
     const counting = countingStores()
     return Effect.gen(function*() {
@@ -232,10 +233,10 @@ describe("TaskRunner.submitWithKey and a model's daily budget", () => {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      const admitted = yield* runner.submitWithKey(secret, submission())
+      const admitted = yield* runner.submit(keyed(secret), submission())
       expect(admitted.replayed).toBe(false)
-      expect(admitted.caller.accountId).toBe(who.accountId)
-      expect(counting.calls).toEqual({ authenticate: 1, admitWithKey: 0, admit: 1, findIdempotent: 0 })
+      expect(admitted.task.accountId).toBe(who.accountId)
+      expect(counting.calls).toEqual({ authenticate: 1, admitKeyed: 0, admit: 1, findIdempotent: 0 })
       expect(yield* spent()).toBe(PRICE)
 
       const readOnly = yield* accounts.createKey(who.accountId, { scopes: Scope.readOnly })
@@ -248,13 +249,13 @@ describe("TaskRunner.submitWithKey and a model's daily budget", () => {
       ] as const
       for (const [presented, refusal] of refusals) {
         const fresh = submission({ idempotencyKey: `key-${refusal.code}` })
-        expect(yield* Effect.flip(runner.submitWithKey(presented, fresh))).toBeInstanceOf(refusal)
+        expect(yield* Effect.flip(runner.submit(keyed(presented), fresh))).toBeInstanceOf(refusal)
       }
       expect(yield* spent()).toBe(PRICE)
       expect(yield* reserved(who)).toBe(PRICE)
 
-      yield* runner.submitWithKey(secret, { ...UNBUDGETED, idempotencyKey: "unbudgeted" })
-      expect(counting.calls).toMatchObject({ admitWithKey: 1, admit: 1 })
+      yield* runner.submit(keyed(secret), { ...UNBUDGETED, idempotencyKey: "unbudgeted" })
+      expect(counting.calls).toMatchObject({ admitKeyed: 1, admit: 1 })
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
   })
 })

@@ -2,7 +2,7 @@
  * The TaskRunner's services over storage-memory (or a wrapped copy of it), and the callers,
  * keys and submissions its tests make.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as Accounts from "../../src/accounts/Accounts.ts"
 import { AccountStore } from "../../src/accounts/AccountStore.ts"
@@ -13,26 +13,30 @@ import { MediaStore } from "../../src/media/MediaStore.ts"
 import { micros } from "../../src/domain/Money.ts"
 import * as Pricer from "../../src/pricing/Pricer.ts"
 import * as TaskRunner from "../../src/tasks/TaskRunner.ts"
-import { TaskStore } from "../../src/tasks/TaskStore.ts"
+import { isKeyed, TaskStore } from "../../src/tasks/TaskStore.ts"
 
 export const TEXT_TO_IMAGE = "alpha-pro-text-to-image-economy"
 export const EDIT = "alpha-pro-edit-economy"
 export const UNSERVED = "song-lyrics"
 
-export const layerWith = (options: Partial<TaskRunner.Options> = {}, stores = MemoryStore.layer) =>
+export const layerWith = (
+  options: Partial<TaskRunner.Options> = {},
+  stores = MemoryStore.layer,
+  catalog: Layer.Layer<Catalog.Catalog> = Catalog.layer
+) =>
   Layer.mergeAll(
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }).pipe(Layer.provideMerge(Accounts.layer())),
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(Catalog.layer),
+    Layer.provideMerge(catalog),
     Layer.provideMerge(stores),
     Layer.orDie
   )
 
-/** The memory store, counting the store calls that authentication and admission make. */
+/** The memory store, counting the store calls that authentication and admission make (`admitKeyed`: a key's admit). */
 export const countingStores = () => {
-  const calls = { authenticate: 0, admitWithKey: 0, admit: 0, findIdempotent: 0 }
+  const calls = { authenticate: 0, admitKeyed: 0, admit: 0, findIdempotent: 0 }
   const counted = Layer.mergeAll(
     Layer.effect(
       TaskStore,
@@ -40,8 +44,8 @@ export const countingStores = () => {
         const store = yield* TaskStore
         return TaskStore.of({
           ...store,
-          admit: (request) => Effect.suspend(() => (calls.admit++, store.admit(request))),
-          admitWithKey: (request) => Effect.suspend(() => (calls.admitWithKey++, store.admitWithKey(request))),
+          admit: (request) =>
+            Effect.suspend(() => (isKeyed(request) ? calls.admitKeyed++ : calls.admit++, store.admit(request))),
           findIdempotent: (...args) => Effect.suspend(() => (calls.findIdempotent++, store.findIdempotent(...args)))
         })
       })
@@ -105,3 +109,20 @@ export const uploaded = (who: Accounts.Caller) =>
     )
     return reference
   })
+
+/** A presented key, as POST /api/v1/jobs hands it to `submit`. */
+export const keyed = (secret: string) => TaskRunner.presentedKey(Redacted.make(secret))
+
+/** The shipped catalog, counting the submissions it validates. */
+export const countingCatalog = () => {
+  const calls = { validate: 0 }
+  const catalog = Layer.effect(
+    Catalog.Catalog,
+    Effect.map(Catalog.Catalog, (shipped) =>
+      Catalog.Catalog.of({
+        ...shipped,
+        validate: (model, input) => Effect.suspend(() => (calls.validate++, shipped.validate(model, input)))
+      }))
+  ).pipe(Layer.provide(Catalog.layer))
+  return { calls, catalog }
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Deferred, Effect } from "effect"
-import { TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { AdmissionRules, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import { wake } from "./State.ts"
@@ -32,31 +32,35 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     const account = state.accounts.get(task.accountId)
     if (account === undefined) throw new Error(`No account ${task.accountId}`)
 
-    const idempotencyKey = keyOf(task.accountId, request.idempotencyKey)
-    const earlier = findIdempotent(task.accountId, request.idempotencyKey, now)
-    if (earlier !== undefined) {
-      return earlier.fingerprint === request.fingerprint
-        ? { _tag: "Replayed", task: earlier.task }
-        : { _tag: "IdempotencyConflict", taskId: earlier.task.id }
-    }
-
     const key = task.apiKeyId === null ? undefined : state.keys.get(task.apiKeyId)
-    if (limits.keyUsageLimit !== null && key !== undefined && key.record.usageCount >= limits.keyUsageLimit) {
-      return { _tag: "KeyUsageExceeded" }
-    }
     const window = account.submissions !== null && now < account.submissions.start + RATE_WINDOW_MS
       ? account.submissions
       : null
-    if (window !== null && window.count >= limits.submissionsPerMinute) {
-      return {
-        _tag: "RateLimited",
-        retryAfterSeconds: Math.max(1, Math.ceil((window.start + RATE_WINDOW_MS - now) / 1000))
-      }
-    }
-    if (unfinishedOf(account) >= limits.maxUnfinishedTasks) return { _tag: "ConcurrencyLimited" }
-    if (account.review) return { _tag: "PaymentReviewRequired" }
     const available = account.balance - account.reserved
-    if (available < task.priceMicros) return { _tag: "InsufficientCredits", availableMicros: available }
+    const rules: { readonly [R in AdmissionRules.StoreRule]: () => Result | undefined } = {
+      Idempotency: () => {
+        const earlier = findIdempotent(task.accountId, request.idempotencyKey, now)
+        if (earlier === undefined) return undefined
+        return earlier.fingerprint === request.fingerprint
+          ? { _tag: "Replayed", task: earlier.task }
+          : { _tag: "IdempotencyConflict", taskId: earlier.task.id }
+      },
+      KeyUsage: () =>
+        limits.keyUsageLimit !== null && key !== undefined && key.record.usageCount >= limits.keyUsageLimit
+          ? { _tag: "KeyUsageExceeded" }
+          : undefined,
+      RateLimit: () =>
+        window !== null && window.count >= limits.submissionsPerMinute
+          ? { _tag: "RateLimited", retryAfterSeconds: Math.max(1, Math.ceil((window.start + RATE_WINDOW_MS - now) / 1000)) }
+          : undefined,
+      Concurrency: () => unfinishedOf(account) >= limits.maxUnfinishedTasks ? { _tag: "ConcurrencyLimited" } : undefined,
+      PaymentReview: () => account.review ? { _tag: "PaymentReviewRequired" } : undefined,
+      Credits: () => available < task.priceMicros ? { _tag: "InsufficientCredits", availableMicros: available } : undefined
+    }
+    for (const rule of AdmissionRules.inStore) {
+      const answer = rules[rule]()
+      if (answer !== undefined) return answer
+    }
 
     const record: TaskStore.TaskRecord = {
       ...task,
@@ -70,7 +74,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     }
     append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
     state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, seq: state.nextSeq++ })
-    state.idempotency.set(idempotencyKey, {
+    state.idempotency.set(keyOf(task.accountId, request.idempotencyKey), {
       fingerprint: request.fingerprint,
       taskId: task.id,
       expiresAt: request.idempotencyExpiresAt.getTime()
@@ -136,8 +140,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
   }
 
   return TaskStore.TaskStore.of({
-    admit: (request) => Effect.sync(() => admit(request)),
-    admitWithKey: TaskStore.admitWithKeyInSteps(accounts, (request) => Effect.sync(() => admit(request))),
+    admit: TaskStore.admitInSteps(accounts, (request) => Effect.sync(() => admit(request))),
     findIdempotent: (accountId, idempotencyKey, now) =>
       Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
     purgeIdempotencyKeys: (expiredBefore, limit) =>

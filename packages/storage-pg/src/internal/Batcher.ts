@@ -1,9 +1,9 @@
 /**
  * Groups calls that arrive while earlier ones are being written into one statement: each of
  * `concurrency` runners, when free, takes everything waiting (up to `maxBatch`) under keys (the
- * account, for admissions) with fewer than `perKey` batches in flight; a lone call is written at
- * once. A batch that dies (a StoreRefused or other defect) is rerun one call at a time, so the call
- * at fault fails alone; a batch that fails (StoreUnavailable) fails whole.
+ * account or the API key, for admissions) with fewer than `perKey(key)` batches in flight; a lone
+ * call is written at once. A batch that dies (a StoreRefused or other defect) is rerun one call at a
+ * time, so the call at fault fails alone; a batch that fails (StoreUnavailable) fails whole.
  */
 import { Cause, Deferred, Effect, Exit } from "effect"
 import type { Scope } from "effect"
@@ -17,7 +17,7 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
   readonly key: (item: A) => string
   readonly maxBatch: number
   readonly concurrency: number
-  readonly perKey: number
+  readonly perKey: (key: string) => number
   /** One answer per item, in order. */
   readonly run: (items: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>
 }): Effect.fn.Return<(item: A) => Effect.Effect<B, E>, never, Scope.Scope> {
@@ -38,7 +38,7 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
     const batch: Array<Entry<A, B, E>> = []
     for (const [key, entries] of waiting) {
       if (batch.length >= options.maxBatch) break
-      if ((inFlight.get(key) ?? 0) >= options.perKey) continue
+      if ((inFlight.get(key) ?? 0) >= options.perKey(key)) continue
       batch.push(...entries.splice(0, options.maxBatch - batch.length))
       if (entries.length === 0) waiting.delete(key)
       inFlight.set(key, (inFlight.get(key) ?? 0) + 1)

@@ -52,7 +52,7 @@ export const make = Effect.gen(function*() {
     key: (call: Authentication) => call.hash,
     maxBatch: MAX_AUTHENTICATION_BATCH,
     concurrency: AUTHENTICATION_BATCHES,
-    perKey: AUTHENTICATION_BATCHES_PER_KEY,
+    perKey: () => AUTHENTICATION_BATCHES_PER_KEY,
     run: authenticateBatch
   })
 

@@ -1,10 +1,8 @@
 /**
  * Tasks: admission, the queue and the state machine, each a single statement.
  *
- * - admit: one call of `taskmeter_admit_batch` (migrations 0002, 0003, 0007) for all the
- *   admissions that arrived while the previous batch was written.
- * - admitWithKey: the same with each request's key counted and checked first, one call of
- *   `taskmeter_admit_keyed_batch` (migration 0009) per batch.
+ * - admit: one call of `taskmeter_admit_requests` (migration 0012) for all the admissions that
+ *   arrived while the previous batch was written, a key's counted and checked first.
  * - findIdempotent: one SELECT of the key joined to its task.
  * - purgeIdempotencyKeys: one DELETE of the oldest expired keys, picked `FOR UPDATE SKIP LOCKED`.
  * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
@@ -35,17 +33,13 @@ import type { WorkWakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
 
+/** An admission's row: a key's count (`key_` columns), and the admission if it was judged. */
 interface AdmitRow extends TaskRow {
   readonly ordinal: number
-  readonly outcome: TaskStore.AdmissionResult["_tag"]
+  readonly outcome: TaskStore.AdmissionResult["_tag"] | null
   readonly detail: Int8 | null
-}
-
-/** A keyed admission's row: the key's count (`key_` columns) and, if it passed, the admission. */
-interface KeyedAdmitRow extends Omit<AdmitRow, "outcome"> {
-  readonly outcome: AdmitRow["outcome"] | null
-  readonly window_started: Date
-  readonly window_requests: number
+  readonly window_started: Date | null
+  readonly window_requests: number | null
   readonly [column: `key_${string}`]: unknown
 }
 
@@ -125,14 +119,30 @@ const rounds = (moves: ReadonlyArray<Move>): ReadonlyArray<ReadonlyArray<Move>> 
   return result
 }
 
-/** Admission batches written at once, how many of them may hold one account, and their largest size (see Batcher). */
+/**
+ * Admission batches written at once, how many of them may hold one account or one key, and
+ * their largest size (see Batcher).
+ */
 const ADMISSION_BATCHES = 8
 const ADMISSION_BATCHES_PER_ACCOUNT = 2
+const ADMISSION_BATCHES_PER_KEY = 1
 const MAX_ADMISSION_BATCH = 100
 
-/** An admission's fields that do not depend on whose it is, as the batch statements read them. */
-const admissionFieldsJson = (request: TaskStore.KeyedAdmissionRequest | TaskStore.AdmissionRequest, ordinal: number) => ({
-  ordinal,
+/** An admission as `taskmeter_admit_requests` reads it; ordinals are 1-based positions. */
+const admissionJson = (request: TaskStore.AnyAdmissionRequest, index: number) => ({
+  ordinal: index + 1,
+  ...(TaskStore.isKeyed(request)
+    ? {
+      key_hash: request.key.hash,
+      now: request.key.now.toISOString(),
+      scope: request.key.scope,
+      default_rate_limit: request.key.defaultRateLimitPerMinute
+    }
+    : {
+      account_id: request.task.accountId,
+      api_key_id: request.task.apiKeyId,
+      key_usage_limit: request.limits.keyUsageLimit
+    }),
   task_id: request.task.id,
   model: request.task.model,
   input: request.task.input,
@@ -149,26 +159,16 @@ const admissionFieldsJson = (request: TaskStore.KeyedAdmissionRequest | TaskStor
   max_unfinished_tasks: request.limits.maxUnfinishedTasks
 })
 
-const admissionJson = (request: TaskStore.AdmissionRequest, ordinal: number) => ({
-  ...admissionFieldsJson(request, ordinal),
-  account_id: request.task.accountId,
-  api_key_id: request.task.apiKeyId,
-  key_usage_limit: request.limits.keyUsageLimit
-})
+/**
+ * Batches by account (a caller's request) or by key (a key's): requests of one key share its
+ * window row, so one batch per key at a time lets the rest gather.
+ */
+const batchKey = (request: TaskStore.AnyAdmissionRequest) =>
+  TaskStore.isKeyed(request) ? `key ${request.key.hash}` : `account ${request.task.accountId}`
 
-/** Ordinals are 1-based positions, as taskmeter_admit_keyed_batch answers them. */
-const keyedAdmissionJson = (request: TaskStore.KeyedAdmissionRequest, index: number) => ({
-  ...admissionFieldsJson(request, index + 1),
-  key_hash: request.key.hash,
-  now: request.key.now.toISOString(),
-  scope: request.key.scope,
-  default_rate_limit: request.key.defaultRateLimitPerMinute
-})
+const batchesPerKey = (key: string) => key.startsWith("key ") ? ADMISSION_BATCHES_PER_KEY : ADMISSION_BATCHES_PER_ACCOUNT
 
-/** Requests of one key share its window row, so one batch per key at a time lets the rest gather. */
-const KEYED_BATCHES_PER_KEY = 1
-
-const toAdmissionResult = (row: AdmitRow): TaskStore.AdmissionResult => {
+const toAdmissionResult = (row: AdmitRow & { readonly outcome: TaskStore.AdmissionResult["_tag"] }): TaskStore.AdmissionResult => {
   switch (row.outcome) {
     case "Admitted":
     case "Replayed":
@@ -276,60 +276,46 @@ export const make = (wakeups: WorkWakeups) =>
     const announcedIf = <A>(admitted: boolean, answers: A) =>
       admitted ? Effect.as(wakeups.announce, answers) : Effect.succeed(answers)
 
-    const admitBatch = (requests: ReadonlyArray<TaskStore.AdmissionRequest>) =>
+    /** Each request's answer: a caller's AdmissionResult, a key's KeyedAdmission. */
+    const admitBatch = (requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>) =>
       Failures.run(
         "admit",
-        sql<AdmitRow>`SELECT b.ordinal, b.outcome, b.detail, ${sql.literal(taskColumnList("(b.task)"))}
-          FROM taskmeter_admit_batch(${PgTypes.jsonb(requests.map(admissionJson))}) b`
+        sql<AdmitRow>`SELECT b.ordinal, ${sql.literal(prefixedApiKeyColumns("(b.key)", "key_"))},
+            b.window_started, b.window_requests, b.outcome, b.detail, ${sql.literal(taskColumnList("(b.task)"))}
+          FROM taskmeter_admit_requests(${PgTypes.jsonb(requests.map(admissionJson))}) b`
       ).pipe(
         Effect.flatMap((rows) => {
-          const results: Array<TaskStore.AdmissionResult> = []
-          for (const row of rows) results[row.ordinal] = toAdmissionResult(row)
-          return announcedIf(results.some((result) => result._tag === "Admitted"), results)
+          const byOrdinal = new Map(rows.map((row) => [row.ordinal, row]))
+          let admitted = false
+          const answers = requests.map((request, index): TaskStore.Admission<TaskStore.AnyAdmissionRequest> => {
+            const row = byOrdinal.get(index + 1)
+            const admission = row?.outcome == null ? undefined : toAdmissionResult({ ...row, outcome: row.outcome })
+            admitted ||= admission?._tag === "Admitted"
+            if (!TaskStore.isKeyed(request)) {
+              if (admission === undefined) throw new Error(`taskmeter_admit_requests did not judge admission ${index + 1}`)
+              return admission
+            }
+            return {
+              authenticated: row?.window_started == null
+                ? undefined
+                : toAuthenticated(prefixedApiKeyRow(row, "key_"), row.window_started, row.window_requests as number),
+              admission
+            }
+          })
+          return announcedIf(admitted, answers)
         })
       )
 
     const admit = yield* Batcher.make({
-      key: (request: TaskStore.AdmissionRequest) => request.task.accountId,
+      key: batchKey,
       maxBatch: MAX_ADMISSION_BATCH,
       concurrency: ADMISSION_BATCHES,
-      perKey: ADMISSION_BATCHES_PER_ACCOUNT,
+      perKey: batchesPerKey,
       run: admitBatch
     })
 
-    const admitKeyedBatch = (requests: ReadonlyArray<TaskStore.KeyedAdmissionRequest>) =>
-      Failures.run(
-        "admitWithKey",
-        sql<KeyedAdmitRow>`SELECT b.ordinal, ${sql.literal(prefixedApiKeyColumns("(b.key)", "key_"))},
-            b.window_started, b.window_requests, b.outcome, b.detail, ${sql.literal(taskColumnList("(b.task)"))}
-          FROM taskmeter_admit_keyed_batch(${PgTypes.jsonb(requests.map(keyedAdmissionJson))}) b`
-      ).pipe(
-        Effect.flatMap((rows) => {
-          const results: Array<TaskStore.KeyedAdmission> = requests.map(() => ({
-            authenticated: undefined,
-            admission: undefined
-          }))
-          for (const row of rows) {
-            results[row.ordinal - 1] = {
-              authenticated: toAuthenticated(prefixedApiKeyRow(row, "key_"), row.window_started, row.window_requests),
-              admission: row.outcome === null ? undefined : toAdmissionResult({ ...row, outcome: row.outcome })
-            }
-          }
-          return announcedIf(results.some((result) => result.admission?._tag === "Admitted"), results)
-        })
-      )
-
-    const admitWithKey = yield* Batcher.make({
-      key: (request: TaskStore.KeyedAdmissionRequest) => request.key.hash,
-      maxBatch: MAX_ADMISSION_BATCH,
-      concurrency: ADMISSION_BATCHES,
-      perKey: KEYED_BATCHES_PER_KEY,
-      run: admitKeyedBatch
-    })
-
     return TaskStore.TaskStore.of({
-      admit,
-      admitWithKey,
+      admit: admit as TaskStore.TaskStore["Service"]["admit"],
 
       findIdempotent: (accountId, idempotencyKey, now) =>
         Failures.run(
