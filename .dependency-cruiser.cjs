@@ -15,7 +15,8 @@ module.exports = {
     },
     {
       name: "kernel-imports-no-outer-package",
-      comment: "The kernel is the bottom layer: its src imports no http, mcp, providers or storage package (its tests may use a store).",
+      comment:
+        "The kernel is the bottom layer: its src imports no http, mcp, providers or storage package (its tests may use a store).",
       severity: "error",
       from: { path: "^packages/kernel/src/" },
       to: { path: "^packages/(http|mcp|providers|storage-[^/]+)/|^@taskmeter/(http|mcp|providers|storage-)" }
@@ -29,7 +30,8 @@ module.exports = {
     },
     {
       name: "packages-through-entry-points",
-      comment: "Another package is reached through its package.json exports (@taskmeter/x, @taskmeter/x/testing), never its src files.",
+      comment:
+        "Another package is reached through its package.json exports (@taskmeter/x, @taskmeter/x/testing), never its src files.",
       severity: "error",
       from: { path: "^packages/([^/]+)/" },
       to: { path: "^packages/", pathNot: ["^packages/$1/", ENTRY_POINTS] }
