@@ -174,9 +174,9 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => {
           },
           body: JSON.stringify(payload),
           signal: signal === undefined ? interrupted : AbortSignal.any([interrupted, signal]),
-          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
-          dispatcher: agent
-        } as RequestInit),
+          // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
+          dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
+        }),
       catch: (cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
     }).pipe(
       Effect.timeoutOrElse({
