@@ -27,7 +27,7 @@
  * (*) The address the server is bound to once it listens (the real port with PORT=0), with the
  * loopback address in place of a wildcard HOST (127.0.0.1 for 0.0.0.0, [::1] for ::).
  *
- * The executors are `Providers.fromConfig`: every upstream family whose API key is set, then
+ * The executors are `Providers.scoped` (its connections closed when the process stops): every upstream family whose API key is set, then
  * the offline `simulated` provider for every model (SIMULATED_ENABLED=false removes it).
  */
 import { createHmac } from "node:crypto"
@@ -377,10 +377,10 @@ const announce = (
  * What `npm start` runs: the server from the environment's settings, until interrupted. The
  * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
  */
-export const start = Effect.gen(function*() {
+export const start = Effect.scoped(Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
-  const adapters = yield* Providers.fromConfig
+  const adapters = yield* Providers.scoped
   const dataDir = resolvePath(serverSettings.dataDir)
   // Before anything is created: the database, blobs and admin.json are the owner's alone.
   yield* DataDir.restrictUmask
@@ -404,7 +404,7 @@ export const start = Effect.gen(function*() {
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
     )
   )
-})
+}))
 
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
@@ -416,10 +416,10 @@ export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")
  * token of OPERATOR_TOKEN or the data directory's admin.json, whose address is also the
  * default PUBLIC_URL.
  */
-export const worker = Effect.gen(function*() {
+export const worker = Effect.scoped(Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
-  const adapters = yield* Providers.fromConfig
+  const adapters = yield* Providers.scoped
   const dataDir = resolvePath(serverSettings.dataDir)
   if (Option.isNone(settings.databaseUrl)) {
     return yield* new WorkerNotConfigured({
@@ -452,4 +452,4 @@ export const worker = Effect.gen(function*() {
       storage(dataDir, settings)
     ))
   )
-})
+}))

@@ -13,7 +13,7 @@
  * const reply = yield* http.send("submit", { method: "POST", url, headers, json: body })
  * ```
  */
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import type { Provider } from "@taskmeter/kernel"
 import { Agent } from "undici"
 import * as CappedBody from "./CappedBody.ts"
@@ -143,3 +143,7 @@ export const make = (options: Options = {}): HttpClient => {
     close: Effect.promise(() => agent.close())
   }
 }
+
+/** `make`, closed when the scope closes (a layer's, when built in one). */
+export const scoped = (options: Options = {}): Effect.Effect<HttpClient, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(() => make(options)), (client) => client.close)
