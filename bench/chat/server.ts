@@ -15,9 +15,7 @@ import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, ResultU
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
-import * as ChatServer from "../../packages/http/src/chat/ChatServer.ts"
-import * as ChatServices from "../../packages/http/src/chat/ChatServices.ts"
-import { Server, ServerConfig } from "../../packages/http/src/index.ts"
+import { ChatServer, ChatServices, Server, ServerConfig } from "@taskmeter/http"
 
 export const CREDITS = 1_000_000_000
 

@@ -91,10 +91,10 @@ export interface ServeOptions {
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
 export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
   HttpRouter.serve(app, {
-    middleware: options?.trustedProxies !== undefined && options.trustedProxies.length > 0
-      ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies })
-      : undefined,
-    disableLogger: options?.disableLogger,
+    ...(options?.trustedProxies !== undefined && options.trustedProxies.length > 0
+      ? { middleware: HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies }) }
+      : {}),
+    ...(options?.disableLogger === undefined ? {} : { disableLogger: options.disableLogger }),
     disableListenLog: options?.disableListenLog ?? false
   })
 

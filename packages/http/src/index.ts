@@ -1,6 +1,8 @@
 export * as Api from "./Api.ts"
 export * as Authentication from "./handlers/Authentication.ts"
 export * as ByteRange from "./ByteRange.ts"
+export * as ChatServer from "./chat/ChatServer.ts"
+export * as ChatServices from "./chat/ChatServices.ts"
 export * as DataDir from "./DataDir.ts"
 export * as ErrorResponse from "./ErrorResponse.ts"
 export * as JsonBody from "./JsonBody.ts"

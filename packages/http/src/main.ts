@@ -2,7 +2,7 @@
  * The composition root of `npm start` (and `taskmeter start`, `taskmeter worker`): storage, kernel
  * services, the HTTP server with the admin service, chat, the MCP endpoint and in-process
  * workers, configured from the environment. Wiring only; every rule lives in the kernel and the
- * route modules. The settings: packages/http/README.md; the executors: `Providers.fromConfig`.
+ * route modules. The settings: packages/http/README.md; the executors: `Providers.scoped`.
  */
 import { createHmac } from "node:crypto"
 import { access } from "node:fs/promises"
@@ -345,10 +345,10 @@ const announce = (
  * What `npm start` runs: the server from the environment's settings, until interrupted. The
  * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
  */
-export const start = Effect.gen(function*() {
+export const start = Effect.scoped(Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
-  const adapters = yield* Providers.fromConfig
+  const adapters = yield* Providers.scoped
   const dataDir = resolvePath(serverSettings.dataDir)
   // Before anything is created: the database, blobs and admin.json are the owner's alone.
   yield* DataDir.restrictUmask
@@ -372,7 +372,7 @@ export const start = Effect.gen(function*() {
       Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
     )
   )
-})
+}))
 
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
@@ -384,10 +384,10 @@ export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")
  * token of OPERATOR_TOKEN or the data directory's admin.json, whose address is also the
  * default PUBLIC_URL.
  */
-export const worker = Effect.gen(function*() {
+export const worker = Effect.scoped(Effect.gen(function*() {
   const serverSettings = yield* ServerConfig.config
   const settings = yield* config
-  const adapters = yield* Providers.fromConfig
+  const adapters = yield* Providers.scoped
   const dataDir = resolvePath(serverSettings.dataDir)
   if (Option.isNone(settings.databaseUrl)) {
     return yield* new WorkerNotConfigured({
@@ -420,4 +420,4 @@ export const worker = Effect.gen(function*() {
       storage(dataDir, settings)
     ))
   )
-})
+}))

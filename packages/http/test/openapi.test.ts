@@ -1,5 +1,5 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Catalog, Errors } from "@taskmeter/kernel"
 import * as ChatWire from "../src/api/ChatWire.ts"

@@ -71,7 +71,7 @@ export const layer = (options: TransportGuard.Options = {}): Layer.Layer<
       // x-api-key carries API keys only; OAuth access tokens come as Bearer tokens.
       if (token.startsWith(Accounts.KEY_PREFIX) || presented.header === PresentedCredential.API_KEY_HEADER) {
         const caller = yield* accounts.authenticate(token)
-        return { token, clientId: "api-key", scopes: [...caller.scopes], caller, expiresAt: undefined }
+        return { token, clientId: "api-key", scopes: [...caller.scopes], caller }
       }
       const verified = yield* server.verify(token)
       return {

@@ -30,9 +30,8 @@
  * `@taskmeter/mcp/testing`'s `OAuthStoreConformance.suite`.
  */
 import type { Effect } from "effect"
-import { Context, Layer } from "effect"
+import { Context } from "effect"
 import type { Ids, Scope, StoreError } from "@taskmeter/kernel"
-import { makeMemoryStore } from "./internal/MemoryOAuthStore.ts"
 
 type StoreUnavailable = StoreError.StoreUnavailable
 
@@ -251,6 +250,3 @@ export class OAuthStore extends Context.Service<OAuthStore, {
    */
   readonly purgeExpired: (now: Date) => Effect.Effect<number, StoreUnavailable>
 }>()("@taskmeter/mcp/OAuthStore") {}
-
-/** An OAuthStore in this process's memory: right for tests and a single-process deployment; lost on restart. */
-export const layerMemory: Layer.Layer<OAuthStore> = Layer.sync(OAuthStore, () => OAuthStore.of(makeMemoryStore()))

@@ -156,7 +156,7 @@ describe.each([
     expect(["queued", "submitting", "running"]).toContain(short.data.status)
 
     // ...and a longer one sees it finish, with progress notifications meanwhile.
-    const progress: Array<{ progress: number; total?: number }> = []
+    const progress: Array<{ progress: number; total?: number | undefined }> = []
     const waited = await client.callTool(
       { name: "wait_for_task", arguments: { id: created.data.id } },
       { onprogress: (update) => void progress.push(update) }

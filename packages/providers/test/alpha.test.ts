@@ -64,7 +64,7 @@ describe("alpha adapter", () => {
         expect(create!.headers.get("authorization")).toBe("Bearer test-key")
         expect(create!.headers.get("content-type")).toBe("application/json")
         expect(create!.body).toEqual(c.sent)
-        expect(polls.every((poll) => poll.url.pathname === "/api/v1/jobs/recordInfo" && poll.url.searchParams.get("taskId") === "task_" + fake.jobs.size)).toBe(true)
+        expect(polls.every((poll) => poll.url.pathname === "/api/v1/jobs/recordInfo" && poll.url.searchParams.get("taskId") === `task_${fake.jobs.size}`)).toBe(true)
         expect(outputsOf(result)).toEqual([
           { type: "image", url: `https://cdn.example.test/results/task_${fake.jobs.size}-0.png`, contentType: "image/png" }
         ])

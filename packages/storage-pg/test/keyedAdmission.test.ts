@@ -129,7 +129,6 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
     keys: account.keys.map((key, k) => ({ id: `key_${a}_${k}`, hash: `hash_${a}_${k}`, ...key }))
   }))
   const keys = accounts.flatMap((account) => account.keys.map((key) => ({ key, accountId: account.id })))
-  const hashes = keys.map(({ key }) => key.hash)
   let serial = 0
   return {
     accounts,

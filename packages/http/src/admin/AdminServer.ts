@@ -7,7 +7,7 @@
  */
 import { createServer } from "node:http"
 import { Context, Data, Effect, Layer, type Redacted } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http"
 import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { NodeHttpServer } from "@effect/platform-node"

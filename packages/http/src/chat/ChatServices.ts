@@ -43,7 +43,6 @@ export const layer = (options: Options) =>
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
 export const config = Config.all({
-  providers: ChatUpstreams.fromConfig,
   pricesFile: Config.option(Config.String("CHAT_PRICES_FILE")),
   requestsPerMinute: Config.schema(PositiveInt, "CHAT_REQUESTS_PER_MINUTE").pipe(
     Config.withDefault(ChatBilling.defaultLimits.requestsPerMinute)
@@ -57,7 +56,8 @@ export const config = Config.all({
 export const layerConfig = Layer.unwrap(Effect.gen(function*() {
   const settings = yield* config
   const services = layer({
-    providers: settings.providers,
+    // Its upstream's connections close with this layer.
+    providers: yield* ChatUpstreams.scoped,
     pricesFile: Option.getOrUndefined(settings.pricesFile),
     limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests }
   })

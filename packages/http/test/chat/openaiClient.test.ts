@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { http, HttpResponse } from "msw"
 import { setupServer } from "msw/node"
 import { ChatPrices, ChatTokens } from "@taskmeter/kernel"
-import defaultChatPrices from "../../../kernel/prices/default-chat-prices.json" with { type: "json" }
+import defaultChatPrices from "@taskmeter/kernel/prices/default-chat-prices.json" with { type: "json" }
 import { APIError } from "openai"
 import * as T from "./ChatTestServer.ts"
 

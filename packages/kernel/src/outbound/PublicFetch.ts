@@ -109,9 +109,9 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
           redirect: "manual",
           signal: controller.signal,
           ...(options.headers === undefined ? {} : { headers: options.headers }),
-          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
-          dispatcher: agent
-        } as RequestInit),
+          // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
+          dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
+        }),
       catch: (error) => {
         const refusal = refusalIn(error)
         return refusal !== undefined

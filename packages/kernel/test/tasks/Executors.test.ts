@@ -4,7 +4,7 @@ import * as Executors from "../../src/tasks/Executors.ts"
 import { fakeProvider } from "./TaskWorkerSupport.ts"
 
 const adapter = (provider: string, models: ReadonlyArray<string>, maxConcurrency?: number) => ({
-  ...fakeProvider({ models, maxConcurrency }).adapter,
+  ...fakeProvider({ models, ...(maxConcurrency === undefined ? {} : { maxConcurrency }) }).adapter,
   provider
 })
 

@@ -125,7 +125,7 @@ export const adapter = (baseUrl: string, models: ReadonlyArray<string>): Provide
           method,
           signal,
           headers: { "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body)
+          ...(body === undefined ? {} : { body: JSON.stringify(body) })
         }).then(async (response) => ({ status: response.status, body: await response.json() as unknown })),
       // A submission whose connection fails may have arrived: only reads are safe to repeat.
       catch: (cause) =>

@@ -17,7 +17,7 @@ import type { Owner } from "./Browser.ts"
 export type Revision = "2026-07-28" | "2025-11-25"
 
 export class MemoryOAuthProvider implements OAuthClientProvider {
-  readonly clientMetadataUrl: string | undefined
+  readonly clientMetadataUrl?: string
   authorizationUrl: URL | undefined
   lastState: string | undefined
   private information: StoredOAuthClientInformation | undefined
@@ -30,7 +30,7 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
 
   constructor(options: { readonly redirectUrl: string; readonly clientName: string; readonly clientMetadataUrl?: string }) {
     this.options = options
-    this.clientMetadataUrl = options.clientMetadataUrl
+    if (options.clientMetadataUrl !== undefined) this.clientMetadataUrl = options.clientMetadataUrl
   }
 
   get redirectUrl(): string {

@@ -8,6 +8,7 @@ import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as TaskMarket from "../market/TaskMarket.ts"
 import * as Fields from "../utils/InputFields.ts"
+import type * as HttpClient from "../utils/HttpClient.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
 
 /** Our slug -> the market's model id. */
@@ -58,4 +59,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
 }
 
 /** `make` from ALPHA_API_KEY, ALPHA_BASE_URL and ALPHA_MAX_CONCURRENCY. */
-export const config: Config.Config<Provider.ProviderV1> = ProviderConfig.config("ALPHA").pipe(Config.map(make))
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> =>
+  ProviderConfig.config("ALPHA", http).pipe(Config.map(make))
+
+export const config: Config.Config<Provider.ProviderV1> = configWith()

@@ -14,11 +14,11 @@
  *
  * @example
  * ```ts
- * const providers = yield* ChatUpstreams.fromConfig
+ * const providers = yield* ChatUpstreams.scoped
  * const layer = ChatProvider.layer(providers)
  * ```
  */
-import { Config, Option } from "effect"
+import { Config, Effect, Option, type Scope } from "effect"
 import type { ChatProvider } from "@taskmeter/kernel"
 import * as LocalChatModel from "./LocalChatModel.ts"
 import * as OpenAiCompatible from "./OpenAiCompatible.ts"
@@ -35,7 +35,7 @@ export const parseModels = (text: string): { readonly [chatModel: string]: strin
     })
   )
 
-export const fromConfig: Config.Config<ReadonlyArray<ChatProvider.ChatProviderV1>> = Config.all({
+const settings = Config.all({
   baseUrl: Config.option(Config.String("CHAT_UPSTREAM_BASE_URL")),
   apiKey: Config.option(Config.Redacted("CHAT_UPSTREAM_API_KEY")),
   models: Config.String("CHAT_UPSTREAM_MODELS").pipe(Config.withDefault("")),
@@ -44,15 +44,27 @@ export const fromConfig: Config.Config<ReadonlyArray<ChatProvider.ChatProviderV1
   ),
   localEnabled: Config.Boolean("CHAT_LOCAL_ENABLED").pipe(Config.withDefault(true)),
   tokenDelayMs: Config.Int("CHAT_LOCAL_TOKEN_DELAY_MS").pipe(Config.withDefault(0))
-}).pipe(Config.map((config) => [
-  ...(Option.isSome(config.baseUrl)
-    ? [OpenAiCompatible.make({
-      provider: UPSTREAM,
-      baseUrl: config.baseUrl.value,
-      apiKey: Option.getOrUndefined(config.apiKey),
-      models: parseModels(config.models),
-      capParameter: config.capParameter
-    })]
-    : []),
-  ...(config.localEnabled ? [LocalChatModel.make({ tokenDelayMs: config.tokenDelayMs })] : [])
-]))
+})
+
+type Settings = Config.Success<typeof settings>
+
+const upstreamOptions = (config: Settings, baseUrl: string): OpenAiCompatible.Options => ({
+  provider: UPSTREAM,
+  baseUrl,
+  apiKey: Option.getOrUndefined(config.apiKey),
+  models: parseModels(config.models),
+  capParameter: config.capParameter
+})
+
+const local = (config: Settings) => config.localEnabled ? [LocalChatModel.make({ tokenDelayMs: config.tokenDelayMs })] : []
+
+/** The configured chat providers; the upstream's connections close with the scope (a layer's, when built in one). */
+export const scoped: Effect.Effect<ReadonlyArray<ChatProvider.ChatProviderV1>, Config.ConfigError, Scope.Scope> = Effect.gen(
+  function*() {
+    const config = yield* settings
+    const upstream = Option.isSome(config.baseUrl)
+      ? [yield* OpenAiCompatible.scoped(upstreamOptions(config, config.baseUrl.value))]
+      : []
+    return [...upstream, ...local(config)]
+  }
+)

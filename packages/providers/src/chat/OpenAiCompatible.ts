@@ -27,7 +27,7 @@
  * })
  * ```
  */
-import { Clock, Effect, Redacted, Stream } from "effect"
+import { Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
@@ -133,7 +133,16 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
   return parts
 }
 
-export const make = (options: Options): ChatProvider.ChatProviderV1 => {
+export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
+
+/** `make`, its pooled connections closed when the scope closes (a layer's, when built in one). */
+export const scoped = (options: Options): Effect.Effect<ChatProvider.ChatProviderV1, never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(Effect.sync(() => build(options)), ({ agent }) => Effect.promise(() => agent.close())),
+    ({ provider }) => provider
+  )
+
+const build = (options: Options): { readonly provider: ChatProvider.ChatProviderV1; readonly agent: Agent } => {
   const baseUrl = options.baseUrl.replace(/\/+$/, "")
   const url = `${baseUrl}/chat/completions`
   const apiKey = options.apiKey === undefined
@@ -174,9 +183,9 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => {
           },
           body: JSON.stringify(payload),
           signal: signal === undefined ? interrupted : AbortSignal.any([interrupted, signal]),
-          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
-          dispatcher: agent
-        } as RequestInit),
+          // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
+          dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
+        }),
       catch: (cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
     }).pipe(
       Effect.timeoutOrElse({
@@ -258,10 +267,5 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => {
       return parts
     })
 
-  return {
-    specificationVersion: "v1",
-    provider: options.provider,
-    complete,
-    stream
-  }
+  return { provider: { specificationVersion: "v1", provider: options.provider, complete, stream }, agent }
 }

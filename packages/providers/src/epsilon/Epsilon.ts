@@ -8,6 +8,7 @@ import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as FalQueue from "../fal/FalQueue.ts"
 import * as Fields from "../utils/InputFields.ts"
+import type * as HttpClient from "../utils/HttpClient.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
 
 /** The fal app every endpoint below belongs to. */
@@ -93,4 +94,7 @@ export const make = (options: Options): Provider.ProviderV1 =>
   })
 
 /** `make` from EPSILON_API_KEY, EPSILON_BASE_URL and EPSILON_MAX_CONCURRENCY. */
-export const config: Config.Config<Provider.ProviderV1> = ProviderConfig.config("EPSILON").pipe(Config.map(make))
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> =>
+  ProviderConfig.config("EPSILON", http).pipe(Config.map(make))
+
+export const config: Config.Config<Provider.ProviderV1> = configWith()

@@ -8,6 +8,7 @@ import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as TaskMarket from "../market/TaskMarket.ts"
 import * as Fields from "../utils/InputFields.ts"
+import type * as HttpClient from "../utils/HttpClient.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
 
 export const upstreamModels = {
@@ -93,4 +94,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
 }
 
 /** `make` from GAMMA_API_KEY, GAMMA_BASE_URL and GAMMA_MAX_CONCURRENCY. */
-export const config: Config.Config<Provider.ProviderV1> = ProviderConfig.config("GAMMA").pipe(Config.map(make))
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> =>
+  ProviderConfig.config("GAMMA", http).pipe(Config.map(make))
+
+export const config: Config.Config<Provider.ProviderV1> = configWith()

@@ -9,6 +9,7 @@ import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as Replicate from "../replicate/Replicate.ts"
 import * as Fields from "../utils/InputFields.ts"
+import type * as HttpClient from "../utils/HttpClient.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
 
 /** Our slug -> Replicate's `owner/name`. */
@@ -51,4 +52,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
 }
 
 /** `make` from PICGEN_API_KEY, PICGEN_BASE_URL and PICGEN_MAX_CONCURRENCY. */
-export const config: Config.Config<Provider.ProviderV1> = ProviderConfig.config("PICGEN").pipe(Config.map(make))
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> =>
+  ProviderConfig.config("PICGEN", http).pipe(Config.map(make))
+
+export const config: Config.Config<Provider.ProviderV1> = configWith()

@@ -7,6 +7,7 @@
 import { Config } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as Fields from "../utils/InputFields.ts"
+import type * as HttpClient from "../utils/HttpClient.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
 import * as SongApi from "./SongApi.ts"
 
@@ -71,9 +72,11 @@ export const make = (options: Options): Provider.ProviderV1 => {
 }
 
 /** `make` from SONG_API_KEY, SONG_BASE_URL, SONG_MAX_CONCURRENCY and SONG_CALLBACK_URL. */
-export const config: Config.Config<Provider.ProviderV1> = Config.all({
-  options: ProviderConfig.config("SONG"),
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> => Config.all({
+  options: ProviderConfig.config("SONG", http),
   callBackUrl: Config.option(Config.String("SONG_CALLBACK_URL"))
 }).pipe(Config.map(({ options, callBackUrl }) =>
   make({ ...options, callBackUrl: callBackUrl._tag === "Some" ? callBackUrl.value : undefined })
 ))
+
+export const config: Config.Config<Provider.ProviderV1> = configWith()

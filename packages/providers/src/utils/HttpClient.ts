@@ -13,7 +13,7 @@
  * const reply = yield* http.send("submit", { method: "POST", url, headers, json: body })
  * ```
  */
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import type { Provider } from "@taskmeter/kernel"
 import { Agent } from "undici"
 import * as CappedBody from "./CappedBody.ts"
@@ -50,14 +50,17 @@ export interface Reply {
 }
 
 export interface HttpClient {
-  readonly options: Required<Options>
+  readonly options: Settings
   /** One JSON call: any status comes back as a Reply; only transport failures fail. */
   readonly send: (step: UpstreamError.Step, request: Request) => Effect.Effect<Reply, Provider.ProviderError>
   /** Closes the pooled connections. */
   readonly close: Effect.Effect<void>
 }
 
-const defaults: Required<Options> = {
+/** Options with every default filled in. */
+export type Settings = { readonly [K in keyof Options]-?: Exclude<Options[K], undefined> }
+
+const defaults: Settings = {
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 30_000,
@@ -69,7 +72,7 @@ const defaults: Required<Options> = {
 const describe = (request: { readonly method: string; readonly url: string }) => `${request.method} ${request.url}`
 
 export const make = (options: Options = {}): HttpClient => {
-  const settings: Required<Options> = {
+  const settings: Settings = {
     connectTimeoutMs: options.connectTimeoutMs ?? defaults.connectTimeoutMs,
     headersTimeoutMs: options.headersTimeoutMs ?? defaults.headersTimeoutMs,
     bodyTimeoutMs: options.bodyTimeoutMs ?? defaults.bodyTimeoutMs,
@@ -91,9 +94,9 @@ export const make = (options: Options = {}): HttpClient => {
         fetch(url, {
           ...init,
           signal: AbortSignal.any([signal, AbortSignal.timeout(settings.requestTimeoutMs)]),
-          // `dispatcher` is undici's extension of RequestInit, which the DOM typings do not list.
-          dispatcher: agent
-        } as RequestInit),
+          // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
+          dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
+        }),
       catch: (error) =>
         UpstreamError.fromTransport(
           step,
@@ -140,3 +143,7 @@ export const make = (options: Options = {}): HttpClient => {
     close: Effect.promise(() => agent.close())
   }
 }
+
+/** `make`, closed when the scope closes (a layer's, when built in one). */
+export const scoped = (options: Options = {}): Effect.Effect<HttpClient, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(() => make(options)), (client) => client.close)

@@ -46,8 +46,11 @@ export const resolve = (options: AdapterOptions, defaultBaseUrl: string): Resolv
   }
 }
 
-/** The options of one family from configuration: `<prefix>_API_KEY`, `_BASE_URL`, `_MAX_CONCURRENCY`. */
-export const config = (prefix: string): Config.Config<AdapterOptions> =>
+/**
+ * The options of one family from configuration: `<prefix>_API_KEY`, `_BASE_URL`, `_MAX_CONCURRENCY`;
+ * with `http`, the adapter uses that client instead of one of its own.
+ */
+export const config = (prefix: string, http?: HttpClient.HttpClient): Config.Config<AdapterOptions> =>
   Config.all({
     apiKey: Config.Redacted(`${prefix}_API_KEY`),
     baseUrl: Config.option(Config.String(`${prefix}_BASE_URL`)),
@@ -55,5 +58,6 @@ export const config = (prefix: string): Config.Config<AdapterOptions> =>
   }).pipe(Config.map(({ apiKey, baseUrl, maxConcurrency }) => ({
     apiKey,
     baseUrl: Option.getOrUndefined(baseUrl),
-    maxConcurrency: Option.getOrUndefined(maxConcurrency)
+    maxConcurrency: Option.getOrUndefined(maxConcurrency),
+    ...(http === undefined ? {} : { http })
   })))

@@ -1,0 +1,913 @@
+-- The schema the migrations in src/migrations produce, dumped from a freshly migrated database.
+-- Generated: do not edit; run `npm run schema:dump -w packages/storage-pg` after changing a migration.
+CREATE TYPE taskmeter_admission AS (
+	ordinal integer,
+	task_id text,
+	account_id text,
+	api_key_id text,
+	model text,
+	input jsonb,
+	price_micros bigint,
+	unit_micros bigint,
+	quantity integer,
+	settlement text,
+	created_at timestamp with time zone,
+	deadline_at timestamp with time zone,
+	idempotency_key text,
+	fingerprint text,
+	idempotency_expires_at timestamp with time zone,
+	submissions_per_minute integer,
+	max_unfinished_tasks integer,
+	key_usage_limit integer
+);
+
+CREATE TABLE api_keys (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    account_id text NOT NULL,
+    name text NOT NULL,
+    display_prefix text NOT NULL,
+    hash text NOT NULL,
+    scopes text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    rate_limit_per_minute integer,
+    usage_limit integer,
+    usage_count integer DEFAULT 0 NOT NULL,
+    CONSTRAINT api_keys_rate_limit_per_minute_check CHECK ((rate_limit_per_minute >= 0)),
+    CONSTRAINT api_keys_usage_count_check CHECK ((usage_count >= 0)),
+    CONSTRAINT api_keys_usage_limit_check CHECK ((usage_limit >= 0))
+);
+
+CREATE TYPE taskmeter_key_count AS (
+	ordinal integer,
+	key api_keys,
+	window_started timestamp with time zone,
+	window_requests integer
+);
+
+CREATE TYPE taskmeter_keyed_admission AS (
+	ordinal integer,
+	key_hash text,
+	now timestamp with time zone,
+	scope text,
+	default_rate_limit integer,
+	task_id text,
+	model text,
+	input jsonb,
+	price_micros bigint,
+	unit_micros bigint,
+	quantity integer,
+	settlement text,
+	created_at timestamp with time zone,
+	deadline_at timestamp with time zone,
+	idempotency_key text,
+	fingerprint text,
+	idempotency_expires_at timestamp with time zone,
+	submissions_per_minute integer,
+	max_unfinished_tasks integer
+);
+
+CREATE TABLE tasks (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    account_id text NOT NULL,
+    api_key_id text,
+    model text NOT NULL,
+    input jsonb NOT NULL,
+    status text NOT NULL,
+    error_code text,
+    price_micros bigint NOT NULL,
+    unit_micros bigint NOT NULL,
+    quantity integer NOT NULL,
+    settlement text NOT NULL,
+    charged_micros bigint,
+    assets jsonb DEFAULT '[]'::jsonb NOT NULL,
+    upstream_ref text,
+    attempts integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    deadline_at timestamp with time zone NOT NULL,
+    lease_token text,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT tasks_check CHECK (((charged_micros >= 0) AND (charged_micros <= price_micros))),
+    CONSTRAINT tasks_check1 CHECK (((status <> 'succeeded'::text) OR (charged_micros IS NOT NULL))),
+    CONSTRAINT tasks_price_micros_check CHECK ((price_micros >= 0)),
+    CONSTRAINT tasks_quantity_check CHECK ((quantity >= 0)),
+    CONSTRAINT tasks_settlement_check CHECK ((settlement = ANY (ARRAY['fixed'::text, 'perDeliveredUnit'::text]))),
+    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'reconciliation_required'::text]))),
+    CONSTRAINT tasks_unit_micros_check CHECK ((unit_micros >= 0))
+);
+
+CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id text, p_model text, p_input jsonb, p_price_micros bigint, p_unit_micros bigint, p_quantity integer, p_settlement text, p_created_at timestamp with time zone, p_deadline_at timestamp with time zone, p_idempotency_key text, p_fingerprint text, p_idempotency_expires_at timestamp with time zone, p_submissions_per_minute integer, p_max_unfinished_tasks integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, task tasks)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_account accounts;
+    v_key idempotency_keys;
+    v_existing tasks;
+    v_task tasks;
+    v_window_start timestamptz;
+    v_in_window integer;
+  BEGIN
+    SELECT * INTO v_account FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      RAISE foreign_key_violation USING MESSAGE = format('account %s does not exist', p_account_id);
+    END IF;
+
+    SELECT * INTO v_key FROM idempotency_keys k
+      WHERE k.account_id = p_account_id AND k.idempotency_key = p_idempotency_key;
+    IF v_key.task_id IS NOT NULL AND v_key.expires_at > p_created_at THEN
+      SELECT * INTO v_existing FROM tasks t WHERE t.id = v_key.task_id;
+      IF v_key.request_fingerprint = p_fingerprint THEN
+        RETURN QUERY SELECT 'Replayed'::text, NULL::bigint, v_existing;
+      ELSE
+        RETURN QUERY SELECT 'IdempotencyConflict'::text, NULL::bigint, v_existing;
+      END IF;
+      RETURN;
+    END IF;
+
+    IF p_api_key_id IS NOT NULL AND p_key_usage_limit IS NOT NULL
+       AND (SELECT k.usage_count FROM api_keys k WHERE k.id = p_api_key_id) >= p_key_usage_limit THEN
+      RETURN QUERY SELECT 'KeyUsageExceeded'::text, NULL::bigint, NULL::tasks;
+      RETURN;
+    END IF;
+
+    IF v_account.submissions_window_start IS NULL
+       OR p_created_at >= v_account.submissions_window_start + interval '1 minute' THEN
+      v_window_start := p_created_at;
+      v_in_window := 0;
+    ELSE
+      v_window_start := v_account.submissions_window_start;
+      v_in_window := v_account.submissions_in_window;
+    END IF;
+    IF v_in_window >= p_submissions_per_minute THEN
+      RETURN QUERY SELECT 'RateLimited'::text,
+        greatest(1, ceil(extract(epoch FROM v_window_start + interval '1 minute' - p_created_at)))::bigint,
+        NULL::tasks;
+      RETURN;
+    END IF;
+
+    IF v_account.unfinished_tasks >= p_max_unfinished_tasks THEN
+      RETURN QUERY SELECT 'ConcurrencyLimited'::text, NULL::bigint, NULL::tasks;
+      RETURN;
+    END IF;
+
+    IF v_account.payment_review THEN
+      RETURN QUERY SELECT 'PaymentReviewRequired'::text, NULL::bigint, NULL::tasks;
+      RETURN;
+    END IF;
+
+    IF v_account.balance_micros - v_account.reserved_micros < p_price_micros THEN
+      RETURN QUERY SELECT 'InsufficientCredits'::text,
+        v_account.balance_micros - v_account.reserved_micros, NULL::tasks;
+      RETURN;
+    END IF;
+
+    UPDATE accounts a SET
+      reserved_micros = a.reserved_micros + p_price_micros,
+      unfinished_tasks = a.unfinished_tasks + 1,
+      submissions_window_start = v_window_start,
+      submissions_in_window = v_in_window + 1
+      WHERE a.id = p_account_id;
+
+    INSERT INTO tasks (
+      id, account_id, api_key_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+      created_at, updated_at, deadline_at
+    ) VALUES (
+      p_task_id, p_account_id, p_api_key_id, p_model, p_input, 'queued', p_price_micros, p_unit_micros,
+      p_quantity, p_settlement, p_created_at, p_created_at, p_deadline_at
+    ) RETURNING * INTO v_task;
+
+    -- The key read above is absent or expired, and under the account lock no other admission
+    -- can change it; only a purge can, by deleting it: then this inserts it anew.
+    INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id, expires_at)
+      VALUES (p_account_id, p_idempotency_key, p_fingerprint, p_task_id, p_idempotency_expires_at)
+      ON CONFLICT (account_id, idempotency_key) DO UPDATE
+        SET request_fingerprint = excluded.request_fingerprint, task_id = excluded.task_id,
+          expires_at = excluded.expires_at;
+
+    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
+      VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', p_price_micros, p_task_id, p_created_at);
+
+    IF p_api_key_id IS NOT NULL THEN
+      UPDATE api_keys k SET usage_count = k.usage_count + 1 WHERE k.id = p_api_key_id;
+    END IF;
+
+    RETURN QUERY SELECT 'Admitted'::text, NULL::bigint, v_task;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_admit_admissions(p_batch taskmeter_admission[]) RETURNS TABLE(ordinal integer, outcome text, detail bigint, task tasks)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_tasks tasks[];
+    r record;
+  BEGIN
+    IF cardinality(p_batch) = 0 THEN
+      RETURN;
+    END IF;
+    IF NOT EXISTS (
+      SELECT 1 FROM unnest(p_batch) b GROUP BY b.account_id, b.idempotency_key HAVING count(*) > 1
+    ) THEN
+      BEGIN
+        v_tasks := ARRAY(SELECT t FROM taskmeter_admit_all(p_batch) t);
+      EXCEPTION WHEN SQLSTATE 'TM001' THEN
+        v_tasks := NULL;
+      END;
+      IF v_tasks IS NOT NULL THEN
+        RETURN QUERY SELECT b.ordinal, 'Admitted'::text, NULL::bigint, t
+          FROM unnest(v_tasks) t JOIN unnest(p_batch) b ON b.task_id = t.id;
+        RETURN;
+      END IF;
+    END IF;
+
+    FOR r IN SELECT * FROM unnest(p_batch) b ORDER BY b.account_id COLLATE "C", b.ordinal LOOP
+      RETURN QUERY SELECT r.ordinal, a.outcome, a.detail, a.task
+        FROM taskmeter_admit(
+          r.task_id, r.account_id, r.api_key_id, r.model, r.input, r.price_micros, r.unit_micros, r.quantity,
+          r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint, r.idempotency_expires_at,
+          r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit
+        ) a;
+    END LOOP;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF tasks
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    r record;
+    v_tasks tasks[];
+    v_account text;
+    v_window_start timestamptz;
+    v_in_window integer;
+    v_unfinished integer;
+    v_available bigint;
+    v_accounts text[] := '{}';
+    v_window_starts timestamptz[] := '{}';
+    v_in_windows integer[] := '{}';
+    v_inserted integer;
+  BEGIN
+    PERFORM 1 FROM accounts a
+      WHERE a.id IN (SELECT b.account_id FROM unnest(p_batch) b)
+      ORDER BY a.id COLLATE "C"
+      FOR NO KEY UPDATE;
+
+    WITH inserted AS (
+      INSERT INTO tasks (
+        id, account_id, api_key_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+        created_at, updated_at, deadline_at
+      )
+      SELECT b.task_id, b.account_id, b.api_key_id, b.model, b.input, 'queued', b.price_micros, b.unit_micros,
+          b.quantity, b.settlement, b.created_at, b.created_at, b.deadline_at
+        FROM unnest(p_batch) b
+      ON CONFLICT DO NOTHING
+      RETURNING *
+    )
+    SELECT array_agg(i) INTO v_tasks FROM inserted i;
+    IF cardinality(v_tasks) IS DISTINCT FROM cardinality(p_batch) THEN
+      -- A replay that names its first task's id.
+      RAISE SQLSTATE 'TM001';
+    END IF;
+
+    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
+      SELECT 'entry_' || gen_random_uuid(), b.account_id, 'reserve', b.price_micros, b.task_id, b.created_at
+        FROM unnest(p_batch) b;
+
+    INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id, expires_at)
+      SELECT b.account_id, b.idempotency_key, b.fingerprint, b.task_id, b.idempotency_expires_at
+        FROM unnest(p_batch) b
+      ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS v_inserted = ROW_COUNT;
+    IF v_inserted < cardinality(p_batch) THEN
+      RAISE SQLSTATE 'TM001';
+    END IF;
+
+    FOR r IN
+      SELECT b.account_id, b.created_at, b.price_micros, b.submissions_per_minute, b.max_unfinished_tasks,
+          b.key_usage_limit, a.submissions_window_start, a.submissions_in_window, a.unfinished_tasks,
+          a.payment_review, a.balance_micros - a.reserved_micros AS available, k.usage_count,
+          row_number() OVER (PARTITION BY b.api_key_id ORDER BY b.ordinal) AS nth_of_key
+        FROM unnest(p_batch) b
+        JOIN accounts a ON a.id = b.account_id
+        LEFT JOIN api_keys k ON k.id = b.api_key_id
+        ORDER BY b.account_id COLLATE "C", b.ordinal
+    LOOP
+      IF v_account IS DISTINCT FROM r.account_id THEN
+        IF v_account IS NOT NULL THEN
+          v_accounts := v_accounts || v_account;
+          v_window_starts := v_window_starts || v_window_start;
+          v_in_windows := v_in_windows || v_in_window;
+        END IF;
+        v_account := r.account_id;
+        v_window_start := r.submissions_window_start;
+        v_in_window := r.submissions_in_window;
+        v_unfinished := r.unfinished_tasks;
+        v_available := r.available;
+      END IF;
+      IF r.key_usage_limit IS NOT NULL AND r.usage_count + r.nth_of_key - 1 >= r.key_usage_limit THEN
+        RAISE SQLSTATE 'TM001';
+      END IF;
+      IF v_window_start IS NULL OR r.created_at >= v_window_start + interval '1 minute' THEN
+        v_window_start := r.created_at;
+        v_in_window := 0;
+      END IF;
+      IF v_in_window >= r.submissions_per_minute OR v_unfinished >= r.max_unfinished_tasks
+         OR r.payment_review OR v_available < r.price_micros THEN
+        RAISE SQLSTATE 'TM001';
+      END IF;
+      v_in_window := v_in_window + 1;
+      v_unfinished := v_unfinished + 1;
+      v_available := v_available - r.price_micros;
+    END LOOP;
+    v_accounts := v_accounts || v_account;
+    v_window_starts := v_window_starts || v_window_start;
+    v_in_windows := v_in_windows || v_in_window;
+
+    UPDATE accounts a SET
+      reserved_micros = a.reserved_micros + t.total,
+      unfinished_tasks = a.unfinished_tasks + t.admitted,
+      submissions_window_start = w.window_start,
+      submissions_in_window = w.in_window
+      FROM (SELECT b.account_id, sum(b.price_micros) AS total, count(*)::integer AS admitted
+              FROM unnest(p_batch) b GROUP BY b.account_id) t,
+           unnest(v_accounts, v_window_starts, v_in_windows) AS w(account_id, window_start, in_window)
+      WHERE a.id = t.account_id AND w.account_id = t.account_id;
+
+    UPDATE api_keys k SET usage_count = k.usage_count + t.admitted
+      FROM (SELECT b.api_key_id, count(*)::integer AS admitted
+              FROM unnest(p_batch) b WHERE b.api_key_id IS NOT NULL GROUP BY b.api_key_id) t
+      WHERE k.id = t.api_key_id;
+
+    RETURN QUERY SELECT * FROM unnest(v_tasks);
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_admit_batch(p_admissions jsonb) RETURNS TABLE(ordinal integer, outcome text, detail bigint, task tasks)
+    LANGUAGE sql
+    AS $$
+    SELECT a.* FROM taskmeter_admit_admissions(
+      ARRAY(SELECT x FROM jsonb_populate_recordset(NULL::taskmeter_admission, p_admissions) x)
+    ) a
+  $$;
+
+CREATE FUNCTION taskmeter_admit_keyed_batch(p_requests jsonb) RETURNS TABLE(ordinal integer, key api_keys, window_started timestamp with time zone, window_requests integer, outcome text, detail bigint, task tasks)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_requests taskmeter_keyed_admission[];
+    v_counts taskmeter_key_count[];
+    v_batch taskmeter_admission[];
+  BEGIN
+    v_requests := ARRAY(
+      SELECT x FROM jsonb_populate_recordset(NULL::taskmeter_keyed_admission, p_requests) x ORDER BY x.ordinal
+    );
+    v_counts := ARRAY(
+      SELECT c FROM taskmeter_count_key_requests(
+        ARRAY(SELECT r.key_hash FROM unnest(v_requests) r),
+        ARRAY(SELECT r.now FROM unnest(v_requests) r)
+      ) c
+    );
+    v_batch := ARRAY(
+      SELECT ROW(
+          r.ordinal, r.task_id, (c.key).account_id, (c.key).id, r.model, r.input, r.price_micros, r.unit_micros,
+          r.quantity, r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint,
+          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, (c.key).usage_limit
+        )::taskmeter_admission
+        FROM unnest(v_requests) r
+        JOIN unnest(v_counts) c ON c.ordinal = r.ordinal
+        WHERE (c.key).revoked_at IS NULL
+          AND c.window_requests <= coalesce((c.key).rate_limit_per_minute, r.default_rate_limit)
+          AND r.scope = ANY ((c.key).scopes)
+    );
+    RETURN QUERY
+      WITH admitted AS MATERIALIZED (SELECT a.* FROM taskmeter_admit_admissions(v_batch) a)
+      SELECT c.ordinal, c.key, c.window_started, c.window_requests, a.outcome, a.detail, a.task
+        FROM unnest(v_counts) c LEFT JOIN admitted a ON a.ordinal = c.ordinal;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_authenticate(p_hash text, p_now timestamp with time zone) RETURNS TABLE(key api_keys, window_started timestamp with time zone, window_requests integer)
+    LANGUAGE plpgsql
+    AS $$
+  BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY
+      UPDATE api_key_windows w SET
+        window_start = CASE
+          WHEN w.window_start IS NULL OR p_now >= w.window_start + interval '1 minute' THEN p_now
+          ELSE w.window_start
+        END,
+        requests_in_window = CASE
+          WHEN w.window_start IS NULL OR p_now >= w.window_start + interval '1 minute' THEN 1
+          ELSE w.requests_in_window + 1
+        END
+        FROM api_keys k
+        WHERE k.hash = p_hash AND w.api_key_id = k.id
+        RETURNING k, w.window_start, w.requests_in_window;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_authenticate_batch(p_hashes text[], p_nows timestamp with time zone[]) RETURNS TABLE(ordinal integer, key api_keys, window_started timestamp with time zone, window_requests integer)
+    LANGUAGE plpgsql
+    AS $$
+  BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+    RETURN QUERY SELECT c.ordinal, c.key, c.window_started, c.window_requests
+      FROM taskmeter_count_key_requests(p_hashes, p_nows) c;
+  END
+  $$;
+
+CREATE TABLE chat_requests (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    account_id text NOT NULL,
+    api_key_id text,
+    model text NOT NULL,
+    status text NOT NULL,
+    reserved_micros bigint NOT NULL,
+    charged_micros bigint,
+    prompt_tokens bigint,
+    completion_tokens bigint,
+    finish_reason text,
+    error_code text,
+    tiers jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    completed_at timestamp with time zone,
+    CONSTRAINT chat_requests_check CHECK (((charged_micros >= 0) AND (charged_micros <= reserved_micros))),
+    CONSTRAINT chat_requests_check1 CHECK (((status = 'open'::text) = (completed_at IS NULL))),
+    CONSTRAINT chat_requests_check2 CHECK (((status = 'open'::text) = (charged_micros IS NULL))),
+    CONSTRAINT chat_requests_check3 CHECK (((prompt_tokens IS NULL) = (completion_tokens IS NULL))),
+    CONSTRAINT chat_requests_completion_tokens_check CHECK ((completion_tokens >= 0)),
+    CONSTRAINT chat_requests_prompt_tokens_check CHECK ((prompt_tokens >= 0)),
+    CONSTRAINT chat_requests_reserved_micros_check CHECK ((reserved_micros >= 0)),
+    CONSTRAINT chat_requests_status_check CHECK ((status = ANY (ARRAY['open'::text, 'succeeded'::text, 'partial'::text, 'failed'::text])))
+);
+
+CREATE FUNCTION taskmeter_chat_open(p_id text, p_account_id text, p_api_key_id text, p_model text, p_reserved_micros bigint, p_tiers jsonb, p_created_at timestamp with time zone, p_requests_per_minute integer, p_max_open_requests integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, request chat_requests)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_account accounts;
+    v_window chat_rate_windows;
+    v_window_start timestamptz;
+    v_in_window integer;
+    v_request chat_requests;
+  BEGIN
+    SELECT * INTO v_account FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      RAISE foreign_key_violation USING MESSAGE = format('account %s does not exist', p_account_id);
+    END IF;
+
+    IF p_api_key_id IS NOT NULL AND p_key_usage_limit IS NOT NULL
+       AND (SELECT k.usage_count FROM api_keys k WHERE k.id = p_api_key_id) >= p_key_usage_limit THEN
+      RETURN QUERY SELECT 'KeyUsageExceeded'::text, NULL::bigint, NULL::chat_requests;
+      RETURN;
+    END IF;
+
+    SELECT * INTO v_window FROM chat_rate_windows w WHERE w.account_id = p_account_id;
+    IF v_window.account_id IS NULL OR p_created_at >= v_window.window_start + interval '1 minute' THEN
+      v_window_start := p_created_at;
+      v_in_window := 0;
+    ELSE
+      v_window_start := v_window.window_start;
+      v_in_window := v_window.requests;
+    END IF;
+    IF v_in_window >= p_requests_per_minute THEN
+      RETURN QUERY SELECT 'RateLimited'::text,
+        greatest(1, ceil(extract(epoch FROM v_window_start + interval '1 minute' - p_created_at)))::bigint,
+        NULL::chat_requests;
+      RETURN;
+    END IF;
+
+    IF (SELECT count(*) FROM chat_requests c WHERE c.account_id = p_account_id AND c.status = 'open')
+       >= p_max_open_requests THEN
+      RETURN QUERY SELECT 'ConcurrencyLimited'::text, NULL::bigint, NULL::chat_requests;
+      RETURN;
+    END IF;
+
+    IF v_account.payment_review THEN
+      RETURN QUERY SELECT 'PaymentReviewRequired'::text, NULL::bigint, NULL::chat_requests;
+      RETURN;
+    END IF;
+
+    IF v_account.balance_micros - v_account.reserved_micros < p_reserved_micros THEN
+      RETURN QUERY SELECT 'InsufficientCredits'::text,
+        v_account.balance_micros - v_account.reserved_micros, NULL::chat_requests;
+      RETURN;
+    END IF;
+
+    UPDATE accounts a SET reserved_micros = a.reserved_micros + p_reserved_micros WHERE a.id = p_account_id;
+
+    INSERT INTO chat_rate_windows (account_id, window_start, requests)
+      VALUES (p_account_id, v_window_start, v_in_window + 1)
+      ON CONFLICT (account_id) DO UPDATE SET window_start = excluded.window_start, requests = excluded.requests;
+
+    INSERT INTO chat_requests (id, account_id, api_key_id, model, status, reserved_micros, tiers, created_at)
+      VALUES (p_id, p_account_id, p_api_key_id, p_model, 'open', p_reserved_micros, p_tiers, p_created_at)
+      RETURNING * INTO v_request;
+
+    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+      VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', p_reserved_micros, p_id, p_created_at);
+
+    IF p_api_key_id IS NOT NULL THEN
+      UPDATE api_keys k SET usage_count = k.usage_count + 1 WHERE k.id = p_api_key_id;
+    END IF;
+
+    RETURN QUERY SELECT 'Opened'::text, NULL::bigint, v_request;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_chat_settle(p_id text, p_status text, p_prompt_tokens bigint, p_completion_tokens bigint, p_finish_reason text, p_error_code text, p_charge_micros bigint, p_at timestamp with time zone) RETURNS TABLE(written boolean, request chat_requests)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_request chat_requests;
+    v_account_id text;
+  BEGIN
+    SELECT c.account_id INTO v_account_id FROM chat_requests c WHERE c.id = p_id;
+    IF NOT FOUND THEN
+      RETURN;
+    END IF;
+    PERFORM 1 FROM accounts a WHERE a.id = v_account_id FOR NO KEY UPDATE;
+    SELECT * INTO v_request FROM chat_requests c WHERE c.id = p_id FOR UPDATE;
+    IF v_request.status <> 'open' THEN
+      RETURN QUERY SELECT false, v_request;
+      RETURN;
+    END IF;
+    IF p_charge_micros < 0 OR p_charge_micros > v_request.reserved_micros THEN
+      RAISE check_violation USING MESSAGE =
+        format('charge %s outside the reservation %s of %s', p_charge_micros, v_request.reserved_micros, p_id);
+    END IF;
+
+    UPDATE accounts a SET
+      balance_micros = a.balance_micros - p_charge_micros,
+      reserved_micros = a.reserved_micros - v_request.reserved_micros
+      WHERE a.id = v_account_id;
+
+    IF p_charge_micros > 0 THEN
+      INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+        VALUES ('entry_' || gen_random_uuid(), v_account_id, 'charge', p_charge_micros, p_id, p_at);
+    END IF;
+    IF v_request.reserved_micros - p_charge_micros > 0 THEN
+      INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+        VALUES ('entry_' || gen_random_uuid(), v_account_id, 'release', v_request.reserved_micros - p_charge_micros,
+          p_id, p_at);
+    END IF;
+
+    UPDATE chat_requests c SET
+      status = p_status,
+      charged_micros = p_charge_micros,
+      prompt_tokens = p_prompt_tokens,
+      completion_tokens = p_completion_tokens,
+      finish_reason = p_finish_reason,
+      error_code = p_error_code,
+      completed_at = p_at
+      WHERE c.id = p_id
+      RETURNING * INTO v_request;
+
+    RETURN QUERY SELECT true, v_request;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_count_key_requests(p_hashes text[], p_nows timestamp with time zone[]) RETURNS SETOF taskmeter_key_count
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    g record;
+    v_key api_keys;
+    v_start timestamptz;
+    v_count integer;
+    v_row taskmeter_key_count;
+  BEGIN
+    FOR g IN
+      SELECT x.hash, array_agg(x.now ORDER BY x.ordinal) AS nows, array_agg(x.ordinal::integer ORDER BY x.ordinal) AS ordinals
+        FROM unnest(p_hashes, p_nows) WITH ORDINALITY AS x(hash, now, ordinal)
+        GROUP BY x.hash
+        ORDER BY x.hash COLLATE "C"
+    LOOP
+      SELECT k.* INTO v_key FROM api_keys k WHERE k.hash = g.hash;
+      CONTINUE WHEN NOT FOUND;
+      SELECT w.window_start, w.requests_in_window INTO v_start, v_count
+        FROM api_key_windows w WHERE w.api_key_id = v_key.id FOR UPDATE;
+      CONTINUE WHEN NOT FOUND;
+      FOR i IN 1 .. cardinality(g.nows) LOOP
+        IF v_start IS NULL OR g.nows[i] >= v_start + interval '1 minute' THEN
+          v_start := g.nows[i];
+          v_count := 1;
+        ELSE
+          v_count := v_count + 1;
+        END IF;
+        v_row := ROW(g.ordinals[i], v_key, v_start, v_count);
+        RETURN NEXT v_row;
+      END LOOP;
+      UPDATE api_key_windows w SET window_start = v_start, requests_in_window = v_count
+        WHERE w.api_key_id = v_key.id;
+    END LOOP;
+  END
+  $$;
+
+CREATE TABLE ledger_entries (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    account_id text NOT NULL,
+    kind text NOT NULL,
+    amount_micros bigint NOT NULL,
+    task_id text,
+    chat_request_id text,
+    note text,
+    external_ref text,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT ledger_entries_check CHECK (((kind = 'adjustment'::text) OR (amount_micros >= 0))),
+    CONSTRAINT ledger_entries_check1 CHECK (((task_id IS NULL) OR (chat_request_id IS NULL))),
+    CONSTRAINT ledger_entries_check2 CHECK (((kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])) = ((task_id IS NOT NULL) OR (chat_request_id IS NOT NULL)))),
+    CONSTRAINT ledger_entries_kind_check CHECK ((kind = ANY (ARRAY['grant'::text, 'reserve'::text, 'charge'::text, 'release'::text, 'refund'::text, 'adjustment'::text])))
+);
+
+CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros bigint, p_note text, p_external_ref text, p_at timestamp with time zone) RETURNS TABLE(entry ledger_entries, balance bigint, reserved bigint, review boolean)
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+  DECLARE
+    v_account accounts;
+    v_entry ledger_entries;
+    v_balance bigint;
+    v_review boolean;
+  BEGIN
+    SELECT * INTO v_account FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      RETURN;
+    END IF;
+
+    IF p_external_ref IS NOT NULL THEN
+      SELECT * INTO v_entry FROM ledger_entries e
+        WHERE e.account_id = p_account_id AND e.kind = p_kind AND e.external_ref = p_external_ref;
+      IF FOUND THEN
+        RETURN QUERY SELECT v_entry, v_account.balance_micros, v_account.reserved_micros, v_account.payment_review;
+        RETURN;
+      END IF;
+    END IF;
+
+    v_balance := CASE p_kind
+      WHEN 'refund' THEN v_account.balance_micros - p_amount_micros
+      ELSE v_account.balance_micros + p_amount_micros
+    END;
+    v_review := CASE p_kind
+      WHEN 'refund' THEN v_account.payment_review OR v_balance < v_account.reserved_micros OR v_balance < 0
+      WHEN 'grant' THEN v_account.payment_review AND (v_balance < v_account.reserved_micros OR v_balance < 0)
+      ELSE v_account.payment_review
+    END;
+
+    UPDATE accounts a SET balance_micros = v_balance, payment_review = v_review WHERE a.id = p_account_id;
+
+    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, external_ref, created_at)
+      VALUES ('entry_' || gen_random_uuid(), p_account_id, p_kind, p_amount_micros, p_note, p_external_ref, p_at)
+      RETURNING * INTO v_entry;
+
+    RETURN QUERY SELECT v_entry, v_balance, v_account.reserved_micros, v_review;
+  END
+  $$;
+
+CREATE TABLE accounts (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    balance_micros bigint DEFAULT 0 NOT NULL,
+    reserved_micros bigint DEFAULT 0 NOT NULL,
+    payment_review boolean DEFAULT false NOT NULL,
+    unfinished_tasks integer DEFAULT 0 NOT NULL,
+    submissions_window_start timestamp with time zone,
+    submissions_in_window integer DEFAULT 0 NOT NULL,
+    CONSTRAINT accounts_reserved_micros_check CHECK ((reserved_micros >= 0)),
+    CONSTRAINT accounts_submissions_in_window_check CHECK ((submissions_in_window >= 0)),
+    CONSTRAINT accounts_unfinished_tasks_check CHECK ((unfinished_tasks >= 0))
+);
+
+ALTER TABLE accounts ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME accounts_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE api_key_windows (
+    api_key_id text NOT NULL,
+    window_start timestamp with time zone,
+    requests_in_window integer DEFAULT 0 NOT NULL,
+    CONSTRAINT api_key_windows_requests_in_window_check CHECK ((requests_in_window >= 0))
+);
+
+ALTER TABLE api_keys ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME api_keys_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE chat_rate_windows (
+    account_id text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    requests integer NOT NULL,
+    CONSTRAINT chat_rate_windows_requests_check CHECK ((requests >= 0))
+);
+
+ALTER TABLE chat_requests ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME chat_requests_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE idempotency_keys (
+    account_id text NOT NULL,
+    idempotency_key text NOT NULL,
+    request_fingerprint text NOT NULL,
+    task_id text NOT NULL,
+    expires_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE ledger_entries ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME ledger_entries_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE media (
+    reference text NOT NULL,
+    account_id text NOT NULL,
+    content_type text NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    blob_key text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT media_size_bytes_check CHECK ((size_bytes >= 0))
+);
+
+CREATE TABLE model_budget_days (
+    model text NOT NULL,
+    day date NOT NULL,
+    admitted_micros bigint NOT NULL,
+    CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
+);
+
+CREATE TABLE price_lists (
+    version bigint NOT NULL,
+    list jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT price_lists_version_check CHECK ((version >= 1))
+);
+
+CREATE TABLE results (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    task_id text NOT NULL,
+    content_type text NOT NULL,
+    size_bytes bigint NOT NULL,
+    sha256 text NOT NULL,
+    blob_key text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
+);
+
+CREATE TABLE taskmeter_migrations (
+    migration_id integer NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    name text NOT NULL
+);
+
+ALTER TABLE tasks ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME tasks_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY accounts
+    ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY api_key_windows
+    ADD CONSTRAINT api_key_windows_pkey PRIMARY KEY (api_key_id);
+
+ALTER TABLE ONLY api_keys
+    ADD CONSTRAINT api_keys_hash_key UNIQUE (hash);
+
+ALTER TABLE ONLY api_keys
+    ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY chat_rate_windows
+    ADD CONSTRAINT chat_rate_windows_pkey PRIMARY KEY (account_id);
+
+ALTER TABLE ONLY chat_requests
+    ADD CONSTRAINT chat_requests_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY chat_requests
+    ADD CONSTRAINT chat_requests_seq_key UNIQUE (seq);
+
+ALTER TABLE ONLY idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (account_id, idempotency_key);
+
+ALTER TABLE ONLY ledger_entries
+    ADD CONSTRAINT ledger_entries_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY media
+    ADD CONSTRAINT media_pkey PRIMARY KEY (reference);
+
+ALTER TABLE ONLY model_budget_days
+    ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
+
+ALTER TABLE ONLY price_lists
+    ADD CONSTRAINT price_lists_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY results
+    ADD CONSTRAINT results_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY taskmeter_migrations
+    ADD CONSTRAINT taskmeter_migrations_pkey PRIMARY KEY (migration_id);
+
+ALTER TABLE ONLY tasks
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+
+CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
+
+CREATE INDEX chat_requests_account_newest ON chat_requests USING btree (account_id, seq DESC);
+
+CREATE INDEX chat_requests_open ON chat_requests USING btree (account_id, created_at) WHERE (status = 'open'::text);
+
+CREATE INDEX idempotency_keys_expires_at ON idempotency_keys USING btree (expires_at);
+
+CREATE INDEX ledger_entries_account_newest ON ledger_entries USING btree (account_id, seq DESC);
+
+CREATE UNIQUE INDEX ledger_entries_external_ref ON ledger_entries USING btree (account_id, kind, external_ref) WHERE (external_ref IS NOT NULL);
+
+CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+CREATE INDEX results_task ON results USING btree (task_id);
+
+CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
+
+CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
+
+CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
+
+ALTER TABLE ONLY api_key_windows
+    ADD CONSTRAINT api_key_windows_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
+
+ALTER TABLE ONLY api_keys
+    ADD CONSTRAINT api_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY chat_rate_windows
+    ADD CONSTRAINT chat_rate_windows_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY chat_requests
+    ADD CONSTRAINT chat_requests_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY chat_requests
+    ADD CONSTRAINT chat_requests_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
+
+ALTER TABLE ONLY idempotency_keys
+    ADD CONSTRAINT idempotency_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY idempotency_keys
+    ADD CONSTRAINT idempotency_keys_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks(id);
+
+ALTER TABLE ONLY ledger_entries
+    ADD CONSTRAINT ledger_entries_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY ledger_entries
+    ADD CONSTRAINT ledger_entries_chat_request FOREIGN KEY (chat_request_id) REFERENCES chat_requests(id);
+
+ALTER TABLE ONLY ledger_entries
+    ADD CONSTRAINT ledger_entries_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks(id);
+
+ALTER TABLE ONLY media
+    ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY results
+    ADD CONSTRAINT results_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY results
+    ADD CONSTRAINT results_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks(id);
+
+ALTER TABLE ONLY tasks
+    ADD CONSTRAINT tasks_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY tasks
+    ADD CONSTRAINT tasks_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
