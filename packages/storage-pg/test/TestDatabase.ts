@@ -15,8 +15,9 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
+import * as Dependencies from "../../../test/Dependencies.ts"
 
-export const url = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const url = Dependencies.databaseUrl
 
 export const schemaName = (): string => `test_${randomUUID().replaceAll("-", "").slice(0, 20)}`
 
