@@ -7,6 +7,9 @@ import * as Dependencies from "./test/Dependencies.ts"
 const missing = await Dependencies.detect()
 if (missing.length > 0 && process.env["CI"]) throw new Error(Dependencies.notRunReport(missing, true))
 
+// Inherited by the workers and every Node process the tests start.
+process.env["NODE_COMPILE_CACHE"] = Dependencies.compileCache
+
 const notRun: Reporter = {
   onTestRunEnd: () => {
     if (missing.length > 0) process.stdout.write(`${Dependencies.notRunReport(missing, false)}\n`)

@@ -6,9 +6,19 @@
  */
 import { accessSync, constants } from "node:fs"
 import { connect } from "node:net"
+import { tmpdir } from "node:os"
 import { delimiter, join } from "node:path"
 
 export type Dependency = "postgres" | "chromium" | "ffmpeg"
+
+/**
+ * Node's compile cache for the Node processes the tests start (the CLI, workers, examples): one
+ * that finds its modules compiled starts about 40% sooner. Set for the whole run in vitest.config.ts.
+ */
+export const compileCache = process.env["NODE_COMPILE_CACHE"] ?? join(tmpdir(), "taskmeter-node-compile-cache")
+
+/** The environment of a Node process a test starts with nothing else: PATH and the compile cache. */
+export const childEnv: Readonly<Record<string, string>> = { PATH: process.env["PATH"] ?? "", NODE_COMPILE_CACHE: compileCache }
 
 export const databaseUrl = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 
