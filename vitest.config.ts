@@ -1,8 +1,27 @@
-import { defineConfig } from "vitest/config"
+import type { Reporter } from "vitest/node"
+import { configDefaults, defineConfig } from "vitest/config"
+import * as Dependencies from "./test/Dependencies.ts"
+
+// PostgreSQL, Chromium and ffmpeg, detected once: without one, its suites are left out and named
+// at the end with the command that enables them; under CI a missing one fails the run instead.
+const missing = await Dependencies.detect()
+if (missing.length > 0 && process.env["CI"]) throw new Error(Dependencies.notRunReport(missing, true))
+
+// Inherited by the workers and every Node process the tests start.
+process.env["NODE_COMPILE_CACHE"] = Dependencies.compileCache
+
+const notRun: Reporter = {
+  onTestRunEnd: () => {
+    if (missing.length > 0) process.stdout.write(`${Dependencies.notRunReport(missing, false)}\n`)
+  }
+}
 
 export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
+    exclude: [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)],
+    env: { TASKMETER_TEST_MISSING: Dependencies.encode(missing) },
+    reporters: ["default", notRun],
     testTimeout: 30_000,
     hookTimeout: 60_000
   }

@@ -7,9 +7,10 @@ import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { kernelOver, program } from "../embed-kernel/embed.ts"
+import * as Dependencies from "../../test/Dependencies.ts"
 import { storage } from "./postgres.ts"
 
-const url = Redacted.make(process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test")
+const url = Redacted.make(Dependencies.databaseUrl)
 
 describe("examples/postgres", () => {
   it.live("runs the embedded kernel's flow on PostgreSQL, in a schema of its own", () =>

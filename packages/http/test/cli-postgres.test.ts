@@ -15,6 +15,7 @@ import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll, vi } from "vitest"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
+import * as Dependencies from "../../../test/Dependencies.ts"
 import { databaseUrl, dropSchema, schemaName } from "./support/stores.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
@@ -24,7 +25,7 @@ const schema = schemaName("test")
 const token = Redacted.value(OperatorToken.generate())
 
 const env = {
-  PATH: process.env.PATH ?? "",
+  ...Dependencies.childEnv,
   DATABASE_URL: databaseUrl,
   DATABASE_SCHEMA: schema,
   OPERATOR_TOKEN: token,
@@ -79,7 +80,7 @@ const admin = (url: string, ...args: ReadonlyArray<string>) =>
     execFile(
       process.execPath,
       [BIN, "admin", "--url", url, "--token", token, "--json", ...args],
-      { env: { PATH: env.PATH }, timeout: 30_000 },
+      { env: Dependencies.childEnv, timeout: 30_000 },
       (error, stdout, stderr) =>
         resume(error === null ? Effect.succeed(JSON.parse(stdout)) : Effect.die(new Error(`${error.message}\n${stderr}`)))
     )

@@ -18,9 +18,11 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
+import * as Dependencies from "../../../test/Dependencies.ts"
 import { heldTask, mcpSignIn } from "./adminSupport.ts"
 
-// Each command is a fresh Node process (about a second of start-up, more on a busy machine).
+// Each command is a fresh Node process (about a second of start-up; over 15 s measured on a 2-core
+// machine shared by seven test runs, so a command may take up to a minute before it is killed).
 vi.setConfig({ testTimeout: 120_000 })
 
 const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
@@ -51,13 +53,13 @@ interface Run {
   readonly stderr: string
 }
 
-/** Runs the CLI with `args`, an empty environment but PATH, and no admin file unless told. */
+/** Runs the CLI with `args`, an empty environment but PATH (and the compile cache), and no admin file unless told. */
 const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   Effect.callback<Run>((resume) => {
     execFile(
       process.execPath,
       [BIN, ...args],
-      { env: { PATH: process.env.PATH ?? "", DATA_DIR: join(dataDir, "elsewhere"), ...env }, timeout: 20_000 },
+      { env: { ...Dependencies.childEnv, DATA_DIR: join(dataDir, "elsewhere"), ...env }, timeout: 60_000 },
       (error, stdout, stderr) =>
         resume(Effect.succeed({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
     )

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import * as DataDir from "../src/DataDir.ts"
+import * as Dependencies from "../../../test/Dependencies.ts"
 
 const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
 
@@ -82,7 +83,7 @@ describe("taskmeter start on the embedded database", () => {
     for (const dir of [dataDir, join(dataDir, "blobs"), join(dataDir, "blobs", "media")]) chmodSync(dir, 0o777)
     chmodSync(join(dataDir, "blobs", "media", "upload"), 0o666)
     const child = spawn(process.execPath, [BIN, "start"], {
-      env: { PATH: process.env.PATH ?? "", DATA_DIR: dataDir, PORT: "0", ADMIN_PORT: "0", WORKERS: "false" },
+      env: { ...Dependencies.childEnv, DATA_DIR: dataDir, PORT: "0", ADMIN_PORT: "0", WORKERS: "false" },
       stdio: ["ignore", "pipe", "pipe"]
     })
     try {

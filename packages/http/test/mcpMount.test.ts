@@ -1,7 +1,8 @@
 /**
  * The MCP endpoint in the composed server of `npm start` (main.ts `server` over `serverStorage`,
  * ephemeral port, no workers): on the embedded PGlite of a temporary data directory, and on the
- * PostgreSQL at TEST_DATABASE_URL (in a schema of its own) when one answers. Discovery names
+ * PostgreSQL at TEST_DATABASE_URL (in a schema of its own) where the machine has one
+ * (test/Dependencies.ts; always under CI). Discovery names
  * `<PUBLIC_URL origin>/mcp`, /mcp refuses a request without credentials with the OAuth
  * challenge, an API key reaches the kernel through it, and the sign-in codes the admin service
  * makes are kept in the same database as everything else. Without PUBLIC_URL (over the memory

@@ -8,18 +8,11 @@ import { ConfigProvider, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import type { Provider } from "@taskmeter/kernel"
 import { Simulated, SimulatedJournal } from "@taskmeter/providers"
+import * as Dependencies from "../../../test/Dependencies.ts"
 import { ShippedModels } from "./support/ShippedModels.ts"
 
-const hasFfprobe = (() => {
-  try {
-    execFileSync("ffprobe", ["-version"], { stdio: "ignore" })
-    return true
-  } catch {
-    // .ci/run installs ffmpeg: under CI its absence is a failure, not a reason to test less.
-    if (process.env.CI) throw new Error("The simulated provider's decode check needs ffmpeg/ffprobe under CI")
-    return false
-  }
-})()
+// ffmpeg and ffprobe decode the files where the machine has them (test/Dependencies.ts; always under CI).
+const hasFfmpeg = !Dependencies.isMissing("ffmpeg")
 
 let counter = 0
 const reference = () => `task-sim-${++counter}`
@@ -122,7 +115,7 @@ describe("simulated provider", () => {
       expect(bytes.includes(Buffer.from("avcC"))).toBe(true)
     }))
 
-  it.skipIf(!hasFfprobe)("every file kind decodes with ffmpeg (needs ffmpeg/ffprobe installed)", () =>
+  if (hasFfmpeg) it("every file kind decodes with ffmpeg", () =>
     Effect.runPromise(Effect.gen(function*() {
       const [video] = yield* complete(adapter, "gamma-imagine-v1-5-text-to-video-economy", { prompt: "waves", duration: 7, aspectRatio: "3:2" })
       const mp4 = probe(video!.bytes!, "mp4")

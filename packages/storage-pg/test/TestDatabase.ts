@@ -1,7 +1,8 @@
 /**
  * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped
- * when the layer closes; on PGlite a data directory copied from an empty template (creating a
- * PGlite from nothing takes over a second, copying one a few tens of milliseconds).
+ * when the layer closes; on PGlite a data directory copied from a template made once per file (creating a
+ * PGlite from nothing takes over a second, migrating it as long again, copying one a few tens of
+ * milliseconds).
  */
 import { randomUUID } from "node:crypto"
 import { cpSync } from "node:fs"
@@ -14,8 +15,9 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
+import * as Dependencies from "../../../test/Dependencies.ts"
 
-export const url = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const url = Dependencies.databaseUrl
 
 export const schemaName = (): string => `test_${randomUUID().replaceAll("-", "").slice(0, 20)}`
 
@@ -48,34 +50,62 @@ export const postgres = (options: { readonly maxConnections?: number } = {}) => 
   ).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
 }
 
-let template: Promise<string> | undefined
+type Template = "empty" | "migrated"
 
-/** An empty PGlite data directory, made once per test file. */
-const emptyDataDir = (): Promise<string> =>
-  template ??= (async () => {
-    const directory = await mkdtemp(join(tmpdir(), "taskmeter-pglite-template-"))
-    const db = await PGlite.create({ dataDir: join(directory, "pg") })
-    await db.close()
+const templates = new Map<Template, Promise<string>>()
+
+/** A PGlite data directory made once per test file: empty, or with every migration run. */
+const templateDataDir = (kind: Template): Promise<string> => {
+  const made = templates.get(kind) ?? (async () => {
+    const directory = await mkdtemp(join(tmpdir(), `taskmeter-pglite-${kind}-`))
+    if (kind === "empty") {
+      const db = await PGlite.create({ dataDir: join(directory, "pg") })
+      await db.close()
+    } else {
+      cpSync(join(await templateDataDir("empty"), "pg"), join(directory, "pg"), { recursive: true })
+      await Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerEmbedded({ dataDir: directory }))))
+    }
     return directory
   })()
-
-/** Removes the template directory; call once the file's tests are done. */
-export const removeTemplate = async (): Promise<void> => {
-  if (template !== undefined) await rm(await template, { recursive: true, force: true })
-  template = undefined
+  templates.set(kind, made)
+  return made
 }
 
+/**
+ * Makes the migrated template ahead of the tests (in a beforeAll, whose timeout is longer), so that
+ * its minutes on a busy machine do not count against the first test's.
+ */
+export const makeTemplate = async (): Promise<void> => {
+  await templateDataDir("migrated")
+}
+
+/** Removes the template directories; call once the file's tests are done. */
+export const removeTemplate = async (): Promise<void> => {
+  const made = [...templates.values()]
+  templates.clear()
+  for (const directory of made) await rm(await directory, { recursive: true, force: true })
+}
+
+const copyOf = (kind: Template) =>
+  Effect.gen(function*() {
+    const directory = yield* temporaryDirectory("taskmeter-pglite-")
+    const source = yield* Effect.promise(() => templateDataDir(kind))
+    // The synchronous copy is several times faster than the promise one for PGlite's many small files.
+    yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
+    return directory
+  })
+
 /** A data directory holding an empty PGlite, removed when the layer closes. */
-export const pgliteDataDir = Effect.gen(function*() {
-  const directory = yield* temporaryDirectory("taskmeter-pglite-")
-  const source = yield* Effect.promise(emptyDataDir)
-  // The synchronous copy is several times faster than the promise one for PGlite's many small files.
-  yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
-  return directory
-})
+export const pgliteDataDir = copyOf("empty")
+
+/**
+ * A data directory holding a PGlite with every migration run, removed when the layer closes:
+ * a store starting on it finds nothing to migrate (migrating takes as long as creating a PGlite).
+ */
+export const pgliteMigratedDataDir = copyOf("migrated")
 
 /** The stores on an embedded PGlite of their own, with its SqlClient for tampering. */
-export const pglite = Layer.unwrap(Effect.map(pgliteDataDir, (dataDir) =>
+export const pglite = Layer.unwrap(Effect.map(pgliteMigratedDataDir, (dataDir) =>
   Layer.mergeAll(
     PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))),
     blobs

@@ -1,7 +1,8 @@
-import { afterAll } from "@effect/vitest"
+import { afterAll, beforeAll } from "@effect/vitest"
 import { ChatStoreConformance } from "@taskmeter/kernel/testing"
-import { pglite, removeTemplate } from "./TestDatabase.ts"
+import { makeTemplate, pglite, removeTemplate } from "./TestDatabase.ts"
 
 ChatStoreConformance.suite("storage-pg on PGlite", () => pglite)
 
+beforeAll(makeTemplate)
 afterAll(removeTemplate)

@@ -2,9 +2,8 @@
  * Issue 13's property: any JSON value as a job's `input` (strings of any code units, lone
  * surrogates and NUL included; any nesting fast-check makes), for any model slug or a few that
  * name none, is answered with a 4xx error body or an admission, never a 5xx. 200 runs against
- * storage-memory; a smaller run against storage-pg on the PostgreSQL at TEST_DATABASE_URL, as
- * every http suite's storage-pg run: left out, with a warning, when none answers, and a failure
- * under CI=true (support/stores.ts).
+ * storage-memory; a smaller run against storage-pg on the PostgreSQL at TEST_DATABASE_URL, defined
+ * where the machine has one (test/Dependencies.ts; always under CI).
  */
 import { randomUUID } from "node:crypto"
 import fc from "fast-check"

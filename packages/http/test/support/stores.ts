@@ -1,12 +1,11 @@
 /**
- * The store implementations every suite runs against: storage-memory always, and storage-pg on
- * the real PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
- * when it answers, each suite in a schema of its own that is dropped afterwards. A PostgreSQL
- * that does not answer is skipped with the reason printed.
+ * The store implementations every suite runs against: storage-memory, and storage-pg on the real
+ * PostgreSQL at TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), each suite
+ * in a schema of its own that is dropped afterwards. On a machine without PostgreSQL (see
+ * test/Dependencies.ts; never under CI) storage-pg runs on a PGlite of the suite's own instead.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtemp, rm } from "node:fs/promises"
-import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
@@ -15,22 +14,10 @@ import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
+import * as Dependencies from "../../../../test/Dependencies.ts"
 import type { StoreUnderTest } from "./TestServer.ts"
 
-export const databaseUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-
-const answers = (url: string): Promise<boolean> =>
-  new Promise((resolve) => {
-    const { hostname, port } = new URL(url)
-    const socket = connect({ host: hostname, port: Number(port || 5432) })
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(1000, () => done(false))
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-  })
+export const databaseUrl = Dependencies.databaseUrl
 
 const blobsInTemporaryDirectory = Layer.unwrap(Effect.map(
   Effect.acquireRelease(
@@ -63,16 +50,24 @@ const postgres = () => {
   )
 }
 
+/** storage-pg on a PGlite of its own in a temporary directory, for a machine without PostgreSQL. */
+const pglite = () =>
+  Layer.unwrap(Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-http-pglite-"))),
+      (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+    ),
+    (dataDir) => Layer.mergeAll(PgStore.layerEmbedded({ dataDir }), blobsInTemporaryDirectory)
+  ))
+
 const memory: StoreUnderTest = { name: "storage-memory", layer: () => MemoryStore.layer }
 
-export const postgresReachable = await answers(databaseUrl)
-if (!postgresReachable) {
-  const reason = `no PostgreSQL answers at ${new URL(databaseUrl).host}`
-  // CI provides the database: there its absence is a failure, not a reason to test less.
-  if (process.env.CI) throw new Error(`The http suites need PostgreSQL under CI: ${reason}.`)
-  console.warn(`Skipping the storage-pg runs of the http suites: ${reason}.`)
-}
+/** Whether the run has the real PostgreSQL (never false under CI: there the run fails first). */
+export const postgresReachable = !Dependencies.isMissing("postgres")
 
-export const stores: ReadonlyArray<StoreUnderTest> = postgresReachable
-  ? [memory, { name: "storage-pg (PostgreSQL)", layer: postgres }]
-  : [memory]
+export const stores: ReadonlyArray<StoreUnderTest> = [
+  memory,
+  postgresReachable
+    ? { name: "storage-pg (PostgreSQL)", layer: postgres }
+    : { name: "storage-pg (PGlite, in PostgreSQL's place)", layer: pglite }
+]

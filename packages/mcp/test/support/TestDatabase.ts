@@ -13,8 +13,9 @@ import { Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgStore } from "@taskmeter/storage-pg"
+import * as Dependencies from "../../../../test/Dependencies.ts"
 
-export const url = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+export const url = Dependencies.databaseUrl
 
 export const schemaName = (): string => `test_oauth_${randomUUID().replaceAll("-", "").slice(0, 16)}`
 
