@@ -21,6 +21,31 @@ CREATE TYPE taskmeter_admission AS (
 	key_usage_limit integer
 );
 
+CREATE TYPE taskmeter_admission_request AS (
+	ordinal integer,
+	key_hash text,
+	now timestamp with time zone,
+	scope text,
+	default_rate_limit integer,
+	account_id text,
+	api_key_id text,
+	key_usage_limit integer,
+	task_id text,
+	model text,
+	input jsonb,
+	price_micros bigint,
+	unit_micros bigint,
+	quantity integer,
+	settlement text,
+	created_at timestamp with time zone,
+	deadline_at timestamp with time zone,
+	idempotency_key text,
+	fingerprint text,
+	idempotency_expires_at timestamp with time zone,
+	submissions_per_minute integer,
+	max_unfinished_tasks integer
+);
+
 CREATE TABLE api_keys (
     id text NOT NULL,
     seq bigint NOT NULL,
@@ -44,28 +69,6 @@ CREATE TYPE taskmeter_key_count AS (
 	key api_keys,
 	window_started timestamp with time zone,
 	window_requests integer
-);
-
-CREATE TYPE taskmeter_keyed_admission AS (
-	ordinal integer,
-	key_hash text,
-	now timestamp with time zone,
-	scope text,
-	default_rate_limit integer,
-	task_id text,
-	model text,
-	input jsonb,
-	price_micros bigint,
-	unit_micros bigint,
-	quantity integer,
-	settlement text,
-	created_at timestamp with time zone,
-	deadline_at timestamp with time zone,
-	idempotency_key text,
-	fingerprint text,
-	idempotency_expires_at timestamp with time zone,
-	submissions_per_minute integer,
-	max_unfinished_tasks integer
 );
 
 CREATE TABLE tasks (
@@ -347,31 +350,29 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
   END
   $$;
 
-CREATE FUNCTION taskmeter_admit_batch(p_admissions jsonb) RETURNS TABLE(ordinal integer, outcome text, detail bigint, task tasks)
-    LANGUAGE sql
-    AS $$
-    SELECT a.* FROM taskmeter_admit_admissions(
-      ARRAY(SELECT x FROM jsonb_populate_recordset(NULL::taskmeter_admission, p_admissions) x)
-    ) a
-  $$;
-
-CREATE FUNCTION taskmeter_admit_keyed_batch(p_requests jsonb) RETURNS TABLE(ordinal integer, key api_keys, window_started timestamp with time zone, window_requests integer, outcome text, detail bigint, task tasks)
+CREATE FUNCTION taskmeter_admit_requests(p_requests jsonb) RETURNS TABLE(ordinal integer, key api_keys, window_started timestamp with time zone, window_requests integer, outcome text, detail bigint, task tasks)
     LANGUAGE plpgsql
     AS $$
   DECLARE
-    v_requests taskmeter_keyed_admission[];
-    v_counts taskmeter_key_count[];
+    v_requests taskmeter_admission_request[];
+    v_keyed integer[];
+    v_counts taskmeter_key_count[] := '{}';
     v_batch taskmeter_admission[];
   BEGIN
     v_requests := ARRAY(
-      SELECT x FROM jsonb_populate_recordset(NULL::taskmeter_keyed_admission, p_requests) x ORDER BY x.ordinal
+      SELECT x FROM jsonb_populate_recordset(NULL::taskmeter_admission_request, p_requests) x ORDER BY x.ordinal
     );
-    v_counts := ARRAY(
-      SELECT c FROM taskmeter_count_key_requests(
-        ARRAY(SELECT r.key_hash FROM unnest(v_requests) r),
-        ARRAY(SELECT r.now FROM unnest(v_requests) r)
-      ) c
-    );
+    v_keyed := ARRAY(SELECT r.ordinal FROM unnest(v_requests) r WHERE r.key_hash IS NOT NULL ORDER BY r.ordinal);
+    IF cardinality(v_keyed) > 0 THEN
+      -- taskmeter_count_key_requests answers positions in the arrays it is given: v_keyed maps them back.
+      v_counts := ARRAY(
+        SELECT ROW(v_keyed[c.ordinal], c.key, c.window_started, c.window_requests)::taskmeter_key_count
+          FROM taskmeter_count_key_requests(
+            ARRAY(SELECT r.key_hash FROM unnest(v_requests) r WHERE r.key_hash IS NOT NULL ORDER BY r.ordinal),
+            ARRAY(SELECT r.now FROM unnest(v_requests) r WHERE r.key_hash IS NOT NULL ORDER BY r.ordinal)
+          ) c
+      );
+    END IF;
     v_batch := ARRAY(
       SELECT ROW(
           r.ordinal, r.task_id, (c.key).account_id, (c.key).id, r.model, r.input, r.price_micros, r.unit_micros,
@@ -383,11 +384,22 @@ CREATE FUNCTION taskmeter_admit_keyed_batch(p_requests jsonb) RETURNS TABLE(ordi
         WHERE (c.key).revoked_at IS NULL
           AND c.window_requests <= coalesce((c.key).rate_limit_per_minute, r.default_rate_limit)
           AND r.scope = ANY ((c.key).scopes)
+      UNION ALL
+      SELECT ROW(
+          r.ordinal, r.task_id, r.account_id, r.api_key_id, r.model, r.input, r.price_micros, r.unit_micros,
+          r.quantity, r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint,
+          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit
+        )::taskmeter_admission
+        FROM unnest(v_requests) r
+        WHERE r.key_hash IS NULL
     );
     RETURN QUERY
       WITH admitted AS MATERIALIZED (SELECT a.* FROM taskmeter_admit_admissions(v_batch) a)
-      SELECT c.ordinal, c.key, c.window_started, c.window_requests, a.outcome, a.detail, a.task
-        FROM unnest(v_counts) c LEFT JOIN admitted a ON a.ordinal = c.ordinal;
+      SELECT r.ordinal, c.key, c.window_started, c.window_requests, a.outcome, a.detail, a.task
+        FROM unnest(v_requests) r
+        LEFT JOIN unnest(v_counts) c ON c.ordinal = r.ordinal
+        LEFT JOIN admitted a ON a.ordinal = r.ordinal
+        WHERE c.ordinal IS NOT NULL OR a.ordinal IS NOT NULL;
   END
   $$;
 
