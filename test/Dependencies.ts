@@ -33,7 +33,11 @@ const executable = (path: string): boolean => {
 
 /** The first `name` on PATH, if any. */
 const onPath = (name: string): string | undefined =>
-  (process.env["PATH"] ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, name)).find(executable)
+  (process.env["PATH"] ?? "")
+    .split(delimiter)
+    .filter((dir) => dir !== "")
+    .map((dir) => join(dir, name))
+    .find(executable)
 
 /** The Chromium the browser tests drive: CHROMIUM_PATH, else `chromium` on PATH. */
 export const chromiumPath: string = process.env["CHROMIUM_PATH"] ?? onPath("chromium") ?? "/usr/bin/chromium"
@@ -65,7 +69,7 @@ export const requirements: Record<Dependency, Requirement> = {
   postgres: {
     name: "PostgreSQL",
     enable: "apt-get install postgresql && createdb -U postgres test (or set TEST_DATABASE_URL)",
-    detect: async () => (await answers(databaseUrl)) ? undefined : `no PostgreSQL answers at ${new URL(databaseUrl).host}`,
+    detect: async () => ((await answers(databaseUrl)) ? undefined : `no PostgreSQL answers at ${new URL(databaseUrl).host}`),
     suites: [
       "examples/postgres/postgres.test.ts",
       "packages/http/test/cli-postgres.test.ts",
@@ -92,13 +96,14 @@ export const requirements: Record<Dependency, Requirement> = {
   chromium: {
     name: "Chromium",
     enable: "apt-get install chromium (or set CHROMIUM_PATH)",
-    detect: async () => executable(chromiumPath) ? undefined : `no Chromium at ${chromiumPath}`,
+    detect: async () => (executable(chromiumPath) ? undefined : `no Chromium at ${chromiumPath}`),
     suites: ["packages/mcp/test/endToEnd.test.ts"]
   },
   ffmpeg: {
     name: "ffmpeg",
     enable: "apt-get install ffmpeg",
-    detect: async () => onPath("ffprobe") !== undefined && onPath("ffmpeg") !== undefined ? undefined : "no ffmpeg and ffprobe on PATH",
+    detect: async () =>
+      onPath("ffprobe") !== undefined && onPath("ffmpeg") !== undefined ? undefined : "no ffmpeg and ffprobe on PATH",
     suites: ["packages/providers/test/simulated.test.ts: its decode check"]
   }
 }
@@ -110,10 +115,12 @@ export interface Missing {
 
 /** The dependencies this machine lacks, with why. */
 export const detect = async (): Promise<ReadonlyArray<Missing>> => {
-  const found = await Promise.all(Object.entries(requirements).map(async ([dependency, requirement]) => {
-    const reason = await requirement.detect()
-    return reason === undefined ? [] : [{ dependency: dependency as Dependency, reason }]
-  }))
+  const found = await Promise.all(
+    Object.entries(requirements).map(async ([dependency, requirement]) => {
+      const reason = await requirement.detect()
+      return reason === undefined ? [] : [{ dependency: dependency as Dependency, reason }]
+    })
+  )
   return found.flat()
 }
 
@@ -133,17 +140,22 @@ export const isMissing = (dependency: Dependency): boolean =>
  * it; under CI, why the run failed before it started.
  */
 export const notRunReport = (missing: ReadonlyArray<Missing>, ci: boolean): string =>
-  missing.length === 0 ? "" : [
-    "",
-    ci
-      ? "CI=true, so a missing dependency fails the run; these suites need one:"
-      : `Not run on this machine (CI=true makes ${missing.length === 1 ? "this" : "these"} a failure):`,
-    ...missing.flatMap(({ dependency, reason }) => {
-      const requirement = requirements[dependency]
-      return [`  ${requirement.name} (${reason}): ${requirement.enable}`, ...requirement.suites.map((suite) => `    ${suite}`)]
-    }),
-    ...(!ci && missing.some(({ dependency }) => dependency === "postgres")
-      ? ["  In PostgreSQL's place the http suites ran storage-pg on PGlite, as did every *.pglite.test.ts."]
-      : []),
-    ""
-  ].join("\n")
+  missing.length === 0
+    ? ""
+    : [
+        "",
+        ci
+          ? "CI=true, so a missing dependency fails the run; these suites need one:"
+          : `Not run on this machine (CI=true makes ${missing.length === 1 ? "this" : "these"} a failure):`,
+        ...missing.flatMap(({ dependency, reason }) => {
+          const requirement = requirements[dependency]
+          return [
+            `  ${requirement.name} (${reason}): ${requirement.enable}`,
+            ...requirement.suites.map((suite) => `    ${suite}`)
+          ]
+        }),
+        ...(!ci && missing.some(({ dependency }) => dependency === "postgres")
+          ? ["  In PostgreSQL's place the http suites ran storage-pg on PGlite, as did every *.pglite.test.ts."]
+          : []),
+        ""
+      ].join("\n")

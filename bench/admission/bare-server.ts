@@ -26,41 +26,47 @@ const quote = JSON.parse(required("BARE_QUOTE")) as {
   readonly settlement: "fixed" | "perDeliveredUnit"
 }
 
-const runtime = ManagedRuntime.make(PgStore.layer({
-  url: Redacted.make(required("BARE_DATABASE_URL")),
-  schema: required("BARE_SCHEMA"),
-  listen: false
-}))
-const tasks = await runtime.runPromise(Effect.gen(function*() {
-  return yield* TaskStore.TaskStore
-}))
+const runtime = ManagedRuntime.make(
+  PgStore.layer({
+    url: Redacted.make(required("BARE_DATABASE_URL")),
+    schema: required("BARE_SCHEMA"),
+    listen: false
+  })
+)
+const tasks = await runtime.runPromise(
+  Effect.gen(function* () {
+    return yield* TaskStore.TaskStore
+  })
+)
 
 const admit = (key: string, body: { readonly model: string; readonly input: unknown }, idempotencyKey: string) => {
   const now = Date.now()
   const id = Ids.makeTaskId()
-  return runtime.runPromise(tasks.admit({
-    key: {
-      hash: createHash("sha256").update(key).digest("hex"),
-      now: new Date(now),
-      scope: "jobs:create",
-      defaultRateLimitPerMinute: NO_LIMIT
-    },
-    task: {
-      id,
-      model: body.model,
-      input: body.input as Record<string, unknown>,
-      priceMicros: Money.micros(quote.priceMicros),
-      unitMicros: Money.micros(quote.unitMicros),
-      quantity: quote.quantity,
-      settlement: quote.settlement,
-      createdAt: new Date(now),
-      deadlineAt: new Date(now + 600_000)
-    },
-    idempotencyKey,
-    fingerprint: id,
-    idempotencyExpiresAt: new Date(now + 86_400_000),
-    limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT }
-  }))
+  return runtime.runPromise(
+    tasks.admit({
+      key: {
+        hash: createHash("sha256").update(key).digest("hex"),
+        now: new Date(now),
+        scope: "jobs:create",
+        defaultRateLimitPerMinute: NO_LIMIT
+      },
+      task: {
+        id,
+        model: body.model,
+        input: body.input as Record<string, unknown>,
+        priceMicros: Money.micros(quote.priceMicros),
+        unitMicros: Money.micros(quote.unitMicros),
+        quantity: quote.quantity,
+        settlement: quote.settlement,
+        createdAt: new Date(now),
+        deadlineAt: new Date(now + 600_000)
+      },
+      idempotencyKey,
+      fingerprint: id,
+      idempotencyExpiresAt: new Date(now + 86_400_000),
+      limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT }
+    })
+  )
 }
 
 const server = createServer((request, response) => {

@@ -48,8 +48,10 @@ const MAX_REQUESTS = Number(args["max-requests"])
 const ACCOUNTS = Number(args.accounts)
 const MODEL = args.model
 if (
-  LEVELS.some((n) => !Number.isInteger(n) || n < 1 || n > 256) || !(SECONDS > 0 && SECONDS <= 60) ||
-  !(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 10) || !(WARMUP >= 0 && WARMUP <= 10) ||
+  LEVELS.some((n) => !Number.isInteger(n) || n < 1 || n > 256) ||
+  !(SECONDS > 0 && SECONDS <= 60) ||
+  !(Number.isInteger(ROUNDS) && ROUNDS >= 1 && ROUNDS <= 10) ||
+  !(WARMUP >= 0 && WARMUP <= 10) ||
   !(MAX_REQUESTS >= 1) ||
   !(Number.isInteger(ACCOUNTS) && ACCOUNTS >= 1 && ACCOUNTS <= 256)
 ) {
@@ -58,7 +60,10 @@ if (
       "--max-requests >= 1, --accounts 1..256"
   )
 }
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL ??
+const databaseUrl =
+  process.env.BENCH_DATABASE_URL ??
+  process.env.DATABASE_URL ??
+  process.env.TEST_DATABASE_URL ??
   "postgres://postgres@127.0.0.1:5432/test"
 /** Seconds of the unrecorded first pass of each path. */
 const FIRST_PASS = 2
@@ -140,15 +145,16 @@ const stop = async (child: ChildProcess) => {
 }
 
 const cleanup = () =>
-  cleaned ??= (async () => {
+  (cleaned ??= (async () => {
     await Promise.all(children.map((child) => stop(child).catch(() => undefined)))
     await kernel.dispose().catch(() => undefined)
-    await admin.runPromise(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
+    await admin
+      .runPromise(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))
       .catch((error) => console.error(`bench/admission: could not drop schema ${schema}:`, error))
     await admin.dispose().catch(() => undefined)
     await rm(benchDir, { recursive: true, force: true })
     await rm(serverDir, { recursive: true, force: true })
-  })()
+  })())
 
 const abort = (reason: string) => {
   console.error(`bench/admission: ${reason}; cleaning up`)
@@ -310,27 +316,31 @@ const label = (cell: Cell) =>
     cell.max.toFixed(2).padStart(6),
     cell.cores === undefined
       ? "-"
-      : [cell.cores.self, cell.cores.server, cell.cores.postgres, cell.cores.rest, cell.cores.steal].map((c) => c.toFixed(2)).join(" / ")
+      : [cell.cores.self, cell.cores.server, cell.cores.postgres, cell.cores.rest, cell.cores.steal]
+          .map((c) => c.toFixed(2))
+          .join(" / ")
   ].join(" | ")
 
 try {
-  const { callers, keys, quote, services } = await kernel.runPromise(Effect.gen(function*() {
-    const accounts = yield* Accounts.Accounts
-    const keys: Array<string> = []
-    const callers: Array<Accounts.Caller> = []
-    for (let i = 0; i < ACCOUNTS; i++) {
-      const created = yield* accounts.create({ name: `bench ${i}`, credits: CREDITS })
-      keys.push(created.key.secret)
-      callers.push(yield* accounts.authenticate(created.key.secret))
-    }
-    const quote = yield* (yield* Pricer.Pricer).quote(MODEL, INPUT)
-    return {
-      callers,
-      keys,
-      quote,
-      services: { runner: yield* TaskRunner.TaskRunner, tasks: yield* TaskStore.TaskStore }
-    }
-  }))
+  const { callers, keys, quote, services } = await kernel.runPromise(
+    Effect.gen(function* () {
+      const accounts = yield* Accounts.Accounts
+      const keys: Array<string> = []
+      const callers: Array<Accounts.Caller> = []
+      for (let i = 0; i < ACCOUNTS; i++) {
+        const created = yield* accounts.create({ name: `bench ${i}`, credits: CREDITS })
+        keys.push(created.key.secret)
+        callers.push(yield* accounts.authenticate(created.key.secret))
+      }
+      const quote = yield* (yield* Pricer.Pricer).quote(MODEL, INPUT)
+      return {
+        callers,
+        keys,
+        quote,
+        services: { runner: yield* TaskRunner.TaskRunner, tasks: yield* TaskStore.TaskStore }
+      }
+    })
+  )
   const server = await startChild(SERVER, {
     DATABASE_URL: databaseUrl,
     DATABASE_SCHEMA: schema,
@@ -350,38 +360,45 @@ try {
   })
 
   const submitKernel = (loop: number) =>
-    Effect.runPromise(Effect.gen(function*() {
-      const submission = { model: MODEL, input: INPUT, idempotencyKey: nextKey() }
-      const { replayed } = yield* services.runner.submit(TaskRunner.presentedKey(Redacted.make(keys[loop % ACCOUNTS]!)), submission)
-      if (replayed) return yield* Effect.die("a fresh Idempotency-Key was replayed")
-    }))
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const submission = { model: MODEL, input: INPUT, idempotencyKey: nextKey() }
+        const { replayed } = yield* services.runner.submit(
+          TaskRunner.presentedKey(Redacted.make(keys[loop % ACCOUNTS]!)),
+          submission
+        )
+        if (replayed) return yield* Effect.die("a fresh Idempotency-Key was replayed")
+      })
+    )
 
   const admitStore = (loop: number) =>
-    Effect.runPromise(Effect.gen(function*() {
-      const caller = callers[loop % ACCOUNTS]!
-      const now = Date.now()
-      const id = Ids.makeTaskId()
-      const result = yield* services.tasks.admit({
-        task: {
-          id,
-          accountId: caller.accountId,
-          apiKeyId: caller.apiKeyId,
-          model: MODEL,
-          input: INPUT,
-          priceMicros: quote.priceMicros,
-          unitMicros: quote.unitMicros,
-          quantity: quote.quantity,
-          settlement: quote.settlement,
-          createdAt: new Date(now),
-          deadlineAt: new Date(now + 600_000)
-        },
-        idempotencyKey: nextKey(),
-        fingerprint: id,
-        idempotencyExpiresAt: new Date(now + 86_400_000),
-        limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT, keyUsageLimit: caller.keyUsageLimit }
+    Effect.runPromise(
+      Effect.gen(function* () {
+        const caller = callers[loop % ACCOUNTS]!
+        const now = Date.now()
+        const id = Ids.makeTaskId()
+        const result = yield* services.tasks.admit({
+          task: {
+            id,
+            accountId: caller.accountId,
+            apiKeyId: caller.apiKeyId,
+            model: MODEL,
+            input: INPUT,
+            priceMicros: quote.priceMicros,
+            unitMicros: quote.unitMicros,
+            quantity: quote.quantity,
+            settlement: quote.settlement,
+            createdAt: new Date(now),
+            deadlineAt: new Date(now + 600_000)
+          },
+          idempotencyKey: nextKey(),
+          fingerprint: id,
+          idempotencyExpiresAt: new Date(now + 86_400_000),
+          limits: { submissionsPerMinute: NO_LIMIT, maxUnfinishedTasks: NO_LIMIT, keyUsageLimit: caller.keyUsageLimit }
+        })
+        if (result._tag !== "Admitted") return yield* Effect.die(`admission refused: ${result._tag}`)
       })
-      if (result._tag !== "Admitted") return yield* Effect.die(`admission refused: ${result._tag}`)
-    }))
+    )
 
   const run = (path: Path, connections: number, options: Parameters<typeof drive>[1]): Promise<Window> =>
     path === "http" || path === "bare"
@@ -420,9 +437,9 @@ try {
     }
   }
 
-  const stored = await admin.runPromise(SqlClient.SqlClient.use((sql) =>
-    sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(schema)}.tasks`
-  ))
+  const stored = await admin.runPromise(
+    SqlClient.SqlClient.use((sql) => sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(schema)}.tasks`)
+  )
   if (stored[0]!.n !== admitted) throw new Error(`${admitted} admissions answered, but ${stored[0]!.n} tasks stored`)
 
   const rate = (path: Path, connections: number) =>
@@ -444,13 +461,15 @@ try {
       [of.httpOverBare, "the bare handler"],
       [of.httpOverKernel, "the kernel path"],
       [of.httpOverStore, "the store admission"]
-    ].filter(([value]) => value !== undefined).map(([value, name]) => `${(100 * (value as number)).toFixed(0)}% of ${name}`)
+    ]
+      .filter(([value]) => value !== undefined)
+      .map(([value, name]) => `${(100 * (value as number)).toFixed(0)}% of ${name}`)
     if (parts.length > 0) log(`${String(connections).padStart(3)} connections: http reaches ${parts.join(", ")}`)
   }
   log(`books: ${admitted} admissions answered, ${stored[0]!.n} tasks stored`)
   if (args.json) {
-    process.stdout.write(`${
-      JSON.stringify({
+    process.stdout.write(
+      `${JSON.stringify({
         model: MODEL,
         seconds: SECONDS,
         rounds: ROUNDS,
@@ -461,8 +480,8 @@ try {
         cells,
         ratios,
         tasksStored: stored[0]!.n
-      })
-    }\n`)
+      })}\n`
+    )
   }
 } finally {
   await cleanup()

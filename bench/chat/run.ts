@@ -57,7 +57,7 @@ const timed = async (base: string, model: string, stream: boolean): Promise<{ ms
   })
   if (!response.ok) throw new Error(`${base}: ${response.status} ${await response.text()}`)
   if (!stream) {
-    const body = await response.json() as { svc?: { charged_micros: number } }
+    const body = (await response.json()) as { svc?: { charged_micros: number } }
     return { ms: performance.now() - started, charged: body.svc?.charged_micros ?? 0 }
   }
   const decoder = new TextDecoder()
@@ -107,10 +107,13 @@ try {
       )
     }
   }
-  const usage = await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } }))
-    .json() as { balanceMicros: number; reservedMicros: number }
+  const usage = (await (
+    await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })
+  ).json()) as { balanceMicros: number; reservedMicros: number }
   const balanced = usage.reservedMicros === 0 && usage.balanceMicros === CREDITS - totalCharged
-  console.log(`chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`)
+  console.log(
+    `chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`
+  )
   console.log("| request | concurrency | direct to upstream | through taskmeter | added |")
   console.log("|---|---|---|---|---|")
   for (const row of rows) console.log(row)

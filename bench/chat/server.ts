@@ -25,15 +25,19 @@ const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_
 const linkSecret = Redacted.make(randomUUID() + randomUUID())
 
 const kernel = Layer.mergeAll(
-  TaskRunner.layer({ executorAvailable: () => true }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }))),
+  TaskRunner.layer({ executorAvailable: () => true }).pipe(
+    Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }))
+  ),
   Ledger.layer
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),
-  Layer.provideMerge(Layer.mergeAll(
-    Catalog.layer,
-    MediaUrls.layer({ baseUrl: "http://127.0.0.1", secret: linkSecret }),
-    ResultUrls.layer({ secret: linkSecret })
-  ))
+  Layer.provideMerge(
+    Layer.mergeAll(
+      Catalog.layer,
+      MediaUrls.layer({ baseUrl: "http://127.0.0.1", secret: linkSecret }),
+      ResultUrls.layer({ secret: linkSecret })
+    )
+  )
 )
 
 const chat = ChatServices.layer({
@@ -52,29 +56,34 @@ const serveOver = <E>(store: Layer.Layer<MemoryStore.Stores, E>) =>
 const schema = `bench_chat_${randomUUID().replaceAll("-", "").slice(0, 16)}`
 
 /** Drops the benchmark's schema when the layer closes. */
-const dropSchemaAfter = Layer.effectDiscard(Effect.addFinalizer(() =>
-  SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-    Effect.ignore
+const dropSchemaAfter = Layer.effectDiscard(
+  Effect.addFinalizer(() =>
+    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
+      Effect.ignore
+    )
   )
-))
+)
 
-const store = process.env.STORE === "pg"
-  ? Layer.merge(
-    PgStore.layerClient({ schema }).pipe(
-      Layer.provide(PgStore.client({ url: databaseUrl, schema, maxConnections: 16 })),
-      Layer.provide(dropSchemaAfter)
-    ),
-    BlobStore.layerFileSystem(await mkdtemp(join(tmpdir(), "bench-chat-blobs-")))
-  )
-  : MemoryStore.layer
+const store =
+  process.env.STORE === "pg"
+    ? Layer.merge(
+        PgStore.layerClient({ schema }).pipe(
+          Layer.provide(PgStore.client({ url: databaseUrl, schema, maxConnections: 16 })),
+          Layer.provide(dropSchemaAfter)
+        ),
+        BlobStore.layerFileSystem(await mkdtemp(join(tmpdir(), "bench-chat-blobs-")))
+      )
+    : MemoryStore.layer
 
-const announce = Layer.effectDiscard(Effect.gen(function*() {
-  const { address } = yield* HttpServer.HttpServer
-  if (address._tag === "UnixPathAddress") return yield* Effect.die("TCP expected")
-  const { key } = yield* (yield* Accounts.Accounts).create({ name: "bench", credits: Money.micros(CREDITS) })
-  yield* Effect.sync(() => console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}/api/v1`, key: key.secret })))
-}))
+const announce = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const { address } = yield* HttpServer.HttpServer
+    if (address._tag === "UnixPathAddress") return yield* Effect.die("TCP expected")
+    const { key } = yield* (yield* Accounts.Accounts).create({ name: "bench", credits: Money.micros(CREDITS) })
+    yield* Effect.sync(() => console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}/api/v1`, key: key.secret })))
+  })
+)
 
 const main = Effect.runFork(Layer.launch(announce.pipe(Layer.provideMerge(serveOver(store)))))
 // run.ts stops this process with SIGTERM: close the layers (dropping a PostgreSQL schema) first.

@@ -17,21 +17,27 @@ const server = createServer((request, response) => {
     const usage = { prompt_tokens: 20, completion_tokens: TOKENS, total_tokens: 20 + TOKENS }
     if (body.stream !== true) {
       response.writeHead(200, { "content-type": "application/json" })
-      response.end(JSON.stringify({
-        id: "up",
-        object: "chat.completion",
-        created: 1,
-        model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: " tok".repeat(TOKENS) }, finish_reason: "stop" }],
-        usage
-      }))
+      response.end(
+        JSON.stringify({
+          id: "up",
+          object: "chat.completion",
+          created: 1,
+          model: body.model,
+          choices: [{ index: 0, message: { role: "assistant", content: " tok".repeat(TOKENS) }, finish_reason: "stop" }],
+          usage
+        })
+      )
       return
     }
     response.writeHead(200, { "content-type": "text/event-stream" })
     const chunk = (delta: object, finish: string | null = null) =>
-      `data: ${
-        JSON.stringify({ id: "up", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })
-      }\n\n`
+      `data: ${JSON.stringify({
+        id: "up",
+        object: "chat.completion.chunk",
+        created: 1,
+        model: body.model,
+        choices: [{ index: 0, delta, finish_reason: finish }]
+      })}\n\n`
     response.write(chunk({ role: "assistant", content: "" }))
     for (let i = 0; i < TOKENS; i++) response.write(chunk({ content: " tok" }))
     response.write(chunk({}, "stop"))

@@ -42,7 +42,7 @@ const WORKER = join(import.meta.dirname, "worker.ts")
 const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
 
 const admit = (accountId: Ids.AccountId) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore.TaskStore
     const now = new Date()
     const id = Ids.makeTaskId()
@@ -101,28 +101,32 @@ const runOnce = async (workers: number) => {
   const runtime = ManagedRuntime.make(stores)
   const run = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | SqlClient.SqlClient>) => runtime.runPromise(effect)
   const finished = () =>
-    run(SqlClient.SqlClient.use((sql) =>
-      sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM tasks WHERE status IN ('succeeded', 'failed')`
-    )).then((rows) => rows[0]!.n)
+    run(
+      SqlClient.SqlClient.use(
+        (sql) => sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM tasks WHERE status IN ('succeeded', 'failed')`
+      )
+    ).then((rows) => rows[0]!.n)
   const waitFinished = async (count: number) => {
-    while (await finished() < count) await new Promise((resolve) => setTimeout(resolve, 50))
+    while ((await finished()) < count) await new Promise((resolve) => setTimeout(resolve, 50))
     return Date.now()
   }
   const processes: Array<Worker> = []
   try {
-    const accountId = await run(Effect.gen(function*() {
-      const account = yield* (yield* AccountStore.AccountStore).createAccount({
-        id: Ids.makeAccountId(),
-        name: "bench",
-        createdAt: new Date()
+    const accountId = await run(
+      Effect.gen(function* () {
+        const account = yield* (yield* AccountStore.AccountStore).createAccount({
+          id: Ids.makeAccountId(),
+          name: "bench",
+          createdAt: new Date()
+        })
+        yield* (yield* LedgerStore.LedgerStore).grant({
+          accountId: account.id,
+          amountMicros: Money.micros(1_000_000_000_000),
+          note: "bench credits"
+        })
+        return account.id
       })
-      yield* (yield* LedgerStore.LedgerStore).grant({
-        accountId: account.id,
-        amountMicros: Money.micros(1_000_000_000_000),
-        note: "bench credits"
-      })
-      return account.id
-    }))
+    )
 
     const admitStart = Date.now()
     await run(Effect.forEach(Array.from({ length: TASKS }), () => admit(accountId), { concurrency: 32, discard: true }))
@@ -154,12 +158,16 @@ const runOnce = async (workers: number) => {
     }
     const latencies = admitted.map((task) => claimedAt.get(task.id)! - task.admittedAt).sort((a, b) => a - b)
 
-    const books = await run(Effect.gen(function*() {
-      const balances = yield* (yield* LedgerStore.LedgerStore).balances(accountId)
-      const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM tasks WHERE status = 'succeeded' AND charged_micros = ${PRICE}`
-      return { balances, succeeded: rows[0]!.n }
-    }))
+    const books = await run(
+      Effect.gen(function* () {
+        const balances = yield* (yield* LedgerStore.LedgerStore).balances(accountId)
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{
+          readonly n: number
+        }>`SELECT count(*)::int AS n FROM tasks WHERE status = 'succeeded' AND charged_micros = ${PRICE}`
+        return { balances, succeeded: rows[0]!.n }
+      })
+    )
     const total = TASKS + LATENCY_TASKS
     const charged = 1_000_000_000_000 - (books.balances?.balanceMicros ?? NaN)
     if (books.succeeded !== total || charged !== total * PRICE || books.balances?.reservedMicros !== 0) {
@@ -167,17 +175,21 @@ const runOnce = async (workers: number) => {
     }
     return { workers, throughput, admissionRate, latencies }
   } finally {
-    await Promise.all(processes.map(async ({ child }) => {
-      const exited = once(child, "exit")
-      child.kill("SIGTERM")
-      await exited
-    }))
+    await Promise.all(
+      processes.map(async ({ child }) => {
+        const exited = once(child, "exit")
+        child.kill("SIGTERM")
+        await exited
+      })
+    )
     await run(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)).catch(() => undefined)
     await runtime.dispose()
   }
 }
 
-console.log(`taskmeter queue benchmark: ${TASKS} tasks of ${MODEL} per run, ${cpus().length} CPUs, PostgreSQL at ${url.replace(/\/\/[^@]*@/, "//")}`)
+console.log(
+  `taskmeter queue benchmark: ${TASKS} tasks of ${MODEL} per run, ${cpus().length} CPUs, PostgreSQL at ${url.replace(/\/\/[^@]*@/, "//")}`
+)
 console.log("workers | drain tasks/s | admission tasks/s | latency p50 ms | latency p99 ms | latency max ms")
 for (const workers of args.workers.split(",").map(Number)) {
   const result = await runOnce(workers)

@@ -25,15 +25,19 @@ const claims: Array<readonly [string, number]> = []
 const timedClaims = Layer.effect(
   TaskStore.TaskStore,
   TaskStore.TaskStore.use((store) =>
-    Effect.succeed(TaskStore.TaskStore.of({
-      ...store,
-      claim: (options) =>
-        Effect.tap(store.claim(options), (claimed) =>
-          Effect.sync(() => {
-            const at = Date.now()
-            for (const claim of claimed) claims.push([claim.task.id, at])
-          }))
-    })))
+    Effect.succeed(
+      TaskStore.TaskStore.of({
+        ...store,
+        claim: (options) =>
+          Effect.tap(store.claim(options), (claimed) =>
+            Effect.sync(() => {
+              const at = Date.now()
+              for (const claim of claimed) claims.push([claim.task.id, at])
+            })
+          )
+      })
+    )
+  )
 )
 
 const stores = PgStore.layer({
@@ -60,7 +64,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
 })
 
 Effect.runFork(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* Effect.sync(() => process.stdout.write("ready\n"))
     yield* Deferred.await(go)
     return yield* TaskWorker.run({
@@ -70,9 +74,11 @@ Effect.runFork(
     })
   }).pipe(
     Effect.provide(services),
-    Effect.tapCause((cause) => Effect.sync(() => {
-      console.error(cause)
-      process.exit(1)
-    }))
+    Effect.tapCause((cause) =>
+      Effect.sync(() => {
+        console.error(cause)
+        process.exit(1)
+      })
+    )
   )
 )

@@ -26,27 +26,30 @@ import { MemoryStore } from "@taskmeter/storage-memory"
 const executors = Executors.make({ adapters: [Simulated.make()] })
 
 /** The kernel's services over the given storage, and a worker running tasks in the background. */
-export const kernelOver = <E>(storage: Layer.Layer<MemoryStore.Stores, E>) => Layer.mergeAll(
-  Ledger.layer,
-  TaskRunner.layer({ executorAvailable: executors.executorAvailable }).pipe(Layer.provideMerge(Accounts.layer())),
-  TaskWorker.layer()
-).pipe(
-  Layer.provideMerge(Pricer.layerDefault),
-  Layer.provideMerge(Layer.mergeAll(
-    Catalog.layer,
-    Layer.succeed(Executors.Executors, executors),
-    // Where upstreams would fetch uploaded media; the simulated provider fetches nothing.
-    MediaUrls.layer({ baseUrl: "http://127.0.0.1:8787", secret: Redacted.make("an embedded example's secret, 32+ chars") })
-  )),
-  Layer.provideMerge(storage)
-)
+export const kernelOver = <E>(storage: Layer.Layer<MemoryStore.Stores, E>) =>
+  Layer.mergeAll(
+    Ledger.layer,
+    TaskRunner.layer({ executorAvailable: executors.executorAvailable }).pipe(Layer.provideMerge(Accounts.layer())),
+    TaskWorker.layer()
+  ).pipe(
+    Layer.provideMerge(Pricer.layerDefault),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Catalog.layer,
+        Layer.succeed(Executors.Executors, executors),
+        // Where upstreams would fetch uploaded media; the simulated provider fetches nothing.
+        MediaUrls.layer({ baseUrl: "http://127.0.0.1:8787", secret: Redacted.make("an embedded example's secret, 32+ chars") })
+      )
+    ),
+    Layer.provideMerge(storage)
+  )
 
 /** The kernel over in-memory storage: everything is forgotten when the process ends. */
 export const KernelLive = kernelOver(MemoryStore.layer)
 
 /** Reads a stored result file whole. */
 const readResult = (accountId: Ids.AccountId, id: Ids.ResultId) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const record = yield* (yield* MediaStore.MediaStore).getResult(accountId, id)
     if (record === undefined) return yield* Effect.die(`no result ${id}`)
     const body = yield* (yield* BlobStore.BlobStore).read(record.blobKey)
@@ -60,7 +63,7 @@ const readResult = (accountId: Ids.AccountId, id: Ids.ResultId) =>
   })
 
 /** Creates an account, submits an image task for it, waits for the worker and reads the image. */
-export const program = Effect.gen(function*() {
+export const program = Effect.gen(function* () {
   const accounts = yield* Accounts.Accounts
   const runner = yield* TaskRunner.TaskRunner
   const ledger = yield* Ledger.Ledger
@@ -78,9 +81,7 @@ export const program = Effect.gen(function*() {
     yield* Effect.sleep("50 millis")
     current = yield* runner.get(caller, task.id)
   }
-  const image = current.assets[0]?.resultId === undefined
-    ? undefined
-    : yield* readResult(account.id, current.assets[0].resultId)
+  const image = current.assets[0]?.resultId === undefined ? undefined : yield* readResult(account.id, current.assets[0].resultId)
   const balances = yield* ledger.balances(account.id)
   return { task: current, image, balances }
 })
@@ -89,5 +90,7 @@ if (import.meta.main) {
   const { balances, image, task } = await Effect.runPromise(program.pipe(Effect.provide(KernelLive)))
   console.log(`task ${task.id}: ${task.status}, charged ${Money.formatUsd(task.chargedMicros ?? 0)} USD`)
   console.log(`result: ${image?.contentType}, ${image?.bytes.length} bytes`)
-  console.log(`balance ${Money.formatUsd(balances.balanceMicros)} USD, available ${Money.formatUsd(balances.availableMicros)} USD`)
+  console.log(
+    `balance ${Money.formatUsd(balances.balanceMicros)} USD, available ${Money.formatUsd(balances.availableMicros)} USD`
+  )
 }

@@ -14,14 +14,16 @@ layer(serverLayer({ port: 0, adminPort: 0, dataDir: mkdtempSync(join(tmpdir(), "
   excludeTestServices: true
 })("examples/http-server", (it) => {
   it.effect("serves the API and the admin service; a new account's task runs on the simulated provider", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const url = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
       const { key } = yield* AdminClient.AdminClient.use((admin) =>
         admin.AccountCreate({ name: "example", creditsMicros: Money.micros(1_000_000) })
       ).pipe(Effect.provide(AdminClient.layer({ url: yield* Main.adminUrl, token })))
       const call = (path: string, init: RequestInit = {}) =>
         Effect.promise(() =>
-          fetch(`${url}${path}`, { ...init, headers: { "x-api-key": key.secret, ...init.headers } }).then((r) => r.json() as Promise<any>)
+          fetch(`${url}${path}`, { ...init, headers: { "x-api-key": key.secret, ...init.headers } }).then(
+            (r) => r.json() as Promise<any>
+          )
         )
       const task = yield* call("/api/v1/jobs", {
         method: "POST",
@@ -36,5 +38,6 @@ layer(serverLayer({ port: 0, adminPort: 0, dataDir: mkdtempSync(join(tmpdir(), "
       }
       expect(current.status).toBe("succeeded")
       expect(current.assets[0].text).toEqual(expect.any(String))
-    }))
+    })
+  )
 })

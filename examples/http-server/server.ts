@@ -37,7 +37,7 @@ export const serverLayer = ({ adminPort, dataDir, port, token }: Options) =>
   )
 
 /** Serves on port 8789 (admin service on 8790) with its files in ./data/example until Ctrl-C. */
-export const main = Effect.gen(function*() {
+export const main = Effect.gen(function* () {
   const dataDir = resolve("data/example")
   const token = yield* OperatorToken.resolve(dataDir, Option.none())
   return yield* Layer.launch(serverLayer({ port: 8789, adminPort: 8790, dataDir, token }))

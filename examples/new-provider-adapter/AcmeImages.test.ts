@@ -46,7 +46,7 @@ describe("AcmeImages", () => {
   const adapter = AcmeImages.make({ apiKey: "acme-key", baseUrl: BASE })
 
   it.live("sends the prompt and aspect ratio, then returns the image", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const input = { prompt: "a fox", aspectRatio: "16:9", resolution: "1k" }
       const submitted = yield* adapter.submit({ model: "alpha-2-text-to-image-economy", input, reference: "task_1" })
       expect(submitted).toEqual({ _tag: "Accepted", upstreamId: "gen_1" })
@@ -58,14 +58,20 @@ describe("AcmeImages", () => {
         _tag: "Succeeded",
         outputs: [{ type: "image", url: "https://cdn.acme.example.test/gen_1.png", contentType: "image/png" }]
       })
-    }))
+    })
+  )
 
   it.live("a 422 from the upstream fails the task with UPSTREAM_REJECTED_INPUT", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       server.use(http.post(`${BASE}/v1/generations`, () => HttpResponse.json({ error: "prompt too long" }, { status: 422 })))
-      const error = yield* Effect.flip(adapter.submit({ model: "alpha-2-text-to-image-economy", input: { prompt: "x", aspectRatio: "1:1" }, reference: "t" }))
+      const error = yield* Effect.flip(
+        adapter.submit({ model: "alpha-2-text-to-image-economy", input: { prompt: "x", aspectRatio: "1:1" }, reference: "t" })
+      )
       expect(error).toMatchObject({ reason: "Terminal", errorCode: "UPSTREAM_REJECTED_INPUT" })
-    }))
+    })
+  )
 })
 
-AdapterConformance.suite("acme", () => AcmeImages.make({ apiKey: "acme-key", baseUrl: BASE }), { handlers: acmeUpstream().handlers })
+AdapterConformance.suite("acme", () => AcmeImages.make({ apiKey: "acme-key", baseUrl: BASE }), {
+  handlers: acmeUpstream().handlers
+})

@@ -14,7 +14,7 @@ const url = Redacted.make(Dependencies.databaseUrl)
 
 describe("examples/postgres", () => {
   it.live("runs the embedded kernel's flow on PostgreSQL, in a schema of its own", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const schema = `example_${randomUUID().replaceAll("-", "").slice(0, 16)}`
       yield* Effect.addFinalizer(() =>
         SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
@@ -28,9 +28,10 @@ describe("examples/postgres", () => {
       expect(image?.contentType).toBe("image/png")
       expect(balances.balanceMicros).toBe(5_000_000 - task.priceMicros)
 
-      const rows = yield* SqlClient.SqlClient.use((sql) =>
-        sql<{ status: string }>`SELECT status FROM ${sql(schema)}.tasks WHERE id = ${task.id}`
+      const rows = yield* SqlClient.SqlClient.use(
+        (sql) => sql<{ status: string }>`SELECT status FROM ${sql(schema)}.tasks WHERE id = ${task.id}`
       ).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })))
       expect(rows).toEqual([{ status: "succeeded" }])
-    }))
+    })
+  )
 })

@@ -21,18 +21,17 @@ export interface Options {
 export const storage = (options: Options) =>
   Layer.merge(PgStore.layer({ url: options.url, schema: options.schema }), BlobStore.layerFileSystem(options.blobsDir))
 
-export const main = Effect.gen(function*() {
+export const main = Effect.gen(function* () {
   const url = yield* Config.Redacted("DATABASE_URL")
   const schema = yield* Config.option(Config.String("DATABASE_SCHEMA"))
   const { balances, task } = yield* program.pipe(
     Effect.provide(kernelOver(storage({ url, schema: Option.getOrUndefined(schema), blobsDir: "data/blobs" })))
   )
-  yield* Effect.log(
-    `task ${task.id}: ${task.status}; balance ${Money.formatUsd(balances.balanceMicros)} USD, kept in PostgreSQL`
-  )
+  yield* Effect.log(`task ${task.id}: ${task.status}; balance ${Money.formatUsd(balances.balanceMicros)} USD, kept in PostgreSQL`)
 })
 
-if (import.meta.main) Effect.runPromise(main).catch((error) => {
-  console.error(String(error))
-  process.exitCode = 1
-})
+if (import.meta.main)
+  Effect.runPromise(main).catch((error) => {
+    console.error(String(error))
+    process.exitCode = 1
+  })

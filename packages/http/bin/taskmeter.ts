@@ -20,9 +20,8 @@ const start = Command.make("start", {}, () => Effect.flatMap(main, (Main) => Mai
 const worker = Command.make("worker", {}, () =>
   Effect.flatMap(main, (Main) => Main.worker).pipe(
     Effect.catchTag("WorkerNotConfigured", (error) => AdminCli.failWith(error.message))
-  )).pipe(
-    Command.withDescription("Run a task worker and the reconciler against DATABASE_URL, without an HTTP server.")
   )
+).pipe(Command.withDescription("Run a task worker and the reconciler against DATABASE_URL, without an HTTP server."))
 
 const taskmeter = Command.make("taskmeter").pipe(
   Command.withDescription("Sell hosted AI model runs: the server, its workers and the operator's admin commands."),

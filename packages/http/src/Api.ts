@@ -63,12 +63,15 @@ const finishDocument = (spec: Json): Json => {
 export const Api = HttpApi.make("taskmeter")
   .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi)
   .middleware(ErrorBoundary)
-  .annotateMerge(OpenApi.annotations({
-    title: "taskmeter API",
-    version: VERSION,
-    description: "Run hosted image, video, audio and text models as asynchronous tasks paid from prepaid credits. " +
-      "Submit a task, poll it every 4 to 5 seconds until it is terminal, then download its assets. " +
-      "Amounts are integer USD micro-units (1 USD = 1000000). Every error has the body `{ code, error }`; clients branch on `code`.",
-    transform: finishDocument
-  }))
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "taskmeter API",
+      version: VERSION,
+      description:
+        "Run hosted image, video, audio and text models as asynchronous tasks paid from prepaid credits. " +
+        "Submit a task, poll it every 4 to 5 seconds until it is terminal, then download its assets. " +
+        "Amounts are integer USD micro-units (1 USD = 1000000). Every error has the body `{ code, error }`; clients branch on `code`.",
+      transform: finishDocument
+    })
+  )
 export type Api = typeof Api

@@ -32,7 +32,8 @@ export const restrictUmask: Effect.Effect<void> = Effect.sync(() => {
   if (isMainThread) process.umask(0o077)
 })
 
-const codeOf = (cause: unknown): unknown => typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+const codeOf = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
 
 /** Creates `dataDir` (0700) if missing, and takes group and other permissions off everything in it. */
 export const prepare = (
@@ -52,7 +53,7 @@ export const prepare = (
         if (visited >= maxEntries) return { fixed, unchanged, truncated: true }
         const path = pending.pop()!
         visited++
-        const stats = await lstat(path).catch((cause) => codeOf(cause) === "ENOENT" ? undefined : Promise.reject(cause))
+        const stats = await lstat(path).catch((cause) => (codeOf(cause) === "ENOENT" ? undefined : Promise.reject(cause)))
         if (stats === undefined || stats.isSymbolicLink()) continue
         if ((stats.mode & SHARED_BITS) !== 0) {
           try {
@@ -65,7 +66,7 @@ export const prepare = (
           }
         }
         if (stats.isDirectory()) {
-          const names = await readdir(path).catch((cause) => codeOf(cause) === "ENOENT" ? [] : Promise.reject(cause))
+          const names = await readdir(path).catch((cause) => (codeOf(cause) === "ENOENT" ? [] : Promise.reject(cause)))
           for (const name of names) pending.push(join(path, name))
         }
       }
@@ -74,17 +75,26 @@ export const prepare = (
     catch: (cause) => new DataDirError({ path: dataDir, message: `cannot be made private: ${String(cause)}` })
   }).pipe(
     Effect.tap((prepared) =>
-      Effect.all([
-        prepared.fixed === 0 || quiet ? Effect.void : Effect.logWarning(
-          `${dataDir}: ${prepared.fixed} files and directories were readable by other users; made owner-only`
-        ),
-        prepared.unchanged.length === 0 ? Effect.void : Effect.logWarning(
-          `${dataDir}: ${prepared.unchanged.length} entries belong to another user and stay readable by others, e.g. ${prepared.unchanged[0]}`
-        ),
-        prepared.truncated
-          ? Effect.logWarning(`${dataDir}: more than ${maxEntries} entries; the rest were not checked (chmod -R go-rwx ${dataDir})`)
-          : Effect.void
-      ], { discard: true })
+      Effect.all(
+        [
+          prepared.fixed === 0 || quiet
+            ? Effect.void
+            : Effect.logWarning(
+                `${dataDir}: ${prepared.fixed} files and directories were readable by other users; made owner-only`
+              ),
+          prepared.unchanged.length === 0
+            ? Effect.void
+            : Effect.logWarning(
+                `${dataDir}: ${prepared.unchanged.length} entries belong to another user and stay readable by others, e.g. ${prepared.unchanged[0]}`
+              ),
+          prepared.truncated
+            ? Effect.logWarning(
+                `${dataDir}: more than ${maxEntries} entries; the rest were not checked (chmod -R go-rwx ${dataDir})`
+              )
+            : Effect.void
+        ],
+        { discard: true }
+      )
     )
   )
 }

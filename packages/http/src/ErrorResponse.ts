@@ -57,10 +57,12 @@ const slotNames: { readonly [K in HttpApiError.HttpApiSchemaError["kind"]]: stri
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const describeSchemaError = (error: HttpApiError.HttpApiSchemaError): string =>
-  ProblemList.join(formatIssues(error.cause.issue).issues.map(({ message, path = [] }) => {
-    const name = path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
-    return name === "" ? `${slotNames[error.kind]}: ${message}` : `${slotNames[error.kind]} ${name}: ${message}`
-  }))
+  ProblemList.join(
+    formatIssues(error.cause.issue).issues.map(({ message, path = [] }) => {
+      const name = path.map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")
+      return name === "" ? `${slotNames[error.kind]}: ${message}` : `${slotNames[error.kind]} ${name}: ${message}`
+    })
+  )
 
 const concernsIdempotencyKey = (error: HttpApiError.HttpApiSchemaError): boolean =>
   error.kind === "Headers" &&
@@ -73,7 +75,8 @@ export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): Errors.
   if (error.kind === "Body" || error.kind === "ResponseHeaders") return undefined
   if (concernsIdempotencyKey(error)) {
     return new Errors.InvalidIdempotencyKey({
-      message: "Send an Idempotency-Key header of 1 to 128 printable ASCII characters, the same for every retry of one submission."
+      message:
+        "Send an Idempotency-Key header of 1 to 128 printable ASCII characters, the same for every retry of one submission."
     })
   }
   return new Errors.InvalidRequest({ message: `Invalid ${describeSchemaError(error)}.` })
@@ -117,17 +120,21 @@ export const routeNotFound = (method: string, url: string): HttpServerResponse.H
     return HttpServerResponse.jsonUnsafe(
       Errors.errorBody(
         new Errors.InvalidRequest({
-          message: `The path ${JSON.stringify(path)} is not valid percent-encoded UTF-8: write a literal % as %25 and ` +
+          message:
+            `The path ${JSON.stringify(path)} is not valid percent-encoded UTF-8: write a literal % as %25 and ` +
             "percent-encode the UTF-8 bytes of other characters (ids go in the path as the API returns them)."
         })
       ),
       { status: 400 }
     )
   }
-  return HttpServerResponse.jsonUnsafe({
-    code: ROUTE_NOT_FOUND_CODE,
-    error: `No endpoint ${method} ${path}; the API is described at /api/openapi.json.`
-  }, { status: 404 })
+  return HttpServerResponse.jsonUnsafe(
+    {
+      code: ROUTE_NOT_FOUND_CODE,
+      error: `No endpoint ${method} ${path}; the API is described at /api/openapi.json.`
+    },
+    { status: 404 }
+  )
 }
 
 /** The API error a failure or defect stands for, if it is one the caller can act on. */

@@ -20,8 +20,7 @@ const extensions: Readonly<Record<string, string>> = {
 }
 
 /** The extension (without the dot) of a Content-Type, parameters ignored. */
-export const extensionOf = (contentType: string): string =>
-  extensions[contentType.split(";")[0]!.trim().toLowerCase()] ?? "bin"
+export const extensionOf = (contentType: string): string => extensions[contentType.split(";")[0]!.trim().toLowerCase()] ?? "bin"
 
 /** `<stem>.<extension>`; the stem must be a safe token (letters, digits, `-`, `_`). */
 export const of = (stem: string, contentType: string): string => `${stem}.${extensionOf(contentType)}`

@@ -37,7 +37,7 @@ export const checkContentLength = <E extends Errors.ApiError>(
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number,
   refusal: () => E
-): Effect.Effect<void, E> => declaresMoreThan(request, maxBytes) ? Effect.fail(refusal()) : Effect.void
+): Effect.Effect<void, E> => (declaresMoreThan(request, maxBytes) ? Effect.fail(refusal()) : Effect.void)
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -63,7 +63,7 @@ export const read = (
   request: HttpServerRequest.HttpServerRequest,
   options?: { readonly maxBytes?: number | undefined }
 ): Effect.Effect<unknown, Errors.InvalidRequest | Errors.InputTooLarge> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const maxBytes = options?.maxBytes ?? MAX_JSON_BODY_BYTES
     yield* checkContentLength(request, maxBytes, () => tooLarge(maxBytes))
     const type = mediaTypeOf(request.headers["content-type"])

@@ -60,9 +60,10 @@ interface SignedLink {
 /** A signed-link operation, from the results download's (the same file responses, ranges and headers). */
 const signedLinkOperation = (download: Json, link: SignedLink): Json => {
   const { "200": whole, "206": partial, "304": notModified, "416": unsatisfiable } = download.responses
-  const files = link.contentTypes === undefined
-    ? whole.content
-    : Object.fromEntries(link.contentTypes.map((type) => [type, { schema: { type: "string", format: "binary" } }]))
+  const files =
+    link.contentTypes === undefined
+      ? whole.content
+      : Object.fromEntries(link.contentTypes.map((type) => [type, { schema: { type: "string", format: "binary" } }]))
   return {
     ...link.fields,
     parameters: [
@@ -92,7 +93,8 @@ const mediaLink: SignedLink = {
     tags: [MEDIA_LINKS_TAG],
     operationId: "mediaLinks.fetch",
     summary: "Fetch an upload through a signed link (upstream providers only)",
-    description: "Not for API callers. The service puts these links in the inputs it sends to upstream providers " +
+    description:
+      "Not for API callers. The service puts these links in the inputs it sends to upstream providers " +
       "in place of `media:<uuid>` references; they carry no API key and expire (one hour by default). " +
       "HEAD is served too.",
     "x-internal": true
@@ -108,7 +110,8 @@ const resultLink: SignedLink = {
     tags: [RESULTS_TAG],
     operationId: "results.downloadSigned",
     summary: "Download a result file through a signed link",
-    description: "The bytes GET /api/v1/results/{id} serves, with no credentials: the link is the credential. " +
+    description:
+      "The bytes GET /api/v1/results/{id} serves, with no credentials: the link is the credential. " +
       "The MCP tools give one per file result (`downloadUrl`, with `downloadUrlExpiresAt`), for hosts signed in " +
       "with OAuth, which hold no API key; it names one result of one account and expires (one hour by default). " +
       "HEAD is served too."
@@ -126,9 +129,12 @@ const Documented = Api.add(ChatApi)
  * are: OpenAPI 3.1 references, no undeclared members).
  */
 const streamEventComponents = (): Json => {
-  const { definitions, schema } = Schema.toJsonSchemaDocument(Schema.Union([ChatWire.ChatCompletionChunk, ChatWire.ChatStreamError]), {
-    onExcessProperty: "error"
-  })
+  const { definitions, schema } = Schema.toJsonSchemaDocument(
+    Schema.Union([ChatWire.ChatCompletionChunk, ChatWire.ChatStreamError]),
+    {
+      onExcessProperty: "error"
+    }
+  )
   return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions
 }
 

@@ -32,7 +32,7 @@ export const OPENAPI_PATH = "/api/openapi.json"
 
 /** GET /api/openapi.json, built once for the catalog in force. */
 const openApiRoute = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const catalog = yield* Catalog.Catalog
     yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models)))
   })
@@ -70,10 +70,12 @@ export const layer = Layer.mergeAll(
  * provides tells the bound address (useful with PORT=0), so that layers built over it can use
  * the address (main.ts takes the default public URL from it).
  */
-export const listen = Layer.unwrap(Effect.gen(function*() {
-  const { host, port } = yield* ServerConfig
-  return NodeHttpServer.layer(createServer, { port, host })
-}))
+export const listen = Layer.unwrap(
+  Effect.gen(function* () {
+    const { host, port } = yield* ServerConfig
+    return NodeHttpServer.layer(createServer, { port, host })
+  })
+)
 
 export interface ServeOptions {
   /** No log line per request. */

@@ -95,31 +95,34 @@ const networkOf = (entry: string) =>
   IpNetwork.fromString(entry.includes("/") ? entry : `${entry}/${entry.includes(":") ? 128 : 32}`)
 
 const entriesOf = (text: string): ReadonlyArray<string> =>
-  text.split(",").map((part) => part.trim()).filter((part) => part !== "")
+  text
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "")
 
 /** `10.0.0.0/8, 192.168.1.7, ::1`: comma-separated networks or addresses. */
-const TrustedProxies = Schema.String.check(Schema.makeFilter(
-  (text: string) => {
+const TrustedProxies = Schema.String.check(
+  Schema.makeFilter((text: string) => {
     const bad = entriesOf(text).find((entry) => Result.isFailure(networkOf(entry)))
     return bad === undefined || `${JSON.stringify(bad)} is not an IP address or network (write e.g. 10.0.0.0/8 or 192.168.1.7)`
-  }
-))
+  })
+)
 
 /** `https://app.example.com, http://localhost:5173`: comma-separated http(s) origins. */
-const AllowedOrigins = Schema.String.check(Schema.makeFilter(
-  (text: string) => {
+const AllowedOrigins = Schema.String.check(
+  Schema.makeFilter((text: string) => {
     const bad = entriesOf(text).find((entry) => Result.isFailure(Result.try(() => TransportGuard.normalizeOrigin(entry))))
     return bad === undefined || `${JSON.stringify(bad)} is not an http(s) origin (write e.g. https://app.example.com)`
-  }
-))
+  })
+)
 
 /** `taskmeter:8787, api.internal`: comma-separated host names or addresses, each with an optional port. */
-const AllowedHosts = Schema.String.check(Schema.makeFilter(
-  (text: string) => {
+const AllowedHosts = Schema.String.check(
+  Schema.makeFilter((text: string) => {
     const bad = entriesOf(text).find((entry) => TransportGuard.normalizeHost(entry) === undefined)
     return bad === undefined || `${JSON.stringify(bad)} is not a host with an optional port (write e.g. taskmeter:8787)`
-  }
-))
+  })
+)
 
 const parseNetworks = (text: string): ReadonlyArray<IpNetwork.IpNetwork> =>
   entriesOf(text).flatMap((entry) => Result.match(networkOf(entry), { onFailure: () => [], onSuccess: (network) => [network] }))
@@ -181,7 +184,8 @@ export const serverStorage = (dataDir: string, settings: Pick<Settings, "databas
  */
 export const mediaLinkSecret = (settings: Settings, token: Redacted.Redacted<string>): Redacted.Redacted<string> =>
   Option.getOrElse(settings.mediaLinkSecret, () =>
-    Redacted.make(createHmac("sha256", Redacted.value(token)).update("taskmeter media links").digest("base64url")))
+    Redacted.make(createHmac("sha256", Redacted.value(token)).update("taskmeter media links").digest("base64url"))
+  )
 
 /**
  * Where releases before the price list moved into the database kept the operator's price
@@ -189,11 +193,17 @@ export const mediaLinkSecret = (settings: Settings, token: Redacted.Redacted<str
  */
 export const pricesFileOf = (dataDir: string): string => join(dataDir, "prices.json")
 
-const exists = (path: string) => Effect.promise(() => access(path).then(() => true, () => false))
+const exists = (path: string) =>
+  Effect.promise(() =>
+    access(path).then(
+      () => true,
+      () => false
+    )
+  )
 
 /** The list a database without one starts from: the one an existing install saved, else the shipped defaults. */
 const seedOf = (pricesFile: string) =>
-  Effect.flatMap(exists(pricesFile), (saved) => saved ? Pricer.readList(pricesFile) : Effect.succeed(Pricer.defaultList))
+  Effect.flatMap(exists(pricesFile), (saved) => (saved ? Pricer.readList(pricesFile) : Effect.succeed(Pricer.defaultList)))
 
 export interface KernelOptions {
   readonly settings: Settings
@@ -246,10 +256,12 @@ export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
  */
 export const localUrl = (address: NetAddress.SocketAddress): string =>
   NetAddress.isInetAddress(address) && NetAddress.isUnspecified(address.address)
-    ? HttpServer.formatAddress(NetAddress.inetAddressUnsafe(
-      NetAddress.isInetAddressV4(address) ? NetAddress.ipv4Loopback : NetAddress.ipv6Loopback,
-      address.port
-    ))
+    ? HttpServer.formatAddress(
+        NetAddress.inetAddressUnsafe(
+          NetAddress.isInetAddressV4(address) ? NetAddress.ipv4Loopback : NetAddress.ipv6Loopback,
+          address.port
+        )
+      )
     : HttpServer.formatAddress(address)
 
 /**
@@ -260,51 +272,53 @@ export const localUrl = (address: NetAddress.SocketAddress): string =>
  * written once both listeners are bound. Links are signed with `mediaLinkSecret(settings, token)`.
  */
 export const server = (options: ServerOptions) =>
-  Layer.unwrap(Effect.map(HttpServer.HttpServer, (http) => {
-    const local = localUrl(http.address)
-    const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
-    const app = Layer.mergeAll(
-      Server.layer,
-      ChatServer.layer,
-      McpEndpoint.layer({
-        baseUrl: new URL(publicUrl).origin,
-        registrationLimit: {
-          windowSeconds: 3600,
-          perSource: options.settings.mcpRegistrationsPerHour,
-          total: options.settings.mcpRegistrationsPerHourTotal
-        },
-        authorizeLimit: { windowSeconds: 60, perSource: options.settings.mcpAuthorizationsPerMinute },
-        grantLifetimeSeconds: options.settings.mcpSignInMaxDays * 24 * 3600,
-        allowedOrigins: options.settings.mcpAllowedOrigins,
-        allowedHosts: [new URL(local).host, ...options.settings.mcpAllowedHosts]
-      })
-    )
-    const listening = Layer.effectDiscard(
-      Effect.gen(function*() {
-        const admin = localUrl((yield* AdminServer.AdminListener).address)
-        yield* AdminFile.write(options.dataDir, { url: local, adminUrl: admin, token: Redacted.value(options.token) })
-        yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
-      })
-    )
-    const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
-    const mediaUrls = {
-      baseUrl: publicUrl,
-      secret: mediaLinkSecret(options.settings, options.token),
-      previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
-    }
-    const served = Layer.merge(
-      Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
-      AdminServer.layer({ token: options.token })
-    )
-    return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
-      Layer.provideMerge(ChatServices.layerConfig),
-      Layer.provideMerge(kernel({ ...options, mediaUrls }))
-    )
-  })).pipe(Layer.provideMerge(Server.listen))
+  Layer.unwrap(
+    Effect.map(HttpServer.HttpServer, (http) => {
+      const local = localUrl(http.address)
+      const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
+      const app = Layer.mergeAll(
+        Server.layer,
+        ChatServer.layer,
+        McpEndpoint.layer({
+          baseUrl: new URL(publicUrl).origin,
+          registrationLimit: {
+            windowSeconds: 3600,
+            perSource: options.settings.mcpRegistrationsPerHour,
+            total: options.settings.mcpRegistrationsPerHourTotal
+          },
+          authorizeLimit: { windowSeconds: 60, perSource: options.settings.mcpAuthorizationsPerMinute },
+          grantLifetimeSeconds: options.settings.mcpSignInMaxDays * 24 * 3600,
+          allowedOrigins: options.settings.mcpAllowedOrigins,
+          allowedHosts: [new URL(local).host, ...options.settings.mcpAllowedHosts]
+        })
+      )
+      const listening = Layer.effectDiscard(
+        Effect.gen(function* () {
+          const admin = localUrl((yield* AdminServer.AdminListener).address)
+          yield* AdminFile.write(options.dataDir, { url: local, adminUrl: admin, token: Redacted.value(options.token) })
+          yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
+        })
+      )
+      const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+      const mediaUrls = {
+        baseUrl: publicUrl,
+        secret: mediaLinkSecret(options.settings, options.token),
+        previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
+      }
+      const served = Layer.merge(
+        Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
+        AdminServer.layer({ token: options.token })
+      )
+      return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
+        Layer.provideMerge(ChatServices.layerConfig),
+        Layer.provideMerge(kernel({ ...options, mediaUrls }))
+      )
+    })
+  ).pipe(Layer.provideMerge(Server.listen))
 
 /** The address of a running `server`'s admin listener, as the CLI reaches it. */
-export const adminUrl: Effect.Effect<string, never, AdminServer.AdminListener> = AdminServer.AdminListener.use(
-  (listener) => Effect.succeed(localUrl(listener.address))
+export const adminUrl: Effect.Effect<string, never, AdminServer.AdminListener> = AdminServer.AdminListener.use((listener) =>
+  Effect.succeed(localUrl(listener.address))
 )
 
 const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
@@ -345,34 +359,36 @@ const announce = (
  * What `npm start` runs: the server from the environment's settings, until interrupted. The
  * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
  */
-export const start = Effect.scoped(Effect.gen(function*() {
-  const serverSettings = yield* ServerConfig.config
-  const settings = yield* config
-  const adapters = yield* Providers.scoped
-  const dataDir = resolvePath(serverSettings.dataDir)
-  // Before anything is created: the database, blobs and admin.json are the owner's alone.
-  yield* DataDir.restrictUmask
-  yield* DataDir.prepare(dataDir)
-  const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
-  return yield* Layer.launch(
-    server({
-      settings,
-      adapters,
-      pricesFile: pricesFileOf(dataDir),
-      token,
-      dataDir,
-      onListening: (url, publicUrl, adminUrl) =>
-        // Again once the database is open: PGlite sets its files' modes itself (0666), whatever the umask.
-        Effect.andThen(
-          Effect.ignore(DataDir.prepare(dataDir, { quiet: true })),
-          announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
-        )
-    }).pipe(
-      Layer.provide(serverStorage(dataDir, settings)),
-      Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
+export const start = Effect.scoped(
+  Effect.gen(function* () {
+    const serverSettings = yield* ServerConfig.config
+    const settings = yield* config
+    const adapters = yield* Providers.scoped
+    const dataDir = resolvePath(serverSettings.dataDir)
+    // Before anything is created: the database, blobs and admin.json are the owner's alone.
+    yield* DataDir.restrictUmask
+    yield* DataDir.prepare(dataDir)
+    const token = yield* OperatorToken.resolve(dataDir, settings.operatorToken)
+    return yield* Layer.launch(
+      server({
+        settings,
+        adapters,
+        pricesFile: pricesFileOf(dataDir),
+        token,
+        dataDir,
+        onListening: (url, publicUrl, adminUrl) =>
+          // Again once the database is open: PGlite sets its files' modes itself (0666), whatever the umask.
+          Effect.andThen(
+            Effect.ignore(DataDir.prepare(dataDir, { quiet: true })),
+            announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
+          )
+      }).pipe(
+        Layer.provide(serverStorage(dataDir, settings)),
+        Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
+      )
     )
-  )
-}))
+  })
+)
 
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
@@ -384,40 +400,47 @@ export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")
  * token of OPERATOR_TOKEN or the data directory's admin.json, whose address is also the
  * default PUBLIC_URL.
  */
-export const worker = Effect.scoped(Effect.gen(function*() {
-  const serverSettings = yield* ServerConfig.config
-  const settings = yield* config
-  const adapters = yield* Providers.scoped
-  const dataDir = resolvePath(serverSettings.dataDir)
-  if (Option.isNone(settings.databaseUrl)) {
-    return yield* new WorkerNotConfigured({
-      message: "A worker process needs DATABASE_URL: the embedded PGlite database belongs to the server process, " +
-        "whose own in-process workers serve it."
-    })
-  }
-  yield* DataDir.restrictUmask
-  yield* DataDir.prepare(dataDir)
-  const file = yield* AdminFile.read(dataDir)
-  const token = Option.orElse(settings.operatorToken, () =>
-    Option.map(Option.fromNullishOr(file), (f) => Redacted.make(f.token)))
-  const secret = Option.orElse(settings.mediaLinkSecret, () => Option.map(token, (t) => mediaLinkSecret(settings, t)))
-  const publicUrl = Option.orElse(settings.publicUrl, () => Option.map(Option.fromNullishOr(file), (f) => f.url))
-  if (Option.isNone(secret) || Option.isNone(publicUrl)) {
-    return yield* new WorkerNotConfigured({
-      message: `Cannot sign media links like the server: set PUBLIC_URL and MEDIA_LINK_SECRET (or OPERATOR_TOKEN), ` +
-        `or start the server first so that ${AdminFile.pathOf(dataDir)} exists.`
-    })
-  }
-  const executors = Executors.make({ adapters })
-  yield* Console.log(
-    `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; stop with Ctrl-C.`
-  )
-  return yield* TaskWorker.serve().pipe(
-    Effect.provide(Layer.mergeAll(
-      Catalog.layer,
-      Layer.succeed(Executors.Executors, executors),
-      MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
-      storage(dataDir, settings)
-    ))
-  )
-}))
+export const worker = Effect.scoped(
+  Effect.gen(function* () {
+    const serverSettings = yield* ServerConfig.config
+    const settings = yield* config
+    const adapters = yield* Providers.scoped
+    const dataDir = resolvePath(serverSettings.dataDir)
+    if (Option.isNone(settings.databaseUrl)) {
+      return yield* new WorkerNotConfigured({
+        message:
+          "A worker process needs DATABASE_URL: the embedded PGlite database belongs to the server process, " +
+          "whose own in-process workers serve it."
+      })
+    }
+    yield* DataDir.restrictUmask
+    yield* DataDir.prepare(dataDir)
+    const file = yield* AdminFile.read(dataDir)
+    const token = Option.orElse(settings.operatorToken, () =>
+      Option.map(Option.fromNullishOr(file), (f) => Redacted.make(f.token))
+    )
+    const secret = Option.orElse(settings.mediaLinkSecret, () => Option.map(token, (t) => mediaLinkSecret(settings, t)))
+    const publicUrl = Option.orElse(settings.publicUrl, () => Option.map(Option.fromNullishOr(file), (f) => f.url))
+    if (Option.isNone(secret) || Option.isNone(publicUrl)) {
+      return yield* new WorkerNotConfigured({
+        message:
+          `Cannot sign media links like the server: set PUBLIC_URL and MEDIA_LINK_SECRET (or OPERATOR_TOKEN), ` +
+          `or start the server first so that ${AdminFile.pathOf(dataDir)} exists.`
+      })
+    }
+    const executors = Executors.make({ adapters })
+    yield* Console.log(
+      `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; stop with Ctrl-C.`
+    )
+    return yield* TaskWorker.serve().pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          Catalog.layer,
+          Layer.succeed(Executors.Executors, executors),
+          MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
+          storage(dataDir, settings)
+        )
+      )
+    )
+  })
+)

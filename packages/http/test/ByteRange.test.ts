@@ -25,18 +25,20 @@ describe("ByteRange.parse", () => {
   })
 
   it("always serves a non-empty range inside the file", () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 10_000 }),
-      fc.option(fc.nat(20_000), { nil: undefined }),
-      fc.option(fc.nat(20_000), { nil: undefined }),
-      (size, first, last) => {
-        const header = `bytes=${first ?? ""}-${last ?? ""}`
-        const result = ByteRange.parse(header, size)
-        if (result._tag !== "Partial") return
-        expect(result.range.start).toBeGreaterThanOrEqual(0)
-        expect(result.range.start).toBeLessThanOrEqual(result.range.end)
-        expect(result.range.end).toBeLessThan(size)
-      }
-    ))
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.option(fc.nat(20_000), { nil: undefined }),
+        fc.option(fc.nat(20_000), { nil: undefined }),
+        (size, first, last) => {
+          const header = `bytes=${first ?? ""}-${last ?? ""}`
+          const result = ByteRange.parse(header, size)
+          if (result._tag !== "Partial") return
+          expect(result.range.start).toBeGreaterThanOrEqual(0)
+          expect(result.range.start).toBeLessThanOrEqual(result.range.end)
+          expect(result.range.end).toBeLessThan(size)
+        }
+      )
+    )
   })
 })

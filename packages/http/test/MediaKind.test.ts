@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as MediaKind from "../src/MediaKind.ts"
 
 const bytes = (...parts: Array<string | ReadonlyArray<number>>) =>
-  Uint8Array.from(parts.flatMap((part) => typeof part === "string" ? [...part].map((c) => c.charCodeAt(0)) : [...part]))
+  Uint8Array.from(parts.flatMap((part) => (typeof part === "string" ? [...part].map((c) => c.charCodeAt(0)) : [...part])))
 
 describe("MediaKind.compatibleTypes", () => {
   it("recognises each accepted format by its leading bytes", () => {

@@ -7,7 +7,7 @@ const read = (env: Record<string, string>) =>
 
 describe("ServerConfig", () => {
   it.effect("falls back to the documented defaults", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       expect(yield* read({})).toEqual({
         port: 8787,
         host: "127.0.0.1",
@@ -16,10 +16,11 @@ describe("ServerConfig", () => {
         adminHost: "127.0.0.1",
         adminPort: 8788
       })
-    }))
+    })
+  )
 
   it.effect("reads PORT, HOST, DATA_DIR, MAX_UPLOAD_BYTES, ADMIN_HOST and ADMIN_PORT", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const settings = yield* read({
         PORT: "0",
         HOST: "0.0.0.0",
@@ -36,10 +37,11 @@ describe("ServerConfig", () => {
         adminHost: "::1",
         adminPort: 0
       })
-    }))
+    })
+  )
 
   it.effect("refuses values out of range instead of guessing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const cases: Array<Record<string, string>> = [
         { PORT: "70000" },
         { PORT: "http" },
@@ -51,5 +53,6 @@ describe("ServerConfig", () => {
         const error = yield* Effect.flip(read(env))
         expect(error._tag, JSON.stringify(env)).toBe("ConfigError")
       }
-    }))
+    })
+  )
 })

@@ -13,7 +13,7 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /** An MCP sign-in (grant) of the account for `<baseUrl>/mcp`: its id and a working access token. */
 export const mcpSignIn = (accountId: string, baseUrl: string, clientId = `mcpc_${randomUUID()}`) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* OAuthStore.OAuthStore
     const now = new Date()
     const grantId = randomUUID()
@@ -46,7 +46,7 @@ export const mcpSignIn = (accountId: string, baseUrl: string, clientId = `mcpc_$
 
 /** A task of the account, admitted for `model` and moved to reconciliation_required. */
 export const heldTask = (accountId: string, priceMicros: number, model = "song-lyrics") =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore.TaskStore
     const now = new Date()
     const id = Ids.makeTaskId()
@@ -71,10 +71,13 @@ export const heldTask = (accountId: string, priceMicros: number, model = "song-l
       limits: { submissionsPerMinute: 1000, maxUnfinishedTasks: 1000, keyUsageLimit: null }
     })
     expect(admitted._tag).toBe("Admitted")
-    const [claim] = (yield* store.claim({ workerId: "test", limit: 10, leaseMs: 60_000, now, models: [model] })).filter((c) =>
-      c.task.id === id
+    const [claim] = (yield* store.claim({ workerId: "test", limit: 10, leaseMs: 60_000, now, models: [model] })).filter(
+      (c) => c.task.id === id
     )
-    for (const [from, to] of [["queued", "submitting"], ["submitting", "reconciliation_required"]] as const) {
+    for (const [from, to] of [
+      ["queued", "submitting"],
+      ["submitting", "reconciliation_required"]
+    ] as const) {
       const result = yield* store.transition({ taskId: id, leaseToken: claim!.leaseToken, from, to, now, keepLease: true })
       expect(result._tag).toBe("Done")
     }

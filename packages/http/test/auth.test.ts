@@ -25,7 +25,7 @@ for (const store of stores) {
   layer(T.layer(store), { excludeTestServices: true })(`authentication over ${store.name}`, (it) => {
     describe("credentials", () => {
       it.effect("accepts the key as Authorization: Bearer and as x-api-key", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           expect((yield* jobsOf({ authorization: `Bearer ${who.secret}` })).status).toBe(200)
           expect((yield* jobsOf({ authorization: `bearer ${who.secret}` })).status).toBe(200)
@@ -36,10 +36,11 @@ for (const store of stores) {
             body: JSON.stringify({ model: T.MODEL, input: T.INPUT })
           })
           expect(submitted.status).toBe(202)
-        }))
+        })
+      )
 
       it.effect("answers 401 AUTH_REQUIRED without a key, with an unknown key and with another scheme", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const cases: Array<Record<string, string>> = [
             {},
             { authorization: "Bearer tm_unknown" },
@@ -55,19 +56,21 @@ for (const store of stores) {
           }
           const missing = yield* jobsOf({})
           expect(missing.body.error).toContain("x-api-key")
-        }))
+        })
+      )
 
       it.effect("answers 403 PERMISSION_DENIED for a revoked key", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           yield* (yield* Accounts.Accounts).revokeKey(who.accountId, who.keyId)
           const reply = yield* jobsOf(T.bearer(who.secret))
           expect(reply.status).toBe(403)
           expect(reply.body.code).toBe("PERMISSION_DENIED")
-        }))
+        })
+      )
 
       it.effect("answers 429 API_KEY_RATE_LIMITED with Retry-After past the key's rate", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer(10_000_000, { rateLimitPerMinute: 2 })
           expect((yield* jobsOf(T.bearer(who.secret))).status).toBe(200)
           expect((yield* jobsOf(T.bearer(who.secret))).status).toBe(200)
@@ -77,38 +80,42 @@ for (const store of stores) {
           const retryAfter = Number(reply.headers.get("retry-after"))
           expect(retryAfter).toBeGreaterThanOrEqual(1)
           expect(retryAfter).toBeLessThanOrEqual(60)
-        }))
+        })
+      )
 
-      it.effect("answers 503 AUTH_UNAVAILABLE when the account store is down, otherwise API_UNAVAILABLE, EXECUTION_TEMPORARILY_UNAVAILABLE for a submission", () =>
-        Effect.gen(function*() {
-          const who = yield* T.customer()
-          yield* T.setOutage("accounts")
-          const auth = yield* jobsOf(T.bearer(who.secret))
-          const submitWithoutKeys = yield* T.submit(who).pipe(Effect.ensuring(T.setOutage()))
-          expect(auth.status).toBe(503)
-          expect(auth.body.code).toBe("AUTH_UNAVAILABLE")
-          // The submission's one store call checks the key and admits: it may have admitted.
-          expect(submitWithoutKeys.status).toBe(503)
-          expect(submitWithoutKeys.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
-          yield* T.setOutage("tasks")
-          const list = yield* jobsOf(T.bearer(who.secret))
-          const submit = yield* T.submit(who)
-          const usage = yield* T.usage(who).pipe(Effect.ensuring(T.setOutage()))
-          expect(list.status).toBe(503)
-          expect(list.body.code).toBe("API_UNAVAILABLE")
-          // A submission is authenticated within its admission, one task-store call, which may have
-          // admitted the task: the answer says to retry with the same Idempotency-Key.
-          expect(submit.status).toBe(503)
-          expect(submit.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
-          expect(submit.body.error).toContain("same Idempotency-Key")
-          expect(submit.headers.get("retry-after")).toBe("1")
-          expect(usage.status).toBe(200)
-        }))
+      it.effect(
+        "answers 503 AUTH_UNAVAILABLE when the account store is down, otherwise API_UNAVAILABLE, EXECUTION_TEMPORARILY_UNAVAILABLE for a submission",
+        () =>
+          Effect.gen(function* () {
+            const who = yield* T.customer()
+            yield* T.setOutage("accounts")
+            const auth = yield* jobsOf(T.bearer(who.secret))
+            const submitWithoutKeys = yield* T.submit(who).pipe(Effect.ensuring(T.setOutage()))
+            expect(auth.status).toBe(503)
+            expect(auth.body.code).toBe("AUTH_UNAVAILABLE")
+            // The submission's one store call checks the key and admits: it may have admitted.
+            expect(submitWithoutKeys.status).toBe(503)
+            expect(submitWithoutKeys.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
+            yield* T.setOutage("tasks")
+            const list = yield* jobsOf(T.bearer(who.secret))
+            const submit = yield* T.submit(who)
+            const usage = yield* T.usage(who).pipe(Effect.ensuring(T.setOutage()))
+            expect(list.status).toBe(503)
+            expect(list.body.code).toBe("API_UNAVAILABLE")
+            // A submission is authenticated within its admission, one task-store call, which may have
+            // admitted the task: the answer says to retry with the same Idempotency-Key.
+            expect(submit.status).toBe(503)
+            expect(submit.body.code).toBe("EXECUTION_TEMPORARILY_UNAVAILABLE")
+            expect(submit.body.error).toContain("same Idempotency-Key")
+            expect(submit.headers.get("retry-after")).toBe("1")
+            expect(usage.status).toBe(200)
+          })
+      )
     })
 
     describe("scopes", () => {
       it.effect("a read-only key reads but cannot submit or upload: 403 INSUFFICIENT_SCOPE", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const reader = yield* T.customer(10_000_000, { scopes: ["jobs:read", "usage:read"] })
           expect((yield* jobsOf(T.bearer(reader.secret))).status).toBe(200)
           expect((yield* T.usage(reader)).status).toBe(200)
@@ -123,10 +130,11 @@ for (const store of stores) {
             expect(reply.body.code).toBe("INSUFFICIENT_SCOPE")
             expect(reply.body.error).toContain("jobs:create")
           }
-        }))
+        })
+      )
 
       it.effect("a submit-only key cannot read tasks, results or usage: 403 INSUFFICIENT_SCOPE", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const writer = yield* T.customer(10_000_000, { scopes: ["jobs:create"] })
           const submitted = yield* T.submit(writer)
           expect(submitted.status).toBe(202)
@@ -140,12 +148,13 @@ for (const store of stores) {
             expect(reply.status, path).toBe(403)
             expect(reply.body.code).toBe("INSUFFICIENT_SCOPE")
           }
-        }))
+        })
+      )
     })
 
     describe("POST /api/v1/jobs, whose key is authenticated within the admission", () => {
       it.effect("submits with the key as Authorization: Bearer or as x-api-key, Bearer winning", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           expect((yield* submitWith({ authorization: `Bearer ${who.secret}` })).status).toBe(202)
           expect((yield* submitWith({ "x-api-key": who.secret })).status).toBe(202)
@@ -154,10 +163,11 @@ for (const store of stores) {
           expect(unknownBearer.status).toBe(401)
           expect(unknownBearer.body.code).toBe("AUTH_REQUIRED")
           expect((yield* T.usage(who)).body.reservedMicros).toBe(3 * T.MODEL_PRICE)
-        }))
+        })
+      )
 
       it.effect("answers the key's refusal before a bad Idempotency-Key, a bad body or a body too large", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const accounts = yield* Accounts.Accounts
           const revoked = yield* T.customer()
           yield* accounts.revokeKey(revoked.accountId, revoked.keyId)
@@ -169,7 +179,12 @@ for (const store of stores) {
           const cases: Array<[string, ReturnType<typeof submitWith>, number, string]> = [
             ["revoked key, bad Idempotency-Key", T.submit(revoked, undefined, "caf\u00e9"), 403, "PERMISSION_DENIED"],
             ["revoked key, no Idempotency-Key", T.submit(revoked, undefined, null), 403, "PERMISSION_DENIED"],
-            ["revoked key as x-api-key, bad body", submitWith({ "x-api-key": revoked.secret }, "{not json"), 403, "PERMISSION_DENIED"],
+            [
+              "revoked key as x-api-key, bad body",
+              submitWith({ "x-api-key": revoked.secret }, "{not json"),
+              403,
+              "PERMISSION_DENIED"
+            ],
             ["revoked key, body too large", T.submit(revoked, tooLarge), 403, "PERMISSION_DENIED"],
             ["read-only key, invalid body", T.submit(reader, { model: T.MODEL }), 403, "INSUFFICIENT_SCOPE"],
             ["key past its rate, bad body", T.submit(limited, "[1, 2]"), 429, "API_KEY_RATE_LIMITED"],
@@ -186,38 +201,42 @@ for (const store of stores) {
           }
           expect((yield* T.submit(reader, { model: T.MODEL })).body.error).toBe(SUBMIT_SCOPE_REFUSAL)
           expect((yield* T.usage(good)).body.reservedMicros).toBe(0)
-        }))
+        })
+      )
 
       it.effect("names the endpoint in INSUFFICIENT_SCOPE, as the other endpoints do", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const reader = yield* T.customer(10_000_000, { scopes: ["jobs:read"] })
           for (const model of [T.MODEL, T.MEDIA_MODEL, "no-such-model"]) {
             const reply = yield* T.submit(reader, { model, input: T.INPUT })
             expect(reply.status, model).toBe(403)
             expect(reply.body).toEqual({ code: "INSUFFICIENT_SCOPE", error: SUBMIT_SCOPE_REFUSAL })
           }
-        }))
+        })
+      )
 
       it.effect("counts each submission once against the key's rate, whatever it answers", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer(10_000_000, { rateLimitPerMinute: 3 })
           expect((yield* T.submit(who, "{not json")).status).toBe(400)
           expect((yield* T.submit(who, { model: "no-such-model", input: T.INPUT })).status).toBe(404)
           expect((yield* T.submit(who)).status).toBe(202)
           expect((yield* T.submit(who)).body.code).toBe("API_KEY_RATE_LIMITED")
-        }))
+        })
+      )
     })
 
     describe("public endpoints and unknown routes", () => {
       it.effect("serves prices, models and the OpenAPI document without credentials", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           for (const path of ["/api/v1/prices", "/api/v1/models", "/api/openapi.json"]) {
             expect((yield* T.call(path)).status, path).toBe(200)
           }
-        }))
+        })
+      )
 
       it.effect("answers an unknown route with 404 NOT_FOUND naming its method and path", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const reply = yield* T.call("/api/v1/nothing-here?x=1", { method: "DELETE" })
           expect(reply.status).toBe(404)
           expect(reply.body).toEqual({
@@ -227,7 +246,8 @@ for (const store of stores) {
           const known = yield* T.call("/api/v1/prices", { method: "DELETE" })
           expect(known.status).toBe(404)
           expect(known.body).toMatchObject({ code: "NOT_FOUND", error: expect.stringContaining("DELETE /api/v1/prices") })
-        }))
+        })
+      )
     })
   })
 }

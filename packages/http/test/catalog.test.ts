@@ -7,7 +7,7 @@ import * as T from "./support/TestServer.ts"
 layer(T.layer(stores[0]!), { excludeTestServices: true })("public catalog", (it) => {
   describe("GET /api/v1/prices", () => {
     it.effect("returns the Pricer's public price list without credentials", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* T.call("/api/v1/prices")
         expect(reply.status).toBe(200)
         expect(reply.body).toEqual(yield* (yield* Pricer.Pricer).prices)
@@ -16,18 +16,19 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("public catalog", (it)
           currency: "USD",
           priceMicros: T.MODEL_PRICE
         })
-      }))
+      })
+    )
   })
 
   describe("GET /api/v1/models", () => {
     it.effect("lists every model with its fields and input JSON Schema without credentials", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const catalog = yield* Catalog.Catalog
         const reply = yield* T.call("/api/v1/models")
         expect(reply.status).toBe(200)
         expect(reply.body.models.map((model: { slug: string }) => model.slug)).toEqual(catalog.models.map((model) => model.slug))
         const model = reply.body.models.find((entry: { slug: string }) => entry.slug === "alpha-pro-edit-economy")
-        const definition = (yield* catalog.get("alpha-pro-edit-economy"))
+        const definition = yield* catalog.get("alpha-pro-edit-economy")
         expect(model).toEqual({
           slug: definition.slug,
           category: "image",
@@ -43,6 +44,7 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("public catalog", (it)
           media: true,
           maxItems: 10
         })
-      }))
+      })
+    )
   })
 })

@@ -92,12 +92,12 @@ const api = (url: string, path: string, key: string, init: RequestInit = {}) =>
       ...init,
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
     })
-    return { status: response.status, body: await response.json() as any }
+    return { status: response.status, body: (await response.json()) as any }
   })
 
 /** Polls the task until it is terminal. */
 const settled = (url: string, key: string, id: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let task = (yield* api(url, `/api/v1/jobs/${id}`, key)).body
     for (let i = 0; i < 200 && !["succeeded", "failed", "reconciliation_required"].includes(task.status); i++) {
       yield* Effect.sleep("50 millis")
@@ -114,7 +114,7 @@ const inDatabase = <A>(query: (sql: SqlClient.SqlClient) => Effect.Effect<A, unk
 
 /** A server without workers, an account on it, and one song-lyrics task it admitted (queued). */
 const queuedTask = (idempotencyKey: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const server = yield* startServer({ WORKERS: "false" })
     const created = yield* admin(server.adminUrl, "account", "create", "--credits-usd", "1")
     const key: string = created.key.secret
@@ -131,7 +131,7 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
   afterAll(() => Effect.runPromise(dropSchema(schema)))
 
   it.live("two servers share accounts, tasks, idempotency and money, and stop on SIGTERM", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       // One after the other: the first runs the migrations on the empty schema.
       const a = yield* startServer()
       const b = yield* startServer()
@@ -159,10 +159,11 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
 
       expect(yield* stop(a.child)).toBe(0)
       expect(yield* stop(b.child)).toBe(0)
-    }))
+    })
+  )
 
   it.live("a server without workers leaves its tasks to a `taskmeter worker` process", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { server, key, id } = yield* queuedTask("for-the-worker")
       yield* Effect.sleep("500 millis")
       expect((yield* api(server.url, `/api/v1/jobs/${id}`, key)).body.status).toBe("queued")
@@ -170,10 +171,11 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
       const worker = yield* launch("worker", /taskmeter worker: ()/)
       expect((yield* settled(server.url, key, id)).status).toBe("succeeded")
       expect(yield* stop(worker.child)).toBe(0)
-    }))
+    })
+  )
 
   it.live("a worker stopped by SIGTERM gives up the lease of its running task for another worker", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { server, key, id } = yield* queuedTask("handed-on")
       const worker = yield* launch("worker", /taskmeter worker: ()/, { SIMULATED_DELAY_MS: "600000" })
       let status = "queued"
@@ -184,11 +186,13 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
       expect(status).toBe("running")
 
       expect(yield* stop(worker.child)).toBe(0)
-      const [lease] = yield* inDatabase((sql) =>
-        sql<{ readonly lease_expires_at: Date | null }>`SELECT lease_expires_at FROM ${sql(schema)}.tasks
+      const [lease] = yield* inDatabase(
+        (sql) =>
+          sql<{ readonly lease_expires_at: Date | null }>`SELECT lease_expires_at FROM ${sql(schema)}.tasks
           WHERE id = ${id}`
       )
       // Given up (the epoch), not left to lapse a lease length after the stop.
       expect(lease?.lease_expires_at?.getTime()).toBe(0)
-    }))
+    })
+  )
 })

@@ -60,14 +60,13 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
       process.execPath,
       [BIN, ...args],
       { env: { ...Dependencies.childEnv, DATA_DIR: join(dataDir, "elsewhere"), ...env }, timeout: 60_000 },
-      (error, stdout, stderr) =>
-        resume(Effect.succeed({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
+      (error, stdout, stderr) => resume(Effect.succeed({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr }))
     )
   })
 
 /** `taskmeter admin --url <admin listener> --json ...args` with TASKMETER_ADMIN_TOKEN, which must succeed; its JSON. */
 const admin = (...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const url = yield* baseUrl
     const result = yield* run(["admin", "--url", url, "--json", ...args], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
     expect(result.stderr, `taskmeter admin ${args.join(" ")}`).toBe("")
@@ -77,7 +76,7 @@ const admin = (...args: ReadonlyArray<string>) =>
 
 /** The same, expected to fail: the error of its JSON report. */
 const adminFails = (...args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const url = yield* baseUrl
     const result = yield* run(["admin", "--url", url, "--json", ...args], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
     expect(result.code).toBe(1)
@@ -95,12 +94,13 @@ const api = (path: string, key: string, init: RequestInit = {}) =>
         ...init,
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers }
       })
-      return { status: response.status, body: await response.json() as any }
-    }))
+      return { status: response.status, body: (await response.json()) as any }
+    })
+  )
 
 layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process)", (it) => {
   it.effect("account create's key submits a task that runs, and its charge shows in usage", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const created = yield* admin("account", "create", "--name", "acme", "--credits-usd", "25")
       expect(created.account.name).toBe("acme")
       expect(created.balances.availableMicros).toBe(25 * USD)
@@ -123,10 +123,11 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       const usage = yield* api("/api/v1/usage", key)
       expect(usage.status).toBe(200)
       expect(JSON.stringify(usage.body)).toContain(String(25 * USD - task.priceMicros))
-    }))
+    })
+  )
 
   it.effect("account list and show; human output by default", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const created = yield* admin("account", "create", "--name", "listed")
       const listed: Array<{ id: string }> = yield* admin("account", "list")
       expect(listed.map((a) => a.id)).toContain(created.account.id)
@@ -138,10 +139,11 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       expect(human.code).toBe(0)
       expect(human.stdout).toContain(created.account.id)
       expect(human.stdout).toContain("available")
-    }))
+    })
+  )
 
   it.effect("key create with scopes, key revoke", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { account } = yield* admin("account", "create")
       const key = yield* admin("key", "create", "--account", account.id, "--scopes", "jobs:read usage:read", "--name", "ci")
       expect(key.key).toMatchObject({ name: "ci", scopes: ["jobs:read", "usage:read"] })
@@ -154,57 +156,107 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       yield* admin("key", "revoke", "--account", account.id, "--key", key.key.id)
       expect((yield* api("/api/v1/usage", key.secret)).body.code).toBe("PERMISSION_DENIED")
       expect((yield* adminFails("key", "revoke", "--account", account.id, "--key", "key_nope")).reason).toBe("KeyNotFound")
-    }))
+    })
+  )
 
   it.effect("credits grant and refund, amounts read exactly", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { account } = yield* admin("account", "create")
-      const granted = yield* admin("credits", "grant", "--account", account.id, "--usd", "10.000001", "--note", "wire", "--ref", "pay_1")
+      const granted = yield* admin(
+        "credits",
+        "grant",
+        "--account",
+        account.id,
+        "--usd",
+        "10.000001",
+        "--note",
+        "wire",
+        "--ref",
+        "pay_1"
+      )
       expect(granted.entry).toMatchObject({ kind: "grant", amountMicros: 10_000_001, note: "wire" })
-      expect((yield* admin("credits", "grant", "--account", account.id, "--usd", "10.000001", "--ref", "pay_1")).entry.id)
-        .toBe(granted.entry.id)
+      expect((yield* admin("credits", "grant", "--account", account.id, "--usd", "10.000001", "--ref", "pay_1")).entry.id).toBe(
+        granted.entry.id
+      )
       const refunded = yield* admin("refund", "--account", account.id, "--usd", "0.1")
       expect(refunded.balances.balanceMicros).toBe(9_900_001)
 
       const url = yield* baseUrl
       for (const usd of ["1e3", "99999999999"]) {
-        const bad = yield* run(["admin", "credits", "grant", "--url", url, "--token", Redacted.value(token), "--account", account.id, "--usd", usd])
+        const bad = yield* run([
+          "admin",
+          "credits",
+          "grant",
+          "--url",
+          url,
+          "--token",
+          Redacted.value(token),
+          "--account",
+          account.id,
+          "--usd",
+          usd
+        ])
         expect(bad.code).not.toBe(0)
         expect(bad.stderr).toContain(`--usd: "${usd}" is not an amount in USD`)
       }
       expect((yield* admin("account", "show", "--account", account.id)).balances.balanceMicros).toBe(9_900_001)
       expect((yield* adminFails("credits", "grant", "--account", "acct_nope", "--usd", "1")).reason).toBe("AccountNotFound")
-    }))
+    })
+  )
 
   it.effect("price set (micros, usd, rate card), price disable, price list", () =>
-    Effect.gen(function*() {
-      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--micros", "31000"))
-        .toEqual({ enabled: true, priceMicros: 31_000 })
-      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--usd", "0.032"))
-        .toEqual({ enabled: true, priceMicros: 32_000 })
-      const rateCard = [{ when: { resolution: ["1k", "2k"] }, priceMicros: 50_000 }, { when: { resolution: "4k" }, priceMicros: 90_000 }]
-      expect(yield* admin("price", "set", "--model", "alpha-2-text-to-image-economy", "--rate-card", JSON.stringify(rateCard)))
-        .toEqual({ enabled: true, rateCard })
+    Effect.gen(function* () {
+      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--micros", "31000")).toEqual({
+        enabled: true,
+        priceMicros: 31_000
+      })
+      expect(yield* admin("price", "set", "--model", "alpha-2-lite-text-to-image-economy", "--usd", "0.032")).toEqual({
+        enabled: true,
+        priceMicros: 32_000
+      })
+      const rateCard = [
+        { when: { resolution: ["1k", "2k"] }, priceMicros: 50_000 },
+        { when: { resolution: "4k" }, priceMicros: 90_000 }
+      ]
+      expect(
+        yield* admin("price", "set", "--model", "alpha-2-text-to-image-economy", "--rate-card", JSON.stringify(rateCard))
+      ).toEqual({ enabled: true, rateCard })
       yield* admin("price", "disable", "--model", "alpha-2-text-to-image-economy")
       const list = yield* admin("price", "list")
       expect(list.models["alpha-2-lite-text-to-image-economy"]).toEqual({ enabled: true, priceMicros: 32_000 })
       expect(list.models["alpha-2-text-to-image-economy"]).toEqual({ enabled: false, rateCard })
-      const refused = yield* adminFails("price", "set", "--model", "alpha-2-text-to-image-economy", "--rate-card", "[{\"when\":{},\"priceMicros\":1},{\"when\":{},\"priceMicros\":2}]")
+      const refused = yield* adminFails(
+        "price",
+        "set",
+        "--model",
+        "alpha-2-text-to-image-economy",
+        "--rate-card",
+        '[{"when":{},"priceMicros":1},{"when":{},"priceMicros":2}]'
+      )
       expect(refused.reason).toBe("PriceListInvalid")
-    }))
+    })
+  )
 
   it.effect("price set --daily-budget-usd: alone, with a price, kept by a price change, removed with none", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const model = "alpha-pro-text-to-image-economy"
       const before = (yield* admin("price", "list")).models[model]
       expect(before.rateCard).toBeDefined()
       // A budget alone leaves the rate card as it is.
-      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "100.000001"))
-        .toEqual({ ...before, dailyBudgetMicros: 100_000_001 })
-      expect(yield* admin("price", "set", "--model", model, "--usd", "0.09"))
-        .toEqual({ enabled: true, priceMicros: 90_000, dailyBudgetMicros: 100_000_001 })
-      expect(yield* admin("price", "set", "--model", model, "--micros", "95000", "--daily-budget-usd", "2.5"))
-        .toEqual({ enabled: true, priceMicros: 95_000, dailyBudgetMicros: 2_500_000 })
+      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "100.000001")).toEqual({
+        ...before,
+        dailyBudgetMicros: 100_000_001
+      })
+      expect(yield* admin("price", "set", "--model", model, "--usd", "0.09")).toEqual({
+        enabled: true,
+        priceMicros: 90_000,
+        dailyBudgetMicros: 100_000_001
+      })
+      expect(yield* admin("price", "set", "--model", model, "--micros", "95000", "--daily-budget-usd", "2.5")).toEqual({
+        enabled: true,
+        priceMicros: 95_000,
+        dailyBudgetMicros: 2_500_000
+      })
 
       const url = yield* baseUrl
       const flags = ["--url", url, "--token", Redacted.value(token)]
@@ -219,87 +271,133 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       expect(nothing.code).toBe(1)
       expect(nothing.stderr).toContain("--daily-budget-usd")
 
-      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "none"))
-        .toEqual({ enabled: true, priceMicros: 95_000 })
-    }))
+      expect(yield* admin("price", "set", "--model", model, "--daily-budget-usd", "none")).toEqual({
+        enabled: true,
+        priceMicros: 95_000
+      })
+    })
+  )
 
   it.effect("task resolve settles a held task", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { account } = yield* admin("account", "create", "--credits-usd", "5")
       const succeeded = yield* heldTask(account.id, 2 * USD, HELD_MODEL)
       const failed = yield* heldTask(account.id, USD, HELD_MODEL)
-      const resolved = yield* admin("task", "resolve", "--task", succeeded, "--account", account.id, "--outcome", "succeeded", "--charge-usd", "1.5")
+      const resolved = yield* admin(
+        "task",
+        "resolve",
+        "--task",
+        succeeded,
+        "--account",
+        account.id,
+        "--outcome",
+        "succeeded",
+        "--charge-usd",
+        "1.5"
+      )
       expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: 1_500_000 })
       expect(yield* admin("task", "resolve", "--task", failed, "--outcome", "failed")).toMatchObject({ status: "failed" })
       const shown = yield* admin("account", "show", "--account", account.id)
       expect(shown.balances).toMatchObject({ balanceMicros: 3_500_000, reservedMicros: 0 })
       expect((yield* adminFails("task", "resolve", "--task", failed, "--outcome", "failed")).reason).toBe("TaskNotResolvable")
-    }))
+    })
+  )
 
   it.effect("audit reports balanced books", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       expect(yield* admin("audit")).toEqual([])
-    }))
+    })
+  )
 
   it.effect("signin-code prints a one-time MCP sign-in code for the account", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { account } = yield* admin("account", "create", "--name", "mcp")
       const created = yield* admin("signin-code", "--account", account.id)
       expect(created).toEqual({ accountId: account.id, code: expect.stringMatching(/^tmsi_/), expiresAt: expect.any(String) })
       expect(Date.parse(created.expiresAt)).toBeGreaterThan(Date.now())
-    }))
+    })
+  )
 
   it.effect("mcp sign-ins list and revoke an account's MCP sign-ins, for people and with --json", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const url = yield* baseUrl
       const { account } = yield* admin("account", "create", "--name", "mcp-sign-ins")
       const signIn = yield* mcpSignIn(account.id, url)
       const listed = yield* admin("mcp", "sign-ins", "list", "--account", account.id)
       expect(listed).toEqual([expect.objectContaining({ id: signIn.grantId, accountId: account.id, clientId: signIn.clientId })])
-      const human = yield* run(["admin", "mcp", "sign-ins", "list", "--account", account.id, "--url", url, "--token", Redacted.value(token)])
+      const human = yield* run([
+        "admin",
+        "mcp",
+        "sign-ins",
+        "list",
+        "--account",
+        account.id,
+        "--url",
+        url,
+        "--token",
+        Redacted.value(token)
+      ])
       expect(human.code).toBe(0)
       expect(human.stdout).toContain(signIn.grantId)
       expect(human.stdout).toContain("with a sign-in code")
 
-      const revoked = yield* run(["admin", "mcp", "sign-ins", "revoke", signIn.grantId, "--url", url, "--token", Redacted.value(token)])
+      const revoked = yield* run([
+        "admin",
+        "mcp",
+        "sign-ins",
+        "revoke",
+        signIn.grantId,
+        "--url",
+        url,
+        "--token",
+        Redacted.value(token)
+      ])
       expect(revoked.code).toBe(0)
       expect(revoked.stdout).toContain(`MCP sign-in ${signIn.grantId} of ${account.id} revoked`)
       expect(yield* admin("mcp", "sign-ins", "list", "--account", account.id)).toEqual([])
       expect(yield* admin("mcp", "sign-ins", "revoke", signIn.grantId)).toMatchObject({ alreadyRevoked: true })
       expect((yield* adminFails("mcp", "sign-ins", "revoke", crypto.randomUUID())).reason).toBe("SignInNotFound")
-    }))
+    })
+  )
 
   describe("finding the server", () => {
     it.effect("from <data-dir>/admin.json, with no --url or --token", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const result = yield* run(["admin", "account", "list", "--json"], { DATA_DIR: dataDir })
         expect(result.code).toBe(0)
         expect(Array.isArray(JSON.parse(result.stdout))).toBe(true)
-      }))
+      })
+    )
 
-    it.effect("the token of TASKMETER_ADMIN_TOKEN wins over --token (which shows in ps), with a warning; --token alone works", () =>
-      Effect.gen(function*() {
-        const url = yield* baseUrl
-        const both = yield* run(
-          ["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(OperatorToken.generate())],
-          { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
-        )
-        expect(both.code).toBe(0)
-        expect(both.stderr).toContain("warning: --token is ignored: TASKMETER_ADMIN_TOKEN is set")
-        const flagOnly = yield* run(["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(token)])
-        expect(flagOnly.code).toBe(0)
-        expect(flagOnly.stderr).toBe("")
-      }))
+    it.effect(
+      "the token of TASKMETER_ADMIN_TOKEN wins over --token (which shows in ps), with a warning; --token alone works",
+      () =>
+        Effect.gen(function* () {
+          const url = yield* baseUrl
+          const both = yield* run(
+            ["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(OperatorToken.generate())],
+            { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
+          )
+          expect(both.code).toBe(0)
+          expect(both.stderr).toContain("warning: --token is ignored: TASKMETER_ADMIN_TOKEN is set")
+          const flagOnly = yield* run(["admin", "account", "list", "--json", "--url", url, "--token", Redacted.value(token)])
+          expect(flagOnly.code).toBe(0)
+          expect(flagOnly.stderr).toBe("")
+        })
+    )
 
     it.effect("the public port does not serve the admin service", () =>
-      Effect.gen(function*() {
-        const result = yield* run(["admin", "account", "list", "--json", "--url", yield* apiUrl], { TASKMETER_ADMIN_TOKEN: Redacted.value(token) })
+      Effect.gen(function* () {
+        const result = yield* run(["admin", "account", "list", "--json", "--url", yield* apiUrl], {
+          TASKMETER_ADMIN_TOKEN: Redacted.value(token)
+        })
         expect(result.code).toBe(1)
         expect(JSON.parse(result.stderr).error.reason).toBe("NotAdminService")
-      }))
+      })
+    )
 
     it.effect("a wrong token exits 1 with AuthRequired; without an admin file or token it says what to do", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const url = yield* baseUrl
         const wrong = yield* run(["admin", "account", "list", "--json"], {
           TASKMETER_URL: url,
@@ -314,6 +412,7 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
         const elsewhere = yield* run(["admin", "account", "list", "--json", "--url", "http://127.0.0.1:9"], { DATA_DIR: dataDir })
         expect(elsewhere.code).toBe(1)
         expect(JSON.parse(elsewhere.stderr).error.reason).toBe("NoToken")
-      }))
+      })
+    )
   })
 })

@@ -44,34 +44,39 @@ const openTree = () => {
 
 describe("DataDir.prepare", () => {
   it.effect("creates a missing DATA_DIR with mode 0700", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const dataDir = join(mkdtempSync(join(tmpdir(), "taskmeter-datadir-")), "data")
       const prepared = yield* DataDir.prepare(dataDir)
       expect(modeOf(dataDir)).toBe(0o700)
       expect(prepared.truncated).toBe(false)
-    }))
+    })
+  )
 
   it.effect("makes an existing 0777/0666 tree owner-only (0700/0600), not what a symbolic link points to", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { dataDir, outside } = openTree()
       const prepared = yield* DataDir.prepare(dataDir)
       expect(prepared).toEqual({ fixed: 5, unchanged: [], truncated: false })
       expect(tree(dataDir)).toEqual([
         [dataDir, 0o700],
-        ...tree(dataDir).slice(1).map(([path]) => [path, lstatSync(path).isDirectory() ? 0o700 : 0o600] as [string, number])
+        ...tree(dataDir)
+          .slice(1)
+          .map(([path]) => [path, lstatSync(path).isDirectory() ? 0o700 : 0o600] as [string, number])
       ])
       expect(tree(dataDir)).toHaveLength(5)
       expect(modeOf(outside)).toBe(0o666)
       expect((yield* DataDir.prepare(dataDir)).fixed).toBe(0)
-    }))
+    })
+  )
 
   it.effect("stops after the bound, saying so", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { dataDir } = openTree()
       const prepared = yield* DataDir.prepare(dataDir, { maxEntries: 2 })
       expect(prepared.truncated).toBe(true)
       expect(prepared.fixed).toBeLessThanOrEqual(2)
-    }))
+    })
+  )
 })
 
 describe("taskmeter start on the embedded database", () => {

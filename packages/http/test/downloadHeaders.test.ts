@@ -22,7 +22,7 @@ const expectSafeDownload = (headers: Headers, fileName: string) => {
 layer(T.layer(stores[0]!), { excludeTestServices: true })("download and JSON headers", (it) => {
   describe("downloads", () => {
     it.effect("an uploaded GIF/HTML polyglot comes back through its media link as an attachment, nosniff, sandboxed", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer()
         const upload = yield* T.call("/api/v1/media", {
           method: "POST",
@@ -40,10 +40,11 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("download and JSON hea
         const ranged = yield* T.fetchBytes(`${url.pathname}${url.search}`, { headers: { range: "bytes=0-5" } })
         expect(ranged.status).toBe(206)
         expectSafeDownload(ranged.headers, `media-${MediaReference.uuidOf(reference)}.gif`)
-      }))
+      })
+    )
 
     it.effect("a result, by API key and by result link, is result-<id> with its type's extension", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer()
         const { body: task } = yield* T.submit(who)
         const { resultId, sha256 } = yield* T.succeedWithResult(who, task.id, T.PNG)
@@ -60,23 +61,28 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("download and JSON hea
         const byLink = yield* T.fetchBytes(link.path)
         expect(byLink.status).toBe(200)
         expectSafeDownload(byLink.headers, `result-${resultId}.png`)
-      }))
+      })
+    )
 
     it.effect("a text result is a .txt, a WAV a .wav", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer(100_000_000)
-        for (const [contentType, extension] of [["text/plain; charset=utf-8", "txt"], ["audio/wav", "wav"]] as const) {
+        for (const [contentType, extension] of [
+          ["text/plain; charset=utf-8", "txt"],
+          ["audio/wav", "wav"]
+        ] as const) {
           const { body: task } = yield* T.submit(who)
           const { resultId } = yield* T.succeedWithResult(who, task.id, Buffer.from("RIFF...."), contentType)
           const reply = yield* T.fetchBytes(`/api/v1/results/${resultId}`, { headers: T.bearer(who.secret) })
           expect(reply.headers.get("content-disposition")).toBe(`attachment; filename="result-${resultId}.${extension}"`)
         }
-      }))
+      })
+    )
   })
 
   describe("JSON", () => {
     it.effect("authenticated answers (usage, jobs, a job) are Cache-Control: no-store, nosniff", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer()
         const { body: task } = yield* T.submit(who)
         for (const path of ["/api/v1/usage", "/api/v1/jobs", `/api/v1/jobs/${task.id}`]) {
@@ -87,10 +93,11 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("download and JSON hea
         }
         const submitted = yield* T.submit(who)
         expect(submitted.headers.get("cache-control")).toBe("no-store")
-      }))
+      })
+    )
 
     it.effect("a 401 carries WWW-Authenticate: Bearer with the realm; a 403 does not", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         for (const headers of [{}, T.bearer("tm_not-a-key"), { "x-api-key": "tm_not-a-key" }]) {
           const reply = yield* T.call("/api/v1/usage", { headers })
           expect(reply.status).toBe(401)
@@ -102,6 +109,7 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("download and JSON hea
         const forbidden = yield* T.call("/api/v1/usage", { headers: T.bearer(narrow.secret) })
         expect(forbidden.status).toBe(403)
         expect(forbidden.headers.get("www-authenticate")).toBe(null)
-      }))
+      })
+    )
   })
 })

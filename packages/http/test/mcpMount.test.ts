@@ -54,7 +54,8 @@ const request = (path: string, init: RequestInit = {}) =>
     Effect.promise(async () => {
       const response = await fetch(`${url}${path}`, init)
       return { status: response.status, headers: response.headers, text: await response.text() }
-    }))
+    })
+  )
 
 const mcpPost = (body: unknown, headers: Record<string, string> = {}) =>
   request("/mcp", {
@@ -65,7 +66,10 @@ const mcpPost = (body: unknown, headers: Record<string, string> = {}) =>
 
 /** The JSON-RPC message of a response that may be an SSE stream. */
 const rpcMessage = (text: string): any => {
-  const data = text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6))
+  const data = text
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => line.slice(6))
   return JSON.parse(data.length > 0 ? data[data.length - 1]! : text)
 }
 
@@ -76,27 +80,31 @@ const cases = (name: string, server: Layer.Layer<any, unknown>) =>
   layer(server, { excludeTestServices: true })(name, (it) => {
     describe("the MCP endpoint in the composed server", () => {
       it.effect("its protected resource metadata names <PUBLIC_URL origin>/mcp and the built-in authorization server", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const reply = yield* request("/.well-known/oauth-protected-resource/mcp")
           expect(reply.status).toBe(200)
           expect(JSON.parse(reply.text)).toMatchObject({ resource: `${ORIGIN}/mcp`, authorization_servers: [ORIGIN] })
           const issuer = yield* request("/.well-known/oauth-authorization-server")
           expect(JSON.parse(issuer.text)).toMatchObject({ issuer: ORIGIN, token_endpoint: `${ORIGIN}/token` })
-        }))
+        })
+      )
 
       it.effect("a POST /mcp without credentials is 401 with the OAuth challenge", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const reply = yield* mcpPost({ jsonrpc: "2.0", id: 1, method: "tools/list" })
           expect(reply.status).toBe(401)
           expect(reply.headers.get("www-authenticate")).toContain(
             `Bearer resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp"`
           )
           expect(JSON.parse(reply.text).code).toBe("AUTH_REQUIRED")
-        }))
+        })
+      )
 
       it.effect("an API key reaches the kernel through /mcp; the API is served beside it", () =>
-        Effect.gen(function*() {
-          const { key } = yield* withAdmin((admin) => admin.AccountCreate({ name: "mcp", creditsMicros: 3_000_000 as Money.Micros }))
+        Effect.gen(function* () {
+          const { key } = yield* withAdmin((admin) =>
+            admin.AccountCreate({ name: "mcp", creditsMicros: 3_000_000 as Money.Micros })
+          )
           const call = yield* mcpPost(
             { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_balance", arguments: {} } },
             { authorization: `Bearer ${key.secret}`, "mcp-protocol-version": "2025-11-25" }
@@ -104,10 +112,11 @@ const cases = (name: string, server: Layer.Layer<any, unknown>) =>
           expect(call.status).toBe(200)
           expect(rpcMessage(call.text).result.structuredContent.availableMicros).toBe(3_000_000)
           expect((yield* request("/api/v1/prices")).status).toBe(200)
-        }))
+        })
+      )
 
       it.effect("a sign-in code from the admin service is kept in the database of the other stores", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "signs-in" }))
           yield* withAdmin((admin) => admin.SignInCodeCreate({ accountId: account.id }))
           const sql = yield* SqlClient.SqlClient
@@ -116,7 +125,8 @@ const cases = (name: string, server: Layer.Layer<any, unknown>) =>
           expect(rows).toHaveLength(1)
           const accounts = yield* sql`SELECT 1 FROM accounts WHERE id = ${account.id}`
           expect(accounts).toHaveLength(1)
-        }))
+        })
+      )
     })
   })
 
@@ -136,26 +146,35 @@ if (postgresReachable) {
 /** The server without PUBLIC_URL, on the memory stores, listening on `host` and an ephemeral port. */
 const unconfigured = (host: string) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-bound-"))
-  return Main.server({ settings: { ...Main.defaults, workers: false }, adapters: [], pricesFile: Main.pricesFileOf(dataDir), token, dataDir })
-    .pipe(
-      Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-      Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir, adminPort: 0 }))
-    )
+  return Main.server({
+    settings: { ...Main.defaults, workers: false },
+    adapters: [],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
+    Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
+    Layer.provide(ServerConfig.layerWith({ port: 0, host, dataDir, adminPort: 0 }))
+  )
 }
 
 const boundCases = (host: string, named: string) =>
   layer(unconfigured(host), { excludeTestServices: true })(`without PUBLIC_URL, listening on ${host}`, (it) => {
     it.effect(`the MCP endpoint and the media links name http://${named}:<the bound port>`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const port = yield* boundPort
         expect(port).toBeGreaterThan(0)
         const origin = `http://${named}:${port}`
         const reply = yield* Effect.promise(() => fetch(`${origin}/.well-known/oauth-protected-resource/mcp`))
-        expect(yield* Effect.promise(() => reply.json())).toMatchObject({ resource: `${origin}/mcp`, authorization_servers: [origin] })
+        expect(yield* Effect.promise(() => reply.json())).toMatchObject({
+          resource: `${origin}/mcp`,
+          authorization_servers: [origin]
+        })
         const links = yield* MediaUrls.MediaUrls
         const link = yield* links.sign(Ids.makeAccountId(), MediaReference.make())
         expect(link.startsWith(`${origin}/api/v1/media-links/`)).toBe(true)
-      }))
+      })
+    )
   })
 
 boundCases("127.0.0.1", "127.0.0.1")
@@ -178,7 +197,7 @@ const registrationLimited = () => {
 
 layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_PER_HOUR", (it) => {
   it.effect("limits the MCP client registrations of one address", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const register = request("/register", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -188,10 +207,11 @@ layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_P
       const refused = yield* register
       expect(refused.status).toBe(429)
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
-    }))
+    })
+  )
 
   it.effect("is read from the environment, with the MCP package's defaults", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const read = (env: Record<string, string>) =>
         Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
       const unset = yield* read({})
@@ -199,14 +219,20 @@ layer(registrationLimited(), { excludeTestServices: true })("MCP_REGISTRATIONS_P
       const set = yield* read({ MCP_REGISTRATIONS_PER_HOUR: "5", MCP_REGISTRATIONS_PER_HOUR_TOTAL: "50" })
       expect([set.mcpRegistrationsPerHour, set.mcpRegistrationsPerHourTotal]).toEqual([5, 50])
       expect((yield* Effect.flip(read({ MCP_REGISTRATIONS_PER_HOUR: "0" })))._tag).toBe("ConfigError")
-    }))
+    })
+  )
 })
 
 /** The server with MCP_ALLOWED_ORIGINS set, on the memory stores. */
 const originsAllowed = () => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-mcp-origins-"))
   return Main.server({
-    settings: { ...Main.defaults, workers: false, mcpAllowedOrigins: ["https://console.example"], mcpAllowedHosts: ["taskmeter:8787"] },
+    settings: {
+      ...Main.defaults,
+      workers: false,
+      mcpAllowedOrigins: ["https://console.example"],
+      mcpAllowedHosts: ["taskmeter:8787"]
+    },
     adapters: [],
     pricesFile: Main.pricesFileOf(dataDir),
     token,
@@ -219,7 +245,7 @@ const originsAllowed = () => {
 
 layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (it) => {
   it.effect("/mcp answers the configured and the server's own origin, and refuses others with 403", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const own = yield* baseUrl
       const ping = { jsonrpc: "2.0", id: 1, method: "ping" }
       // Past the guard, the request still needs credentials.
@@ -232,24 +258,32 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
       const port = yield* boundPort
       const hostStatus = (host: string) =>
         Effect.callback<number>((resume) => {
-          const call = httpRequest({ host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host, "content-type": "application/json" } }, (response) => {
-            response.resume()
-            resume(Effect.succeed(response.statusCode ?? 0))
-          })
+          const call = httpRequest(
+            { host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host, "content-type": "application/json" } },
+            (response) => {
+              response.resume()
+              resume(Effect.succeed(response.statusCode ?? 0))
+            }
+          )
           call.on("error", (error) => resume(Effect.die(error)))
           call.end(JSON.stringify(ping))
         })
       expect(yield* hostStatus("taskmeter:8787")).toBe(401)
       expect(yield* hostStatus("taskmeter:9999")).toBe(403)
-    }))
+    })
+  )
 
   it.effect("the MCP settings are read from the environment", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const read = (env: Record<string, string>) =>
         Main.config.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
       const unset = yield* read({})
-      expect([unset.mcpAllowedOrigins, unset.mcpAllowedHosts, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays])
-        .toEqual([[], [], 30, 90])
+      expect([unset.mcpAllowedOrigins, unset.mcpAllowedHosts, unset.mcpAuthorizationsPerMinute, unset.mcpSignInMaxDays]).toEqual([
+        [],
+        [],
+        30,
+        90
+      ])
       const set = yield* read({
         MCP_ALLOWED_ORIGINS: "https://console.example/, http://localhost:5173",
         MCP_ALLOWED_HOSTS: "taskmeter:8787, api.internal",
@@ -262,10 +296,15 @@ layer(originsAllowed(), { excludeTestServices: true })("MCP_ALLOWED_ORIGINS", (i
         30
       ])
       expect(set.mcpAllowedHosts).toEqual(["taskmeter:8787", "api.internal"])
-      for (const env of [{ MCP_ALLOWED_ORIGINS: "console.example" }, { MCP_ALLOWED_HOSTS: "http://x" }, { MCP_SIGN_IN_MAX_DAYS: "0" }] as Array<Record<string, string>>) {
+      for (const env of [
+        { MCP_ALLOWED_ORIGINS: "console.example" },
+        { MCP_ALLOWED_HOSTS: "http://x" },
+        { MCP_SIGN_IN_MAX_DAYS: "0" }
+      ] as Array<Record<string, string>>) {
         expect((yield* Effect.flip(read(env)))._tag).toBe("ConfigError")
       }
-    }))
+    })
+  )
 })
 
 /** The server behind a trusted proxy on 127.0.0.0/8, with MCP_AUTHORIZATIONS_PER_MINUTE=1. */
@@ -290,8 +329,9 @@ const signInLimited = () => {
 
 layer(signInLimited(), { excludeTestServices: true })("MCP_AUTHORIZATIONS_PER_MINUTE", (it) => {
   it.effect("limits /authorize per client address, as TRUSTED_PROXIES names it", () =>
-    Effect.gen(function*() {
-      const from = (client: string) => Effect.map(request("/authorize", { headers: { "x-forwarded-for": client } }), (r) => r.status)
+    Effect.gen(function* () {
+      const from = (client: string) =>
+        Effect.map(request("/authorize", { headers: { "x-forwarded-for": client } }), (r) => r.status)
       // One a minute: of three in a row, the first is answered (400: no client) and at least one
       // of the others refused, even if a minute ends between two of them.
       const first = yield* from("203.0.113.9")
@@ -300,5 +340,6 @@ layer(signInLimited(), { excludeTestServices: true })("MCP_AUTHORIZATIONS_PER_MI
       expect(later).toContain(429)
       // Another client behind the same proxy has its own count.
       expect(yield* from("198.51.100.7")).toBe(400)
-    }))
+    })
+  )
 })

@@ -29,14 +29,17 @@ const headers: Array<[string, Uint8Array]> = [
   ["image/webp", new TextEncoder().encode("RIFF\u0024\u0000\u0000\u0000WEBPVP8 ")],
   ["video/mp4", Uint8Array.from([0, 0, 0, 0x18, ...new TextEncoder().encode("ftypmp42"), 0, 0, 0, 0])],
   ["video/quicktime", Uint8Array.from([0, 0, 0, 0x14, ...new TextEncoder().encode("ftypqt  "), 0, 0, 0, 0])],
-  ["video/webm", Uint8Array.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0x82, 0x84, ...new TextEncoder().encode("webm")])]
+  [
+    "video/webm",
+    Uint8Array.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0x82, 0x84, ...new TextEncoder().encode("webm")])
+  ]
 ]
 
 for (const store of stores) {
   layer(T.layer(store, { maxUploadBytes: MAX_UPLOAD_BYTES }), { excludeTestServices: true })(`media over ${store.name}`, (it) => {
     describe("POST /api/v1/media", () => {
       it.effect("stores an image and answers 201 with its reference, which a submission then accepts", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           const reply = yield* upload(who, T.PNG, "image/png")
           expect(reply.status).toBe(201)
@@ -59,20 +62,22 @@ for (const store of stores) {
             input: { prompt: "make it blue", imageUrls: [reply.body.reference] }
           })
           expect(submitted.status).toBe(202)
-        }))
+        })
+      )
 
       it.effect("accepts each supported format whose bytes match its Content-Type", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           for (const [contentType, bytes] of headers) {
             const reply = yield* upload(who, bytes, `${contentType}; name=x`)
             expect(reply.status, contentType).toBe(201)
             expect(reply.body.contentType).toBe(contentType)
           }
-        }))
+        })
+      )
 
       it.effect("refuses bytes that are not the declared type: 400 INVALID_REQUEST", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           const jpeg = headers[1]![1]
           const mismatched = yield* upload(who, jpeg, "image/png")
@@ -81,12 +86,23 @@ for (const store of stores) {
           expect(mismatched.body.error).toContain("image/jpeg")
           const text = yield* upload(who, "just some text, not an image", "image/gif")
           expect(text.status).toBe(400)
-          const matroska = Uint8Array.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x82, 0x88, ...new TextEncoder().encode("matroska")])
+          const matroska = Uint8Array.from([
+            0x1a,
+            0x45,
+            0xdf,
+            0xa3,
+            0x9f,
+            0x42,
+            0x82,
+            0x88,
+            ...new TextEncoder().encode("matroska")
+          ])
           expect((yield* upload(who, matroska, "video/webm")).status).toBe(400)
-        }))
+        })
+      )
 
       it.effect("refuses other content types and an empty body: 400 INVALID_REQUEST", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           for (const contentType of ["image/svg+xml", "application/octet-stream", "text/plain"]) {
             const reply = yield* upload(who, T.PNG, contentType)
@@ -97,10 +113,11 @@ for (const store of stores) {
           const empty = yield* upload(who, new Uint8Array(0), "image/png")
           expect(empty.status).toBe(400)
           expect(empty.body.error).toContain("empty")
-        }))
+        })
+      )
 
       it.effect("refuses a file over the configured cap: 413 INPUT_TOO_LARGE, declared or streamed", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           expect((yield* upload(who, pngOfSize(MAX_UPLOAD_BYTES), "image/png")).status).toBe(201)
           const declared = yield* upload(who, pngOfSize(MAX_UPLOAD_BYTES + 1), "image/png")
@@ -120,10 +137,11 @@ for (const store of stores) {
           } as RequestInit)
           expect(streamed.status).toBe(413)
           expect(streamed.body.code).toBe("INPUT_TOO_LARGE")
-        }))
+        })
+      )
 
       it.effect("keeps uploads private: another account cannot use the reference", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const owner = yield* T.customer()
           const { body } = yield* upload(owner, T.PNG, "image/png")
           const reply = yield* T.submit(yield* T.customer(), {
@@ -138,7 +156,8 @@ for (const store of stores) {
             body.reference as MediaReference.MediaReference
           )
           expect(record).toBeUndefined()
-        }))
+        })
+      )
     })
   })
 }

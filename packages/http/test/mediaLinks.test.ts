@@ -18,7 +18,7 @@ interface Uploaded {
 }
 
 /** A customer who uploaded FILE through POST /api/v1/media. */
-const withUpload = Effect.gen(function*() {
+const withUpload = Effect.gen(function* () {
   const who = yield* T.customer()
   const reply = yield* T.call("/api/v1/media", {
     method: "POST",
@@ -39,7 +39,7 @@ const linkTo = (
 
 /** Asserts the one answer every link that does not work gets. */
 const expectNotFound = (pathAndQuery: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const reply = yield* T.call(pathAndQuery)
     expect(reply.status, pathAndQuery).toBe(404)
     expect(reply.body).toEqual({ code: "JOB_NOT_FOUND", error: expect.stringContaining("media link") })
@@ -49,7 +49,7 @@ for (const store of stores) {
   layer(T.layer(store), { excludeTestServices: true })(`media links over ${store.name}`, (it) => {
     describe("GET /api/v1/media-links/{uuid}", () => {
       it.effect("serves the upload behind the link MediaUrls signs for it, with no API key", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, sha256, who } = yield* withUpload
           const signed = yield* (yield* MediaUrls.MediaUrls).sign(who.accountId, reference)
           const url = new URL(signed)
@@ -65,20 +65,22 @@ for (const store of stores) {
           const maxAge = Number(/^private, max-age=(\d+)$/.exec(reply.headers.get("cache-control") ?? "")?.[1])
           expect(maxAge).toBeGreaterThan(3_590)
           expect(maxAge).toBeLessThanOrEqual(3_600)
-        }))
+        })
+      )
 
       it.effect("keeps the link's Cache-Control within the time the link has left", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           const reply = yield* T.fetchBytes(linkTo(who.accountId, reference, new Date(Date.now() + 120_000)))
           expect(reply.status).toBe(200)
           const maxAge = Number(/max-age=(\d+)/.exec(reply.headers.get("cache-control") ?? "")?.[1])
           expect(maxAge).toBeGreaterThan(110)
           expect(maxAge).toBeLessThanOrEqual(120)
-        }))
+        })
+      )
 
       it.effect("serves one byte range with 206, and answers a range past the end with 416", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           const link = linkTo(who.accountId, reference)
           const partial = yield* T.fetchBytes(link, { headers: { range: "bytes=100-1099" } })
@@ -92,10 +94,11 @@ for (const store of stores) {
           expect(outside.status).toBe(416)
           expect(outside.headers.get("content-range")).toBe(`bytes */${FILE.length}`)
           expect(outside.body.code).toBe("INVALID_REQUEST")
-        }))
+        })
+      )
 
       it.effect("answers HEAD with the headers alone, and If-None-Match with 304", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, sha256, who } = yield* withUpload
           const link = linkTo(who.accountId, reference)
           const head = yield* T.fetchBytes(link, { method: "HEAD" })
@@ -106,29 +109,33 @@ for (const store of stores) {
           const cached = yield* T.fetchBytes(link, { headers: { "if-none-match": `"${sha256}"` } })
           expect(cached.status).toBe(304)
           expect(cached.bytes.length).toBe(0)
-        }))
+        })
+      )
 
       it.effect("answers 404 to a link expiring further than the TTL from now, though signed (under a longer TTL)", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           yield* expectNotFound(linkTo(who.accountId, reference, new Date(Date.now() + 3 * HOUR_MS)))
-        }))
+        })
+      )
 
       it.effect("serves a link signed with the previous secret (a rotation); links of other secrets stay 404", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           expect((yield* T.fetchBytes(linkTo(who.accountId, reference, undefined, T.PREVIOUS_LINK_SECRET))).status).toBe(200)
           yield* expectNotFound(linkTo(who.accountId, reference, undefined, Redacted.make("y".repeat(40))))
-        }))
+        })
+      )
 
       it.effect("answers an expired link 404", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           yield* expectNotFound(linkTo(who.accountId, reference, new Date(Date.now() - 1_000)))
-        }))
+        })
+      )
 
       it.effect("answers a link whose signature, expiry, uuid or account was altered 404", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference, who } = yield* withUpload
           const other = yield* T.customer()
           const link = linkTo(who.accountId, reference)
@@ -137,20 +144,23 @@ for (const store of stores) {
           yield* expectNotFound(linkTo(who.accountId, reference, undefined, Redacted.make("x".repeat(40))))
           // The untouched link still works: the 404s above are the alterations'.
           expect((yield* T.fetchBytes(link)).status).toBe(200)
-        }))
+        })
+      )
 
       it.effect("answers 404 for a validly signed link naming another account, with the same uuid", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { reference } = yield* withUpload
           const other = yield* T.customer()
           yield* expectNotFound(linkTo(other.accountId, reference))
-        }))
+        })
+      )
 
       it.effect("answers 404 for a validly signed link to an upload that does not exist", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           yield* expectNotFound(linkTo(who.accountId, MediaReference.make()))
-        }))
+        })
+      )
     })
   })
 }

@@ -19,25 +19,33 @@ const conforms = <A, I>(schema: Schema.Codec<A, I>, body: unknown): A =>
 
 /** The `data:` payloads of a server-sent event stream. */
 const events = (text: string): Array<string> =>
-  text.split("\n\n").filter((event) => event.startsWith("data: ")).map((event) => event.slice("data: ".length))
+  text
+    .split("\n\n")
+    .filter((event) => event.startsWith("data: "))
+    .map((event) => event.slice("data: ".length))
 
 // The API with the chat routes beside it, as `npm start` serves them.
 layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it) => {
   describe("the OpenAPI document", () => {
     it.effect("is a valid OpenAPI 3.1 document with version 1.0.0", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         expect(document.openapi).toBe("3.1.0")
         expect(document.info.version).toBe("1.0.0")
         const result = yield* Effect.promise(() => new Validator().validate(document))
         expect(result.errors).toBeUndefined()
         expect(result.valid).toBe(true)
-      }))
+      })
+    )
 
     it.effect("documents every endpoint of the API, and each one is served", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
-        expect(operations(document).map(({ method, path }) => `${method.toUpperCase()} ${path}`).sort()).toEqual([
+        expect(
+          operations(document)
+            .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
+            .sort()
+        ).toEqual([
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
           "GET /api/v1/chat/requests/{id}",
@@ -60,10 +68,11 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           const expected = operation.security.length > 0 ? 401 : signedLink ? 404 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }
-      }))
+      })
+    )
 
     it.effect("describes the body of POST /api/v1/jobs per model, discriminated by model, with the Catalog's input schemas", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         const catalog = yield* Catalog.Catalog
         const body = document.paths["/api/v1/jobs"].post.requestBody.content["application/json"].schema
@@ -78,36 +87,57 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           expect(component.properties.expectedPriceMicros.type).toBe("integer")
         }
         expect(catalog.models).toHaveLength(33)
-      }))
+      })
+    )
 
     it.effect("declares both credential forms and the scope of each secured operation", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         expect(document.components.securitySchemes).toEqual({
           bearerAuth: { type: "http", scheme: "Bearer", description: expect.any(String) },
           apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) }
         })
-        const scopes = Object.fromEntries(operations(document).map(({ method, operation, path }) =>
-          [`${method} ${path}`, operation.security.map((requirement: object) => Object.entries(requirement)[0])]
-        ))
-        expect(scopes["post /api/v1/jobs"]).toEqual([["bearerAuth", ["jobs:create"]], ["apiKeyAuth", ["jobs:create"]]])
-        expect(scopes["get /api/v1/jobs/{id}"]).toEqual([["bearerAuth", ["jobs:read"]], ["apiKeyAuth", ["jobs:read"]]])
+        const scopes = Object.fromEntries(
+          operations(document).map(({ method, operation, path }) => [
+            `${method} ${path}`,
+            operation.security.map((requirement: object) => Object.entries(requirement)[0])
+          ])
+        )
+        expect(scopes["post /api/v1/jobs"]).toEqual([
+          ["bearerAuth", ["jobs:create"]],
+          ["apiKeyAuth", ["jobs:create"]]
+        ])
+        expect(scopes["get /api/v1/jobs/{id}"]).toEqual([
+          ["bearerAuth", ["jobs:read"]],
+          ["apiKeyAuth", ["jobs:read"]]
+        ])
         expect(scopes["get /api/v1/prices"]).toEqual([])
-        expect(scopes["post /api/v1/chat/completions"]).toEqual([["bearerAuth", ["chat:create"]], ["apiKeyAuth", ["chat:create"]]])
-        expect(scopes["get /api/v1/chat/requests"]).toEqual([["bearerAuth", ["usage:read"]], ["apiKeyAuth", ["usage:read"]]])
-        expect(scopes["get /api/v1/chat/requests/{id}"]).toEqual([["bearerAuth", ["usage:read"]], ["apiKeyAuth", ["usage:read"]]])
+        expect(scopes["post /api/v1/chat/completions"]).toEqual([
+          ["bearerAuth", ["chat:create"]],
+          ["apiKeyAuth", ["chat:create"]]
+        ])
+        expect(scopes["get /api/v1/chat/requests"]).toEqual([
+          ["bearerAuth", ["usage:read"]],
+          ["apiKeyAuth", ["usage:read"]]
+        ])
+        expect(scopes["get /api/v1/chat/requests/{id}"]).toEqual([
+          ["bearerAuth", ["usage:read"]],
+          ["apiKeyAuth", ["usage:read"]]
+        ])
         expect(scopes["get /api/v1/chat/models"]).toEqual([])
-      }))
+      })
+    )
 
     it.effect("gives every error response the ErrorBody schema, and 429s a Retry-After header", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         expect(document.components.schemas.ErrorBody.properties.code.enum).toEqual(Errors.all.map((E) => E.code))
         for (const { method, operation, path } of operations(document)) {
           for (const [status, response] of Object.entries<any>(operation.responses)) {
             if (Number(status) < 400) continue
-            expect(response.content["application/json"].schema, `${method} ${path} ${status}`)
-              .toEqual({ $ref: "#/components/schemas/ErrorBody" })
+            expect(response.content["application/json"].schema, `${method} ${path} ${status}`).toEqual({
+              $ref: "#/components/schemas/ErrorBody"
+            })
             if (status === "429") expect(response.headers["retry-after"]).toBeDefined()
           }
         }
@@ -121,10 +151,11 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(chat["409"].description).toContain("INSUFFICIENT_CREDITS")
         expect(chat["502"].description).toContain("UPSTREAM_ERROR")
         expect(document.paths["/api/v1/chat/requests/{id}"].get.responses["404"].description).toContain("REQUEST_NOT_FOUND")
-      }))
+      })
+    )
 
     it.effect("documents the raw upload and download", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         const upload = document.paths["/api/v1/media"].post
         expect(Object.keys(upload.requestBody.content)).toContain("video/webm")
@@ -134,10 +165,11 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(download.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
           expect.arrayContaining(["id", "range", "if-none-match"])
         )
-      }))
+      })
+    )
 
     it.effect("describes the chat routes from their schemas: the request, the answer or its event stream, the records", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         const schemas = document.components.schemas
         const completions = document.paths["/api/v1/chat/completions"].post
@@ -156,20 +188,30 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           expect(schemas[event].type).toBe("object")
         }
         expect(schemas.ChatCompletionChunk.properties.usage).toEqual({ $ref: "#/components/schemas/ChatUsage" })
-        expect(document.paths["/api/v1/chat/models"].get.responses["200"].content["application/json"].schema)
-          .toEqual({ $ref: "#/components/schemas/ChatModels" })
+        expect(document.paths["/api/v1/chat/models"].get.responses["200"].content["application/json"].schema).toEqual({
+          $ref: "#/components/schemas/ChatModels"
+        })
         const list = document.paths["/api/v1/chat/requests"].get
-        expect(list.parameters.find((parameter: { name: string }) => parameter.name === "limit").schema)
-          .toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 100 })
+        expect(list.parameters.find((parameter: { name: string }) => parameter.name === "limit").schema).toMatchObject({
+          type: "integer",
+          minimum: 1,
+          maximum: 100,
+          default: 100
+        })
         expect(list.responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/ChatRequests" })
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain("chat")
-      }))
+      })
+    )
 
     it.effect("what the chat routes answer is what the document's schemas say", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         conforms(ChatWire.ChatModels, (yield* T.call("/api/v1/chat/models")).body)
         const who = yield* Chat.customer(1_000_000)
-        const question = { model: "taskmeter-local", messages: [{ role: "user", content: "Is this documented?" }], max_tokens: 40 }
+        const question = {
+          model: "taskmeter-local",
+          messages: [{ role: "user", content: "Is this documented?" }],
+          max_tokens: 40
+        }
         const post = (body: object) =>
           Chat.call("/api/v1/chat/completions", who, {
             method: "POST",
@@ -189,26 +231,34 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         const page = conforms(ChatWire.ChatRequestPage, (yield* Chat.call("/api/v1/chat/requests", who)).body)
         expect(page.requests.map((request) => request.id)).toContain(answered.id)
         conforms(ChatWire.ChatRequestView, yield* Chat.request(who, answered.id))
-      }))
+      })
+    )
 
     it.effect("lists the media links upstreams fetch as internal, without credentials, not for API callers", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         const link = document.paths["/api/v1/media-links/{uuid}"].get
         expect(link["x-internal"]).toBe(true)
         expect(link.security).toEqual([])
         expect(link.description).toContain("Not for API callers")
-        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
-          ["uuid", "acct", "exp", "sig", "range", "if-none-match", "if-range"]
-        )
+        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
+          "uuid",
+          "acct",
+          "exp",
+          "sig",
+          "range",
+          "if-none-match",
+          "if-range"
+        ])
         expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "416", "503"])
         expect(Object.keys(link.responses["200"].content)).toContain("video/webm")
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
-      }))
+      })
+    )
 
     it.effect("lists the signed result links beside the results download, without credentials, serving its file types", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const document = yield* fetchDocument
         const link = document.paths["/api/v1/result-links/{uuid}"].get
         const download = document.paths["/api/v1/results/{id}"].get
@@ -216,12 +266,19 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(link.security).toEqual([])
         expect(link.tags).toEqual(download.tags)
         expect(link.description).toContain("downloadUrl")
-        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
-          ["uuid", "acct", "exp", "sig", "range", "if-none-match", "if-range"]
-        )
+        expect(link.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
+          "uuid",
+          "acct",
+          "exp",
+          "sig",
+          "range",
+          "if-none-match",
+          "if-range"
+        ])
         expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "416", "503"])
         expect(link.responses["200"].content).toEqual(download.responses["200"].content)
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
-      }))
+      })
+    )
   })
 })

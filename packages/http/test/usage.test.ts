@@ -8,7 +8,7 @@ for (const store of stores) {
   layer(T.layer(store), { excludeTestServices: true })(`usage over ${store.name}`, (it) => {
     describe("GET /api/v1/usage", () => {
       it.effect("shows balances and the ledger entries newest first", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer(1_000_000)
           const { body: task } = yield* T.submit(who)
           const reply = yield* T.usage(who)
@@ -26,10 +26,11 @@ for (const store of stores) {
             nextCursor: null
           })
           expect(Date.parse(reply.body.entries[0].createdAt)).not.toBeNaN()
-        }))
+        })
+      )
 
       it.effect("pages with limit and before = nextCursor", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer(1_000_000)
           const ledger = yield* Ledger.Ledger
           for (const amount of [1, 2, 3]) yield* ledger.grant(who.accountId, Money.micros(amount))
@@ -42,10 +43,11 @@ for (const store of stores) {
             query = `?limit=2&before=${encodeURIComponent(body.nextCursor)}`
           }
           expect(amounts).toEqual([3, 2, 1, 1_000_000])
-        }))
+        })
+      )
 
       it.effect("refuses a limit outside 1 to 100: 400 INVALID_REQUEST naming limit", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const who = yield* T.customer()
           for (const limit of ["0", "101", "2.5", "ten"]) {
             const reply = yield* T.usage(who, `?limit=${limit}`)
@@ -54,10 +56,11 @@ for (const store of stores) {
             expect(reply.body.error).toContain("limit")
           }
           expect((yield* T.usage(who, "?limit=100")).status).toBe(200)
-        }))
+        })
+      )
 
       it.effect("answers an unknown or another account's cursor with 404 REQUEST_NOT_FOUND", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const owner = yield* T.customer()
           yield* (yield* Ledger.Ledger).grant(owner.accountId, Money.micros(5))
           const { body } = yield* T.usage(owner, "?limit=1")
@@ -68,7 +71,8 @@ for (const store of stores) {
             expect(reply.status).toBe(404)
             expect(reply.body.code).toBe("REQUEST_NOT_FOUND")
           }
-        }))
+        })
+      )
     })
   })
 }

@@ -141,13 +141,13 @@ export type AuthorizeOutcome =
   | { readonly _tag: "Redirect"; readonly location: string; readonly endsSignIn?: string | undefined }
   /** Nothing can be sent back to the client (unknown client, bad redirect URI, expired page). */
   | {
-    readonly _tag: "Problem"
-    readonly status: number
-    readonly title: string
-    readonly detail: string
-    /** Sent as Retry-After. */
-    readonly retryAfterSeconds?: number | undefined
-  }
+      readonly _tag: "Problem"
+      readonly status: number
+      readonly title: string
+      readonly detail: string
+      /** Sent as Retry-After. */
+      readonly retryAfterSeconds?: number | undefined
+    }
 
 export interface Decision {
   readonly pendingId: string
@@ -175,39 +175,39 @@ export interface Verified {
   readonly resource: string
 }
 
-export class AuthorizationServer extends Context.Service<AuthorizationServer, {
-  readonly settings: Settings
-  /**
-   * RFC 7591 registration from the given remote address (undefined when unknown): the
-   * registration response, or an OAuth error (`too_many_requests` past the limit).
-   */
-  readonly register: (
-    body: unknown,
-    remoteAddress: string | undefined
-  ) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
-  /**
-   * Counts a request to /authorize (either method) from the given remote address: undefined
-   * when it may proceed, else the page to answer with (429 past the limit).
-   */
-  readonly admitAuthorize: (remoteAddress: string | undefined) => Effect.Effect<AuthorizeOutcome | undefined>
-  /**
-   * GET /authorize: checks the request and opens a sign-in, or says why not. `rawQuery` (the
-   * URL's `search`, still percent-encoded) lets it refuse what `query` no longer shows: a
-   * parameter sent twice, or one that is not valid percent-encoded UTF-8.
-   */
-  readonly authorize: (query: URLSearchParams, rawQuery?: string) => Effect.Effect<AuthorizeOutcome>
-  /** POST /authorize: the owner's answer on the sign-in page. */
-  readonly decide: (decision: Decision) => Effect.Effect<AuthorizeOutcome>
-  /** POST /token, form-encoded, with the request's Authorization header if any. */
-  readonly token: (
-    form: URLSearchParams,
-    authorization: string | undefined
-  ) => Effect.Effect<TokenResponse, OAuthError>
-  /** POST /revoke (RFC 7009): succeeds for unknown tokens too; fails only on client authentication. */
-  readonly revoke: (form: URLSearchParams, authorization: string | undefined) => Effect.Effect<void, OAuthError>
-  /** Checks an access token presented to the MCP endpoint. */
-  readonly verify: (accessToken: string) => Effect.Effect<Verified, Errors.AuthRequired | Errors.AuthUnavailable>
-}>()("@taskmeter/mcp/AuthorizationServer") {}
+export class AuthorizationServer extends Context.Service<
+  AuthorizationServer,
+  {
+    readonly settings: Settings
+    /**
+     * RFC 7591 registration from the given remote address (undefined when unknown): the
+     * registration response, or an OAuth error (`too_many_requests` past the limit).
+     */
+    readonly register: (
+      body: unknown,
+      remoteAddress: string | undefined
+    ) => Effect.Effect<{ readonly [member: string]: unknown }, OAuthError>
+    /**
+     * Counts a request to /authorize (either method) from the given remote address: undefined
+     * when it may proceed, else the page to answer with (429 past the limit).
+     */
+    readonly admitAuthorize: (remoteAddress: string | undefined) => Effect.Effect<AuthorizeOutcome | undefined>
+    /**
+     * GET /authorize: checks the request and opens a sign-in, or says why not. `rawQuery` (the
+     * URL's `search`, still percent-encoded) lets it refuse what `query` no longer shows: a
+     * parameter sent twice, or one that is not valid percent-encoded UTF-8.
+     */
+    readonly authorize: (query: URLSearchParams, rawQuery?: string) => Effect.Effect<AuthorizeOutcome>
+    /** POST /authorize: the owner's answer on the sign-in page. */
+    readonly decide: (decision: Decision) => Effect.Effect<AuthorizeOutcome>
+    /** POST /token, form-encoded, with the request's Authorization header if any. */
+    readonly token: (form: URLSearchParams, authorization: string | undefined) => Effect.Effect<TokenResponse, OAuthError>
+    /** POST /revoke (RFC 7009): succeeds for unknown tokens too; fails only on client authentication. */
+    readonly revoke: (form: URLSearchParams, authorization: string | undefined) => Effect.Effect<void, OAuthError>
+    /** Checks an access token presented to the MCP endpoint. */
+    readonly verify: (accessToken: string) => Effect.Effect<Verified, Errors.AuthRequired | Errors.AuthUnavailable>
+  }
+>()("@taskmeter/mcp/AuthorizationServer") {}
 
 const describeSeconds = (seconds: number) =>
   seconds % 86400 === 0 ? `${seconds / 86400} days` : seconds % 3600 === 0 ? `${seconds / 3600} hours` : `${seconds} seconds`
@@ -220,11 +220,14 @@ const later = (from: Date, seconds: number) => new Date(from.getTime() + seconds
  * (they name internal operations).
  */
 const orUnavailable = <A, R>(effect: Effect.Effect<A, StoreError.StoreUnavailable, R>): Effect.Effect<A, OAuthError, R> =>
-  effect.pipe(Effect.catchTag("StoreUnavailable", (error) =>
-    Effect.andThen(
-      Effect.logWarning("OAuth storage failed", error),
-      Effect.fail(oauthError("temporarily_unavailable", "Sign-in is temporarily unavailable; retry shortly."))
-    )))
+  effect.pipe(
+    Effect.catchTag("StoreUnavailable", (error) =>
+      Effect.andThen(
+        Effect.logWarning("OAuth storage failed", error),
+        Effect.fail(oauthError("temporarily_unavailable", "Sign-in is temporarily unavailable; retry shortly."))
+      )
+    )
+  )
 
 /** invalid_request naming the first form parameter that cannot be stored, if any. */
 const checkStorableForm = (form: URLSearchParams) => {
@@ -262,7 +265,10 @@ export const rawQueryProblem = (rawQuery: string): { readonly param: string; rea
       return { param: "a parameter name", description: "A parameter name is not valid percent-encoded UTF-8." }
     }
     if (equals !== -1 && decodeComponent(part.slice(equals + 1)) === undefined) {
-      return { param: name, description: `${name} is not valid percent-encoded UTF-8; percent-encode the UTF-8 bytes of its value.` }
+      return {
+        param: name,
+        description: `${name} is not valid percent-encoded UTF-8; percent-encode the UTF-8 bytes of its value.`
+      }
     }
     if (seen.has(name) && !REPEATABLE.has(name)) {
       return { param: name, description: `${name} is sent more than once; send each parameter once.` }
@@ -283,7 +289,9 @@ const responseLocation = (redirectUri: string, params: { readonly [name: string]
 
 /** The requested scopes this server knows; all MCP scopes when none is known. */
 const requestedScopes = (scope: string | null): ReadonlyArray<Scope.Scope> => {
-  const known = (scope ?? "").split(" ").filter((name): name is Scope.Scope => (mcpScopes as ReadonlyArray<string>).includes(name))
+  const known = (scope ?? "")
+    .split(" ")
+    .filter((name): name is Scope.Scope => (mcpScopes as ReadonlyArray<string>).includes(name))
   return known.length === 0 ? mcpScopes : mcpScopes.filter((name) => known.includes(name))
 }
 
@@ -314,14 +322,14 @@ const presentedClient = (
 }
 
 export const make = (options: Options) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const s = settings(options)
     const store = yield* OAuthStore
     const accounts = yield* Accounts.Accounts
 
     /** The client a token request comes from, authenticated as it registered. */
     const authenticateClient = (form: URLSearchParams, authorization: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         yield* checkStorableForm(form)
         const presented = yield* Effect.fromResult(presentedClient(form, authorization))
         if (!isStorable(presented.clientId) || (presented.secret !== null && !isStorable(presented.secret))) {
@@ -335,7 +343,10 @@ export const make = (options: Options) =>
         }
         const client = yield* orUnavailable(store.getClient(presented.clientId))
         if (client === undefined) return yield* Effect.fail(oauthError("invalid_client", "Unknown client_id."))
-        if (client.secretHash !== null && (presented.secret === null || !safeEqual(sha256Hex(presented.secret), client.secretHash))) {
+        if (
+          client.secretHash !== null &&
+          (presented.secret === null || !safeEqual(sha256Hex(presented.secret), client.secretHash))
+        ) {
           return yield* Effect.fail(oauthError("invalid_client", "Client authentication failed."))
         }
         return client.clientId
@@ -349,9 +360,9 @@ export const make = (options: Options) =>
       grant.apiKeyId === null
         ? Effect.succeed({ scopes: Scope.all, usageLimit: null as number | null })
         : Effect.map(accounts.listKeys(grant.accountId), (keys) => {
-          const key = keys.find((candidate) => candidate.id === grant.apiKeyId)
-          return key === undefined || key.revokedAt !== null ? undefined : { scopes: key.scopes, usageLimit: key.usageLimit }
-        })
+            const key = keys.find((candidate) => candidate.id === grant.apiKeyId)
+            return key === undefined || key.revokedAt !== null ? undefined : { scopes: key.scopes, usageLimit: key.usageLimit }
+          })
 
     /** A new pair at `at` for a grant signed in at `grantCreatedAt`: neither outlives the grant's lifetime. */
     const newTokens = (at: Date, scopes: ReadonlyArray<Scope.Scope>, grantCreatedAt: Date) => {
@@ -384,7 +395,7 @@ export const make = (options: Options) =>
     }
 
     const register = (body: unknown, remoteAddress: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const unstorable = firstUnstorable(body)
         if (unstorable !== undefined) {
           return yield* Effect.fail(oauthError("invalid_client_metadata", describeUnstorable(unstorable)))
@@ -395,13 +406,15 @@ export const make = (options: Options) =>
         const admission = yield* orUnavailable(store.admitRegistration(window))
         if (admission._tag === "Limited") {
           const wait = RegistrationLimit.retryAfterSeconds(window, at)
-          return yield* Effect.fail(oauthError(
-            "too_many_requests",
-            admission.by === "source"
-              ? `Too many client registrations from this network; try again in ${wait} seconds.`
-              : `Too many client registrations right now; try again in ${wait} seconds.`,
-            wait
-          ))
+          return yield* Effect.fail(
+            oauthError(
+              "too_many_requests",
+              admission.by === "source"
+                ? `Too many client registrations from this network; try again in ${wait} seconds.`
+                : `Too many client registrations right now; try again in ${wait} seconds.`,
+              wait
+            )
+          )
         }
         const clientId = `mcpc_${crypto.randomUUID()}`
         const secret = metadata.tokenEndpointAuthMethod === "none" ? null : newSecret(PREFIX.clientSecret)
@@ -433,7 +446,7 @@ export const make = (options: Options) =>
     })
 
     const admitAuthorize = (remoteAddress: string | undefined): Effect.Effect<AuthorizeOutcome | undefined> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const at = yield* now
         const window = AuthorizeLimit.windowAt(at, remoteAddress, s.authorizeLimit)
         if (yield* store.admitRequest(window)) return undefined
@@ -445,14 +458,17 @@ export const make = (options: Options) =>
           detail: `Too many sign-in requests came from this network; try again in ${wait} seconds.`,
           retryAfterSeconds: wait
         } as const
-      }).pipe(Effect.catchTag("StoreUnavailable", (error) =>
-        Effect.as(
-          Effect.logWarning("OAuth storage failed", error),
-          problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
-        )))
+      }).pipe(
+        Effect.catchTag("StoreUnavailable", (error) =>
+          Effect.as(
+            Effect.logWarning("OAuth storage failed", error),
+            problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
+          )
+        )
+      )
 
     const authorize = (query: URLSearchParams, rawQuery?: string): Effect.Effect<AuthorizeOutcome> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // Without a trusted client_id and redirect_uri there is nowhere safe to send an error: a page.
         const untrusted = (param: string) => param === "client_id" || param === "redirect_uri" || param === "a parameter name"
         const malformed = rawQuery === undefined ? undefined : rawQueryProblem(rawQuery)
@@ -469,31 +485,36 @@ export const make = (options: Options) =>
         }
         const client = ClientIdMetadata.isDocumentClientId(clientId)
           ? yield* Effect.result(ClientIdMetadata.fetchClient(clientId, s.clientIdMetadata)).pipe(
-            Effect.map((result) =>
-              Result.isSuccess(result)
-                ? { redirectUris: result.success.redirectUris, clientName: result.success.clientName, verified: true }
-                : result.failure.description
+              Effect.map((result) =>
+                Result.isSuccess(result)
+                  ? { redirectUris: result.success.redirectUris, clientName: result.success.clientName, verified: true }
+                  : result.failure.description
+              )
             )
-          )
           : yield* store.getClient(clientId).pipe(
-            Effect.map((found) =>
-              found === undefined
-                ? "The app is not registered with this service."
-                : { redirectUris: found.redirectUris, clientName: found.clientName, verified: false }
-            ),
-            Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), undefined))
-          )
+              Effect.map((found) =>
+                found === undefined
+                  ? "The app is not registered with this service."
+                  : { redirectUris: found.redirectUris, clientName: found.clientName, verified: false }
+              ),
+              Effect.catchTag("StoreUnavailable", (error) =>
+                Effect.as(Effect.logWarning("OAuth storage failed", error), undefined)
+              )
+            )
         if (client === undefined) {
           return problem(503, "Sign-in is unavailable", "Sign-in is temporarily unavailable. Try again in a minute.")
         }
         if (typeof client === "string") return problem(400, "This app cannot sign in", client)
 
         const presentedRedirect = query.get("redirect_uri")
-        const redirectUri = presentedRedirect === null
-          ? (client.redirectUris.length === 1 ? client.redirectUris[0] : undefined)
-          : client.redirectUris.some((registered) => ClientMetadata.redirectUriMatches(registered, presentedRedirect))
-          ? presentedRedirect
-          : undefined
+        const redirectUri =
+          presentedRedirect === null
+            ? client.redirectUris.length === 1
+              ? client.redirectUris[0]
+              : undefined
+            : client.redirectUris.some((registered) => ClientMetadata.redirectUriMatches(registered, presentedRedirect))
+              ? presentedRedirect
+              : undefined
         if (redirectUri === undefined) {
           return problem(
             400,
@@ -578,27 +599,29 @@ export const make = (options: Options) =>
     const signInWith = (credential: string, at: Date) =>
       credential.startsWith(PREFIX.signInCode)
         ? Effect.map(store.redeemSignInCode(sha256Hex(credential), at), (accountId) =>
-          accountId === undefined
-            ? ({ _tag: "Refused", reason: "That sign-in code is not valid, or was already used." } as const)
-            : ({ _tag: "Accepted", accountId, apiKeyId: null, scopes: Scope.all } as const))
+            accountId === undefined
+              ? ({ _tag: "Refused", reason: "That sign-in code is not valid, or was already used." } as const)
+              : ({ _tag: "Accepted", accountId, apiKeyId: null, scopes: Scope.all } as const)
+          )
         : accounts.authenticate(credential).pipe(
-          Effect.map((caller) =>
-            ({ _tag: "Accepted", accountId: caller.accountId, apiKeyId: caller.apiKeyId, scopes: caller.scopes }) as const
-          ),
-          Effect.catchTags({
-            AuthRequired: () => Effect.succeed({ _tag: "Refused", reason: "That API key was not accepted." } as const),
-            PermissionDenied: () => Effect.succeed({ _tag: "Refused", reason: "That API key has been revoked." } as const),
-            ApiKeyRateLimited: (error) =>
-              Effect.succeed({
-                _tag: "Refused",
-                reason: `That API key is over its request rate; wait ${error.retryAfterSeconds ?? 60} seconds.`
-              } as const),
-            AuthUnavailable: (error) => Effect.fail(new StoreError.StoreUnavailable({ message: error.message }))
-          })
-        )
+            Effect.map(
+              (caller) =>
+                ({ _tag: "Accepted", accountId: caller.accountId, apiKeyId: caller.apiKeyId, scopes: caller.scopes }) as const
+            ),
+            Effect.catchTags({
+              AuthRequired: () => Effect.succeed({ _tag: "Refused", reason: "That API key was not accepted." } as const),
+              PermissionDenied: () => Effect.succeed({ _tag: "Refused", reason: "That API key has been revoked." } as const),
+              ApiKeyRateLimited: (error) =>
+                Effect.succeed({
+                  _tag: "Refused",
+                  reason: `That API key is over its request rate; wait ${error.retryAfterSeconds ?? 60} seconds.`
+                } as const),
+              AuthUnavailable: (error) => Effect.fail(new StoreError.StoreUnavailable({ message: error.message }))
+            })
+          )
 
     const decide = (decision: Decision): Effect.Effect<AuthorizeOutcome> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fields = [decision.pendingId, decision.csrfToken, decision.cookieToken ?? "", decision.credential]
         if (!fields.every(isStorable)) {
           return problem(400, "This sign-in could not be read", describeUnstorable("The form"))
@@ -606,7 +629,9 @@ export const make = (options: Options) =>
         const at = yield* now
         const pending = yield* store.getPending(decision.pendingId, at)
         if (pending === undefined) return expired
-        const csrfValid = decision.cookieToken !== undefined && safeEqual(decision.csrfToken, decision.cookieToken) &&
+        const csrfValid =
+          decision.cookieToken !== undefined &&
+          safeEqual(decision.csrfToken, decision.cookieToken) &&
           safeEqual(sha256Hex(decision.csrfToken), pending.csrfHash)
         if (!csrfValid) {
           return problem(
@@ -627,12 +652,16 @@ export const make = (options: Options) =>
         }
 
         const refuse = (reason: string) =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const attempts = yield* store.recordFailedAttempt(pending.id, at)
             if (attempts === undefined) return expired
             if (attempts >= s.maxSignInAttempts) {
               yield* store.takePending(pending.id, at)
-              return problem(429, "Too many attempts", "This sign-in was stopped after repeated refusals. Start again from your app.")
+              return problem(
+                429,
+                "Too many attempts",
+                "This sign-in was stopped after repeated refusals. Start again from your app."
+              )
             }
             return { _tag: "SignIn", status: 401, view: viewOf(pending, decision.csrfToken, reason) } as const
           })
@@ -643,9 +672,7 @@ export const make = (options: Options) =>
         if (signedIn._tag === "Refused") return yield* refuse(signedIn.reason)
         const scopes = intersect(pending.scopes, signedIn.scopes)
         if (scopes.length === 0) {
-          return yield* refuse(
-            `That key cannot grant any of the permissions asked for (it holds ${signedIn.scopes.join(", ")}).`
-          )
+          return yield* refuse(`That key cannot grant any of the permissions asked for (it holds ${signedIn.scopes.join(", ")}).`)
         }
 
         if ((yield* store.takePending(pending.id, at)) === undefined) return expired
@@ -665,10 +692,12 @@ export const make = (options: Options) =>
           redeemedAt: null
         })
         return back({ code })
-      }).pipe(Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), storeDown)))
+      }).pipe(
+        Effect.catchTag("StoreUnavailable", (error) => Effect.as(Effect.logWarning("OAuth storage failed", error), storeDown))
+      )
 
     const exchangeCode = (form: URLSearchParams, clientId: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const code = form.get("code")
         const verifier = form.get("code_verifier")
         if (code === null || verifier === null) {
@@ -703,7 +732,7 @@ export const make = (options: Options) =>
       })
 
     const refresh = (form: URLSearchParams, clientId: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const token = form.get("refresh_token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "refresh_token is required."))
         const hash = sha256Hex(token)
@@ -721,10 +750,12 @@ export const make = (options: Options) =>
         const at = yield* now
         if (at.getTime() >= later(found.grant.createdAt, s.grantLifetimeSeconds).getTime()) {
           yield* orUnavailable(store.revokeGrant(found.grant.id, at))
-          return yield* Effect.fail(oauthError(
-            "invalid_grant",
-            `This sign-in has reached its maximum lifetime of ${describeSeconds(s.grantLifetimeSeconds)}; sign in again.`
-          ))
+          return yield* Effect.fail(
+            oauthError(
+              "invalid_grant",
+              `This sign-in has reached its maximum lifetime of ${describeSeconds(s.grantLifetimeSeconds)}; sign in again.`
+            )
+          )
         }
         const standing = yield* orUnavailable(keyStanding(found.grant))
         if (standing === undefined) {
@@ -746,7 +777,7 @@ export const make = (options: Options) =>
       })
 
     const token = (form: URLSearchParams, authorization: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const clientId = yield* authenticateClient(form, authorization)
         switch (form.get("grant_type")) {
           case "authorization_code":
@@ -763,7 +794,7 @@ export const make = (options: Options) =>
       })
 
     const revoke = (form: URLSearchParams, authorization: string | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const clientId = yield* authenticateClient(form, authorization)
         const token = form.get("token")
         if (token === null) return yield* Effect.fail(oauthError("invalid_request", "token is required."))
@@ -776,7 +807,7 @@ export const make = (options: Options) =>
     const authRequired = (message: string) => Effect.fail(new Errors.AuthRequired({ message }))
 
     const verify = (accessToken: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const found = yield* store.findToken(sha256Hex(accessToken))
         if (found === undefined || found.token.kind !== "access") {
           return yield* authRequired("The access token is not valid; sign in again.")
@@ -801,13 +832,11 @@ export const make = (options: Options) =>
           resource: grant.resource
         } satisfies Verified
       }).pipe(
-        Effect.catchTag(
-          "StoreUnavailable",
-          (error) =>
-            Effect.andThen(
-              Effect.logWarning("OAuth storage failed while checking an access token", error),
-              Effect.fail(new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." }))
-            )
+        Effect.catchTag("StoreUnavailable", (error) =>
+          Effect.andThen(
+            Effect.logWarning("OAuth storage failed while checking an access token", error),
+            Effect.fail(new Errors.AuthUnavailable({ message: "Authentication is temporarily unavailable; retry shortly." }))
+          )
         )
       )
 

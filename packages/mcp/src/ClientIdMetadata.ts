@@ -37,7 +37,8 @@ export const urlProblem = (clientId: string, options: Pick<Options, "allowHttpLo
   } catch {
     return "is not a URL"
   }
-  if (url.href !== clientId) return "must be written in normalised form (lower-case scheme and host, no default port, no dot segments)"
+  if (url.href !== clientId)
+    return "must be written in normalised form (lower-case scheme and host, no default port, no dot segments)"
   if (url.username !== "" || url.password !== "" || url.hash !== "") return "must not carry credentials or a fragment"
   if (url.pathname === "/" || url.pathname === "") return "must have a path"
   if (url.protocol === "http:" && options.allowHttpLoopback && ClientMetadata.isLoopbackHost(url.hostname)) return undefined
@@ -73,14 +74,15 @@ const fetchJson = (clientId: string, options: Options): Effect.Effect<unknown, F
     // urlProblem admits http only for a loopback host, and only under allowHttpLoopback.
     allowLoopbackForTests: options.allowHttpLoopback && url.protocol === "http:"
   }
-  return Effect.gen(function*() {
+  return Effect.gen(function* () {
     const response = yield* PublicFetch.get(clientId, {
       ports: url.protocol === "https:" ? [443] : undefined,
       headers: { accept: "application/json" }
     })
     if (response.status !== 200) return yield* Effect.fail(new FetchProblem(`answered HTTP ${response.status}`))
     const type = response.headers.get("content-type") ?? ""
-    if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) return yield* Effect.fail(new FetchProblem(`is served as ${type || "no type"}`))
+    if (!/^application\/([\w.+-]+\+)?json\b/i.test(type))
+      return yield* Effect.fail(new FetchProblem(`is served as ${type || "no type"}`))
     const text = yield* Effect.tryPromise({
       try: () => readCapped(response, options.maxBytes),
       catch: (error) => new FetchProblem(`could not be read: ${String(error)}`)
@@ -90,7 +92,7 @@ const fetchJson = (clientId: string, options: Options): Effect.Effect<unknown, F
   }).pipe(
     Effect.scoped,
     Effect.provideService(AddressPolicy.AddressPolicy, policy),
-    Effect.mapError((error) => error instanceof FetchProblem ? error : new FetchProblem(error.message)),
+    Effect.mapError((error) => (error instanceof FetchProblem ? error : new FetchProblem(error.message))),
     Effect.timeoutOrElse({
       duration: options.timeoutMs,
       orElse: () => Effect.fail(new FetchProblem(`took longer than ${options.timeoutMs} ms`))
@@ -103,10 +105,7 @@ const fetchJson = (clientId: string, options: Options): Effect.Effect<unknown, F
  * document that cannot be fetched (one message whatever the reason) or that does not pass is
  * `invalid_client`, described.
  */
-export const fetchClient = (
-  clientId: string,
-  options: Options
-): Effect.Effect<ClientMetadata.ClientMetadata, OAuthError> => {
+export const fetchClient = (clientId: string, options: Options): Effect.Effect<ClientMetadata.ClientMetadata, OAuthError> => {
   const problem = urlProblem(clientId, options)
   if (problem !== undefined) return Effect.fail(oauthError("invalid_client", `client_id ${problem}`))
   return fetchJson(clientId, options).pipe(
@@ -114,9 +113,8 @@ export const fetchClient = (
     Effect.mapError(() => oauthError("invalid_client", `The client's metadata document at ${clientId} could not be fetched.`)),
     Effect.flatMap((json) =>
       Effect.fromResult(
-        Result.mapError(
-          ClientMetadata.parse(json, clientId),
-          (error) => oauthError("invalid_client", `The client's metadata document is not usable: ${error.description}`)
+        Result.mapError(ClientMetadata.parse(json, clientId), (error) =>
+          oauthError("invalid_client", `The client's metadata document is not usable: ${error.description}`)
         )
       )
     )

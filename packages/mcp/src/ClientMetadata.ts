@@ -17,10 +17,7 @@ const Text = (max: number) => Schema.String.check(Schema.isMaxLength(max))
 
 /** The members of RFC 7591 client metadata this server reads. */
 export const ClientMetadataDocument = Schema.Struct({
-  redirect_uris: Schema.Array(Text(MAX_URI_LENGTH)).check(
-    Schema.isMinLength(1),
-    Schema.isMaxLength(MAX_REDIRECT_URIS)
-  ),
+  redirect_uris: Schema.Array(Text(MAX_URI_LENGTH)).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_REDIRECT_URIS)),
   client_name: Schema.optionalKey(Text(200)),
   client_uri: Schema.optionalKey(Text(MAX_URI_LENGTH)),
   logo_uri: Schema.optionalKey(Text(MAX_URI_LENGTH)),
@@ -80,8 +77,15 @@ export const redirectUriMatches = (registered: string, presented: string): boole
   } catch {
     return false
   }
-  return a.protocol === "http:" && b.protocol === "http:" && isLoopbackHost(a.hostname) &&
-    a.hostname === b.hostname && a.pathname === b.pathname && a.search === b.search && b.hash === ""
+  return (
+    a.protocol === "http:" &&
+    b.protocol === "http:" &&
+    isLoopbackHost(a.hostname) &&
+    a.hostname === b.hostname &&
+    a.pathname === b.pathname &&
+    a.search === b.search &&
+    b.hash === ""
+  )
 }
 
 /** How the sign-in page names where the browser goes next: a host, or an app's link scheme. */
@@ -96,14 +100,12 @@ const describe = SchemaIssue.makeFormatterStandardSchemaV1({})
  * Checks metadata for use by this server. `documentClientId` is set for a Client ID Metadata
  * Document: the document must name itself, and its client is public (no secret).
  */
-export const parse = (
-  input: unknown,
-  documentClientId?: string
-): Result.Result<ClientMetadata, OAuthError> => {
+export const parse = (input: unknown, documentClientId?: string): Result.Result<ClientMetadata, OAuthError> => {
   const decoded = Schema.decodeUnknownResult(ClientMetadataDocument)(input, { errors: "all" })
   if (Result.isFailure(decoded)) {
-    const problems = describe(decoded.failure.issue).issues.map((issue) =>
-      `${(issue.path ?? []).map((segment) => typeof segment === "object" ? String(segment.key) : String(segment)).join(".") || "metadata"}: ${issue.message}`
+    const problems = describe(decoded.failure.issue).issues.map(
+      (issue) =>
+        `${(issue.path ?? []).map((segment) => (typeof segment === "object" ? String(segment.key) : String(segment))).join(".") || "metadata"}: ${issue.message}`
     )
     return Result.fail(oauthError("invalid_client_metadata", problems.join("; ")))
   }
@@ -114,10 +116,12 @@ export const parse = (
   }
   const grantTypes = doc.grant_types ?? ["authorization_code", "refresh_token"]
   if (!grantTypes.includes("authorization_code") || grantTypes.some((g) => g !== "authorization_code" && g !== "refresh_token")) {
-    return Result.fail(oauthError(
-      "invalid_client_metadata",
-      "grant_types: this server issues authorization_code (required) and refresh_token grants only"
-    ))
+    return Result.fail(
+      oauthError(
+        "invalid_client_metadata",
+        "grant_types: this server issues authorization_code (required) and refresh_token grants only"
+      )
+    )
   }
   if ((doc.response_types ?? ["code"]).some((type) => type !== "code")) {
     return Result.fail(oauthError("invalid_client_metadata", "response_types: only code is supported"))
@@ -125,23 +129,23 @@ export const parse = (
   const method = doc.token_endpoint_auth_method ?? (documentClientId === undefined ? "client_secret_basic" : "none")
   if (documentClientId !== undefined) {
     if (doc.client_id !== documentClientId) {
-      return Result.fail(oauthError(
-        "invalid_client_metadata",
-        `client_id: the metadata document must name itself (${documentClientId})`
-      ))
+      return Result.fail(
+        oauthError("invalid_client_metadata", `client_id: the metadata document must name itself (${documentClientId})`)
+      )
     }
     if (method !== "none" || doc.client_secret !== undefined) {
-      return Result.fail(oauthError(
-        "invalid_client_metadata",
-        "token_endpoint_auth_method: a client identified by a metadata document is public here (none), with no secret"
-      ))
+      return Result.fail(
+        oauthError(
+          "invalid_client_metadata",
+          "token_endpoint_auth_method: a client identified by a metadata document is public here (none), with no secret"
+        )
+      )
     }
   }
   if (method !== "none" && method !== "client_secret_post" && method !== "client_secret_basic") {
-    return Result.fail(oauthError(
-      "invalid_client_metadata",
-      "token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic"
-    ))
+    return Result.fail(
+      oauthError("invalid_client_metadata", "token_endpoint_auth_method: one of none, client_secret_post, client_secret_basic")
+    )
   }
   const echo: { [member: string]: unknown } = {
     redirect_uris: doc.redirect_uris,

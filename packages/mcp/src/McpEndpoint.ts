@@ -22,18 +22,22 @@ export interface Options extends AuthorizationServer.Options, TransportGuard.Opt
 
 /** Deletes expired OAuth records now and then; a failed sweep is logged and retried next time. */
 const purge = (every: Duration.Input) =>
-  Layer.effectDiscard(Effect.forkScoped(
-    Effect.gen(function*() {
-      const store = yield* OAuthStore
-      for (;;) {
-        yield* Effect.sleep(every)
-        const now = new Date(yield* Clock.currentTimeMillis)
-        yield* store.purgeExpired(now).pipe(
-          Effect.catchTag("StoreUnavailable", (error) => Effect.logWarning("Purging expired OAuth records failed", error))
-        )
-      }
-    })
-  ))
+  Layer.effectDiscard(
+    Effect.forkScoped(
+      Effect.gen(function* () {
+        const store = yield* OAuthStore
+        for (;;) {
+          yield* Effect.sleep(every)
+          const now = new Date(yield* Clock.currentTimeMillis)
+          yield* store
+            .purgeExpired(now)
+            .pipe(
+              Effect.catchTag("StoreUnavailable", (error) => Effect.logWarning("Purging expired OAuth records failed", error))
+            )
+        }
+      })
+    )
+  )
 
 /** Adds /mcp, the OAuth endpoints and the well-known documents to the HttpRouter in context. */
 export const layer = (

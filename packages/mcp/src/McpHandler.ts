@@ -16,7 +16,8 @@ import { describeUnstorable, firstUnstorable } from "./internal/StorableText.ts"
 /** The largest JSON-RPC body accepted: the API's limit for JSON bodies. */
 export const MAX_BODY_BYTES = 256 * 1024
 
-const INSTRUCTIONS = "taskmeter runs hosted image, video, music and text models as paid asynchronous tasks. " +
+const INSTRUCTIONS =
+  "taskmeter runs hosted image, video, music and text models as paid asynchronous tasks. " +
   "Usual flow: search_models, then get_model (input schema and an exact quote), then create_task (spends " +
   "credits, reserved up front and charged only on success), then wait_for_task until it is finished; results " +
   "are in the task's assets. Amounts are integer USD micro-units (1 USD = 1000000)."
@@ -57,7 +58,7 @@ const withoutOwnText = (tool: Tools.Tool, args: unknown): unknown => {
 }
 
 const execute = (tool: Tools.Tool, args: unknown, call: Tools.Call) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (tool.scope !== null && !call.caller.scopes.includes(tool.scope)) {
       return yield* new Errors.InsufficientScope({
         message: `${tool.name} needs the ${tool.scope} permission, which this sign-in does not have; sign in again and approve it.`
@@ -78,14 +79,14 @@ const execute = (tool: Tools.Tool, args: unknown, call: Tools.Call) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
         : Effect.as(
-          Effect.logError(`MCP tool ${tool.name} failed`, cause),
-          errorResult(new Errors.ApiUnavailable({ message: "The service could not complete this call; retry shortly." }))
-        )
+            Effect.logError(`MCP tool ${tool.name} failed`, cause),
+            errorResult(new Errors.ApiUnavailable({ message: "The service could not complete this call; retry shortly." }))
+          )
     )
   )
 
 export const make = (options: Options) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const context = yield* Effect.context<Tools.Services>()
     const run = Effect.runPromiseWith(context)
     const tools = Tools.all.map((tool) => ({
@@ -98,9 +99,11 @@ export const make = (options: Options) =>
       const progressToken = ctx.mcpReq._meta?.progressToken
       if (progressToken === undefined) return () => Effect.void
       return (progress, total, message) =>
-        Effect.ignore(Effect.tryPromise(() =>
-          ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken, progress, total, message } })
-        ))
+        Effect.ignore(
+          Effect.tryPromise(() =>
+            ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken, progress, total, message } })
+          )
+        )
     }
 
     const factory = (request: McpRequestContext) => {
@@ -132,5 +135,4 @@ export const make = (options: Options) =>
   })
 
 /** The MCP handler over the kernel services of the context; closed with the layer's scope. */
-export const layer = (options: Options): Layer.Layer<McpHandler, never, Tools.Services> =>
-  Layer.effect(McpHandler, make(options))
+export const layer = (options: Options): Layer.Layer<McpHandler, never, Tools.Services> => Layer.effect(McpHandler, make(options))

@@ -28,92 +28,101 @@ const PREFLIGHT = {
 const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`
 
 /** The route, with the guard's allowed origins and hosts besides the public ones. */
-export const layer = (options: TransportGuard.Options = {}): Layer.Layer<
-  never,
-  never,
-  HttpRouter.HttpRouter | AuthorizationServer | McpHandler | Accounts.Accounts
-> => Layer.effectDiscard(Effect.gen(function*() {
-  const router = yield* HttpRouter.HttpRouter
-  const server = yield* AuthorizationServer
-  const handler = yield* McpHandler
-  const accounts = yield* Accounts.Accounts
-  const { resource, resourceMetadataUrl } = server.settings
-  const guard = TransportGuard.make(server.settings.issuer, options)
+export const layer = (
+  options: TransportGuard.Options = {}
+): Layer.Layer<never, never, HttpRouter.HttpRouter | AuthorizationServer | McpHandler | Accounts.Accounts> =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const router = yield* HttpRouter.HttpRouter
+      const server = yield* AuthorizationServer
+      const handler = yield* McpHandler
+      const accounts = yield* Accounts.Accounts
+      const { resource, resourceMetadataUrl } = server.settings
+      const guard = TransportGuard.make(server.settings.issuer, options)
 
-  const challenge = (error?: { readonly description: string }) =>
-    [
-      `Bearer resource_metadata=${quoted(resourceMetadataUrl)}`,
-      `scope=${quoted(mcpScopes.join(" "))}`,
-      ...(error === undefined ? [] : ['error="invalid_token"', `error_description=${quoted(error.description)}`])
-    ].join(", ")
+      const challenge = (error?: { readonly description: string }) =>
+        [
+          `Bearer resource_metadata=${quoted(resourceMetadataUrl)}`,
+          `scope=${quoted(mcpScopes.join(" "))}`,
+          ...(error === undefined ? [] : ['error="invalid_token"', `error_description=${quoted(error.description)}`])
+        ].join(", ")
 
-  // /mcp refuses only with 401, 403 and 503 (none carries Retry-After), so the spec's body and
-  // status are all there is to it; the OAuth challenge header is what this route adds.
-  const refuse = (error: Errors.ApiError, presented: boolean) =>
-    HttpServerResponse.jsonUnsafe(Errors.errorBody(error), {
-      status: error.status,
-      headers: {
-        ...CORS,
-        ...(error.status === 401 ? { "www-authenticate": challenge(presented ? { description: error.message } : undefined) } : {})
-      }
-    })
-
-  /** The caller and the token's facts for the SDK, or the refusal to send. */
-  const authenticate = (presented: PresentedCredential.PresentedCredential | undefined) =>
-    Effect.gen(function*() {
-      if (presented === undefined) {
-        return yield* new Errors.AuthRequired({
-          message:
-            `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key> or x-api-key: <key>.`
-        })
-      }
-      const token = presented.secret
-      // x-api-key carries API keys only; OAuth access tokens come as Bearer tokens.
-      if (token.startsWith(Accounts.KEY_PREFIX) || presented.header === PresentedCredential.API_KEY_HEADER) {
-        const caller = yield* accounts.authenticate(token)
-        return { token, clientId: "api-key", scopes: [...caller.scopes], caller }
-      }
-      const verified = yield* server.verify(token)
-      return {
-        token,
-        clientId: verified.clientId,
-        scopes: [...verified.scopes],
-        caller: verified.caller,
-        expiresAt: Math.floor(verified.expiresAt.getTime() / 1000)
-      }
-    })
-
-  const serve = (request: HttpServerRequest.HttpServerRequest) =>
-    Effect.gen(function*() {
-      const forbidden = guard.check({ origin: request.headers.origin, host: request.headers.host })
-      if (forbidden !== undefined) {
-        return HttpServerResponse.jsonUnsafe(Errors.errorBody(forbidden), { status: forbidden.status })
-      }
-      if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: PREFLIGHT })
-      const presented = PresentedCredential.fromHeaders(request.headers)
-      const auth = yield* Effect.result(authenticate(presented))
-      if (auth._tag === "Failure") {
-        return refuse(auth.failure, request.headers.authorization !== undefined || request.headers[PresentedCredential.API_KEY_HEADER] !== undefined)
-      }
-      const { caller, ...facts } = auth.success
-      const response = yield* HttpEffect.fromWebHandler((webRequest) =>
-        handler.fetch(webRequest, {
-          authInfo: {
-            ...facts,
-            resource: new URL(resource),
-            resourceMetadataUrl,
-            extra: { [CALLER_KEY]: caller }
+      // /mcp refuses only with 401, 403 and 503 (none carries Retry-After), so the spec's body and
+      // status are all there is to it; the OAuth challenge header is what this route adds.
+      const refuse = (error: Errors.ApiError, presented: boolean) =>
+        HttpServerResponse.jsonUnsafe(Errors.errorBody(error), {
+          status: error.status,
+          headers: {
+            ...CORS,
+            ...(error.status === 401
+              ? { "www-authenticate": challenge(presented ? { description: error.message } : undefined) }
+              : {})
           }
         })
-      ).pipe(
-        Effect.catchTag("HttpServerError", (error) =>
-          Effect.as(
-            Effect.logError("The MCP handler failed", error),
-            refuse(new Errors.ApiUnavailable({ message: "The MCP endpoint is temporarily unavailable; retry shortly." }), false)
-          ))
-      )
-      return HttpServerResponse.setHeaders(response, CORS)
-    })
 
-  yield* router.add("*", "/mcp", serve)
-}))
+      /** The caller and the token's facts for the SDK, or the refusal to send. */
+      const authenticate = (presented: PresentedCredential.PresentedCredential | undefined) =>
+        Effect.gen(function* () {
+          if (presented === undefined) {
+            return yield* new Errors.AuthRequired({
+              message: `Sign in with OAuth (see ${resourceMetadataUrl}), or send an API key as Authorization: Bearer <key> or x-api-key: <key>.`
+            })
+          }
+          const token = presented.secret
+          // x-api-key carries API keys only; OAuth access tokens come as Bearer tokens.
+          if (token.startsWith(Accounts.KEY_PREFIX) || presented.header === PresentedCredential.API_KEY_HEADER) {
+            const caller = yield* accounts.authenticate(token)
+            return { token, clientId: "api-key", scopes: [...caller.scopes], caller }
+          }
+          const verified = yield* server.verify(token)
+          return {
+            token,
+            clientId: verified.clientId,
+            scopes: [...verified.scopes],
+            caller: verified.caller,
+            expiresAt: Math.floor(verified.expiresAt.getTime() / 1000)
+          }
+        })
+
+      const serve = (request: HttpServerRequest.HttpServerRequest) =>
+        Effect.gen(function* () {
+          const forbidden = guard.check({ origin: request.headers.origin, host: request.headers.host })
+          if (forbidden !== undefined) {
+            return HttpServerResponse.jsonUnsafe(Errors.errorBody(forbidden), { status: forbidden.status })
+          }
+          if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: PREFLIGHT })
+          const presented = PresentedCredential.fromHeaders(request.headers)
+          const auth = yield* Effect.result(authenticate(presented))
+          if (auth._tag === "Failure") {
+            return refuse(
+              auth.failure,
+              request.headers.authorization !== undefined || request.headers[PresentedCredential.API_KEY_HEADER] !== undefined
+            )
+          }
+          const { caller, ...facts } = auth.success
+          const response = yield* HttpEffect.fromWebHandler((webRequest) =>
+            handler.fetch(webRequest, {
+              authInfo: {
+                ...facts,
+                resource: new URL(resource),
+                resourceMetadataUrl,
+                extra: { [CALLER_KEY]: caller }
+              }
+            })
+          ).pipe(
+            Effect.catchTag("HttpServerError", (error) =>
+              Effect.as(
+                Effect.logError("The MCP handler failed", error),
+                refuse(
+                  new Errors.ApiUnavailable({ message: "The MCP endpoint is temporarily unavailable; retry shortly." }),
+                  false
+                )
+              )
+            )
+          )
+          return HttpServerResponse.setHeaders(response, CORS)
+        })
+
+      yield* router.add("*", "/mcp", serve)
+    })
+  )

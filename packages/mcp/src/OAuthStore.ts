@@ -189,64 +189,67 @@ export interface ActiveGrant {
   readonly refreshExpiresAt: Date
 }
 
-export class OAuthStore extends Context.Service<OAuthStore, {
-  readonly insertClient: (client: RegisteredClient) => Effect.Effect<void, StoreUnavailable>
-  readonly getClient: (clientId: string) => Effect.Effect<RegisteredClient | undefined, StoreUnavailable>
+export class OAuthStore extends Context.Service<
+  OAuthStore,
+  {
+    readonly insertClient: (client: RegisteredClient) => Effect.Effect<void, StoreUnavailable>
+    readonly getClient: (clientId: string) => Effect.Effect<RegisteredClient | undefined, StoreUnavailable>
 
-  readonly insertPending: (pending: PendingAuthorization) => Effect.Effect<void, StoreUnavailable>
-  /** undefined when unknown or expired at `now`. */
-  readonly getPending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
-  /** Counts one refused sign-in; the new count, or undefined when the sign-in is gone. */
-  readonly recordFailedAttempt: (id: string, now: Date) => Effect.Effect<number | undefined, StoreUnavailable>
-  /** Removes the sign-in and returns it, to exactly one caller; undefined when gone or expired. */
-  readonly takePending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
+    readonly insertPending: (pending: PendingAuthorization) => Effect.Effect<void, StoreUnavailable>
+    /** undefined when unknown or expired at `now`. */
+    readonly getPending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
+    /** Counts one refused sign-in; the new count, or undefined when the sign-in is gone. */
+    readonly recordFailedAttempt: (id: string, now: Date) => Effect.Effect<number | undefined, StoreUnavailable>
+    /** Removes the sign-in and returns it, to exactly one caller; undefined when gone or expired. */
+    readonly takePending: (id: string, now: Date) => Effect.Effect<PendingAuthorization | undefined, StoreUnavailable>
 
-  readonly insertCode: (code: AuthorizationCode) => Effect.Effect<void, StoreUnavailable>
-  /** The code as stored (even when redeemed), so its bindings can be checked before redeeming. */
-  readonly getCode: (hash: string) => Effect.Effect<AuthorizationCode | undefined, StoreUnavailable>
-  /**
-   * Redeems the code at `now`: creates the grant `code.grantId` and the given tokens in it, and
-   * marks its registered client as used (`unusedExpiresAt` null). A redeemed code revokes that
-   * grant instead; an expired or unknown one changes nothing.
-   */
-  readonly redeemCode: (hash: string, now: Date, tokens: NewTokens) => Effect.Effect<CodeRedemption, StoreUnavailable>
+    readonly insertCode: (code: AuthorizationCode) => Effect.Effect<void, StoreUnavailable>
+    /** The code as stored (even when redeemed), so its bindings can be checked before redeeming. */
+    readonly getCode: (hash: string) => Effect.Effect<AuthorizationCode | undefined, StoreUnavailable>
+    /**
+     * Redeems the code at `now`: creates the grant `code.grantId` and the given tokens in it, and
+     * marks its registered client as used (`unusedExpiresAt` null). A redeemed code revokes that
+     * grant instead; an expired or unknown one changes nothing.
+     */
+    readonly redeemCode: (hash: string, now: Date, tokens: NewTokens) => Effect.Effect<CodeRedemption, StoreUnavailable>
 
-  /** The token and its grant, whatever their state (the caller judges expiry and revocation). */
-  readonly findToken: (
-    hash: string
-  ) => Effect.Effect<{ readonly token: TokenRecord; readonly grant: Grant } | undefined, StoreUnavailable>
-  /**
-   * Exchanges a live refresh token for the next pair in the same grant. A rotated token
-   * revokes the grant; an expired one, or one of a revoked grant, is Invalid.
-   */
-  readonly rotateRefresh: (hash: string, now: Date, next: NewTokens) => Effect.Effect<Rotation, StoreUnavailable>
-  /** Revokes the grant and so every token of it; false when unknown or already revoked. */
-  readonly revokeGrant: (grantId: string, now: Date) => Effect.Effect<boolean, StoreUnavailable>
-  /** The grant, whatever its state; undefined when unknown (or purged). */
-  readonly getGrant: (grantId: string) => Effect.Effect<Grant | undefined, StoreUnavailable>
-  /**
-   * The account's grants that are not revoked and hold a refresh token neither rotated nor
-   * expired at `now`, newest first.
-   */
-  readonly listActiveGrants: (
-    accountId: Ids.AccountId,
-    now: Date
-  ) => Effect.Effect<ReadonlyArray<ActiveGrant>, StoreUnavailable>
+    /** The token and its grant, whatever their state (the caller judges expiry and revocation). */
+    readonly findToken: (
+      hash: string
+    ) => Effect.Effect<{ readonly token: TokenRecord; readonly grant: Grant } | undefined, StoreUnavailable>
+    /**
+     * Exchanges a live refresh token for the next pair in the same grant. A rotated token
+     * revokes the grant; an expired one, or one of a revoked grant, is Invalid.
+     */
+    readonly rotateRefresh: (hash: string, now: Date, next: NewTokens) => Effect.Effect<Rotation, StoreUnavailable>
+    /** Revokes the grant and so every token of it; false when unknown or already revoked. */
+    readonly revokeGrant: (grantId: string, now: Date) => Effect.Effect<boolean, StoreUnavailable>
+    /** The grant, whatever its state; undefined when unknown (or purged). */
+    readonly getGrant: (grantId: string) => Effect.Effect<Grant | undefined, StoreUnavailable>
+    /**
+     * The account's grants that are not revoked and hold a refresh token neither rotated nor
+     * expired at `now`, newest first.
+     */
+    readonly listActiveGrants: (
+      accountId: Ids.AccountId,
+      now: Date
+    ) => Effect.Effect<ReadonlyArray<ActiveGrant>, StoreUnavailable>
 
-  readonly insertSignInCode: (code: SignInCode) => Effect.Effect<void, StoreUnavailable>
-  /** The account of a live, unused sign-in code, which is used up by this call. */
-  readonly redeemSignInCode: (hash: string, now: Date) => Effect.Effect<Ids.AccountId | undefined, StoreUnavailable>
+    readonly insertSignInCode: (code: SignInCode) => Effect.Effect<void, StoreUnavailable>
+    /** The account of a live, unused sign-in code, which is used up by this call. */
+    readonly redeemSignInCode: (hash: string, now: Date) => Effect.Effect<Ids.AccountId | undefined, StoreUnavailable>
 
-  /** Counts the registration if both of the window's counts have room. */
-  readonly admitRegistration: (window: RegistrationWindow) => Effect.Effect<RegistrationAdmission, StoreUnavailable>
-  /** Counts the request if its window's count is below the limit; false (not counted) when full. */
-  readonly admitRequest: (window: RequestWindow) => Effect.Effect<boolean, StoreUnavailable>
+    /** Counts the registration if both of the window's counts have room. */
+    readonly admitRegistration: (window: RegistrationWindow) => Effect.Effect<RegistrationAdmission, StoreUnavailable>
+    /** Counts the request if its window's count is below the limit; false (not counted) when full. */
+    readonly admitRequest: (window: RequestWindow) => Effect.Effect<boolean, StoreUnavailable>
 
-  /**
-   * Deletes what can no longer be used at `now`: expired sign-ins, codes and sign-in codes,
-   * expired tokens, grants left without a live token, registration and request counts of ended windows,
-   * and clients past `unusedExpiresAt` with no sign-in or code left in progress. Returns how
-   * many records went.
-   */
-  readonly purgeExpired: (now: Date) => Effect.Effect<number, StoreUnavailable>
-}>()("@taskmeter/mcp/OAuthStore") {}
+    /**
+     * Deletes what can no longer be used at `now`: expired sign-ins, codes and sign-in codes,
+     * expired tokens, grants left without a live token, registration and request counts of ended windows,
+     * and clients past `unusedExpiresAt` with no sign-in or code left in progress. Returns how
+     * many records went.
+     */
+    readonly purgeExpired: (now: Date) => Effect.Effect<number, StoreUnavailable>
+  }
+>()("@taskmeter/mcp/OAuthStore") {}

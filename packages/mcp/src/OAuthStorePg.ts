@@ -167,21 +167,22 @@ const toToken = (row: TokenRow): TokenRecord => ({
   rotatedAt: row.rotated_at
 })
 
-const contended = (error: SqlError) =>
-  error.reason._tag === "DeadlockError" || error.reason._tag === "SerializationError"
+const contended = (error: SqlError) => error.reason._tag === "DeadlockError" || error.reason._tag === "SerializationError"
 
 /** Retries lost conflicts; anything else the database says is StoreUnavailable. */
 const run = <A, R>(operation: string, effect: Effect.Effect<A, SqlError, R>) =>
   effect.pipe(
     Effect.retry({ while: contended, schedule: Schedule.max([Schedule.recurs(5), Schedule.exponential("2 millis")]) }),
-    Effect.mapError((error) => new StoreError.StoreUnavailable({ message: `OAuthStore.${operation}: ${error.message}`, cause: error }))
+    Effect.mapError(
+      (error) => new StoreError.StoreUnavailable({ message: `OAuthStore.${operation}: ${error.message}`, cause: error })
+    )
   )
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  yield* migrate.pipe(Effect.mapError((error) =>
-    new StoreError.StoreUnavailable({ message: `OAuthStore.migrate: ${error.message}`, cause: error })
-  ))
+  yield* migrate.pipe(
+    Effect.mapError((error) => new StoreError.StoreUnavailable({ message: `OAuthStore.migrate: ${error.message}`, cause: error }))
+  )
 
   const insertTokens = (grantId: string, now: Date, next: NewTokens) =>
     sql`INSERT INTO oauth_tokens (hash, kind, grant_id, scopes, created_at, expires_at) VALUES
@@ -195,86 +196,97 @@ export const make = Effect.gen(function*() {
 
   return OAuthStore.of({
     insertClient: (client) =>
-      run("insertClient", Effect.asVoid(sql`INSERT INTO oauth_clients
+      run(
+        "insertClient",
+        Effect.asVoid(sql`INSERT INTO oauth_clients
         (client_id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, metadata, created_at, unused_expires_at)
         VALUES (${client.clientId}, ${client.secretHash}, ${client.tokenEndpointAuthMethod}, ${client.redirectUris}::text[],
           ${client.clientName}, ${JSON.stringify(client.metadata)}::jsonb, ${client.createdAt},
-          ${client.unusedExpiresAt}::timestamptz)`)),
+          ${client.unusedExpiresAt}::timestamptz)`)
+      ),
     getClient: (clientId) =>
       run(
         "getClient",
         sql<ClientRow>`SELECT * FROM oauth_clients WHERE client_id = ${clientId}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toClient(rows[0]!))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toClient(rows[0]!)))
         )
       ),
 
     insertPending: (pending) =>
-      run("insertPending", Effect.asVoid(sql`INSERT INTO oauth_pending
+      run(
+        "insertPending",
+        Effect.asVoid(sql`INSERT INTO oauth_pending
         (id, csrf_hash, client_id, client_name, client_verified, redirect_uri, state, code_challenge, scopes, resource,
          failed_attempts, created_at, expires_at)
         VALUES (${pending.id}, ${pending.csrfHash}, ${pending.clientId}, ${pending.clientName}, ${pending.clientVerified},
           ${pending.redirectUri}, ${pending.state}, ${pending.codeChallenge}, ${pending.scopes}::text[], ${pending.resource},
-          ${pending.failedAttempts}, ${pending.createdAt}, ${pending.expiresAt})`)),
+          ${pending.failedAttempts}, ${pending.createdAt}, ${pending.expiresAt})`)
+      ),
     getPending: (id, now) =>
       run(
         "getPending",
         sql<PendingRow>`SELECT * FROM oauth_pending WHERE id = ${id} AND expires_at > ${now}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toPending(rows[0]!))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toPending(rows[0]!)))
         )
       ),
     recordFailedAttempt: (id, now) =>
       run(
         "recordFailedAttempt",
         sql<{ readonly failed_attempts: number }>`UPDATE oauth_pending SET failed_attempts = failed_attempts + 1
-          WHERE id = ${id} AND expires_at > ${now} RETURNING failed_attempts`.pipe(
-          Effect.map((rows) => rows[0]?.failed_attempts)
-        )
+          WHERE id = ${id} AND expires_at > ${now} RETURNING failed_attempts`.pipe(Effect.map((rows) => rows[0]?.failed_attempts))
       ),
     takePending: (id, now) =>
       run(
         "takePending",
         sql<PendingRow>`DELETE FROM oauth_pending WHERE id = ${id} RETURNING *`.pipe(
-          Effect.map((rows) => rows.length === 0 || rows[0]!.expires_at.getTime() <= now.getTime() ? undefined : toPending(rows[0]!))
+          Effect.map((rows) =>
+            rows.length === 0 || rows[0]!.expires_at.getTime() <= now.getTime() ? undefined : toPending(rows[0]!)
+          )
         )
       ),
 
     insertCode: (code) =>
-      run("insertCode", Effect.asVoid(sql`INSERT INTO oauth_codes
+      run(
+        "insertCode",
+        Effect.asVoid(sql`INSERT INTO oauth_codes
         (hash, grant_id, client_id, redirect_uri, code_challenge, account_id, api_key_id, scopes, resource, created_at,
          expires_at, redeemed_at)
         VALUES (${code.hash}, ${code.grantId}, ${code.clientId}, ${code.redirectUri}, ${code.codeChallenge},
           ${code.accountId}, ${code.apiKeyId}, ${code.scopes}::text[], ${code.resource}, ${code.createdAt},
-          ${code.expiresAt}, ${code.redeemedAt}::timestamptz)`)),
+          ${code.expiresAt}, ${code.redeemedAt}::timestamptz)`)
+      ),
     getCode: (hash) =>
       run(
         "getCode",
         sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toCode(rows[0]!))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toCode(rows[0]!)))
         )
       ),
     redeemCode: (hash, now, next) =>
       run(
         "redeemCode",
-        sql.withTransaction(Effect.gen(function*() {
-          const won = yield* sql<CodeRow>`UPDATE oauth_codes SET redeemed_at = ${now}
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const won = yield* sql<CodeRow>`UPDATE oauth_codes SET redeemed_at = ${now}
             WHERE hash = ${hash} AND redeemed_at IS NULL AND expires_at > ${now} RETURNING *`
-          if (won.length > 0) {
-            const code = toCode(won[0]!)
-            const rows = yield* sql<GrantRow>`INSERT INTO oauth_grants
+            if (won.length > 0) {
+              const code = toCode(won[0]!)
+              const rows = yield* sql<GrantRow>`INSERT INTO oauth_grants
               (id, client_id, account_id, api_key_id, scopes, resource, created_at)
               VALUES (${code.grantId}, ${code.clientId}, ${code.accountId}, ${code.apiKeyId}, ${code.scopes}::text[],
                 ${code.resource}, ${now})
               RETURNING *`
-            yield* insertTokens(code.grantId, now, next)
-            yield* sql`UPDATE oauth_clients SET unused_expires_at = NULL
+              yield* insertTokens(code.grantId, now, next)
+              yield* sql`UPDATE oauth_clients SET unused_expires_at = NULL
               WHERE client_id = ${code.clientId} AND unused_expires_at IS NOT NULL`
-            return { _tag: "Redeemed", grant: toGrant(rows[0]!) } as const
-          }
-          const seen = yield* sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`
-          if (seen.length === 0 || seen[0]!.redeemed_at === null) return { _tag: "Invalid" } as const
-          yield* revoke(seen[0]!.grant_id, now)
-          return { _tag: "AlreadyRedeemed" } as const
-        }))
+              return { _tag: "Redeemed", grant: toGrant(rows[0]!) } as const
+            }
+            const seen = yield* sql<CodeRow>`SELECT * FROM oauth_codes WHERE hash = ${hash}`
+            if (seen.length === 0 || seen[0]!.redeemed_at === null) return { _tag: "Invalid" } as const
+            yield* revoke(seen[0]!.grant_id, now)
+            return { _tag: "AlreadyRedeemed" } as const
+          })
+        )
       ),
 
     findToken: (hash) =>
@@ -287,7 +299,11 @@ export const make = Effect.gen(function*() {
             const { g, ...token } = rows[0]!
             return {
               token: toToken(token),
-              grant: toGrant({ ...g, created_at: new Date(g.created_at), revoked_at: g.revoked_at === null ? null : new Date(g.revoked_at) })
+              grant: toGrant({
+                ...g,
+                created_at: new Date(g.created_at),
+                revoked_at: g.revoked_at === null ? null : new Date(g.revoked_at)
+              })
             }
           })
         )
@@ -295,28 +311,30 @@ export const make = Effect.gen(function*() {
     rotateRefresh: (hash, now, next) =>
       run(
         "rotateRefresh",
-        sql.withTransaction(Effect.gen(function*() {
-          const won = yield* sql<{ readonly grant_id: string }>`UPDATE oauth_tokens t SET rotated_at = ${now}
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const won = yield* sql<{ readonly grant_id: string }>`UPDATE oauth_tokens t SET rotated_at = ${now}
             FROM oauth_grants g
             WHERE t.hash = ${hash} AND t.kind = 'refresh' AND t.rotated_at IS NULL AND t.expires_at > ${now}
               AND g.id = t.grant_id AND g.revoked_at IS NULL
             RETURNING t.grant_id`
-          if (won.length > 0) {
-            yield* insertTokens(won[0]!.grant_id, now, next)
-            return { _tag: "Rotated" } as const
-          }
-          const seen = yield* sql<TokenRow>`SELECT * FROM oauth_tokens WHERE hash = ${hash} AND kind = 'refresh'`
-          if (seen.length === 0 || seen[0]!.rotated_at === null) return { _tag: "Invalid" } as const
-          yield* revoke(seen[0]!.grant_id, now)
-          return { _tag: "Reused" } as const
-        }))
+            if (won.length > 0) {
+              yield* insertTokens(won[0]!.grant_id, now, next)
+              return { _tag: "Rotated" } as const
+            }
+            const seen = yield* sql<TokenRow>`SELECT * FROM oauth_tokens WHERE hash = ${hash} AND kind = 'refresh'`
+            if (seen.length === 0 || seen[0]!.rotated_at === null) return { _tag: "Invalid" } as const
+            yield* revoke(seen[0]!.grant_id, now)
+            return { _tag: "Reused" } as const
+          })
+        )
       ),
     revokeGrant: (grantId, now) => run("revokeGrant", revoke(grantId, now)),
     getGrant: (grantId) =>
       run(
         "getGrant",
         sql<GrantRow>`SELECT * FROM oauth_grants WHERE id = ${grantId}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toGrant(rows[0]!))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toGrant(rows[0]!)))
         )
       ),
     listActiveGrants: (accountId, now) =>
@@ -345,8 +363,11 @@ export const make = Effect.gen(function*() {
       ),
 
     insertSignInCode: (code) =>
-      run("insertSignInCode", Effect.asVoid(sql`INSERT INTO oauth_signin_codes (hash, account_id, created_at, expires_at)
-        VALUES (${code.hash}, ${code.accountId}, ${code.createdAt}, ${code.expiresAt})`)),
+      run(
+        "insertSignInCode",
+        Effect.asVoid(sql`INSERT INTO oauth_signin_codes (hash, account_id, created_at, expires_at)
+        VALUES (${code.hash}, ${code.accountId}, ${code.createdAt}, ${code.expiresAt})`)
+      ),
     redeemSignInCode: (hash, now) =>
       run(
         "redeemSignInCode",
@@ -359,20 +380,22 @@ export const make = Effect.gen(function*() {
     admitRegistration: (window) =>
       run(
         "admitRegistration",
-        sql.withTransaction(Effect.gen(function*() {
-          const count = (bucket: string, limit: number) =>
-            sql<{ readonly count: number }>`INSERT INTO oauth_registration_counts AS c (bucket, window_start, window_end, count)
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const count = (bucket: string, limit: number) =>
+              sql<{ readonly count: number }>`INSERT INTO oauth_registration_counts AS c (bucket, window_start, window_end, count)
               VALUES (${bucket}, ${window.start}, ${window.end}, 1)
               ON CONFLICT (bucket, window_start) DO UPDATE SET count = c.count + 1 WHERE c.count < ${limit}
               RETURNING count`.pipe(Effect.map((rows) => rows.length > 0))
-          if (!(yield* count(window.source, window.perSource))) return { _tag: "Limited", by: "source" } as const
-          if (!(yield* count(TOTAL_BUCKET, window.total))) {
-            yield* sql`UPDATE oauth_registration_counts SET count = count - 1
+            if (!(yield* count(window.source, window.perSource))) return { _tag: "Limited", by: "source" } as const
+            if (!(yield* count(TOTAL_BUCKET, window.total))) {
+              yield* sql`UPDATE oauth_registration_counts SET count = count - 1
               WHERE bucket = ${window.source} AND window_start = ${window.start}`
-            return { _tag: "Limited", by: "total" } as const
-          }
-          return { _tag: "Admitted" } as const
-        }))
+              return { _tag: "Limited", by: "total" } as const
+            }
+            return { _tag: "Admitted" } as const
+          })
+        )
       ),
 
     admitRequest: (window) =>
@@ -387,21 +410,23 @@ export const make = Effect.gen(function*() {
     purgeExpired: (now) =>
       run(
         "purgeExpired",
-        sql.withTransaction(Effect.gen(function*() {
-          const counts = yield* Effect.all([
-            sql`DELETE FROM oauth_pending WHERE expires_at <= ${now} RETURNING 1`,
-            sql`DELETE FROM oauth_codes WHERE expires_at <= ${now} RETURNING 1`,
-            sql`DELETE FROM oauth_signin_codes WHERE expires_at <= ${now} RETURNING 1`,
-            sql`DELETE FROM oauth_tokens WHERE expires_at <= ${now} RETURNING 1`,
-            sql`DELETE FROM oauth_grants g WHERE NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.grant_id = g.id) RETURNING 1`,
-            sql`DELETE FROM oauth_registration_counts WHERE window_end <= ${now} RETURNING 1`,
-            // After the sign-ins and codes above: those still there are in progress.
-            sql`DELETE FROM oauth_clients c WHERE c.unused_expires_at <= ${now}
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const counts = yield* Effect.all([
+              sql`DELETE FROM oauth_pending WHERE expires_at <= ${now} RETURNING 1`,
+              sql`DELETE FROM oauth_codes WHERE expires_at <= ${now} RETURNING 1`,
+              sql`DELETE FROM oauth_signin_codes WHERE expires_at <= ${now} RETURNING 1`,
+              sql`DELETE FROM oauth_tokens WHERE expires_at <= ${now} RETURNING 1`,
+              sql`DELETE FROM oauth_grants g WHERE NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.grant_id = g.id) RETURNING 1`,
+              sql`DELETE FROM oauth_registration_counts WHERE window_end <= ${now} RETURNING 1`,
+              // After the sign-ins and codes above: those still there are in progress.
+              sql`DELETE FROM oauth_clients c WHERE c.unused_expires_at <= ${now}
               AND NOT EXISTS (SELECT 1 FROM oauth_pending p WHERE p.client_id = c.client_id)
               AND NOT EXISTS (SELECT 1 FROM oauth_codes k WHERE k.client_id = c.client_id) RETURNING 1`
-          ])
-          return counts.reduce((sum, rows) => sum + rows.length, 0)
-        }))
+            ])
+            return counts.reduce((sum, rows) => sum + rows.length, 0)
+          })
+        )
       )
   })
 })

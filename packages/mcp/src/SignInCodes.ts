@@ -19,7 +19,7 @@ export const create = (
   Accounts.AccountNotFound | StoreError.StoreUnavailable,
   OAuthStore | Accounts.Accounts
 > =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* (yield* Accounts.Accounts).get(accountId)
     const now = yield* Clock.currentTimeMillis
     const code = newSecret(PREFIX.signInCode)

@@ -8,8 +8,7 @@ import { createHash } from "node:crypto"
 import type { Scope } from "@taskmeter/kernel"
 import type { SignInView } from "./AuthorizationServer.ts"
 
-const escape = (text: string): string =>
-  text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
+const escape = (text: string): string => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
 
 const permissions: { readonly [S in Scope.Scope]: { readonly title: string; readonly detail: string } } = {
   "jobs:create": {
@@ -100,7 +99,9 @@ export const signIn = (view: SignInView, issuer: string): string => {
     ? `<span class="chip" title="${escape(view.clientId)}">verified: ${escape(new URL(view.clientId).host)}</span>`
     : `<span class="chip warn" title="The app named itself when it registered; check where you will be sent back to.">name not verified</span>`
   const items = view.scopes
-    .map((scope) => `<li><strong>${escape(permissions[scope].title)}</strong><span>${escape(permissions[scope].detail)}</span></li>`)
+    .map(
+      (scope) => `<li><strong>${escape(permissions[scope].title)}</strong><span>${escape(permissions[scope].detail)}</span></li>`
+    )
     .join("")
   const minutes = Math.max(1, Math.round((view.expiresAt.getTime() - Date.now()) / 60000))
   return page(

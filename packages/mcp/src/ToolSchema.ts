@@ -38,13 +38,17 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
     leaf._tag === "MissingKey"
       ? "is required"
       : leaf._tag === "UnexpectedKey"
-      ? "is not an argument of this tool"
-      : SchemaIssue.defaultLeafHook(leaf)
+        ? "is not an argument of this tool"
+        : SchemaIssue.defaultLeafHook(leaf)
 })
 
 const describe = (issue: SchemaIssue.Issue) =>
-  ProblemList.join(formatIssues(issue).issues
-    .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".") || "arguments"}: ${message}`))
+  ProblemList.join(
+    formatIssues(issue).issues.map(
+      ({ message, path = [] }) =>
+        `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".") || "arguments"}: ${message}`
+    )
+  )
 
 /** Decodes a tool's arguments, refusing unknown keys; INVALID_REQUEST names each problem. */
 export const decodeArguments = <S extends Schema.Decoder<unknown>>(schema: S, args: unknown) =>
@@ -60,8 +64,6 @@ export const output = <S extends Schema.Decoder<unknown>>(schema: S): StandardSc
   const decode = Schema.decodeUnknownResult(schema)
   return withJson(documentOf(schema, false), (value) => {
     const decoded = decode(value, { errors: "all" })
-    return Result.isSuccess(decoded)
-      ? { value: decoded.success }
-      : { issues: [{ message: describe(decoded.failure.issue) }] }
+    return Result.isSuccess(decoded) ? { value: decoded.success } : { issues: [{ message: describe(decoded.failure.issue) }] }
   })
 }

@@ -74,17 +74,25 @@ const TaskIdArgument = Schema.String.annotate({ description: "A task id (task_â€
 
 const Asset = Schema.Struct({
   ...Task.Asset.fields,
-  url: Schema.optionalKey(Schema.String.annotate({
-    description: "Absolute download link of a file result; it takes an API key of the account as " +
-      "`Authorization: Bearer <key>`. Without an API key, use downloadUrl."
-  })),
-  downloadUrl: Schema.optionalKey(Schema.String.annotate({
-    description: "Absolute signed download link of a file result that needs no credentials (send no " +
-      "Authorization header); it serves this one file until downloadUrlExpiresAt. Fetch get_task again for a fresh one."
-  })),
-  downloadUrlExpiresAt: Schema.optionalKey(Schema.String.annotate({
-    description: "When downloadUrl stops working (ISO 8601)."
-  }))
+  url: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Absolute download link of a file result; it takes an API key of the account as " +
+        "`Authorization: Bearer <key>`. Without an API key, use downloadUrl."
+    })
+  ),
+  downloadUrl: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "Absolute signed download link of a file result that needs no credentials (send no " +
+        "Authorization header); it serves this one file until downloadUrlExpiresAt. Fetch get_task again for a fresh one."
+    })
+  ),
+  downloadUrlExpiresAt: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "When downloadUrl stops working (ISO 8601)."
+    })
+  )
 })
 
 const taskFields = { ...Task.Task.fields, assets: Schema.Array(Asset) }
@@ -103,7 +111,9 @@ const Balance = Schema.Struct({
   balanceMicros: Schema.Int.annotate({ description: "Credits held, in USD micro-units; below zero after an uncovered refund." }),
   reservedMicros: Money.Micros.annotate({ description: "Held for unfinished tasks; charged only if they succeed." }),
   availableMicros: Schema.Int.annotate({ description: "What new tasks can spend: balance minus reserved." }),
-  paymentReview: Schema.Boolean.annotate({ description: "True while a refund left the balance uncovered: no task can be submitted." }),
+  paymentReview: Schema.Boolean.annotate({
+    description: "True while a refund left the balance uncovered: no task can be submitted."
+  }),
   currency: Schema.Literal("USD")
 })
 
@@ -114,10 +124,10 @@ const requireAccount = (error: Accounts.AccountNotFound) =>
 
 /** The task as its owner sees it, with absolute links and a freshly signed download link per file result. */
 const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const links = yield* ResultUrls.ResultUrls
     const assets = yield* Effect.forEach(record.assets, (stored) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const asset = TaskView.asset(stored)
         if (stored.resultId === undefined || asset.url === undefined) return asset
         const link = yield* links.sign(record.accountId, stored.resultId)
@@ -127,7 +137,8 @@ const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
           downloadUrl: new URL(link.path, baseUrl).href,
           downloadUrlExpiresAt: link.expiresAt.toISOString()
         }
-      }))
+      })
+    )
     return { ...TaskView.task(record), assets } satisfies typeof TaskResult.Type
   })
 
@@ -135,10 +146,12 @@ const describeTask = (task: typeof TaskResult.Type): string => {
   const price = `${usd(task.priceMicros)} (${task.priceMicros} micros)`
   switch (task.status) {
     case "succeeded":
-      return `Task ${task.id} (${task.model}) succeeded with ${task.assets.length} result${task.assets.length === 1 ? "" : "s"}; charged at most ${price}.` +
+      return (
+        `Task ${task.id} (${task.model}) succeeded with ${task.assets.length} result${task.assets.length === 1 ? "" : "s"}; charged at most ${price}.` +
         (task.assets.some((asset) => asset.downloadUrl !== undefined)
           ? " Download files at their downloadUrl (no credentials needed, until downloadUrlExpiresAt)."
           : "")
+      )
     case "failed":
       return `Task ${task.id} (${task.model}) failed${task.errorCode ? ` (${task.errorCode})` : ""}; nothing was charged.`
     case "reconciliation_required":
@@ -153,39 +166,50 @@ const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,128}$/
 export const searchModels = tool({
   name: "search_models",
   title: "Search models",
-  description: "Find models to run. Every word of `query` must appear in a model's slug, title or description " +
+  description:
+    "Find models to run. Every word of `query` must appear in a model's slug, title or description " +
     "(an empty query lists all), optionally within one category (image, video, audio, text). Returns each " +
     "model's slug, what it produces, and its price: flat, or with a rate card the lowest price it can quote. " +
     "Call get_model for a model's input fields and an exact quote.",
   annotations: { title: "Search models", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({
-    query: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200)).annotate({
-      description: "Words to look for, e.g. \"text to video\"; empty or absent lists every model."
-    })),
+    query: Schema.optionalKey(
+      Schema.String.check(Schema.isMaxLength(200)).annotate({
+        description: 'Words to look for, e.g. "text to video"; empty or absent lists every model.'
+      })
+    ),
     category: Schema.optionalKey(Category)
   }),
   output: Schema.Struct({ models: Schema.Array(ModelSummary) }),
   scope: null,
   run: (args) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
-      const prices = yield* Effect.map((yield* Pricer.Pricer).prices, (all) => new Map(all.models.map((price) => [price.model, price])))
+      const prices = yield* Effect.map(
+        (yield* Pricer.Pricer).prices,
+        (all) => new Map(all.models.map((price) => [price.model, price]))
+      )
       const models = catalog.search(args.query ?? "", args.category).flatMap((model) => {
         const price = prices.get(model.slug)
-        return price === undefined ? [] : [{
-          slug: model.slug,
-          title: model.title,
-          category: model.category,
-          description: model.description,
-          outputs: model.outputs,
-          price
-        }]
+        return price === undefined
+          ? []
+          : [
+              {
+                slug: model.slug,
+                title: model.title,
+                category: model.category,
+                description: model.description,
+                outputs: model.outputs,
+                price
+              }
+            ]
       })
       return {
         structured: { models },
-        summary: models.length === 0
-          ? "No model matches; try fewer or other words, or no query to list every model."
-          : `${models.length} model${models.length === 1 ? "" : "s"} found.`
+        summary:
+          models.length === 0
+            ? "No model matches; try fewer or other words, or no query to list every model."
+            : `${models.length} model${models.length === 1 ? "" : "s"} found.`
       }
     })
 })
@@ -193,15 +217,18 @@ export const searchModels = tool({
 export const getModel = tool({
   name: "get_model",
   title: "Get a model",
-  description: "Describe one model: its input JSON Schema (fields, defaults, limits), what it produces and its " +
+  description:
+    "Describe one model: its input JSON Schema (fields, defaults, limits), what it produces and its " +
     "price. Pass `input` to get the exact price of that input (defaults applied) without submitting anything; " +
     "send that price as create_task's expectedPriceMicros.",
   annotations: { title: "Get a model", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({
     model: Schema.String.annotate({ description: "A model slug, as search_models lists them." }),
-    input: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown).annotate({
-      description: "An input to quote, with the model's fields."
-    }))
+    input: Schema.optionalKey(
+      Schema.Record(Schema.String, Schema.Unknown).annotate({
+        description: "An input to quote, with the model's fields."
+      })
+    )
   }),
   output: Schema.Struct({
     ...ModelSummary.fields,
@@ -209,15 +236,17 @@ export const getModel = tool({
     inputSchema: Schema.Record(Schema.String, Schema.Unknown).annotate({
       description: "JSON Schema (draft 2020-12) of the model's `input`; fields with a default may be omitted."
     }),
-    quote: Schema.optionalKey(Schema.Struct({
-      ...Pricer.Quote.fields,
-      input: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "The quoted input, defaults applied." })
-    }))
+    quote: Schema.optionalKey(
+      Schema.Struct({
+        ...Pricer.Quote.fields,
+        input: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "The quoted input, defaults applied." })
+      })
+    )
   }),
   scope: null,
   validatesOwnText: ["model", "input"],
   run: (args) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
       const pricer = yield* Pricer.Pricer
       const model = yield* catalog.get(args.model)
@@ -225,10 +254,13 @@ export const getModel = tool({
       if (price === undefined) {
         return yield* new Errors.ModelPriceUnavailable({ message: `Model ${model.slug} has no price and cannot be submitted.` })
       }
-      const quote = args.input === undefined ? undefined : yield* Effect.gen(function*() {
-        const { input } = yield* catalog.validate(model.slug, args.input)
-        return { ...(yield* pricer.quote(model.slug, input)), input }
-      })
+      const quote =
+        args.input === undefined
+          ? undefined
+          : yield* Effect.gen(function* () {
+              const { input } = yield* catalog.validate(model.slug, args.input)
+              return { ...(yield* pricer.quote(model.slug, input)), input }
+            })
       return {
         structured: {
           slug: model.slug,
@@ -241,9 +273,10 @@ export const getModel = tool({
           inputSchema: model.jsonSchema,
           ...(quote === undefined ? {} : { quote })
         },
-        summary: quote === undefined
-          ? `${model.title} (${model.slug}): ${model.outputs}; ${price.priceMicros === null ? "no price" : `from ${usd(price.priceMicros)}`}.`
-          : `${model.title} (${model.slug}) would cost ${usd(quote.priceMicros)} (${quote.priceMicros} micros) for this input.`
+        summary:
+          quote === undefined
+            ? `${model.title} (${model.slug}): ${model.outputs}; ${price.priceMicros === null ? "no price" : `from ${usd(price.priceMicros)}`}.`
+            : `${model.title} (${model.slug}) would cost ${usd(quote.priceMicros)} (${quote.priceMicros} micros) for this input.`
       }
     })
 })
@@ -251,7 +284,8 @@ export const getModel = tool({
 export const createTask = tool({
   name: "create_task",
   title: "Create a task (spends credits)",
-  description: "Run a model as an asynchronous task. This spends credits: the quoted price is reserved from the " +
+  description:
+    "Run a model as an asynchronous task. This spends credits: the quoted price is reserved from the " +
     "account's balance at once and charged only if the task succeeds (a failed task releases it). Give `model` " +
     "(a slug from search_models) and `input` (the model's fields, see get_model); pass expectedPriceMicros " +
     "(from get_model's quote) to refuse a changed price. Retrying with the same arguments, or the same " +
@@ -269,29 +303,41 @@ export const createTask = tool({
     input: Schema.Record(Schema.String, Schema.Unknown).annotate({
       description: "The model's input fields; get_model gives their JSON Schema."
     }),
-    expectedPriceMicros: Schema.optionalKey(Money.Micros.annotate({
-      description: "The price the user agreed to, in USD micro-units; a different current price is refused (PRICE_CHANGED) before anything is reserved."
-    })),
-    idempotencyKey: Schema.optionalKey(Schema.String.annotate({
-      description: "1 to 128 printable ASCII characters identifying this submission; by default derived from the other arguments."
-    }))
+    expectedPriceMicros: Schema.optionalKey(
+      Money.Micros.annotate({
+        description:
+          "The price the user agreed to, in USD micro-units; a different current price is refused (PRICE_CHANGED) before anything is reserved."
+      })
+    ),
+    idempotencyKey: Schema.optionalKey(
+      Schema.String.annotate({
+        description:
+          "1 to 128 printable ASCII characters identifying this submission; by default derived from the other arguments."
+      })
+    )
   }),
   output: Schema.Struct({
     ...taskFields,
-    replayed: Schema.Boolean.annotate({ description: "True when an earlier submission with the same idempotency key was returned; nothing new was reserved." }),
+    replayed: Schema.Boolean.annotate({
+      description: "True when an earlier submission with the same idempotency key was returned; nothing new was reserved."
+    }),
     idempotencyKey: Schema.String
   }),
   scope: "jobs:create",
   validatesOwnText: ["model", "input", "idempotencyKey"],
   run: (args, call) =>
-    Effect.gen(function*() {
-      const idempotencyKey = args.idempotencyKey ?? `mcp-${
-        createHash("sha256").update(Fingerprint.canonicalJson({
-          model: args.model,
-          input: args.input,
-          expectedPriceMicros: args.expectedPriceMicros ?? null
-        })).digest("hex")
-      }`
+    Effect.gen(function* () {
+      const idempotencyKey =
+        args.idempotencyKey ??
+        `mcp-${createHash("sha256")
+          .update(
+            Fingerprint.canonicalJson({
+              model: args.model,
+              input: args.input,
+              expectedPriceMicros: args.expectedPriceMicros ?? null
+            })
+          )
+          .digest("hex")}`
       if (!IDEMPOTENCY_KEY.test(idempotencyKey)) {
         return yield* new Errors.InvalidIdempotencyKey({ message: "idempotencyKey: must be 1 to 128 printable ASCII characters" })
       }
@@ -319,7 +365,8 @@ const POLL_MILLIS = 1_000
 export const waitForTask = tool({
   name: "wait_for_task",
   title: "Wait for a task",
-  description: `Wait until a task finishes, for at most timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ` +
+  description:
+    `Wait until a task finishes, for at most timeoutSeconds (default ${DEFAULT_WAIT_SECONDS}, at most ` +
     `${MAX_WAIT_SECONDS}), reporting progress meanwhile. Returns the task as soon as it is final (succeeded, ` +
     "failed, reconciliation_required), or as it stands when the wait ends (finished: false): then call again " +
     "to keep waiting. Video and music can take minutes. Results are in `assets`: text inline, files as links " +
@@ -327,9 +374,11 @@ export const waitForTask = tool({
   annotations: { title: "Wait for a task", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({
     id: TaskIdArgument,
-    timeoutSeconds: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_WAIT_SECONDS })).annotate({
-      description: `How long to wait, in seconds (default ${DEFAULT_WAIT_SECONDS}).`
-    }))
+    timeoutSeconds: Schema.optionalKey(
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_WAIT_SECONDS })).annotate({
+        description: `How long to wait, in seconds (default ${DEFAULT_WAIT_SECONDS}).`
+      })
+    )
   }),
   output: Schema.Struct({
     ...taskFields,
@@ -338,7 +387,7 @@ export const waitForTask = tool({
   }),
   scope: "jobs:read",
   run: (args, call) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const timeoutMillis = (args.timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000
       const started = yield* Clock.currentTimeMillis
@@ -351,7 +400,9 @@ export const waitForTask = tool({
           const waitedSeconds = Math.round(elapsed / 100) / 10
           return {
             structured: { ...view, finished, waitedSeconds },
-            summary: finished ? describeTask(view) : `${describeTask(view)} Still working after ${waitedSeconds} s: call wait_for_task again.`
+            summary: finished
+              ? describeTask(view)
+              : `${describeTask(view)} Still working after ${waitedSeconds} s: call wait_for_task again.`
           }
         }
         yield* call.progress(Math.floor(elapsed / 1000), timeoutMillis / 1000, `Task ${record.id} is ${record.status}`)
@@ -363,14 +414,15 @@ export const waitForTask = tool({
 export const getTask = tool({
   name: "get_task",
   title: "Get a task",
-  description: "The current state of one task of this account: status, price, and results once it succeeded " +
+  description:
+    "The current state of one task of this account: status, price, and results once it succeeded " +
     "(with fresh download links).",
   annotations: { title: "Get a task", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({ id: TaskIdArgument }),
   output: TaskResult,
   scope: "jobs:read",
   run: (args, call) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const record = yield* (yield* TaskRunner.TaskRunner).get(call.caller, args.id)
       const view = yield* present(record, call.baseUrl)
       return { structured: view, summary: describeTask(view) }
@@ -380,7 +432,8 @@ export const getTask = tool({
 export const listTasks = tool({
   name: "list_tasks",
   title: "List tasks",
-  description: "This account's latest tasks, newest first (up to `limit`, default 20, at most 100), optionally only those in one status.",
+  description:
+    "This account's latest tasks, newest first (up to `limit`, default 20, at most 100), optionally only those in one status.",
   annotations: { title: "List tasks", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({
     status: Schema.optionalKey(TaskStatus.TaskStatus),
@@ -389,12 +442,10 @@ export const listTasks = tool({
   output: Schema.Struct({ tasks: Schema.Array(TaskResult) }),
   scope: "jobs:read",
   run: (args, call) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const records = yield* (yield* TaskRunner.TaskRunner).list(call.caller)
       const tasks = yield* Effect.forEach(
-        records
-          .filter((record) => args.status === undefined || record.status === args.status)
-          .slice(0, args.limit ?? 20),
+        records.filter((record) => args.status === undefined || record.status === args.status).slice(0, args.limit ?? 20),
         (record) => present(record, call.baseUrl)
       )
       return {
@@ -407,19 +458,23 @@ export const listTasks = tool({
 export const getBalance = tool({
   name: "get_balance",
   title: "Get the credit balance",
-  description: "The account's credits in USD micro-units (1 USD = 1000000): available to spend on new tasks, " +
+  description:
+    "The account's credits in USD micro-units (1 USD = 1000000): available to spend on new tasks, " +
     "reserved by unfinished tasks, and the balance.",
   annotations: { title: "Get the credit balance", readOnlyHint: true, openWorldHint: false },
   input: Schema.Struct({}),
   output: Balance,
   scope: "usage:read",
   run: (_args, call) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const balances = yield* (yield* Ledger.Ledger).balances(call.caller.accountId)
       return {
         structured: { ...balances, currency: "USD" as const },
-        summary: `Available ${usd(balances.availableMicros)}, reserved ${usd(balances.reservedMicros)}, balance ${usd(balances.balanceMicros)}.` +
-          (balances.paymentReview ? " A refund left the balance uncovered: no task can be submitted until credits are added." : "")
+        summary:
+          `Available ${usd(balances.availableMicros)}, reserved ${usd(balances.reservedMicros)}, balance ${usd(balances.balanceMicros)}.` +
+          (balances.paymentReview
+            ? " A refund left the balance uncovered: no task can be submitted until credits are added."
+            : "")
       }
     }).pipe(Effect.catchTag("AccountNotFound", requireAccount))
 })

@@ -16,9 +16,10 @@ export interface Options {
 
 export interface Guard {
   /** PERMISSION_DENIED naming the header at fault, or undefined when the request may proceed. */
-  readonly check: (headers: { readonly origin?: string | undefined; readonly host?: string | undefined }) =>
-    | Errors.PermissionDenied
-    | undefined
+  readonly check: (headers: {
+    readonly origin?: string | undefined
+    readonly host?: string | undefined
+  }) => Errors.PermissionDenied | undefined
 }
 
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"])

@@ -29,7 +29,7 @@ const tables = [
 const allMigrations = Effect.map(Effect.orDie(OAuthStorePg.migrations), (loaded) => loaded.map(([id, name]) => [id, name]))
 
 /** What the schema holds, and what the migrator says when asked to run again. */
-const inspect = Effect.gen(function*() {
+const inspect = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const names = yield* sql<{ readonly table_name: string }>`SELECT table_name FROM information_schema.tables
     WHERE table_schema = current_schema() ORDER BY table_name`
@@ -43,7 +43,7 @@ const inspect = Effect.gen(function*() {
 })
 
 /** The columns, indexes and constraints of the schema, without its name. */
-const definition = Effect.gen(function*() {
+const definition = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const columns = yield* sql`SELECT table_name, column_name, data_type, udt_name, is_nullable, column_default
     FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`
@@ -60,25 +60,28 @@ const legacyTables = SqlClient.SqlClient.use((sql) =>
 
 /** One of each thing an earlier version kept: a sign-in in its every stage, and a full window. */
 const legacyRows = SqlClient.SqlClient.use((sql) =>
-  Effect.all([
-    sql`INSERT INTO oauth_clients VALUES ('mcpc_legacy', NULL, 'none', ARRAY['http://127.0.0.1/cb'], 'Legacy',
+  Effect.all(
+    [
+      sql`INSERT INTO oauth_clients VALUES ('mcpc_legacy', NULL, 'none', ARRAY['http://127.0.0.1/cb'], 'Legacy',
       '{"client_name":"Legacy"}'::jsonb, ${T0}, NULL)`,
-    sql`INSERT INTO oauth_pending VALUES ('pending-1', 'csrf-hash', 'mcpc_legacy', 'Legacy', false, 'http://127.0.0.1/cb',
+      sql`INSERT INTO oauth_pending VALUES ('pending-1', 'csrf-hash', 'mcpc_legacy', 'Legacy', false, 'http://127.0.0.1/cb',
       's1', 'challenge', ARRAY['jobs:read'], ${RESOURCE}, 1, ${T0}, ${at(600)})`,
-    sql`INSERT INTO oauth_codes VALUES ('code-hash', 'grant-2', 'mcpc_legacy', 'http://127.0.0.1/cb', 'challenge',
+      sql`INSERT INTO oauth_codes VALUES ('code-hash', 'grant-2', 'mcpc_legacy', 'http://127.0.0.1/cb', 'challenge',
       'acct_legacy', 'key_legacy', ARRAY['jobs:read'], ${RESOURCE}, ${T0}, ${at(300)}, NULL)`,
-    sql`INSERT INTO oauth_grants VALUES ('grant-1', 'mcpc_legacy', 'acct_legacy', 'key_legacy',
+      sql`INSERT INTO oauth_grants VALUES ('grant-1', 'mcpc_legacy', 'acct_legacy', 'key_legacy',
       ARRAY['jobs:read', 'usage:read'], ${RESOURCE}, ${T0}, NULL)`,
-    sql`INSERT INTO oauth_tokens VALUES
+      sql`INSERT INTO oauth_tokens VALUES
       ('access-hash', 'access', 'grant-1', ARRAY['jobs:read', 'usage:read'], ${T0}, ${at(3600)}, NULL),
       ('refresh-hash', 'refresh', 'grant-1', ARRAY['jobs:read', 'usage:read'], ${T0}, ${at(30 * 86400)}, NULL)`,
-    sql`INSERT INTO oauth_signin_codes VALUES ('signin-hash', 'acct_legacy', ${T0}, ${at(600)}, NULL)`,
-    sql`INSERT INTO oauth_registration_counts VALUES ('192.0.2.1', ${T0}, ${at(3600)}, 20)`
-  ], { discard: true })
+      sql`INSERT INTO oauth_signin_codes VALUES ('signin-hash', 'acct_legacy', ${T0}, ${at(600)}, NULL)`,
+      sql`INSERT INTO oauth_registration_counts VALUES ('192.0.2.1', ${T0}, ${at(3600)}, 20)`
+    ],
+    { discard: true }
+  )
 )
 
 /** Reads back every legacy row through the store, then carries the sign-in on. */
-const readLegacyRows = Effect.gen(function*() {
+const readLegacyRows = Effect.gen(function* () {
   const store = yield* OAuthStore.OAuthStore
   expect(yield* store.getClient("mcpc_legacy")).toEqual({
     clientId: "mcpc_legacy",
@@ -141,8 +144,10 @@ const readLegacyRows = Effect.gen(function*() {
     }
   })
   expect(yield* store.redeemSignInCode("signin-hash", at(60))).toBe("acct_legacy")
-  expect(yield* store.admitRegistration({ source: "192.0.2.1", start: T0, end: at(3600), perSource: 20, total: 1000 }))
-    .toEqual({ _tag: "Limited", by: "source" })
+  expect(yield* store.admitRegistration({ source: "192.0.2.1", start: T0, end: at(3600), perSource: 20, total: 1000 })).toEqual({
+    _tag: "Limited",
+    by: "source"
+  })
   const next = {
     accessHash: "access-hash-2",
     accessExpiresAt: at(7200),
@@ -165,13 +170,16 @@ const newClient = {
   unusedExpiresAt: at(86400)
 }
 
-const databases = [["PostgreSQL", postgres], ["PGlite", pglite]] as const
+const databases = [
+  ["PostgreSQL", postgres],
+  ["PGlite", pglite]
+] as const
 
 for (const [name, database] of databases) {
   describe(`OAuth migrations on ${name}`, () => {
     it.live("create every table in an empty schema, once, and a later start keeps the data", () =>
-      Effect.gen(function*() {
-        const first = yield* Effect.gen(function*() {
+      Effect.gen(function* () {
+        const first = yield* Effect.gen(function* () {
           yield* OAuthStore.OAuthStore.use((store) => store.insertClient(newClient))
           return yield* inspect
         }).pipe(Effect.provide(OAuthStorePg.layer))
@@ -181,39 +189,42 @@ for (const [name, database] of databases) {
           Effect.provide(OAuthStorePg.layer)
         )
         expect(kept).toEqual(newClient)
-      }).pipe(Effect.provide(database)))
+      }).pipe(Effect.provide(database))
+    )
 
     it.live("adopt the tables of the statements run before migrations, rows and sign-ins intact", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const fresh = yield* definition.pipe(Effect.provide(OAuthStorePg.layer), Effect.provide(database))
-        const adopted = yield* Effect.gen(function*() {
+        const adopted = yield* Effect.gen(function* () {
           yield* legacyTables
           yield* legacyRows
-          return yield* Effect.gen(function*() {
+          return yield* Effect.gen(function* () {
             yield* readLegacyRows
             expect(yield* inspect).toEqual({ tables, recorded: yield* allMigrations, rerun: [] })
             return yield* definition
           }).pipe(Effect.provide(OAuthStorePg.layer))
         }).pipe(Effect.provide(database))
         expect(adopted).toEqual(fresh)
-      }))
+      })
+    )
   })
 }
 
 describe("OAuth migrations on PostgreSQL over tables made before unused_expires_at", () => {
   it.live("add the column, and keep the clients registered before it for good", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       yield* sql.unsafe(`CREATE TABLE oauth_clients (
         client_id text PRIMARY KEY, secret_hash text, token_endpoint_auth_method text NOT NULL,
         redirect_uris text[] NOT NULL, client_name text, metadata jsonb NOT NULL, created_at timestamptz NOT NULL)`)
       yield* sql`INSERT INTO oauth_clients VALUES ('mcpc_legacy', NULL, 'none', ARRAY['http://127.0.0.1/cb'], 'Old',
         '{}'::jsonb, '2020-01-01T00:00:00Z')`
-      yield* Effect.gen(function*() {
+      yield* Effect.gen(function* () {
         const store = yield* OAuthStore.OAuthStore
         expect(yield* store.getClient("mcpc_legacy")).toMatchObject({ clientName: "Old", unusedExpiresAt: null })
         yield* store.purgeExpired(new Date("2040-01-01T00:00:00Z"))
         expect(yield* store.getClient("mcpc_legacy")).toBeDefined()
       }).pipe(Effect.provide(OAuthStorePg.layer))
-    }).pipe(Effect.provide(postgres)))
+    }).pipe(Effect.provide(postgres))
+  )
 })

@@ -55,14 +55,19 @@ const logged: Array<string> = []
 const logs = Logger.layer([Logger.make((options) => void logged.push((options.message as Array<unknown>).join(" ")))])
 
 const fetchDoc = (url: string, options: Partial<ClientIdMetadata.Options> = {}) =>
-  Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(url, { ...ClientIdMetadata.defaults, resolve, ...options })).pipe(
-    Effect.provide(logs)
-  ))
+  Effect.runPromise(
+    Effect.result(ClientIdMetadata.fetchClient(url, { ...ClientIdMetadata.defaults, resolve, ...options })).pipe(
+      Effect.provide(logs)
+    )
+  )
 
 describe("resolving the host of a metadata document", () => {
   it.each(["public.example.com", "dns64.example.com"])("fetches from %s, whose addresses are public", async (host) => {
     const result = await fetchDoc(`https://${host}/client.json`)
-    expect(Result.isSuccess(result) && result.success).toMatchObject({ clientName: "Doc", redirectUris: ["https://app.example.com/cb"] })
+    expect(Result.isSuccess(result) && result.success).toMatchObject({
+      clientName: "Doc",
+      redirectUris: ["https://app.example.com/cb"]
+    })
     expect(resolved).toEqual([host])
   })
 
@@ -98,7 +103,10 @@ describe("resolving the host of a metadata document", () => {
     )
     expect(logged).toEqual([expect.stringContaining("did not resolve")])
     const started = Date.now()
-    const hanging = await fetchDoc("https://public.example.com/client.json", { timeoutMs: 200, resolve: () => new Promise(() => {}) })
+    const hanging = await fetchDoc("https://public.example.com/client.json", {
+      timeoutMs: 200,
+      resolve: () => new Promise(() => {})
+    })
     expect(Result.isFailure(hanging) && hanging.failure.description).toContain("could not be fetched")
     expect(Date.now() - started).toBeLessThan(2_000)
   })

@@ -17,7 +17,8 @@ describe("redirect URIs", () => {
       "http://[::1]:8080/cb",
       "cursor://anysphere.cursor-mcp/oauth/callback",
       "com.example.app:/oauth2redirect"
-    ]) expect(ClientMetadata.redirectUriProblem(uri)).toBeUndefined()
+    ])
+      expect(ClientMetadata.redirectUriProblem(uri)).toBeUndefined()
     for (const uri of [
       "http://app.example.com/cb",
       "http://127.0.0.2.example.com/cb",
@@ -26,7 +27,8 @@ describe("redirect URIs", () => {
       "javascript:alert(1)",
       "data:text/html,hi",
       "relative/path"
-    ]) expect(ClientMetadata.redirectUriProblem(uri)).toBeDefined()
+    ])
+      expect(ClientMetadata.redirectUriProblem(uri)).toBeDefined()
   })
 
   it("matches exactly, except for the port of a loopback address", () => {
@@ -76,11 +78,14 @@ describe("client_id URLs", () => {
       "https://app.local/client.json",
       "https://metadata.google.internal/client.json",
       "https://2130706433/client.json"
-    ]) expect(ClientIdMetadata.urlProblem(url, strict)).toBeDefined()
+    ])
+      expect(ClientIdMetadata.urlProblem(url, strict)).toBeDefined()
   })
 
   it("connects to port 443 only", () => {
-    expect(ClientIdMetadata.urlProblem("https://app.example.com:8443/client.json", strict)).toBe("must be on port 443 (no other port)")
+    expect(ClientIdMetadata.urlProblem("https://app.example.com:8443/client.json", strict)).toBe(
+      "must be on port 443 (no other port)"
+    )
     expect(ClientIdMetadata.urlProblem("https://app.example.com:443/client.json", strict)).toContain("normalised form")
   })
 
@@ -106,12 +111,15 @@ describe("fetching a metadata document", () => {
         case "/other-id":
           return void response.writeHead(200, { "content-type": "application/json" }).end(document({ client_id: `${origin}/ok` }))
         case "/secret":
-          return void response.writeHead(200, { "content-type": "application/json" })
+          return void response
+            .writeHead(200, { "content-type": "application/json" })
             .end(document({ token_endpoint_auth_method: "client_secret_basic" }))
         case "/html":
           return void response.writeHead(200, { "content-type": "text/html" }).end("<html></html>")
         case "/big":
-          return void response.writeHead(200, { "content-type": "application/json" }).end(document({ padding: "x".repeat(20_000) }))
+          return void response
+            .writeHead(200, { "content-type": "application/json" })
+            .end(document({ padding: "x".repeat(20_000) }))
         case "/redirect":
           return void response.writeHead(302, { location: `${origin}/ok` }).end()
         case "/slow":
@@ -128,11 +136,15 @@ describe("fetching a metadata document", () => {
   afterAll(() => close())
 
   const fetchDoc = (path: string) =>
-    Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(`${origin}${path}`, {
-      ...ClientIdMetadata.defaults,
-      timeoutMs: 500,
-      allowHttpLoopback: true
-    })))
+    Effect.runPromise(
+      Effect.result(
+        ClientIdMetadata.fetchClient(`${origin}${path}`, {
+          ...ClientIdMetadata.defaults,
+          timeoutMs: 500,
+          allowHttpLoopback: true
+        })
+      )
+    )
 
   it("reads a document that names itself", async () => {
     const result = await fetchDoc("/ok")
@@ -158,22 +170,24 @@ describe("fetching a metadata document", () => {
   it("answers every failed fetch the same, logging the reason", async () => {
     const logged: Array<string> = []
     const logs = Logger.layer([Logger.make((options) => void logged.push((options.message as Array<unknown>).join(" ")))])
-    for (
-      const [path, reason] of [
-        ["/html", "served as text/html"],
-        ["/big", "larger than"],
-        ["/missing", "HTTP 404"],
-        // Redirects are not followed.
-        ["/redirect", "redirect (HTTP 302)"],
-        ["/slow", "took longer than 500 ms"]
-      ]
-    ) {
+    for (const [path, reason] of [
+      ["/html", "served as text/html"],
+      ["/big", "larger than"],
+      ["/missing", "HTTP 404"],
+      // Redirects are not followed.
+      ["/redirect", "redirect (HTTP 302)"],
+      ["/slow", "took longer than 500 ms"]
+    ]) {
       logged.length = 0
-      const result = await Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(`${origin}${path}`, {
-        ...ClientIdMetadata.defaults,
-        timeoutMs: 500,
-        allowHttpLoopback: true
-      })).pipe(Effect.provide(logs)))
+      const result = await Effect.runPromise(
+        Effect.result(
+          ClientIdMetadata.fetchClient(`${origin}${path}`, {
+            ...ClientIdMetadata.defaults,
+            timeoutMs: 500,
+            allowHttpLoopback: true
+          })
+        ).pipe(Effect.provide(logs))
+      )
       expect(Result.isFailure(result) && result.failure, path).toMatchObject({
         error: "invalid_client",
         description: `The client's metadata document at ${origin}${path} could not be fetched.`
@@ -192,7 +206,8 @@ describe("connecting to a metadata document's host", () => {
   beforeAll(async () => {
     const server = createServer((request, response) => {
       const self = `http://localhost:${port}${request.url}`
-      response.writeHead(200, { "content-type": "application/json" })
+      response
+        .writeHead(200, { "content-type": "application/json" })
         .end(JSON.stringify({ client_id: self, client_name: "Pinned", redirect_uris: ["http://127.0.0.1:9/cb"] }))
     })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.2", resolve))
@@ -204,14 +219,18 @@ describe("connecting to a metadata document's host", () => {
 
   it("connects to the address it vetted, not to one the host name resolves to again", async () => {
     const asked: Array<string> = []
-    const result = await Effect.runPromise(Effect.result(ClientIdMetadata.fetchClient(`http://localhost:${port}/client.json`, {
-      ...ClientIdMetadata.defaults,
-      allowHttpLoopback: true,
-      resolve: async (hostname) => {
-        asked.push(hostname)
-        return [{ address: "127.0.0.2", family: 4 }]
-      }
-    })))
+    const result = await Effect.runPromise(
+      Effect.result(
+        ClientIdMetadata.fetchClient(`http://localhost:${port}/client.json`, {
+          ...ClientIdMetadata.defaults,
+          allowHttpLoopback: true,
+          resolve: async (hostname) => {
+            asked.push(hostname)
+            return [{ address: "127.0.0.2", family: 4 }]
+          }
+        })
+      )
+    )
     expect(Result.isSuccess(result) && result.success.clientName).toBe("Pinned")
     expect(asked).toEqual(["localhost"])
   })

@@ -17,7 +17,10 @@ import * as TestServer from "./support/TestServer.ts"
 import * as TokenProxy from "./support/TokenProxy.ts"
 
 const run = promisify(execFile)
-const cli = join(dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/conformance/package.json")), "dist/index.js")
+const cli = join(
+  dirname(createRequire(import.meta.url).resolve("@modelcontextprotocol/conformance/package.json")),
+  "dist/index.js"
+)
 
 let server: TestServer.TestServer
 let proxy: TokenProxy.TokenProxy
@@ -47,7 +50,10 @@ const scenario = async (name: string) => {
   const directory = join(output, name)
   const outcome = await run(process.execPath, [cli, "server", "--url", `${proxy.url}/mcp`, "--scenario", name, "-o", directory], {
     encoding: "utf8"
-  }).then(() => 0, (error: { code?: number; stdout?: string }) => ({ code: error.code, stdout: error.stdout }))
+  }).then(
+    () => 0,
+    (error: { code?: number; stdout?: string }) => ({ code: error.code, stdout: error.stdout })
+  )
   const [results] = await readdir(directory)
   const checks = JSON.parse(await readFile(join(directory, results!, "checks.json"), "utf8")) as ReadonlyArray<Check>
   return { outcome, checks }

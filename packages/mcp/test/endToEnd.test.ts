@@ -33,14 +33,16 @@ const serveDocuments = async () => {
     hits.push(request.url ?? "")
     const clientId = `http://127.0.0.1:${(http.address() as AddressInfo).port}${request.url}`
     response.writeHead(200, { "content-type": "application/json" })
-    response.end(JSON.stringify({
-      client_id: clientId,
-      client_name: "Metadata Document Client",
-      redirect_uris: ["http://127.0.0.1:7655/callback"],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none"
-    }))
+    response.end(
+      JSON.stringify({
+        client_id: clientId,
+        client_name: "Metadata Document Client",
+        redirect_uris: ["http://127.0.0.1:7655/callback"],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none"
+      })
+    )
   })
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve))
   const port = (http.address() as AddressInfo).port
@@ -124,7 +126,12 @@ describe.each([
     const createTool = tools.find((tool) => tool.name === "create_task")!
     expect(createTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true })
     expect(createTool.description).toContain("spends credits")
-    expect(Object.keys(createTool.inputSchema.properties ?? {})).toEqual(["model", "input", "expectedPriceMicros", "idempotencyKey"])
+    expect(Object.keys(createTool.inputSchema.properties ?? {})).toEqual([
+      "model",
+      "input",
+      "expectedPriceMicros",
+      "idempotencyKey"
+    ])
 
     // search_models
     const search = await call(client, "search_models", { query: "lyrics" })
@@ -225,7 +232,11 @@ describe.each([
 
     // The old refresh token was rotated: presenting it again ends the whole sign-in.
     const clientId = provider.clientInformation()!.client_id
-    const reuse = await RawOAuth.token(server.baseUrl, { grant_type: "refresh_token", refresh_token: before.refresh_token!, client_id: clientId })
+    const reuse = await RawOAuth.token(server.baseUrl, {
+      grant_type: "refresh_token",
+      refresh_token: before.refresh_token!,
+      client_id: clientId
+    })
     expect(reuse.status).toBe(400)
     expect(reuse.body.error).toBe("invalid_grant")
     expect((await RawOAuth.mcpCall(server.baseUrl, after.access_token)).status).toBe(401)

@@ -23,7 +23,7 @@ const layer = (options: Partial<AuthorizationServer.Options>) =>
   )
 
 /** Registers a client, signs in with a new account's key, and redeems the code: the first tokens. */
-const signIn = Effect.gen(function*() {
+const signIn = Effect.gen(function* () {
   const server = yield* AuthorizationServer.AuthorizationServer
   const accounts = yield* Accounts.Accounts
   const { account } = yield* accounts.create({ name: "acme", credits: Money.micros(1_000_000) })
@@ -31,13 +31,15 @@ const signIn = Effect.gen(function*() {
   const client = yield* server.register({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none" }, "127.0.0.1")
   const clientId = client["client_id"] as string
   const { verifier, challenge } = pkce()
-  const opened = yield* server.authorize(new URLSearchParams({
-    response_type: "code",
-    client_id: clientId,
-    redirect_uri: REDIRECT_URI,
-    code_challenge: challenge,
-    code_challenge_method: "S256"
-  }))
+  const opened = yield* server.authorize(
+    new URLSearchParams({
+      response_type: "code",
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: "S256"
+    })
+  )
   if (opened._tag !== "SignIn") return yield* Effect.die(new Error(`no sign-in page: ${JSON.stringify(opened)}`))
   const decided = yield* server.decide({
     pendingId: opened.view.pendingId,
@@ -57,12 +59,15 @@ const signIn = Effect.gen(function*() {
 
 const refresh = (clientId: string, refreshToken: string) =>
   AuthorizationServer.AuthorizationServer.use((server) =>
-    server.token(new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }), undefined)
+    server.token(
+      new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId }),
+      undefined
+    )
   )
 
 describe("a grant's total lifetime", () => {
   it.effect("caps every token, and refuses the first refresh past it as invalid_grant", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { clientId, tokens } = yield* signIn
       expect(tokens.expires_in).toBe(3600)
       // Refreshed within the lifetime (refresh tokens last 30 days, the grant 40): rotates as usual.
@@ -83,10 +88,11 @@ describe("a grant's total lifetime", () => {
       expect(refused.error).toBe("invalid_grant")
       expect(refused.description).toContain("maximum lifetime of 40 days")
       expect((yield* store.findToken(sha256Hex(last.refresh_token)))?.grant.revokedAt).not.toBeNull()
-    }).pipe(Effect.provide(layer({ grantLifetimeSeconds: 40 * DAY }))))
+    }).pipe(Effect.provide(layer({ grantLifetimeSeconds: 40 * DAY })))
+  )
 
   it.effect("is 90 days by default, past which a rotated family is refused too", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const server = yield* AuthorizationServer.AuthorizationServer
       expect(server.settings.grantLifetimeSeconds).toBe(90 * DAY)
       let { clientId, tokens } = yield* signIn
@@ -99,12 +105,13 @@ describe("a grant's total lifetime", () => {
       expect((yield* Effect.flip(refresh(clientId, tokens.refresh_token))).error).toBe("invalid_grant")
       const verified = yield* Effect.flip(server.verify(tokens.access_token))
       expect(verified._tag).toBe("AuthRequired")
-    }).pipe(Effect.provide(layer({}))))
+    }).pipe(Effect.provide(layer({})))
+  )
 })
 
 describe("the /authorize limit", () => {
   it.effect("counts per client address in fixed windows, and says when to retry", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const server = yield* AuthorizationServer.AuthorizationServer
       yield* TestClock.adjust("45 seconds")
       for (let i = 0; i < 2; i++) expect(yield* server.admitAuthorize("203.0.113.9")).toBeUndefined()
@@ -118,7 +125,8 @@ describe("the /authorize limit", () => {
       expect(yield* server.admitAuthorize("2001:db8:0:1::3")).toBeUndefined()
       yield* TestClock.adjust("15 seconds")
       expect(yield* server.admitAuthorize("203.0.113.9")).toBeUndefined()
-    }).pipe(Effect.provide(layer({ authorizeLimit: { perSource: 2 } }))))
+    }).pipe(Effect.provide(layer({ authorizeLimit: { perSource: 2 } })))
+  )
 
   it("has defaults and refuses limits that are not positive integers", () => {
     expect(AuthorizeLimit.resolve(undefined)).toEqual({ windowSeconds: 60, perSource: 30 })

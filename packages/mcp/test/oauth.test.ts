@@ -98,11 +98,20 @@ describe("registration", () => {
     const closed = await RawOAuth.register(base, { token_endpoint_auth_method: "client_secret_basic" })
     expect(closed.status).toBe(201)
     expect(closed.body.client_secret).toMatch(/^tmcs_/)
-    const refused = await RawOAuth.token(base, { grant_type: "authorization_code", code: "x", code_verifier: "y", client_id: closed.body.client_id })
+    const refused = await RawOAuth.token(base, {
+      grant_type: "authorization_code",
+      code: "x",
+      code_verifier: "y",
+      client_id: closed.body.client_id
+    })
     expect(refused.status).toBe(401)
     expect(refused.body.error).toBe("invalid_client")
     const basic = Buffer.from(`${closed.body.client_id}:${closed.body.client_secret}`).toString("base64")
-    const authenticated = await RawOAuth.token(base, { grant_type: "authorization_code", code: "x", code_verifier: "y" }, { authorization: `Basic ${basic}` })
+    const authenticated = await RawOAuth.token(
+      base,
+      { grant_type: "authorization_code", code: "x", code_verifier: "y" },
+      { authorization: `Basic ${basic}` }
+    )
     expect(authenticated.body.error).toBe("invalid_grant")
   })
 
@@ -125,7 +134,7 @@ describe("registration", () => {
     for (const headers of [{ "content-type": "text/plain" }, {}] as const) {
       const response = await fetch(`${base}/register`, { method: "POST", headers, body: metadata })
       expect(response.status).toBe(400)
-      const body = await response.json() as any
+      const body = (await response.json()) as any
       expect(body.error).toBe("invalid_client_metadata")
       expect(body.error_description).toContain("Content-Type: application/json")
     }
@@ -254,7 +263,13 @@ describe("authorization requests", () => {
       expect(response.status, extra.slice(0, 40)).toBe(303)
       return new URL(response.headers.get("location")!)
     }
-    for (const extra of ["state=a&state=b", "state=%ED%A0%80", "state=%E0%A4%A", `state=${"s".repeat(2049)}`, "state=ok&scope=jobs%3Aread&scope=usage%3Aread"]) {
+    for (const extra of [
+      "state=a&state=b",
+      "state=%ED%A0%80",
+      "state=%E0%A4%A",
+      `state=${"s".repeat(2049)}`,
+      "state=ok&scope=jobs%3Aread&scope=usage%3Aread"
+    ]) {
       const location = await redirected(extra)
       expect(`${location.origin}${location.pathname}`).toBe(REDIRECT_URI)
       expect(location.searchParams.get("error")).toBe("invalid_request")
@@ -262,11 +277,16 @@ describe("authorization requests", () => {
       expect(location.searchParams.get("state")).toBe(extra.startsWith("state=ok") ? "ok" : null)
     }
     // Without a trusted redirect URI, no redirect: a page.
-    const twice = await fetch(`${base}/authorize?${query(`state=x&redirect_uri=${encodeURIComponent(REDIRECT_URI)}`)}`, { redirect: "manual" })
+    const twice = await fetch(`${base}/authorize?${query(`state=x&redirect_uri=${encodeURIComponent(REDIRECT_URI)}`)}`, {
+      redirect: "manual"
+    })
     expect(twice.status).toBe(400)
     expect(await twice.text()).toContain("redirect_uri is sent more than once")
     // A state of 2048 characters and a repeated resource (RFC 8707) are fine.
-    const fine = await fetch(`${base}/authorize?${query(`state=${"s".repeat(2048)}&resource=${encodeURIComponent(`${base}/mcp`)}&resource=${encodeURIComponent(`${base}/mcp`)}`)}`, { redirect: "manual" })
+    const fine = await fetch(
+      `${base}/authorize?${query(`state=${"s".repeat(2048)}&resource=${encodeURIComponent(`${base}/mcp`)}&resource=${encodeURIComponent(`${base}/mcp`)}`)}`,
+      { redirect: "manual" }
+    )
     expect(fine.status).toBe(200)
   })
 
@@ -301,7 +321,10 @@ describe("the sign-in form", () => {
     const noCookie = await RawOAuth.decide(base, page, who.secret, { cookie: null })
     expect(noCookie.status).toBe(403)
     expect(noCookie.location).toBeUndefined()
-    const forged = await RawOAuth.decide(base, page, who.secret, { csrf: newSecret(""), cookie: `${page.cookie!.split("=")[0]}=forged` })
+    const forged = await RawOAuth.decide(base, page, who.secret, {
+      csrf: newSecret(""),
+      cookie: `${page.cookie!.split("=")[0]}=forged`
+    })
     expect(forged.status).toBe(403)
     // The genuine form still works.
     const genuine = await RawOAuth.decide(base, page, who.secret)
@@ -395,15 +418,33 @@ describe("tokens", () => {
     const who = await server.customer()
     const clientId = await publicClient()
     const { tokens } = await RawOAuth.signIn(base, { clientId, credential: who.secret, scope: "jobs:read usage:read" })
-    const narrowed = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId, scope: "jobs:read" })
+    const narrowed = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+      scope: "jobs:read"
+    })
     expect(narrowed.status).toBe(200)
     expect(narrowed.body.scope).toBe("jobs:read")
     expect(narrowed.body.refresh_token).not.toBe(tokens.refresh_token)
-    const widened = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: narrowed.body.refresh_token, client_id: clientId, scope: "jobs:create" })
+    const widened = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: narrowed.body.refresh_token,
+      client_id: clientId,
+      scope: "jobs:create"
+    })
     expect(widened.body.error).toBe("invalid_scope")
-    const otherClient = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: narrowed.body.refresh_token, client_id: await publicClient() })
+    const otherClient = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: narrowed.body.refresh_token,
+      client_id: await publicClient()
+    })
     expect(otherClient.body.error).toBe("invalid_grant")
-    const next = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: narrowed.body.refresh_token, client_id: clientId })
+    const next = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: narrowed.body.refresh_token,
+      client_id: clientId
+    })
     expect(next.status).toBe(200)
     expect(next.body.scope).toBe("jobs:read")
     expect((await RawOAuth.mcpCall(base, next.body.access_token)).status).toBe(200)
@@ -424,7 +465,11 @@ describe("tokens /mcp refuses", () => {
       expect(expired.headers.get("www-authenticate")).toContain('error="invalid_token"')
       expect(JSON.parse(expired.text)).toEqual({ code: "AUTH_REQUIRED", error: "The access token has expired." })
       // The refresh token still works.
-      const refreshed = await RawOAuth.token(shortLived.baseUrl, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId })
+      const refreshed = await RawOAuth.token(shortLived.baseUrl, {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: clientId
+      })
       expect((await RawOAuth.mcpCall(shortLived.baseUrl, refreshed.body.access_token)).status).toBe(200)
     } finally {
       await shortLived.close()
@@ -440,7 +485,11 @@ describe("tokens /mcp refuses", () => {
     expect((await RawOAuth.mcpCall(base, tokens.access_token)).status).toBe(200)
     expect((await RawOAuth.revoke(base, { token: tokens.access_token, client_id: clientId })).status).toBe(200)
     expect((await RawOAuth.mcpCall(base, tokens.access_token)).status).toBe(401)
-    const refresh = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId })
+    const refresh = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId
+    })
     expect(refresh.body.error).toBe("invalid_grant")
     expect((await RawOAuth.revoke(base, { token: "tmat_unknown", client_id: clientId })).status).toBe(200)
   })
@@ -448,32 +497,34 @@ describe("tokens /mcp refuses", () => {
   it("a token issued for another resource gets 401", async () => {
     const who = await server.customer()
     const access = newSecret(PREFIX.accessToken)
-    await server.runtime.runPromise(Effect.gen(function*() {
-      const store = yield* OAuthStore.OAuthStore
-      const now = new Date()
-      const hash = sha256Hex(newSecret(PREFIX.authorizationCode))
-      yield* store.insertCode({
-        hash,
-        grantId: randomUUID(),
-        clientId: "mcpc_elsewhere",
-        redirectUri: REDIRECT_URI,
-        codeChallenge: RawOAuth.pkce().challenge,
-        accountId: who.accountId,
-        apiKeyId: who.keyId,
-        scopes: ["jobs:read"],
-        resource: "https://elsewhere.example/mcp",
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + 60_000),
-        redeemedAt: null
+    await server.runtime.runPromise(
+      Effect.gen(function* () {
+        const store = yield* OAuthStore.OAuthStore
+        const now = new Date()
+        const hash = sha256Hex(newSecret(PREFIX.authorizationCode))
+        yield* store.insertCode({
+          hash,
+          grantId: randomUUID(),
+          clientId: "mcpc_elsewhere",
+          redirectUri: REDIRECT_URI,
+          codeChallenge: RawOAuth.pkce().challenge,
+          accountId: who.accountId,
+          apiKeyId: who.keyId,
+          scopes: ["jobs:read"],
+          resource: "https://elsewhere.example/mcp",
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + 60_000),
+          redeemedAt: null
+        })
+        yield* store.redeemCode(hash, now, {
+          accessHash: sha256Hex(access),
+          accessExpiresAt: new Date(now.getTime() + 3_600_000),
+          refreshHash: sha256Hex(newSecret(PREFIX.refreshToken)),
+          refreshExpiresAt: new Date(now.getTime() + 3_600_000),
+          scopes: ["jobs:read"]
+        })
       })
-      yield* store.redeemCode(hash, now, {
-        accessHash: sha256Hex(access),
-        accessExpiresAt: new Date(now.getTime() + 3_600_000),
-        refreshHash: sha256Hex(newSecret(PREFIX.refreshToken)),
-        refreshExpiresAt: new Date(now.getTime() + 3_600_000),
-        scopes: ["jobs:read"]
-      })
-    }))
+    )
     const refused = await RawOAuth.mcpCall(base, access)
     expect(refused.status).toBe(401)
     expect(JSON.parse(refused.text).error).toContain("https://elsewhere.example/mcp")
@@ -486,7 +537,11 @@ describe("tokens /mcp refuses", () => {
     expect((await RawOAuth.mcpCall(base, tokens.access_token)).status).toBe(200)
     await server.runtime.runPromise(Accounts.Accounts.use((accounts) => accounts.revokeKey(who.accountId, who.keyId)))
     expect((await RawOAuth.mcpCall(base, tokens.access_token)).status).toBe(401)
-    const refresh = await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: clientId })
+    const refresh = await RawOAuth.token(base, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId
+    })
     expect(refresh.body.error).toBe("invalid_grant")
   })
 })
@@ -517,7 +572,12 @@ describe("the MCP endpoint", () => {
       const response = await RawOAuth.mcpCall(
         base,
         who.secret,
-        { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "create_task", arguments: { model: "song-lyrics", input, idempotencyKey } } },
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "create_task", arguments: { model: "song-lyrics", input, idempotencyKey } }
+        },
         { "mcp-protocol-version": "2025-11-25" }
       )
       return RawOAuth.rpcResult(response.text).result

@@ -24,7 +24,15 @@ describe("TransportGuard", () => {
   })
 
   it("refuses any other origin, malformed and opaque ones included", () => {
-    for (const origin of ["http://evil.example.com", "https://api.example.com.evil.example", "http://api.example.com", "http://localhost:5174", "null", "not a url", "file://x"]) {
+    for (const origin of [
+      "http://evil.example.com",
+      "https://api.example.com.evil.example",
+      "http://api.example.com",
+      "http://localhost:5174",
+      "null",
+      "not a url",
+      "file://x"
+    ]) {
       const refusal = guard.check({ origin })
       expect(refusal?.status, origin).toBe(403)
       expect(refusal?.code).toBe("PERMISSION_DENIED")
@@ -32,7 +40,15 @@ describe("TransportGuard", () => {
   })
 
   it("allows the public host (with or without its default port), configured hosts and loopback names on any port", () => {
-    for (const host of ["api.example.com", "api.example.com:443", "API.example.com", "10.0.0.5:8787", "localhost:3000", "127.0.0.1", "[::1]:8787"]) {
+    for (const host of [
+      "api.example.com",
+      "api.example.com:443",
+      "API.example.com",
+      "10.0.0.5:8787",
+      "localhost:3000",
+      "127.0.0.1",
+      "[::1]:8787"
+    ]) {
       expect(allowed({ host }), host).toBe(true)
     }
     for (const host of ["evil.example.com", "api.example.com:8443", "10.0.0.5:9999", "10.0.0.6:8787", "a b"]) {
@@ -91,18 +107,22 @@ describe("/mcp over HTTP", () => {
     const who = await server.customer()
     const { request } = await import("node:http")
     const status = await new Promise<number>((resolve, reject) => {
-      const call = request(`${base}/mcp`, {
-        method: "POST",
-        headers: {
-          host: "evil.example.com",
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          authorization: `Bearer ${who.secret}`
+      const call = request(
+        `${base}/mcp`,
+        {
+          method: "POST",
+          headers: {
+            host: "evil.example.com",
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${who.secret}`
+          }
+        },
+        (response) => {
+          response.resume()
+          resolve(response.statusCode ?? 0)
         }
-      }, (response) => {
-        response.resume()
-        resolve(response.statusCode ?? 0)
-      })
+      )
       call.on("error", reject)
       call.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }))
     })

@@ -84,7 +84,9 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
       state: "s1",
       ...overrides
     })
-    for (const overrides of [{ client_id: "mcpc_\u0000" }, { redirect_uri: `${REDIRECT_URI}\u0000` }] as Array<Record<string, string>>) {
+    for (const overrides of [{ client_id: "mcpc_\u0000" }, { redirect_uri: `${REDIRECT_URI}\u0000` }] as Array<
+      Record<string, string>
+    >) {
       const page = await RawOAuth.authorize(base, params(overrides))
       expect(page.status).toBe(400)
       expect(page.location).toBeNull()
@@ -120,7 +122,11 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
     const responses = [
       await RawOAuth.token(base, { grant_type: "authorization_code", code: "x", code_verifier: "y", client_id: "\u0000" }),
       await RawOAuth.token(base, { grant_type: "refresh_token", refresh_token: "\u0000", client_id: "mcpc_x" }),
-      await RawOAuth.token(base, { grant_type: "authorization_code", code: "x", code_verifier: "y" }, { authorization: `Basic ${basic}` }),
+      await RawOAuth.token(
+        base,
+        { grant_type: "authorization_code", code: "x", code_verifier: "y" },
+        { authorization: `Basic ${basic}` }
+      ),
       await RawOAuth.revoke(base, { token: "\u0000", client_id: "mcpc_x" })
     ]
     for (const response of responses) {
@@ -133,7 +139,11 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
   it("answers MCP tool arguments holding such strings with an INVALID_REQUEST tool error", async () => {
     const who = await server.customer()
     for (const bad of BAD) {
-      for (const [name, args] of [["get_task", { id: bad }], ["search_models", { query: bad }], ["get_task", { [bad]: "x" }]] as const) {
+      for (const [name, args] of [
+        ["get_task", { id: bad }],
+        ["search_models", { query: bad }],
+        ["get_task", { [bad]: "x" }]
+      ] as const) {
         const response = await RawOAuth.mcpCall(
           base,
           who.secret,
@@ -157,7 +167,12 @@ describe("over HTTP, with the OAuth store on PostgreSQL", () => {
         ["create_task", { model, input: { prompt: `a lighthouse${bad}` } }, "INVALID_MODEL_INPUT", "input.prompt"],
         ["create_task", { model, input: { prompt: "a lighthouse", [`x${bad}`]: 1 } }, "INVALID_MODEL_INPUT", "input"],
         ["get_model", { model, input: { prompt: `a lighthouse${bad}` } }, "INVALID_MODEL_INPUT", "input.prompt"],
-        ["create_task", { model, input: { prompt: "a lighthouse" }, idempotencyKey: `key${bad}` }, "INVALID_IDEMPOTENCY_KEY", "idempotencyKey"],
+        [
+          "create_task",
+          { model, input: { prompt: "a lighthouse" }, idempotencyKey: `key${bad}` },
+          "INVALID_IDEMPOTENCY_KEY",
+          "idempotencyKey"
+        ],
         ["create_task", { model: `${model}${bad}`, input: { prompt: "a lighthouse" } }, "MODEL_NOT_FOUND", "alpha-2-lite"],
         ["get_model", { model: `${model}${bad}` }, "MODEL_NOT_FOUND", "alpha-2-lite"]
       ] as const

@@ -17,21 +17,24 @@ import * as HttpClient from "./utils/HttpClient.ts"
 
 const families = [Alpha.configWith, Picgen.configWith, Gamma.configWith, Delta.configWith, Epsilon.configWith, Song.configWith]
 
-const adapters = (http?: HttpClient.HttpClient): Config.Config<ReadonlyArray<Provider.ProviderV1>> => Config.all({
-  upstreams: Config.all(families.map((family) => Config.option(family(http)))),
-  simulatedEnabled: Config.Boolean("SIMULATED_ENABLED").pipe(Config.withDefault(true)),
-  simulated: Simulated.config
-}).pipe(Config.map(({ upstreams, simulatedEnabled, simulated }) => [
-  ...upstreams.flatMap((adapter) => Option.isSome(adapter) ? [adapter.value] : []),
-  ...(simulatedEnabled ? [simulated] : [])
-]))
+const adapters = (http?: HttpClient.HttpClient): Config.Config<ReadonlyArray<Provider.ProviderV1>> =>
+  Config.all({
+    upstreams: Config.all(families.map((family) => Config.option(family(http)))),
+    simulatedEnabled: Config.Boolean("SIMULATED_ENABLED").pipe(Config.withDefault(true)),
+    simulated: Simulated.config
+  }).pipe(
+    Config.map(({ upstreams, simulatedEnabled, simulated }) => [
+      ...upstreams.flatMap((adapter) => (Option.isSome(adapter) ? [adapter.value] : [])),
+      ...(simulatedEnabled ? [simulated] : [])
+    ])
+  )
 
 /** Each configured upstream builds an HttpClient of its own, which nothing closes; prefer `scoped`. */
 export const fromConfig: Config.Config<ReadonlyArray<Provider.ProviderV1>> = adapters()
 
 /** `fromConfig`'s adapters over one HttpClient whose connections close with the scope (a layer's, when built in one). */
 export const scoped: Effect.Effect<ReadonlyArray<Provider.ProviderV1>, Config.ConfigError, Scope.Scope> = Effect.gen(
-  function*() {
+  function* () {
     const http = yield* HttpClient.scoped()
     return yield* adapters(http)
   }

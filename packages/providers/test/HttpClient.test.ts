@@ -42,45 +42,58 @@ const client = HttpClient.make({ headersTimeoutMs: 300, requestTimeoutMs: 5_000,
 
 describe("HttpClient", () => {
   it.live("sends through the pooled agent and reads the reply", () =>
-    Effect.gen(function*() {
-      const reply = yield* client.send("poll", { method: "POST", url: `${base}/echo`, headers: { authorization: "Bearer k" }, json: { a: 1 } })
+    Effect.gen(function* () {
+      const reply = yield* client.send("poll", {
+        method: "POST",
+        url: `${base}/echo`,
+        headers: { authorization: "Bearer k" },
+        json: { a: 1 }
+      })
       expect(reply.status).toBe(200)
       expect(JSON.parse(reply.text)).toEqual({ method: "POST", auth: "Bearer k" })
-    }))
+    })
+  )
 
   it.live("a headers timeout is OutcomeUnknown on submit and Retryable on poll", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const submit = yield* Effect.flip(client.send("submit", { method: "POST", url: `${base}/slow-headers`, json: {} }))
       expect(submit.reason).toBe("OutcomeUnknown")
       expect(submit.message).toContain("UND_ERR_HEADERS_TIMEOUT")
       expect((yield* Effect.flip(client.send("poll", { method: "GET", url: `${base}/slow-headers` }))).reason).toBe("Retryable")
-    }))
+    })
+  )
 
   it.live("a socket closed after sending is OutcomeUnknown on submit", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(client.send("submit", { method: "POST", url: `${base}/reset`, json: {} }))
       expect(error.reason).toBe("OutcomeUnknown")
-    }))
+    })
+  )
 
   it.live("a refused connection never reached the upstream: Retryable even on submit", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(client.send("submit", { method: "POST", url: `http://127.0.0.1:${closedPort}/`, json: {} }))
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        client.send("submit", { method: "POST", url: `http://127.0.0.1:${closedPort}/`, json: {} })
+      )
       expect(error.reason).toBe("Retryable")
       expect(error.message).toContain("ECONNREFUSED")
-    }))
+    })
+  )
 
   it.live("the overall deadline bounds a call and is reported as a timeout", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const tight = HttpClient.make({ requestTimeoutMs: 100, headersTimeoutMs: 5_000 })
       const error = yield* Effect.flip(tight.send("submit", { method: "GET", url: `${base}/slow-headers` }))
       expect(error.reason).toBe("OutcomeUnknown")
       expect(error.message).toContain("timed out after 100 ms")
-    }))
+    })
+  )
 
   it.live("a JSON body over the cap is malformed", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const small = HttpClient.make({ maxJsonBytes: 1_000 })
       expect((yield* Effect.flip(small.send("poll", { method: "GET", url: `${base}/big` }))).reason).toBe("Retryable")
       expect((yield* Effect.flip(small.send("submit", { method: "GET", url: `${base}/big` }))).reason).toBe("OutcomeUnknown")
-    }))
+    })
+  )
 })

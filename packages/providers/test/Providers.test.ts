@@ -7,18 +7,26 @@ const adaptersFrom = (env: Record<string, string>) =>
 
 describe("Providers.fromConfig", () => {
   it.effect("with no upstream key, runs everything on the simulated provider", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const adapters = yield* adaptersFrom({})
       expect(adapters.map((adapter) => adapter.provider)).toEqual(["simulated"])
       expect(adapters[0]!.models).toHaveLength(33)
-    }))
+    })
+  )
 
   it.effect("puts configured upstreams before the simulator, which can be turned off", () =>
-    Effect.gen(function*() {
-      const adapters = yield* adaptersFrom({ ALPHA_API_KEY: "a", SONG_API_KEY: "s", SONG_BASE_URL: "https://song.example.test", EPSILON_MAX_CONCURRENCY: "3", EPSILON_API_KEY: "e" })
+    Effect.gen(function* () {
+      const adapters = yield* adaptersFrom({
+        ALPHA_API_KEY: "a",
+        SONG_API_KEY: "s",
+        SONG_BASE_URL: "https://song.example.test",
+        EPSILON_MAX_CONCURRENCY: "3",
+        EPSILON_API_KEY: "e"
+      })
       expect(adapters.map((adapter) => adapter.provider)).toEqual(["alpha", "epsilon", "song", "simulated"])
       expect(adapters[1]!.maxConcurrency).toBe(3)
       const without = yield* adaptersFrom({ PICGEN_API_KEY: "p", SIMULATED_ENABLED: "false" })
       expect(without.map((adapter) => adapter.provider)).toEqual(["picgen"])
-    }))
+    })
+  )
 })

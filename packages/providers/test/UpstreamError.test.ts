@@ -39,8 +39,12 @@ describe("UpstreamError.parseRetryAfter", () => {
 })
 
 describe("UpstreamError.fromTransport", () => {
-  const refused = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }) })
-  const reset = new TypeError("fetch failed", { cause: Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" }) })
+  const refused = new TypeError("fetch failed", {
+    cause: Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })
+  })
+  const reset = new TypeError("fetch failed", {
+    cause: Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" })
+  })
   it("tells requests that never left from requests that may have arrived", () => {
     expect(UpstreamError.fromTransport("submit", refused, "POST x").reason).toBe("Retryable")
     expect(UpstreamError.fromTransport("submit", reset, "POST x").reason).toBe("OutcomeUnknown")

@@ -27,7 +27,10 @@ const cases = [
   {
     model: "delta-omni-flash-text-to-video-economy",
     input: { prompt: "a storm", aspectRatio: "9:16" },
-    sent: { model: "omni-flash/text-to-video", input: { prompt: "a storm", resolution: "720p", aspect_ratio: "9:16", duration: 6 } }
+    sent: {
+      model: "omni-flash/text-to-video",
+      input: { prompt: "a storm", resolution: "720p", aspect_ratio: "9:16", duration: 6 }
+    }
   },
   {
     model: "delta-omni-flash-video-edit-economy",
@@ -46,24 +49,26 @@ describe("delta adapter", () => {
 
   for (const c of cases) {
     it.live(`${c.model}: sends the market request and returns the video`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { result } = yield* run(adapter, c.model, c.input)
         expect(fake.requests[0]!.body).toEqual(c.sent)
         expect(outputsOf(result)).toEqual([
           { type: "video", url: `https://cdn.example.test/results/task_${fake.jobs.size}-0.mp4`, contentType: "video/mp4" }
         ])
-      }))
+      })
+    )
   }
 
   it.live("a video edit without images sends no image_urls", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* adapter.submit({
         model: "delta-omni-flash-video-edit-economy",
         input: { prompt: "x", videoUrl: VID, resolution: "720p", aspectRatio: "16:9" },
         reference: "t"
       })
       expect(fake.requests[0]!.body).not.toHaveProperty("input.image_urls")
-    }))
+    })
+  )
 })
 
 protocolCases(server, {

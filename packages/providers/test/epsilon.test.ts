@@ -62,7 +62,7 @@ describe("epsilon adapter", () => {
 
   for (const c of cases) {
     it.live(`${c.model}: queues on ${c.endpoint}, polls the app's status and fetches the result`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { result } = yield* run(adapter, c.model, c.input)
         const [submit, ...rest] = fake.requests
         const id = `req-${fake.jobs.size}`
@@ -75,12 +75,15 @@ describe("epsilon adapter", () => {
           `GET /fal-ai/veo3.1/requests/${id}/status`,
           `GET /fal-ai/veo3.1/requests/${id}`
         ])
-        expect(outputsOf(result)).toEqual([{ type: "video", url: `https://cdn.example.test/results/${id}.mp4`, contentType: "video/mp4" }])
-      }))
+        expect(outputsOf(result)).toEqual([
+          { type: "video", url: `https://cdn.example.test/results/${id}.mp4`, contentType: "video/mp4" }
+        ])
+      })
+    )
   }
 
   it.live("a run that completed with an error is Failed; a content policy error says so", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const status = (body: object) => http.get(`${BASE}/fal-ai/veo3.1/requests/:id/status`, () => HttpResponse.json(body))
       const poll = adapter.poll({ model: "epsilon-3-1-pro-text-to-video-channel-low-price", upstreamId: "req-x", reference: "t" })
       server.use(status({ status: "COMPLETED", error: "Runner crashed", error_type: "runner_disconnected" }))
@@ -88,26 +91,36 @@ describe("epsilon adapter", () => {
       server.resetHandlers()
       server.use(status({ status: "COMPLETED", error: "flagged", error_type: "content_policy_violation" }))
       expect(yield* poll).toMatchObject({ _tag: "Failed", errorCode: "UPSTREAM_CONTENT_REJECTED" })
-    }))
+    })
+  )
 
   it.live("a result that returns the model's 422 is Terminal; one without a video is Failed", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       server.use(http.get(`${BASE}/fal-ai/veo3.1/requests/:id/status`, () => HttpResponse.json({ status: "COMPLETED" })))
       const poll = adapter.poll({ model: "epsilon-3-1-pro-text-to-video-channel-low-price", upstreamId: "req-x", reference: "t" })
-      server.use(http.get(`${BASE}/fal-ai/veo3.1/requests/:id`, () =>
-        HttpResponse.json({ detail: [{ msg: "image too small" }] }, { status: 422 })))
+      server.use(
+        http.get(`${BASE}/fal-ai/veo3.1/requests/:id`, () =>
+          HttpResponse.json({ detail: [{ msg: "image too small" }] }, { status: 422 })
+        )
+      )
       expect(yield* Effect.flip(poll)).toMatchObject({ reason: "Terminal", errorCode: "UPSTREAM_REJECTED_INPUT" })
       server.use(http.get(`${BASE}/fal-ai/veo3.1/requests/:id`, () => HttpResponse.json({ images: [] })))
       expect(yield* poll).toMatchObject({ _tag: "Failed", errorCode: "UPSTREAM_NO_OUTPUT" })
-    }))
+    })
+  )
 
   it.live("cancel asks the queue and accepts a request that already completed", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* adapter.cancel!({ model: "epsilon-3-1-pro-text-to-video-channel-low-price", upstreamId: "req-7" })
       expect(fake.requests.map((r) => `${r.method} ${r.url.pathname}`)).toEqual(["PUT /fal-ai/veo3.1/requests/req-7/cancel"])
-      server.use(http.put(`${BASE}/:owner/:app/requests/:id/cancel`, () => HttpResponse.json({ status: "ALREADY_COMPLETED" }, { status: 400 })))
+      server.use(
+        http.put(`${BASE}/:owner/:app/requests/:id/cancel`, () =>
+          HttpResponse.json({ status: "ALREADY_COMPLETED" }, { status: 400 })
+        )
+      )
       yield* adapter.cancel!({ model: "epsilon-3-1-pro-text-to-video-channel-low-price", upstreamId: "req-7" })
-    }))
+    })
+  )
 })
 
 protocolCases(server, {

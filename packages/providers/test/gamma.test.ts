@@ -10,7 +10,7 @@ import { outputsOf, run } from "./support/Run.ts"
 const BASE = "https://market.example.test"
 const IMG = "https://media.example.test/inputs/sample.png"
 /** Imagine 2.0 returns a batch of six images per job. */
-const fake = fakeMarket(BASE, { results: (model) => model === "grok-imagine/text-to-image" ? 6 : 1 })
+const fake = fakeMarket(BASE, { results: (model) => (model === "grok-imagine/text-to-image" ? 6 : 1) })
 const server = serve(fake)
 
 const adapter = Gamma.make({ apiKey: "test-key", baseUrl: BASE })
@@ -37,7 +37,10 @@ const cases = [
   {
     model: "gamma-imagine-v1-5-text-to-video-economy",
     input: { prompt: "waves", duration: 9 },
-    sent: { model: "grok-imagine/text-to-video", input: { prompt: "waves", aspect_ratio: "2:3", resolution: "720p", duration: "9", mode: "normal" } },
+    sent: {
+      model: "grok-imagine/text-to-video",
+      input: { prompt: "waves", aspect_ratio: "2:3", resolution: "720p", duration: "9", mode: "normal" }
+    },
     outputs: 1
   },
   {
@@ -45,7 +48,14 @@ const cases = [
     input: { prompt: "the fox runs", imageUrls: [IMG, IMG] },
     sent: {
       model: "grok-imagine/image-to-video",
-      input: { prompt: "the fox runs", aspect_ratio: "16:9", resolution: "480p", duration: "6", mode: "normal", image_urls: [IMG, IMG] }
+      input: {
+        prompt: "the fox runs",
+        aspect_ratio: "16:9",
+        resolution: "480p",
+        duration: "6",
+        mode: "normal",
+        image_urls: [IMG, IMG]
+      }
     },
     outputs: 1
   }
@@ -58,19 +68,22 @@ describe("gamma adapter", () => {
 
   for (const c of cases) {
     it.live(`${c.model}: sends the market request and returns ${c.outputs} result(s)`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { result } = yield* run(adapter, c.model, c.input)
         expect(fake.requests[0]!.headers.get("authorization")).toBe("Bearer test-key")
         expect(fake.requests[0]!.body).toEqual(c.sent)
         const outputs = outputsOf(result)
         expect(outputs).toHaveLength(c.outputs)
         const type = c.model.includes("video") ? "video" : "image"
-        expect(outputs.every((output) => output.type === type && output.contentType === (type === "video" ? "video/mp4" : "image/png"))).toBe(true)
-      }))
+        expect(
+          outputs.every((output) => output.type === type && output.contentType === (type === "video" ? "video/mp4" : "image/png"))
+        ).toBe(true)
+      })
+    )
   }
 
   it.live("numImages survives in the upstream id until the poll, and fewer delivered images are all returned", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const submitted = yield* adapter.submit({
         model: "gamma-imagine-2-0-text-to-image-economy",
         input: { prompt: "x", aspectRatio: "1:1", numImages: "12" },
@@ -78,10 +91,15 @@ describe("gamma adapter", () => {
       })
       expect(submitted).toEqual({ _tag: "Accepted", upstreamId: `task_${fake.jobs.size}#keep=12` })
       yield* adapter.poll({ model: "gamma-imagine-2-0-text-to-image-economy", upstreamId: submitted.upstreamId, reference: "t" })
-      const done = yield* adapter.poll({ model: "gamma-imagine-2-0-text-to-image-economy", upstreamId: submitted.upstreamId, reference: "t" })
+      const done = yield* adapter.poll({
+        model: "gamma-imagine-2-0-text-to-image-economy",
+        upstreamId: submitted.upstreamId,
+        reference: "t"
+      })
       expect(done._tag === "Succeeded" && done.outputs).toHaveLength(6)
       expect(fake.requests.at(-1)!.url.searchParams.get("taskId")).toBe(`task_${fake.jobs.size}`)
-    }))
+    })
+  )
 })
 
 protocolCases(server, {

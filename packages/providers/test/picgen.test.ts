@@ -30,7 +30,7 @@ describe("picgen adapter", () => {
 
   for (const [model, upstream, overrides] of cases) {
     it.live(`${model}: creates a ${upstream} prediction and polls it`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { input, result } = yield* run(adapter, model, overrides)
         const [create, ...polls] = fake.requests
         const id = `pred${fake.jobs.size}`
@@ -48,12 +48,15 @@ describe("picgen adapter", () => {
           }
         })
         expect(polls.map((poll) => poll.url.pathname)).toEqual([`/v1/predictions/${id}`, `/v1/predictions/${id}`])
-        expect(outputsOf(result)).toEqual([{ type: "image", url: `https://cdn.example.test/results/${id}.png`, contentType: "image/png" }])
-      }))
+        expect(outputsOf(result)).toEqual([
+          { type: "image", url: `https://cdn.example.test/results/${id}.png`, contentType: "image/png" }
+        ])
+      })
+    )
   }
 
   it.live("with Prefer: wait, a fast prediction comes back Completed", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const waiting = Picgen.make({ apiKey: "test-key", baseUrl: BASE, preferWaitSeconds: 5 })
       const submitted = yield* waiting.submit({
         model: "picgen-2-5-flare-text-to-image-economy",
@@ -61,24 +64,31 @@ describe("picgen adapter", () => {
         reference: "t"
       })
       expect(fake.requests[0]!.headers.get("prefer")).toBe("wait=5")
-      expect(submitted).toMatchObject({ _tag: "Completed", upstreamId: `pred${fake.jobs.size}`, outputs: [{ type: "image", contentType: "image/png" }] })
-    }))
+      expect(submitted).toMatchObject({
+        _tag: "Completed",
+        upstreamId: `pred${fake.jobs.size}`,
+        outputs: [{ type: "image", contentType: "image/png" }]
+      })
+    })
+  )
 
   it.live("failed and canceled predictions are Failed with their codes", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const prediction = (body: object) => http.get(`${BASE}/v1/predictions/:id`, () => HttpResponse.json({ id: "p", ...body }))
       const poll = adapter.poll({ model: "picgen-2-0-edit-economy", upstreamId: "p", reference: "t" })
       server.use(prediction({ status: "failed", error: "NSFW content detected" }))
       expect(yield* poll).toEqual({ _tag: "Failed", errorCode: "UPSTREAM_GENERATION_FAILED", message: "NSFW content detected" })
       server.use(prediction({ status: "canceled" }))
       expect(yield* poll).toMatchObject({ _tag: "Failed", errorCode: "UPSTREAM_CANCELED" })
-    }))
+    })
+  )
 
   it.live("cancel posts to the prediction's cancel URL", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* adapter.cancel!({ model: "picgen-2-0-edit-economy", upstreamId: "pred9" })
       expect(fake.requests.map((r) => `${r.method} ${r.url.pathname}`)).toEqual(["POST /v1/predictions/pred9/cancel"])
-    }))
+    })
+  )
 })
 
 protocolCases(server, {

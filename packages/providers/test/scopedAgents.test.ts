@@ -23,11 +23,18 @@ beforeAll(async () => {
 })
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
 
-const call: ChatProvider.ChatCall = { model: "chat-pro", body: { messages: [{ role: "user", content: "Capital?" }] }, maxTokens: 8 }
+const call: ChatProvider.ChatCall = {
+  model: "chat-pro",
+  body: { messages: [{ role: "user", content: "Capital?" }] },
+  maxTokens: 8
+}
 
 /** Builds `acquire` in a scope of its own, runs `use` before and after closing it: [open, closed]. */
-const beforeAndAfterClose = <A, E, R, B, E2>(acquire: Effect.Effect<A, E, R | Scope.Scope>, use: (a: A) => Effect.Effect<B, E2>) =>
-  Effect.gen(function*() {
+const beforeAndAfterClose = <A, E, R, B, E2>(
+  acquire: Effect.Effect<A, E, R | Scope.Scope>,
+  use: (a: A) => Effect.Effect<B, E2>
+) =>
+  Effect.gen(function* () {
     const scope = yield* Scope.make()
     const built = yield* Scope.provide(acquire, scope)
     const open = yield* Effect.exit(use(built))
@@ -38,25 +45,28 @@ const beforeAndAfterClose = <A, E, R, B, E2>(acquire: Effect.Effect<A, E, R | Sc
 
 describe("Agents released with their scope", () => {
   it.live("HttpClient.scoped", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const [open, closed] = yield* beforeAndAfterClose(HttpClient.scoped(), (client) =>
-        client.send("poll", { method: "GET", url: `${base}/echo` }))
+        client.send("poll", { method: "GET", url: `${base}/echo` })
+      )
       expect(Exit.isSuccess(open)).toBe(true)
       expect(Exit.isFailure(closed)).toBe(true)
-    }))
+    })
+  )
 
   it.live("OpenAiCompatible.scoped", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const [open, closed] = yield* beforeAndAfterClose(
         OpenAiCompatible.scoped({ provider: "upstream", baseUrl: base, apiKey: "sk-test" }),
         (upstream) => upstream.complete(call)
       )
       expect(Exit.isSuccess(open)).toBe(true)
       expect(Exit.isFailure(closed)).toBe(true)
-    }))
+    })
+  )
 
   it.live("ChatUpstreams.scoped: the configured upstream", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const configured = ChatUpstreams.scoped.pipe(
         Effect.provideService(
           ConfigProvider.ConfigProvider,
@@ -66,5 +76,6 @@ describe("Agents released with their scope", () => {
       const [open, closed] = yield* beforeAndAfterClose(configured, (providers) => providers[0]!.complete(call))
       expect(Exit.isSuccess(open)).toBe(true)
       expect(Exit.isFailure(closed)).toBe(true)
-    }))
+    })
+  )
 })

@@ -51,13 +51,16 @@ describe("song adapter", () => {
 
   for (const s of songs) {
     it.live(`${s.model}: generates music and returns both tracks as audio`, () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { result } = yield* run(adapter, s.model, s.input)
         const [create, ...polls] = fake.requests
         const taskId = `music-${fake.jobs.size}`
         expect(create!.url.pathname).toBe("/api/v1/generate")
         expect(create!.headers.get("authorization")).toBe("Bearer test-key")
-        expect(create!.body).toEqual({ ...s.sent, callBackUrl: expect.stringMatching(/^https:\/\/taskmeter\.example\.test\/hooks\/song\?reference=task-\d+$/) })
+        expect(create!.body).toEqual({
+          ...s.sent,
+          callBackUrl: expect.stringMatching(/^https:\/\/taskmeter\.example\.test\/hooks\/song\?reference=task-\d+$/)
+        })
         expect(polls.map((poll) => `${poll.url.pathname}?${poll.url.searchParams}`)).toEqual(
           Array.from({ length: 3 }, () => `/api/v1/generate/record-info?taskId=${taskId}`)
         )
@@ -67,34 +70,58 @@ describe("song adapter", () => {
           ["audio", "audio/mpeg", `https://cdn.example.test/results/${taskId}-2.mp3`]
         ])
         expect(outputs[0]!.metadata).toMatchObject({ trackId: `${taskId}-track-1`, durationSeconds: 121 })
-      }))
+      })
+    )
   }
 
   it.live("song-lyrics: returns one text asset, title first", () =>
-    Effect.gen(function*() {
-      const submitted = yield* adapter.submit({ model: "song-lyrics", input: { prompt: "a fox in the snow" }, reference: "task-l" })
+    Effect.gen(function* () {
+      const submitted = yield* adapter.submit({
+        model: "song-lyrics",
+        input: { prompt: "a fox in the snow" },
+        reference: "task-l"
+      })
       expect(fake.requests[0]!.url.pathname).toBe("/api/v1/lyrics")
       expect(fake.requests[0]!.body).toEqual({ prompt: "a fox in the snow", callBackUrl: callBackUrl("task-l") })
       const poll = adapter.poll({ model: "song-lyrics", upstreamId: submitted.upstreamId, reference: "task-l" })
       expect(yield* poll).toEqual({ _tag: "Pending", progress: 0 })
       expect(yield* poll).toEqual({
         _tag: "Succeeded",
-        outputs: [{ type: "text", contentType: "text/plain; charset=utf-8", text: `Little Fox\n\n${LYRICS}\n`, metadata: { title: "Little Fox" } }]
+        outputs: [
+          {
+            type: "text",
+            contentType: "text/plain; charset=utf-8",
+            text: `Little Fox\n\n${LYRICS}\n`,
+            metadata: { title: "Little Fox" }
+          }
+        ]
       })
       expect(fake.requests.at(-1)!.url.pathname).toBe("/api/v1/lyrics/record-info")
-    }))
+    })
+  )
 
   it.live("failure statuses are Failed; a sensitive-word refusal says so; a failed callback still delivers", () =>
-    Effect.gen(function*() {
-      const record = (data: object) => http.get(`${BASE}/api/v1/generate/record-info`, () => HttpResponse.json({ code: 200, msg: "success", data }))
+    Effect.gen(function* () {
+      const record = (data: object) =>
+        http.get(`${BASE}/api/v1/generate/record-info`, () => HttpResponse.json({ code: 200, msg: "success", data }))
       const poll = adapter.poll({ model: "song-custom-v5", upstreamId: "m", reference: "t" })
       server.use(record({ status: "GENERATE_AUDIO_FAILED", errorMessage: "model overloaded" }))
-      expect(yield* poll).toEqual({ _tag: "Failed", errorCode: "UPSTREAM_GENERATION_FAILED", message: "GENERATE_AUDIO_FAILED: model overloaded" })
+      expect(yield* poll).toEqual({
+        _tag: "Failed",
+        errorCode: "UPSTREAM_GENERATION_FAILED",
+        message: "GENERATE_AUDIO_FAILED: model overloaded"
+      })
       server.use(record({ status: "SENSITIVE_WORD_ERROR", errorMessage: null }))
       expect(yield* poll).toMatchObject({ _tag: "Failed", errorCode: "UPSTREAM_CONTENT_REJECTED" })
-      server.use(record({ status: "CALLBACK_EXCEPTION", response: { sunoData: [{ audioUrl: "https://cdn.example.test/a.mp3" }, { audioUrl: "https://cdn.example.test/b.mp3" }] } }))
+      server.use(
+        record({
+          status: "CALLBACK_EXCEPTION",
+          response: { sunoData: [{ audioUrl: "https://cdn.example.test/a.mp3" }, { audioUrl: "https://cdn.example.test/b.mp3" }] }
+        })
+      )
       expect(yield* poll).toMatchObject({ _tag: "Succeeded", outputs: [{ type: "audio" }, { type: "audio" }] })
-    }))
+    })
+  )
 })
 
 protocolCases(server, {

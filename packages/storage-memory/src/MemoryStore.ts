@@ -56,21 +56,32 @@ export const layer: Layer.Layer<Stores> = Layer.effectContext(Effect.suspend(() 
  * Test-only access behind the ports, for proving that checks catch what the ports forbid
  * (the conformance suite's auditor case).
  */
-export class Testing extends Context.Service<Testing, {
-  /** Moves the cached balance without a journal entry. */
-  readonly tamperBalance: (accountId: Ids.AccountId, deltaMicros: number) => Effect.Effect<void>
-}>()("@taskmeter/storage-memory/Testing") {}
+export class Testing extends Context.Service<
+  Testing,
+  {
+    /** Moves the cached balance without a journal entry. */
+    readonly tamperBalance: (accountId: Ids.AccountId, deltaMicros: number) => Effect.Effect<void>
+  }
+>()("@taskmeter/storage-memory/Testing") {}
 
-export const layerTesting: Layer.Layer<Stores | Testing> = Layer.effectContext(Effect.suspend(() => {
-  const state = State.make()
-  return Effect.map(contextOf(state), Context.add(Testing, Testing.of({
-    tamperBalance: (accountId, deltaMicros) =>
-      Effect.sync(() => {
-        const row = state.accounts.get(accountId)
-        if (row !== undefined) row.balance += deltaMicros
-      })
-  })))
-}))
+export const layerTesting: Layer.Layer<Stores | Testing> = Layer.effectContext(
+  Effect.suspend(() => {
+    const state = State.make()
+    return Effect.map(
+      contextOf(state),
+      Context.add(
+        Testing,
+        Testing.of({
+          tamperBalance: (accountId, deltaMicros) =>
+            Effect.sync(() => {
+              const row = state.accounts.get(accountId)
+              if (row !== undefined) row.balance += deltaMicros
+            })
+        })
+      )
+    )
+  })
+)
 
 /** The conformance suite's `corrupt` hook. */
 export const corruptBalance = (accountId: Ids.AccountId): Effect.Effect<void, never, Testing> =>

@@ -108,47 +108,52 @@ export const layerClient = (options: {
   /** The NOTIFY/LISTEN channel; undefined keeps wake-ups in this process. */
   readonly channel?: string | undefined
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
-  Layer.effectContext(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const client = yield* PgClient.PgClient
-    if (options.schema !== undefined) {
-      yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(options.schema)}`.unprepared.pipe(
-        // Two processes starting together: the other one created it first.
-        Effect.catchIf((error) => error.reason._tag === "UniqueViolation", () => Effect.void),
-        Effect.mapError(unavailable("Could not create the schema"))
+  Layer.effectContext(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const client = yield* PgClient.PgClient
+      if (options.schema !== undefined) {
+        yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(options.schema)}`.unprepared.pipe(
+          // Two processes starting together: the other one created it first.
+          Effect.catchIf(
+            (error) => error.reason._tag === "UniqueViolation",
+            () => Effect.void
+          ),
+          Effect.mapError(unavailable("Could not create the schema"))
+        )
+      }
+      yield* migrate.pipe(Effect.mapError(unavailable("Could not migrate the database")))
+      const wakeups = yield* Wakeups.make({ client, channel: options.channel })
+      const accounts = yield* PgAccountStore.make
+      const ledger = yield* PgLedgerStore.make
+      const tasks = yield* PgTaskStore.make(wakeups.work)
+      const media = yield* PgMediaStore.make
+      const chats = yield* PgChatStore.make
+      const prices = yield* PgPriceStore.make(wakeups.prices)
+      const budgets = yield* PgBudgetStore.make
+      return Context.make(AccountStore.AccountStore, accounts).pipe(
+        Context.add(LedgerStore.LedgerStore, ledger),
+        Context.add(TaskStore.TaskStore, tasks),
+        Context.add(MediaStore.MediaStore, media),
+        Context.add(ChatStore.ChatStore, chats),
+        Context.add(PriceStore.PriceStore, prices),
+        Context.add(BudgetStore.BudgetStore, budgets)
       )
-    }
-    yield* migrate.pipe(Effect.mapError(unavailable("Could not migrate the database")))
-    const wakeups = yield* Wakeups.make({ client, channel: options.channel })
-    const accounts = yield* PgAccountStore.make
-    const ledger = yield* PgLedgerStore.make
-    const tasks = yield* PgTaskStore.make(wakeups.work)
-    const media = yield* PgMediaStore.make
-    const chats = yield* PgChatStore.make
-    const prices = yield* PgPriceStore.make(wakeups.prices)
-    const budgets = yield* PgBudgetStore.make
-    return Context.make(AccountStore.AccountStore, accounts).pipe(
-      Context.add(LedgerStore.LedgerStore, ledger),
-      Context.add(TaskStore.TaskStore, tasks),
-      Context.add(MediaStore.MediaStore, media),
-      Context.add(ChatStore.ChatStore, chats),
-      Context.add(PriceStore.PriceStore, prices),
-      Context.add(BudgetStore.BudgetStore, budgets)
-    )
-  }))
+    })
+  )
 
 /** The PgClient (and SqlClient) of `layer`: a pool on a real PostgreSQL, in `schema` if given. */
-export const client = (
-  options: Options
-): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
-  PgClient.layerFrom(Effect.gen(function*() {
-    yield* checkSchema(options.schema)
-    return yield* PgClient.make({
-      url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-      maxConnections: options.maxConnections ?? 16,
-      ...(options.schema === undefined ? {} : { startupParameters: { search_path: `"${options.schema}"` } })
-    }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
-  }))
+export const client = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
+  PgClient.layerFrom(
+    Effect.gen(function* () {
+      yield* checkSchema(options.schema)
+      return yield* PgClient.make({
+        url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
+        maxConnections: options.maxConnections ?? 16,
+        ...(options.schema === undefined ? {} : { startupParameters: { search_path: `"${options.schema}"` } })
+      }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
+    })
+  )
 
 /** The stores on a real PostgreSQL, with the client they use. */
 export const layer = (
@@ -161,10 +166,12 @@ export const layer = (
 
 /** `layer` with its options read from configuration. */
 export const layerConfig = (config: Config.Wrap<Options>): Layer.Layer<Stores, StoreError.StoreUnavailable> =>
-  Layer.unwrap(Effect.gen(function*() {
-    const options = yield* Effect.mapError(Config.unwrap(config), unavailable("Invalid PostgreSQL configuration"))
-    return layer(options)
-  }))
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const options = yield* Effect.mapError(Config.unwrap(config), unavailable("Invalid PostgreSQL configuration"))
+      return layer(options)
+    })
+  )
 
 /**
  * The PgClient (and SqlClient) of `layerEmbedded`: PGlite in `<dataDir>/pg` behind a socket on
@@ -173,22 +180,24 @@ export const layerConfig = (config: Config.Wrap<Options>): Layer.Layer<Stores, S
 export const clientEmbedded = (
   options: EmbeddedOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
-  PgClient.layerFrom(Effect.gen(function*() {
-    yield* checkSchema(options.schema)
-    const address = yield* Embedded.start({
-      dataDir: options.dataDir,
-      port: options.port ?? 0,
-      schema: options.schema
-    }).pipe(Effect.mapError(unavailable("Could not start the embedded database")))
-    return yield* PgClient.make({
-      host: address.host,
-      port: address.port,
-      username: "postgres",
-      database: "postgres",
-      minConnections: 1,
-      maxConnections: 1
-    }).pipe(Effect.mapError(unavailable("Could not connect to the embedded database")))
-  }))
+  PgClient.layerFrom(
+    Effect.gen(function* () {
+      yield* checkSchema(options.schema)
+      const address = yield* Embedded.start({
+        dataDir: options.dataDir,
+        port: options.port ?? 0,
+        schema: options.schema
+      }).pipe(Effect.mapError(unavailable("Could not start the embedded database")))
+      return yield* PgClient.make({
+        host: address.host,
+        port: address.port,
+        username: "postgres",
+        database: "postgres",
+        minConnections: 1,
+        maxConnections: 1
+      }).pipe(Effect.mapError(unavailable("Could not connect to the embedded database")))
+    })
+  )
 
 /** The stores on an embedded PGlite in `<dataDir>/pg`, with the client they use: the default for a single machine. */
 export const layerEmbedded = (

@@ -9,25 +9,37 @@ import type { SqlClient } from "effect/sql"
 class RolledBack extends Data.TaggedError("RolledBack") {}
 
 const inRollback = <A, E>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let result: A | undefined
-    yield* sql.withTransaction(Effect.flatMap(effect, (a) => {
-      result = a
-      return Effect.fail(new RolledBack())
-    })).pipe(Effect.catchIf((error) => error instanceof RolledBack, () => Effect.void))
+    yield* sql
+      .withTransaction(
+        Effect.flatMap(effect, (a) => {
+          result = a
+          return Effect.fail(new RolledBack())
+        })
+      )
+      .pipe(
+        Effect.catchIf(
+          (error) => error instanceof RolledBack,
+          () => Effect.void
+        )
+      )
     return result as A
   })
 
 /** The batches, each answered by `admit`, after `setUp`; the answers and the `stateOf` left behind. */
-export const run = <Batch, Answer, State, E1, E2>(sql: SqlClient.SqlClient, scenario: {
-  readonly setUp: Effect.Effect<void, E1>
-  readonly batches: ReadonlyArray<Batch>
-  readonly admit: (batch: Batch) => Effect.Effect<Answer, unknown>
-  readonly stateOf: Effect.Effect<State, E2>
-}) =>
+export const run = <Batch, Answer, State, E1, E2>(
+  sql: SqlClient.SqlClient,
+  scenario: {
+    readonly setUp: Effect.Effect<void, E1>
+    readonly batches: ReadonlyArray<Batch>
+    readonly admit: (batch: Batch) => Effect.Effect<Answer, unknown>
+    readonly stateOf: Effect.Effect<State, E2>
+  }
+) =>
   inRollback(
     sql,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* scenario.setUp
       const answers: Array<Answer> = []
       for (const batch of scenario.batches) answers.push(yield* scenario.admit(batch))

@@ -28,22 +28,21 @@ export const normalize = (dump: string, schema: string): string =>
     .join("\n")
     .replaceAll(`${schema}.`, "")
     .replace(/\n{3,}/g, "\n\n")
-    .trim() + "\n"
+    .trim() +
+  "\n"
 
 /** Migrates a fresh schema, dumps it, and drops it again. */
-export const dump: Effect.Effect<string, unknown> = Effect.gen(function*() {
+export const dump: Effect.Effect<string, unknown> = Effect.gen(function* () {
   const schema = schemaName()
-  yield* Layer.build(PgStore.layer({ url, schema, listen: false, maxConnections: 1 }).pipe(
-    Layer.provideMerge(dropSchemaAfter(schema))
-  ))
+  yield* Layer.build(
+    PgStore.layer({ url, schema, listen: false, maxConnections: 1 }).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
+  )
   const { stdout } = yield* Effect.tryPromise(() =>
-    promisify(execFile)(process.env.PG_DUMP ?? "pg_dump", [
-      "--schema-only",
-      "--no-owner",
-      "--no-privileges",
-      `--schema=${schema}`,
-      url
-    ], { maxBuffer: 64 * 1024 * 1024 })
+    promisify(execFile)(
+      process.env.PG_DUMP ?? "pg_dump",
+      ["--schema-only", "--no-owner", "--no-privileges", `--schema=${schema}`, url],
+      { maxBuffer: 64 * 1024 * 1024 }
+    )
   )
   return normalize(stdout, schema)
 }).pipe(Effect.scoped)

@@ -34,9 +34,11 @@ export const admin = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
 
 /** Drops `schema` when the layer closes, after everything built on top of it. */
 export const dropSchemaAfter = (schema: string): Layer.Layer<never> =>
-  Layer.effectDiscard(Effect.addFinalizer(() =>
-    admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)).pipe(Effect.orDie)
-  ))
+  Layer.effectDiscard(
+    Effect.addFinalizer(() =>
+      admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`)).pipe(Effect.orDie)
+    )
+  )
 
 const blobs = Layer.unwrap(Effect.map(temporaryDirectory("taskmeter-blobs-"), BlobStore.layerFileSystem))
 
@@ -56,17 +58,19 @@ const templates = new Map<Template, Promise<string>>()
 
 /** A PGlite data directory made once per test file: empty, or with every migration run. */
 const templateDataDir = (kind: Template): Promise<string> => {
-  const made = templates.get(kind) ?? (async () => {
-    const directory = await mkdtemp(join(tmpdir(), `taskmeter-pglite-${kind}-`))
-    if (kind === "empty") {
-      const db = await PGlite.create({ dataDir: join(directory, "pg") })
-      await db.close()
-    } else {
-      cpSync(join(await templateDataDir("empty"), "pg"), join(directory, "pg"), { recursive: true })
-      await Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerEmbedded({ dataDir: directory }))))
-    }
-    return directory
-  })()
+  const made =
+    templates.get(kind) ??
+    (async () => {
+      const directory = await mkdtemp(join(tmpdir(), `taskmeter-pglite-${kind}-`))
+      if (kind === "empty") {
+        const db = await PGlite.create({ dataDir: join(directory, "pg") })
+        await db.close()
+      } else {
+        cpSync(join(await templateDataDir("empty"), "pg"), join(directory, "pg"), { recursive: true })
+        await Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerEmbedded({ dataDir: directory }))))
+      }
+      return directory
+    })()
   templates.set(kind, made)
   return made
 }
@@ -87,7 +91,7 @@ export const removeTemplate = async (): Promise<void> => {
 }
 
 const copyOf = (kind: Template) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const directory = yield* temporaryDirectory("taskmeter-pglite-")
     const source = yield* Effect.promise(() => templateDataDir(kind))
     // The synchronous copy is several times faster than the promise one for PGlite's many small files.
@@ -105,11 +109,11 @@ export const pgliteDataDir = copyOf("empty")
 export const pgliteMigratedDataDir = copyOf("migrated")
 
 /** The stores on an embedded PGlite of their own, with its SqlClient for tampering. */
-export const pglite = Layer.unwrap(Effect.map(pgliteMigratedDataDir, (dataDir) =>
-  Layer.mergeAll(
-    PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))),
-    blobs
-  )))
+export const pglite = Layer.unwrap(
+  Effect.map(pgliteMigratedDataDir, (dataDir) =>
+    Layer.mergeAll(PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))), blobs)
+  )
+)
 
 /** Raises an account's cached balance behind the journal's back. */
 export const corruptBalance = (accountId: string) =>

@@ -57,44 +57,46 @@ const admissionArbitrary = fc.record({
   maxUnfinished: fc.integer({ min: 1, max: 8 })
 })
 
-const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
-  balances: fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 12 })),
-  review: fc.tuple(fc.boolean(), fc.boolean()).map(([a, b]) => [a && b, false]),
-  usageLimits: fc.tuple(fc.option(fc.integer({ min: 0, max: 6 })), fc.option(fc.integer({ min: 0, max: 6 }))),
-  batches: fc.array(fc.array(admissionArbitrary, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 3 })
-}).map(({ balances, batches, review, usageLimits }) => {
-  let serial = 0
-  return {
-    balances,
-    review,
-    usageLimits,
-    batches: batches.map((batch) =>
-      batch.map((a, index): Admission => {
-        const at = T0 + a.second * 1000
-        return {
-          ordinal: index + 1,
-          task_id: `task_${String(serial++).padStart(4, "0")}`,
-          account_id: ACCOUNTS[a.account]!,
-          api_key_id: a.withKey ? `key_${a.account}` : null,
-          model: "m",
-          input: { prompt: "p" },
-          price_micros: a.price,
-          unit_micros: a.price,
-          quantity: 1,
-          settlement: "fixed",
-          created_at: new Date(at).toISOString(),
-          deadline_at: new Date(at + 3_600_000).toISOString(),
-          idempotency_key: `idem_${a.key}`,
-          fingerprint: a.fingerprint,
-          idempotency_expires_at: new Date(at + 86_400_000).toISOString(),
-          submissions_per_minute: a.perMinute,
-          max_unfinished_tasks: a.maxUnfinished,
-          key_usage_limit: a.withKey ? usageLimits[a.account] ?? null : null
-        }
-      })
-    )
-  }
-})
+const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
+  .record({
+    balances: fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 12 })),
+    review: fc.tuple(fc.boolean(), fc.boolean()).map(([a, b]) => [a && b, false]),
+    usageLimits: fc.tuple(fc.option(fc.integer({ min: 0, max: 6 })), fc.option(fc.integer({ min: 0, max: 6 }))),
+    batches: fc.array(fc.array(admissionArbitrary, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 3 })
+  })
+  .map(({ balances, batches, review, usageLimits }) => {
+    let serial = 0
+    return {
+      balances,
+      review,
+      usageLimits,
+      batches: batches.map((batch) =>
+        batch.map((a, index): Admission => {
+          const at = T0 + a.second * 1000
+          return {
+            ordinal: index + 1,
+            task_id: `task_${String(serial++).padStart(4, "0")}`,
+            account_id: ACCOUNTS[a.account]!,
+            api_key_id: a.withKey ? `key_${a.account}` : null,
+            model: "m",
+            input: { prompt: "p" },
+            price_micros: a.price,
+            unit_micros: a.price,
+            quantity: 1,
+            settlement: "fixed",
+            created_at: new Date(at).toISOString(),
+            deadline_at: new Date(at + 3_600_000).toISOString(),
+            idempotency_key: `idem_${a.key}`,
+            fingerprint: a.fingerprint,
+            idempotency_expires_at: new Date(at + 86_400_000).toISOString(),
+            submissions_per_minute: a.perMinute,
+            max_unfinished_tasks: a.maxUnfinished,
+            key_usage_limit: a.withKey ? (usageLimits[a.account] ?? null) : null
+          }
+        })
+      )
+    }
+  })
 
 interface Answer {
   readonly ordinal: number
@@ -107,7 +109,7 @@ const byAccountThenOrdinal = (a: Admission, b: Admission) =>
   a.account_id < b.account_id ? -1 : a.account_id > b.account_id ? 1 : a.ordinal - b.ordinal
 
 const setUp = (sql: SqlClient.SqlClient, scenario: Scenario) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     for (const [index, id] of ACCOUNTS.entries()) {
       yield* sql`INSERT INTO accounts (id, name, created_at, balance_micros, payment_review)
         VALUES (${id}, ${id}, ${new Date(T0)}, ${scenario.balances[index]!}, ${scenario.review[index]!})`
@@ -141,7 +143,7 @@ const throughBatchFunction = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray
     FROM taskmeter_admit_requests(${JSON.stringify(batch)}::jsonb) ORDER BY ordinal`
 
 const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const answered: Array<Answer> = []
     for (const a of [...batch].sort(byAccountThenOrdinal)) {
       const [row] = yield* sql<Omit<Answer, "ordinal">>`SELECT outcome, detail::text, (task).id AS task_id
@@ -158,30 +160,34 @@ const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>)
   })
 
 describe("taskmeter_admit_requests of callers' requests (PostgreSQL)", () => {
-  it.live("answers random batches exactly as admitting them one by one, and leaves the same figures", () =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      let whole = 0
-      let refused = 0
-      yield* Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(scenarioArbitrary, async (scenario) => {
-            const [batched, sequential] = await Effect.runPromise(
-              Effect.all([run(sql, scenario, throughBatchFunction(sql)), run(sql, scenario, oneByOne(sql))])
-            )
-            expect(batched).toEqual(sequential)
-            for (const answers of batched.answers) {
-              if (answers.every((answer) => answer.outcome === "Admitted")) whole++
-              else refused++
-            }
-          }),
-          { numRuns: 150 }
+  it.live(
+    "answers random batches exactly as admitting them one by one, and leaves the same figures",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        let whole = 0
+        let refused = 0
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(scenarioArbitrary, async (scenario) => {
+              const [batched, sequential] = await Effect.runPromise(
+                Effect.all([run(sql, scenario, throughBatchFunction(sql)), run(sql, scenario, oneByOne(sql))])
+              )
+              expect(batched).toEqual(sequential)
+              for (const answers of batched.answers) {
+                if (answers.every((answer) => answer.outcome === "Admitted")) whole++
+                else refused++
+              }
+            }),
+            { numRuns: 150 }
+          )
         )
-      )
-      // Both ways were taken: batches admitted whole (in bulk), and batches with refusals. The
-      // counts are random (measured: 25-38 whole and 250-265 with refusals in 150 scenarios),
-      // so the floor sits far below them: a floor near them failed about one run in fifty.
-      expect(whole).toBeGreaterThanOrEqual(5)
-      expect(refused).toBeGreaterThanOrEqual(5)
-    }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))), 120_000)
+        // Both ways were taken: batches admitted whole (in bulk), and batches with refusals. The
+        // counts are random (measured: 25-38 whole and 250-265 with refusals in 150 scenarios),
+        // so the floor sits far below them: a floor near them failed about one run in fifty.
+        expect(whole).toBeGreaterThanOrEqual(5)
+        expect(refused).toBeGreaterThanOrEqual(5)
+      }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))),
+    120_000
+  )
 })

@@ -23,7 +23,7 @@ const store = () => {
 }
 
 /** An account with 5 USD and one admitted 1 USD task, charged. */
-const chargedTask = Effect.gen(function*() {
+const chargedTask = Effect.gen(function* () {
   const accountId = Ids.makeAccountId()
   yield* AccountStore.AccountStore.use((s) => s.createAccount({ id: accountId, name: "a", createdAt: T0 }))
   yield* LedgerStore.LedgerStore.use((s) => s.grant({ accountId, amountMicros: 5 * USD, note: null }))
@@ -49,7 +49,14 @@ const chargedTask = Effect.gen(function*() {
     limits: { submissionsPerMinute: 10, maxUnfinishedTasks: 10, keyUsageLimit: null }
   })
   const [claim] = yield* tasks.claim({ workerId: "w", limit: 1, leaseMs: 60_000, now: T0 })
-  yield* tasks.transition({ taskId: task.id, leaseToken: claim.leaseToken, from: "queued", to: "submitting", now: T0, keepLease: true })
+  yield* tasks.transition({
+    taskId: task.id,
+    leaseToken: claim.leaseToken,
+    from: "queued",
+    to: "submitting",
+    now: T0,
+    keepLease: true
+  })
   yield* tasks.transition({
     taskId: task.id,
     leaseToken: claim.leaseToken,
@@ -68,7 +75,7 @@ const refusal = <A, R>(statement: Effect.Effect<A, unknown, R>) =>
 
 describe("the PostgreSQL schema enforces the ledger's invariants", () => {
   it.live("one charge and one release per task, non-negative amounts, nothing reserved below zero", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const { accountId, taskId } = yield* chargedTask
       const entry = (kind: string, amount: number, task: string | null) =>
@@ -83,40 +90,49 @@ describe("the PostgreSQL schema enforces the ledger's invariants", () => {
       expect(yield* refusal(entry("charge", 1, null))).toBe("ConstraintError")
       yield* entry("adjustment", -1, null)
       expect(yield* refusal(sql`UPDATE accounts SET reserved_micros = -1 WHERE id = ${accountId}`)).toBe("ConstraintError")
-      expect(yield* refusal(sql`UPDATE tasks SET charged_micros = price_micros + 1 WHERE id = ${taskId}`))
-        .toBe("ConstraintError")
+      expect(yield* refusal(sql`UPDATE tasks SET charged_micros = price_micros + 1 WHERE id = ${taskId}`)).toBe("ConstraintError")
       expect(yield* refusal(sql`UPDATE tasks SET status = 'done' WHERE id = ${taskId}`)).toBe("ConstraintError")
-      expect(yield* refusal(sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, created_at)
-        VALUES (${Ids.makeLedgerEntryId()}, ${Ids.makeAccountId()}, 'grant', 1, ${T0})`)).toBe("ConstraintError")
-      expect(yield* refusal(sql`INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id,
+      expect(
+        yield* refusal(sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, created_at)
+        VALUES (${Ids.makeLedgerEntryId()}, ${Ids.makeAccountId()}, 'grant', 1, ${T0})`)
+      ).toBe("ConstraintError")
+      expect(
+        yield* refusal(sql`INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id,
           expires_at)
         SELECT account_id, idempotency_key, 'another request', task_id, expires_at
-        FROM idempotency_keys WHERE task_id = ${taskId}`)).toBe("UniqueViolation")
+        FROM idempotency_keys WHERE task_id = ${taskId}`)
+      ).toBe("UniqueViolation")
       const result = (task: string) =>
         sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
           VALUES (${Ids.makeResultId()}, ${accountId}, ${task}, 'image/png', 1, ${"a".repeat(64)}, 'results/r', ${T0})`
       yield* result(taskId)
       expect(yield* refusal(result(Ids.makeTaskId()))).toBe("ConstraintError")
-    }).pipe(Effect.provide(store())))
+    }).pipe(Effect.provide(store()))
+  )
 
   it.live("the auditor reports a journal entry written behind the store's back", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const { accountId } = yield* chargedTask
       const ledger = yield* LedgerStore.LedgerStore
       expect(yield* ledger.audit).toEqual([])
       yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, created_at)
         VALUES (${Ids.makeLedgerEntryId()}, ${accountId}, 'grant', 7, ${T0})`
-      expect(yield* ledger.audit).toEqual([{
-        accountId,
-        cached: { balanceMicros: 4 * USD, reservedMicros: 0 },
-        journal: { balanceMicros: 4 * USD + 7, reservedMicros: 0 }
-      }])
+      expect(yield* ledger.audit).toEqual([
+        {
+          accountId,
+          cached: { balanceMicros: 4 * USD, reservedMicros: 0 },
+          journal: { balanceMicros: 4 * USD + 7, reservedMicros: 0 }
+        }
+      ])
       yield* sql`UPDATE accounts SET balance_micros = balance_micros + 7, reserved_micros = 3 WHERE id = ${accountId}`
-      expect(yield* ledger.audit).toEqual([{
-        accountId,
-        cached: { balanceMicros: 4 * USD + 7, reservedMicros: 3 },
-        journal: { balanceMicros: 4 * USD + 7, reservedMicros: 0 }
-      }])
-    }).pipe(Effect.provide(store())))
+      expect(yield* ledger.audit).toEqual([
+        {
+          accountId,
+          cached: { balanceMicros: 4 * USD + 7, reservedMicros: 3 },
+          journal: { balanceMicros: 4 * USD + 7, reservedMicros: 0 }
+        }
+      ])
+    }).pipe(Effect.provide(store()))
+  )
 })

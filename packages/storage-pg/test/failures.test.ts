@@ -35,10 +35,27 @@ describe("Failures.classify", () => {
   })
 
   it("a lost connection, a fail-over, a shutdown, an exhausted server or a timeout is transient", () => {
-    for (const code of ["08006", "08001", "57P01", "57P02", "57P03", "57014", "53300", "53100", "25006", "55P03", "58030", "XX000", "40003", "28P01"]) {
+    for (const code of [
+      "08006",
+      "08001",
+      "57P01",
+      "57P02",
+      "57P03",
+      "57014",
+      "53300",
+      "53100",
+      "25006",
+      "55P03",
+      "58030",
+      "XX000",
+      "40003",
+      "28P01"
+    ]) {
       expect(Failures.classify(fromServer(code)), code).toBe("transient")
     }
-    expect(Failures.classify(new SqlError({ reason: new ConnectionError({ cause: new Error("socket closed") }) }))).toBe("transient")
+    expect(Failures.classify(new SqlError({ reason: new ConnectionError({ cause: new Error("socket closed") }) }))).toBe(
+      "transient"
+    )
     expect(Failures.classify(new SqlError({ reason: new UnknownError({ cause: new Error("pool closed") }) }))).toBe("transient")
   })
 
@@ -74,7 +91,9 @@ describe("Failures.run", () => {
     expect(refusal?.message).toContain("server said 22P05")
     // An integrity violation names no constraint to the caller.
     const integrity = outcome(fromServer("23514", (props) => new ConstraintError(props)))
-    expect(Exit.isFailure(integrity) && StoreError.refusalOf(integrity.cause)?.message).toBe("the database refused the request's data")
+    expect(Exit.isFailure(integrity) && StoreError.refusalOf(integrity.cause)?.message).toBe(
+      "the database refused the request's data"
+    )
   })
 
   it("dies with the SqlError itself for a defect of ours", () => {
@@ -85,7 +104,7 @@ describe("Failures.run", () => {
   })
 
   it.live("runs a contended statement again", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let attempts = 0
       const result = yield* Failures.run(
         "op",
@@ -95,5 +114,6 @@ describe("Failures.run", () => {
       )
       expect(result).toBe("done")
       expect(attempts).toBe(3)
-    }))
+    })
+  )
 })

@@ -108,7 +108,7 @@ const requestArbitrary = fc.record({
   caller: oneIn(4),
   // Taken modulo the number of keys.
   key: fc.nat(99),
-  scope: oneIn(6).map((chat) => chat ? "chat:create" : "jobs:create"),
+  scope: oneIn(6).map((chat) => (chat ? "chat:create" : "jobs:create")),
   price: fc.integer({ min: 0, max: 3 }),
   second: fc.integer({ min: 0, max: 130 }),
   idempotencyKey: fc.integer({ min: 0, max: 3 }),
@@ -117,55 +117,60 @@ const requestArbitrary = fc.record({
   maxUnfinished: fc.integer({ min: 1, max: 5 })
 })
 
-const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.record({
-  accounts: fc.array(accountArbitrary, { minLength: 2, maxLength: 3 }),
-  defaultRateLimit: fc.integer({ min: 1, max: 4 }),
-  batches: fc.array(fc.array(requestArbitrary, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 3 })
-}).map(({ accounts: drawn, batches, defaultRateLimit }) => {
-  const accounts = drawn.map((account, a): Account => ({
-    id: `acct_${a}`,
-    balance: account.balance,
-    review: account.review,
-    keys: account.keys.map((key, k) => ({ id: `key_${a}_${k}`, hash: `hash_${a}_${k}`, ...key }))
-  }))
-  const keys = accounts.flatMap((account) => account.keys.map((key) => ({ key, accountId: account.id })))
-  let serial = 0
-  return {
-    accounts,
-    batches: batches.map((batch) =>
-      batch.map((r, index): Request => {
-        const at = new Date(T0 + r.second * 1000).toISOString()
-        const { accountId, key } = keys[r.key % keys.length]!
-        const who = r.caller && !r.unknown
-          ? { account_id: accountId, api_key_id: key.id, key_usage_limit: key.usageLimit }
-          : {
-            key_hash: r.unknown ? UNKNOWN_HASH : key.hash,
-            now: at,
-            scope: r.scope,
-            default_rate_limit: defaultRateLimit
-          }
-        return {
-          ordinal: index + 1,
-          ...who,
-          task_id: `task_${String(serial++).padStart(4, "0")}`,
-          model: "m",
-          input: { prompt: "p" },
-          price_micros: r.price,
-          unit_micros: r.price,
-          quantity: 1,
-          settlement: "fixed",
-          created_at: at,
-          deadline_at: new Date(T0 + r.second * 1000 + 3_600_000).toISOString(),
-          idempotency_key: `idem_${r.idempotencyKey}`,
-          fingerprint: r.fingerprint,
-          idempotency_expires_at: new Date(T0 + r.second * 1000 + 86_400_000).toISOString(),
-          submissions_per_minute: r.perMinute,
-          max_unfinished_tasks: r.maxUnfinished
-        }
+const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
+  .record({
+    accounts: fc.array(accountArbitrary, { minLength: 2, maxLength: 3 }),
+    defaultRateLimit: fc.integer({ min: 1, max: 4 }),
+    batches: fc.array(fc.array(requestArbitrary, { minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 3 })
+  })
+  .map(({ accounts: drawn, batches, defaultRateLimit }) => {
+    const accounts = drawn.map(
+      (account, a): Account => ({
+        id: `acct_${a}`,
+        balance: account.balance,
+        review: account.review,
+        keys: account.keys.map((key, k) => ({ id: `key_${a}_${k}`, hash: `hash_${a}_${k}`, ...key }))
       })
     )
-  }
-})
+    const keys = accounts.flatMap((account) => account.keys.map((key) => ({ key, accountId: account.id })))
+    let serial = 0
+    return {
+      accounts,
+      batches: batches.map((batch) =>
+        batch.map((r, index): Request => {
+          const at = new Date(T0 + r.second * 1000).toISOString()
+          const { accountId, key } = keys[r.key % keys.length]!
+          const who =
+            r.caller && !r.unknown
+              ? { account_id: accountId, api_key_id: key.id, key_usage_limit: key.usageLimit }
+              : {
+                  key_hash: r.unknown ? UNKNOWN_HASH : key.hash,
+                  now: at,
+                  scope: r.scope,
+                  default_rate_limit: defaultRateLimit
+                }
+          return {
+            ordinal: index + 1,
+            ...who,
+            task_id: `task_${String(serial++).padStart(4, "0")}`,
+            model: "m",
+            input: { prompt: "p" },
+            price_micros: r.price,
+            unit_micros: r.price,
+            quantity: 1,
+            settlement: "fixed",
+            created_at: at,
+            deadline_at: new Date(T0 + r.second * 1000 + 3_600_000).toISOString(),
+            idempotency_key: `idem_${r.idempotencyKey}`,
+            fingerprint: r.fingerprint,
+            idempotency_expires_at: new Date(T0 + r.second * 1000 + 86_400_000).toISOString(),
+            submissions_per_minute: r.perMinute,
+            max_unfinished_tasks: r.maxUnfinished
+          }
+        })
+      )
+    }
+  })
 
 /** The answer to a caller's request, or to one whose hash names a key; outcome null when the key was refused. */
 interface Answer {
@@ -197,7 +202,7 @@ const passes = (counted: Counted, request: KeyedRequest): boolean =>
   counted.scopes.includes(request.scope)
 
 const setUp = (sql: SqlClient.SqlClient, scenario: Scenario) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     for (const account of scenario.accounts) {
       yield* sql`INSERT INTO accounts (id, name, created_at, balance_micros, payment_review)
         VALUES (${account.id}, ${account.id}, ${new Date(T0)}, ${account.balance}, ${account.review})`
@@ -246,7 +251,7 @@ type Tally = Map<string, number>
 const count = (tally: Tally, what: string) => tally.set(what, (tally.get(what) ?? 0) + 1)
 
 const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyArray<Request>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const answered: Array<Answer> = []
     let admissions = 0
     let admitted = 0
@@ -264,7 +269,7 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
     if (batch.some(isCallers) && !batch.every(isCallers)) count(tally, "callers' and keys' requests in one batch")
     for (const r of batch) {
       if (isCallers(r)) {
-        answered.push({ ordinal: r.ordinal, key_id: null, window_started: null, window_requests: null, ...yield* admit(r) })
+        answered.push({ ordinal: r.ordinal, key_id: null, window_started: null, window_requests: null, ...(yield* admit(r)) })
         continue
       }
       const [counted] = yield* sql<Counted>`SELECT (key).id AS key_id, (key).account_id,
@@ -285,8 +290,8 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
         const refusal = counted.revoked
           ? "Revoked"
           : counted.window_requests > (counted.rate_limit_per_minute ?? r.default_rate_limit)
-          ? "RateLimited"
-          : "MissingScope"
+            ? "RateLimited"
+            : "MissingScope"
         count(tally, `key ${refusal}`)
         answered.push({ ...asCounted, outcome: null, detail: null, task_id: null })
         continue
@@ -305,26 +310,27 @@ const inTwoSteps = (sql: SqlClient.SqlClient, tally: Tally) => (batch: ReadonlyA
   })
 
 describe("taskmeter_admit_requests of keys' and callers' requests (PostgreSQL)", () => {
-  it.live("answers random batches as counting (a key's request) then admitting each request in turn, and leaves the same figures", () =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const tally: Tally = new Map()
-      yield* Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(scenarioArbitrary, async (scenario) => {
-            const [batched, stepwise] = await Effect.runPromise(
-              Effect.all([run(sql, scenario, throughKeyedBatch(sql)), run(sql, scenario, inTwoSteps(sql, tally))])
-            )
-            expect(batched).toEqual(stepwise)
-          }),
-          { numRuns: 150 }
+  it.live(
+    "answers random batches as counting (a key's request) then admitting each request in turn, and leaves the same figures",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const tally: Tally = new Map()
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(scenarioArbitrary, async (scenario) => {
+              const [batched, stepwise] = await Effect.runPromise(
+                Effect.all([run(sql, scenario, throughKeyedBatch(sql)), run(sql, scenario, inTwoSteps(sql, tally))])
+              )
+              expect(batched).toEqual(stepwise)
+            }),
+            { numRuns: 150 }
+          )
         )
-      )
-      // Every refusal of the key and of the admission was met, and batches of several admissions
-      // both admitted whole (the bulk path) and not (the fallback). The counts are random
-      // (measured: the rarest, whole batches, 13-20 in 150 scenarios), so each need only be met.
-      for (
-        const what of [
+        // Every refusal of the key and of the admission was met, and batches of several admissions
+        // both admitted whole (the bulk path) and not (the fallback). The counts are random
+        // (measured: the rarest, whole batches, 13-20 in 150 scenarios), so each need only be met.
+        for (const what of [
           "key UnknownKey",
           "key Revoked",
           "key RateLimited",
@@ -340,7 +346,9 @@ describe("taskmeter_admit_requests of keys' and callers' requests (PostgreSQL)",
           "batch admitted whole",
           "batch with refusals",
           "callers' and keys' requests in one batch"
-        ]
-      ) expect(tally.get(what) ?? 0, what).toBeGreaterThan(0)
-    }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))), 120_000)
+        ])
+          expect(tally.get(what) ?? 0, what).toBeGreaterThan(0)
+      }).pipe(Effect.provide(Layer.fresh(postgres({ maxConnections: 2 })))),
+    120_000
+  )
 })

@@ -28,13 +28,10 @@ const ledgerTables = [
 ]
 
 /** Every migration the package ships, as the migrator records them. */
-const allMigrations = Effect.map(
-  Effect.orDie(PgStore.migrations),
-  (loaded) => loaded.map(([id, name]) => [id, name])
-)
+const allMigrations = Effect.map(Effect.orDie(PgStore.migrations), (loaded) => loaded.map(([id, name]) => [id, name]))
 
 /** What a migrated schema holds, and what the migrator says when asked to run again. */
-const inspect = Effect.gen(function*() {
+const inspect = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const tables = yield* sql<{ readonly table_name: string }>`SELECT table_name FROM information_schema.tables
     WHERE table_schema = current_schema() ORDER BY table_name`
@@ -54,72 +51,93 @@ const createAccount = AccountStore.AccountStore.use((store) =>
 )
 const listAccounts = AccountStore.AccountStore.use((store) => store.listAccounts)
 
-
 describe("migrations", () => {
   it.live("run from an empty PostgreSQL schema, once", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const schema = schemaName()
-      yield* Layer.build(dropSchemaAfter(schema))
-      const options = { url, schema, maxConnections: 2, listen: false }
-      const first = yield* Effect.scoped(Effect.gen(function*() {
-        const account = yield* createAccount
-        return { account, state: yield* inspect }
-      }).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options)))))
-      expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const options = { url, schema, maxConnections: 2, listen: false }
+        const first = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const account = yield* createAccount
+            return { account, state: yield* inspect }
+          }).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options))))
+        )
+        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
 
-      // A second start finds everything in place and the data untouched.
-      const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer(options))))
-      expect(second).toEqual([first.account])
-    })))
+        // A second start finds everything in place and the data untouched.
+        const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer(options))))
+        expect(second).toEqual([first.account])
+      })
+    )
+  )
 
   it.live("run from an empty PGlite data directory, once", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* pgliteDataDir
-      const client = PgStore.clientEmbedded({ dataDir })
-      const first = yield* Effect.scoped(Effect.gen(function*() {
-        const account = yield* createAccount
-        return { account, state: yield* inspect }
-      }).pipe(Effect.provide(PgStore.layerClient({}).pipe(Layer.provideMerge(client)))))
-      expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dataDir = yield* pgliteDataDir
+        const client = PgStore.clientEmbedded({ dataDir })
+        const first = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const account = yield* createAccount
+            return { account, state: yield* inspect }
+          }).pipe(Effect.provide(PgStore.layerClient({}).pipe(Layer.provideMerge(client))))
+        )
+        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
 
-      const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layerEmbedded({ dataDir }))))
-      expect(second).toEqual([first.account])
-    })))
+        const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layerEmbedded({ dataDir }))))
+        expect(second).toEqual([first.account])
+      })
+    )
+  )
 
   it.live("the embedded store keeps a schema of its own when asked", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const dataDir = yield* pgliteDataDir
-      const options = { dataDir, schema: "tenant_a" }
-      const schemas = yield* Effect.scoped(Effect.gen(function*() {
-        yield* createAccount
-        const sql = yield* SqlClient.SqlClient
-        return yield* sql<{ readonly table_schema: string }>`SELECT DISTINCT table_schema FROM information_schema.tables
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dataDir = yield* pgliteDataDir
+        const options = { dataDir, schema: "tenant_a" }
+        const schemas = yield* Effect.scoped(
+          Effect.gen(function* () {
+            yield* createAccount
+            const sql = yield* SqlClient.SqlClient
+            return yield* sql<{ readonly table_schema: string }>`SELECT DISTINCT table_schema FROM information_schema.tables
           WHERE table_name = 'accounts'`
-      }).pipe(Effect.provide(PgStore.layerClient({ schema: "tenant_a" }).pipe(Layer.provideMerge(PgStore.clientEmbedded(options))))))
-      expect(schemas.map((row) => row.table_schema)).toEqual(["tenant_a"])
-    })))
+          }).pipe(
+            Effect.provide(PgStore.layerClient({ schema: "tenant_a" }).pipe(Layer.provideMerge(PgStore.clientEmbedded(options))))
+          )
+        )
+        expect(schemas.map((row) => row.table_schema)).toEqual(["tenant_a"])
+      })
+    )
+  )
 
   it.live("layerConfig reads the same options from configuration", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const schema = schemaName()
-      yield* Layer.build(dropSchemaAfter(schema))
-      const stores = PgStore.layerConfig({ url: Config.succeed(url), schema: Config.succeed(schema) })
-      const account = yield* Effect.scoped(createAccount.pipe(Effect.provide(stores)))
-      const listed = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer({ url, schema, listen: false }))))
-      expect(listed).toEqual([account])
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const stores = PgStore.layerConfig({ url: Config.succeed(url), schema: Config.succeed(schema) })
+        const account = yield* Effect.scoped(createAccount.pipe(Effect.provide(stores)))
+        const listed = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer({ url, schema, listen: false }))))
+        expect(listed).toEqual([account])
+      })
+    )
+  )
 
   it.live("an invalid schema name is refused before connecting", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const exit = yield* Effect.exit(Effect.scoped(Layer.build(PgStore.layer({ url, schema: "bad; DROP" }))))
       expect(Exit.isFailure(exit)).toBe(true)
-    }))
+    })
+  )
 
   it.live("an unreachable database fails the layer with StoreUnavailable", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(Effect.scoped(
-        Layer.build(PgStore.layer({ url: "postgres://postgres@127.0.0.1:1/none", listen: false }))
-      ))
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        Effect.scoped(Layer.build(PgStore.layer({ url: "postgres://postgres@127.0.0.1:1/none", listen: false })))
+      )
       expect(error._tag).toBe("StoreUnavailable")
-    }))
+    })
+  )
 })

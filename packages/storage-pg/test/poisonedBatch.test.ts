@@ -19,10 +19,12 @@ const PRICE = 1_000_000
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const PER_ACCOUNT = 14
 
-const postgres = Layer.unwrap(Effect.sync(() => {
-  const schema = schemaName()
-  return PgStore.layer({ url, schema, maxConnections: 4 }).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
-}))
+const postgres = Layer.unwrap(
+  Effect.sync(() => {
+    const schema = schemaName()
+    return PgStore.layer({ url, schema, maxConnections: 4 }).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
+  })
+)
 
 const databases = [
   { name: "PostgreSQL", stores: postgres },
@@ -30,7 +32,7 @@ const databases = [
 ] as const
 
 const fundedAccount = (credits: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* AccountStore.AccountStore
     const account = yield* accounts.createAccount({ id: Ids.makeAccountId(), name: "poison", createdAt: T0 })
     yield* LedgerStore.LedgerStore.use((store) => store.grant({ accountId: account.id, amountMicros: credits, note: "top-up" }))
@@ -90,7 +92,7 @@ const outcomeOf = (exit: Exit.Exit<TaskStore.AdmissionResult | undefined, StoreE
 }
 
 const checkBooks = (accountId: Ids.AccountId, admitted: number, credits: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const ledger = yield* LedgerStore.LedgerStore
     const balances = yield* ledger.balances(accountId)
     expect(balances).toEqual({
@@ -107,46 +109,59 @@ const checkBooks = (accountId: Ids.AccountId, admitted: number, credits: number)
     expect(yield* ledger.audit).toEqual([])
   })
 
-for (const { name, stores } of databases) describe(`storage-pg: a batch with refused data (${name})`, () => {
-  it.live("admit: every valid admission of two accounts is admitted, every poisoned one refused alone", () =>
-    Effect.gen(function*() {
-      const credits = 100 * PRICE
-      const accounts = yield* Effect.all([fundedAccount(credits), fundedAccount(credits)])
-      const store = yield* TaskStore.TaskStore
-      const requests = accounts.flatMap(({ accountId }) =>
-        Array.from({ length: 2 * PER_ACCOUNT }, (_, i) => {
-          const base = admission(i % 2 === 0 ? undefined : poisons[(i >> 1) % poisons.length])
-          return { poisoned: i % 2 === 1, request: { ...base, task: { ...base.task, accountId, apiKeyId: null }, limits: { ...base.limits, keyUsageLimit: null } } }
-        })
-      )
-      const exits = yield* Effect.all(requests.map(({ request }) => Effect.exit(store.admit(request))), { concurrency: "unbounded" })
-      const outcomes = exits.map(outcomeOf)
-      expect(outcomes.filter((_, i) => !requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("Admitted"))
-      expect(outcomes.filter((_, i) => requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("StoreRefused"))
-      for (const { accountId } of accounts) yield* checkBooks(accountId, PER_ACCOUNT, credits)
-    }).pipe(Effect.provide(stores)))
+for (const { name, stores } of databases)
+  describe(`storage-pg: a batch with refused data (${name})`, () => {
+    it.live("admit: every valid admission of two accounts is admitted, every poisoned one refused alone", () =>
+      Effect.gen(function* () {
+        const credits = 100 * PRICE
+        const accounts = yield* Effect.all([fundedAccount(credits), fundedAccount(credits)])
+        const store = yield* TaskStore.TaskStore
+        const requests = accounts.flatMap(({ accountId }) =>
+          Array.from({ length: 2 * PER_ACCOUNT }, (_, i) => {
+            const base = admission(i % 2 === 0 ? undefined : poisons[(i >> 1) % poisons.length])
+            return {
+              poisoned: i % 2 === 1,
+              request: {
+                ...base,
+                task: { ...base.task, accountId, apiKeyId: null },
+                limits: { ...base.limits, keyUsageLimit: null }
+              }
+            }
+          })
+        )
+        const exits = yield* Effect.all(
+          requests.map(({ request }) => Effect.exit(store.admit(request))),
+          { concurrency: "unbounded" }
+        )
+        const outcomes = exits.map(outcomeOf)
+        expect(outcomes.filter((_, i) => !requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("Admitted"))
+        expect(outcomes.filter((_, i) => requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("StoreRefused"))
+        for (const { accountId } of accounts) yield* checkBooks(accountId, PER_ACCOUNT, credits)
+      }).pipe(Effect.provide(stores))
+    )
 
-  it.live("admit: the same for requests of a key", () =>
-    Effect.gen(function*() {
-      const credits = 100 * PRICE
-      const accounts = yield* Effect.all([fundedAccount(credits), fundedAccount(credits)])
-      const store = yield* TaskStore.TaskStore
-      const requests = accounts.flatMap(({ hash }) =>
-        Array.from({ length: 2 * PER_ACCOUNT }, (_, i) => ({
-          poisoned: i % 2 === 1,
-          request: {
-            ...admission(i % 2 === 0 ? undefined : poisons[(i >> 1) % poisons.length]),
-            key: { hash, now: T0, scope: "jobs:create" as const, defaultRateLimitPerMinute: 1_000_000 }
-          }
-        }))
-      )
-      const exits = yield* Effect.all(
-        requests.map(({ request }) => Effect.exit(Effect.map(store.admit(request), (keyed) => keyed.admission))),
-        { concurrency: "unbounded" }
-      )
-      const outcomes = exits.map(outcomeOf)
-      expect(outcomes.filter((_, i) => !requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("Admitted"))
-      expect(outcomes.filter((_, i) => requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("StoreRefused"))
-      for (const { accountId } of accounts) yield* checkBooks(accountId, PER_ACCOUNT, credits)
-    }).pipe(Effect.provide(stores)))
-})
+    it.live("admit: the same for requests of a key", () =>
+      Effect.gen(function* () {
+        const credits = 100 * PRICE
+        const accounts = yield* Effect.all([fundedAccount(credits), fundedAccount(credits)])
+        const store = yield* TaskStore.TaskStore
+        const requests = accounts.flatMap(({ hash }) =>
+          Array.from({ length: 2 * PER_ACCOUNT }, (_, i) => ({
+            poisoned: i % 2 === 1,
+            request: {
+              ...admission(i % 2 === 0 ? undefined : poisons[(i >> 1) % poisons.length]),
+              key: { hash, now: T0, scope: "jobs:create" as const, defaultRateLimitPerMinute: 1_000_000 }
+            }
+          }))
+        )
+        const exits = yield* Effect.all(
+          requests.map(({ request }) => Effect.exit(Effect.map(store.admit(request), (keyed) => keyed.admission))),
+          { concurrency: "unbounded" }
+        )
+        const outcomes = exits.map(outcomeOf)
+        expect(outcomes.filter((_, i) => !requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("Admitted"))
+        expect(outcomes.filter((_, i) => requests[i]!.poisoned)).toEqual(Array(2 * PER_ACCOUNT).fill("StoreRefused"))
+        for (const { accountId } of accounts) yield* checkBooks(accountId, PER_ACCOUNT, credits)
+      }).pipe(Effect.provide(stores))
+    )
+  })

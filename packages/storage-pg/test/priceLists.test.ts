@@ -15,7 +15,7 @@ import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 
 /** Two stores ("processes") on one fresh schema, for the scope of the test. */
-const twoProcesses = Effect.gen(function*() {
+const twoProcesses = Effect.gen(function* () {
   const schema = schemaName()
   yield* Layer.build(dropSchemaAfter(schema))
   const first = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 4 }))
@@ -32,7 +32,7 @@ const save = (expectedVersion: number | undefined, list: unknown) =>
 const wokenWithin = (next: Effect.Effect<void>, ms: number) => Effect.map(Effect.timeoutOption(next, ms), Option.isSome)
 
 /** An admission, which NOTIFYs the work wake-up on the same channel. */
-const admitOne = Effect.gen(function*() {
+const admitOne = Effect.gen(function* () {
   const accountId = Ids.makeAccountId()
   yield* AccountStore.AccountStore.use((store) => store.createAccount({ id: accountId, name: "a", createdAt: T0 }))
   yield* LedgerStore.LedgerStore.use((store) => store.grant({ accountId, amountMicros: 1_000_000, note: null }))
@@ -62,48 +62,67 @@ const admitOne = Effect.gen(function*() {
 
 describe("price lists on PostgreSQL", () => {
   it.live("a save in one process wakes the subscribers of another; an admission does not", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const [first, second] = yield* twoProcesses
-      const next = yield* PriceStore.PriceStore.use((store) => store.subscribe).pipe(Effect.provide(second))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [first, second] = yield* twoProcesses
+        const next = yield* PriceStore.PriceStore.use((store) => store.subscribe).pipe(Effect.provide(second))
 
-      yield* admitOne.pipe(Effect.provide(first))
-      expect(yield* TaskStore.TaskStore.use((store) => store.awaitWork(5_000)).pipe(Effect.provide(second), Effect.timeoutOption("5 seconds")))
-        .toEqual(Option.some(undefined))
-      expect(yield* wokenWithin(next, 500)).toBe(false)
+        yield* admitOne.pipe(Effect.provide(first))
+        expect(
+          yield* TaskStore.TaskStore.use((store) => store.awaitWork(5_000)).pipe(
+            Effect.provide(second),
+            Effect.timeoutOption("5 seconds")
+          )
+        ).toEqual(Option.some(undefined))
+        expect(yield* wokenWithin(next, 500)).toBe(false)
 
-      yield* save(undefined, flat(1_000)).pipe(Effect.provide(first))
-      expect(yield* wokenWithin(next, 5_000)).toBe(true)
-      expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(second)))
-        .toMatchObject({ version: 1, list: flat(1_000) })
-    })))
+        yield* save(undefined, flat(1_000)).pipe(Effect.provide(first))
+        expect(yield* wokenWithin(next, 5_000)).toBe(true)
+        expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(second))).toMatchObject({
+          version: 1,
+          list: flat(1_000)
+        })
+      })
+    )
+  )
 
   it.live("saves racing from two processes on one version let exactly one through", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const processes = yield* twoProcesses
-      yield* save(undefined, flat(1)).pipe(Effect.provide(processes[0]))
-      const results = yield* Effect.all(
-        Array.from({ length: 20 }, (_, i) => Effect.result(save(1, flat(100 + i)).pipe(Effect.provide(processes[i % 2])))),
-        { concurrency: "unbounded" }
-      )
-      const winners = results.flatMap((result, i) => Result.isSuccess(result) ? [i] : [])
-      expect(winners).toHaveLength(1)
-      expect(results.filter((result) => Result.isFailure(result) && result.failure._tag === "PriceListConflict")).toHaveLength(19)
-      expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(processes[1])))
-        .toMatchObject({ version: 2, list: flat(100 + winners[0]!) })
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const processes = yield* twoProcesses
+        yield* save(undefined, flat(1)).pipe(Effect.provide(processes[0]))
+        const results = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => Effect.result(save(1, flat(100 + i)).pipe(Effect.provide(processes[i % 2])))),
+          { concurrency: "unbounded" }
+        )
+        const winners = results.flatMap((result, i) => (Result.isSuccess(result) ? [i] : []))
+        expect(winners).toHaveLength(1)
+        expect(results.filter((result) => Result.isFailure(result) && result.failure._tag === "PriceListConflict")).toHaveLength(
+          19
+        )
+        expect(yield* PriceStore.PriceStore.use((store) => store.current).pipe(Effect.provide(processes[1]))).toMatchObject({
+          version: 2,
+          list: flat(100 + winners[0]!)
+        })
+      })
+    )
+  )
 
   it.live("the table keeps versions from 1, each once, each with a list", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const [first] = yield* twoProcesses
-      const sql = yield* SqlClient.SqlClient.pipe(Effect.provide(first))
-      const insert = (version: number, list: string | null = "{}") =>
-        sql`INSERT INTO price_lists (version, list) VALUES (${version}::bigint, ${list}::jsonb)`
-      const refusal = (statement: Effect.Effect<unknown, { readonly reason: { readonly _tag: string } }>) =>
-        Effect.map(Effect.flip(statement), (error) => error.reason._tag)
-      expect(yield* refusal(insert(0))).toBe("ConstraintError")
-      expect(yield* refusal(insert(-1))).toBe("ConstraintError")
-      yield* insert(1)
-      expect(yield* refusal(insert(1))).toBe("UniqueViolation")
-      expect(yield* refusal(insert(2, null))).toBe("ConstraintError")
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [first] = yield* twoProcesses
+        const sql = yield* SqlClient.SqlClient.pipe(Effect.provide(first))
+        const insert = (version: number, list: string | null = "{}") =>
+          sql`INSERT INTO price_lists (version, list) VALUES (${version}::bigint, ${list}::jsonb)`
+        const refusal = (statement: Effect.Effect<unknown, { readonly reason: { readonly _tag: string } }>) =>
+          Effect.map(Effect.flip(statement), (error) => error.reason._tag)
+        expect(yield* refusal(insert(0))).toBe("ConstraintError")
+        expect(yield* refusal(insert(-1))).toBe("ConstraintError")
+        yield* insert(1)
+        expect(yield* refusal(insert(1))).toBe("UniqueViolation")
+        expect(yield* refusal(insert(2, null))).toBe("ConstraintError")
+      })
+    )
+  )
 })

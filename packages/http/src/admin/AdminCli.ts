@@ -36,7 +36,10 @@ const usdFlag = (name: string) =>
 
 const positiveUsdFlag = (name: string) =>
   usdFlag(name).pipe(
-    Flag.filterMap((amount) => amount > 0 ? Option.some(amount) : Option.none(), () => `--${name} must be more than 0`)
+    Flag.filterMap(
+      (amount) => (amount > 0 ? Option.some(amount) : Option.none()),
+      () => `--${name} must be more than 0`
+    )
   )
 
 const admin = Command.make("admin").pipe(
@@ -81,7 +84,8 @@ const failureOf = (error: AdminRpc.AdminError | RpcClientError | AdminFile.Admin
       if (status !== undefined) {
         return {
           reason: "NotAdminService",
-          message: `${url} answered ${status}: it does not serve the taskmeter admin service ` +
+          message:
+            `${url} answered ${status}: it does not serve the taskmeter admin service ` +
             "(which has a listener of its own, ADMIN_HOST:ADMIN_PORT, 127.0.0.1:8788 by default; see admin.json's adminUrl)."
         }
       }
@@ -104,7 +108,7 @@ const call = <A>(
   /** `apiUrl`: the public API's address, when the admin file names it. */
   human: (result: A, apiUrl: string | undefined) => string
 ) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const flags = yield* admin
     const report = (failure: Failure) =>
       Effect.andThen(
@@ -121,11 +125,12 @@ const call = <A>(
       url: Option.getOrUndefined(flags.url),
       token: Option.getOrUndefined(Option.orElse(envToken, () => flags.token))
     }
-    const file = configured.url !== undefined && configured.token !== undefined
-      ? undefined
-      : yield* AdminFile.read(flags.dataDir).pipe(Effect.catch((error) => report(failureOf(error, ""))))
+    const file =
+      configured.url !== undefined && configured.token !== undefined
+        ? undefined
+        : yield* AdminFile.read(flags.dataDir).pipe(Effect.catch((error) => report(failureOf(error, ""))))
     // Files of releases that served the admin service on the public port name only that one.
-    const fileUrl = file === undefined ? undefined : file.adminUrl ?? file.url
+    const fileUrl = file === undefined ? undefined : (file.adminUrl ?? file.url)
     const url = configured.url ?? fileUrl
     const fromFile = file !== undefined && fileUrl !== undefined && sameOrigin(fileUrl, url)
     // The file's token is only ever sent to the file's server, never to an address given here.
@@ -133,7 +138,8 @@ const call = <A>(
     if (url === undefined) {
       return yield* report({
         reason: "NoServer",
-        message: `No server found: ${AdminFile.pathOf(flags.dataDir)} does not exist. Start one with \`npm start\` ` +
+        message:
+          `No server found: ${AdminFile.pathOf(flags.dataDir)} does not exist. Start one with \`npm start\` ` +
           "(or give --data-dir), or set TASKMETER_URL (the admin address) and TASKMETER_ADMIN_TOKEN."
       })
     }
@@ -165,7 +171,8 @@ const keyLines = (created: AdminRpc.CreatedKey): string =>
 
 const keyLine = (k: AdminRpc.ApiKey): string =>
   `${k.id}  ${k.displayPrefix}…  ${k.name || "-"}  ${k.scopes.join(" ")}  used ${k.usageCount}` +
-  (k.usageLimit === null ? "" : `/${k.usageLimit}`) + (k.revokedAt === null ? "" : `  revoked ${k.revokedAt}`)
+  (k.usageLimit === null ? "" : `/${k.usageLimit}`) +
+  (k.revokedAt === null ? "" : `  revoked ${k.revokedAt}`)
 
 const accountFlag = Flag.String("account").pipe(Flag.withDescription("The account id (acct_...)."))
 const noteFlags = {
@@ -176,26 +183,30 @@ const noteFlags = {
   )
 }
 
-const accountCreate = Command.make("create", {
-  name: Flag.String("name").pipe(Flag.withDefault(""), Flag.withDescription("A name for the operator's records.")),
-  credits: usdFlag("credits-usd").pipe(Flag.optional, Flag.withDescription("An opening credit grant, in USD."))
-}, ({ credits, name }) =>
-  call(
-    (admin) =>
-      admin.AccountCreate({
-        name,
-        ...Option.match(credits, { onNone: () => ({}), onSome: (c) => c > 0 ? { creditsMicros: c } : {} })
-      }),
-    ({ account, balances, key }, apiUrl) =>
-      [
-        `Account ${account.id}${account.name ? ` (${account.name})` : ""} created; ${balancesLine(balances)}.`,
-        keyLines(key),
-        "",
-        `Try it: curl -H "Authorization: Bearer ${key.secret}" ${
-          apiUrl === undefined ? "<PUBLIC_URL>/api/v1/usage" : new URL("/api/v1/usage", apiUrl).href
-        }`
-      ].join("\n")
-  )).pipe(Command.withDescription("Create an account and its first API key (all scopes)."))
+const accountCreate = Command.make(
+  "create",
+  {
+    name: Flag.String("name").pipe(Flag.withDefault(""), Flag.withDescription("A name for the operator's records.")),
+    credits: usdFlag("credits-usd").pipe(Flag.optional, Flag.withDescription("An opening credit grant, in USD."))
+  },
+  ({ credits, name }) =>
+    call(
+      (admin) =>
+        admin.AccountCreate({
+          name,
+          ...Option.match(credits, { onNone: () => ({}), onSome: (c) => (c > 0 ? { creditsMicros: c } : {}) })
+        }),
+      ({ account, balances, key }, apiUrl) =>
+        [
+          `Account ${account.id}${account.name ? ` (${account.name})` : ""} created; ${balancesLine(balances)}.`,
+          keyLines(key),
+          "",
+          `Try it: curl -H "Authorization: Bearer ${key.secret}" ${
+            apiUrl === undefined ? "<PUBLIC_URL>/api/v1/usage" : new URL("/api/v1/usage", apiUrl).href
+          }`
+        ].join("\n")
+    )
+).pipe(Command.withDescription("Create an account and its first API key (all scopes)."))
 
 const accountList = Command.make("list", {}, () =>
   call(
@@ -204,7 +215,8 @@ const accountList = Command.make("list", {}, () =>
       accounts.length === 0
         ? "No accounts yet: create one with `taskmeter admin account create --credits-usd 25`."
         : accounts.map((a) => `${a.id}  ${a.name || "-"}  ${balancesLine(a.balances)}`).join("\n")
-  )).pipe(Command.withDescription("List accounts with their balances."))
+  )
+).pipe(Command.withDescription("List accounts with their balances."))
 
 const accountShow = Command.make("show", { account: accountFlag }, ({ account }) =>
   call(
@@ -215,48 +227,63 @@ const accountShow = Command.make("show", { account: accountFlag }, ({ account })
         balancesLine(d.balances),
         d.keys.length === 0 ? "No keys." : `Keys:\n${d.keys.map((k) => `  ${keyLine(k)}`).join("\n")}`
       ].join("\n")
-  )).pipe(Command.withDescription("Show an account, its balances and its keys."))
+  )
+).pipe(Command.withDescription("Show an account, its balances and its keys."))
 
-const keyCreate = Command.make("create", {
-  account: accountFlag,
-  name: Flag.String("name").pipe(Flag.optional),
-  scopes: Flag.String("scopes").pipe(
-    Flag.filterMap(
-      (text) => Option.fromNullishOr(Scope.parse(text)).pipe(Option.filter((s) => s.length > 0)),
-      (text) => `--scopes: "${text}" is not a list of ${Scope.all.join(", ")}`
+const keyCreate = Command.make(
+  "create",
+  {
+    account: accountFlag,
+    name: Flag.String("name").pipe(Flag.optional),
+    scopes: Flag.String("scopes").pipe(
+      Flag.filterMap(
+        (text) => Option.fromNullishOr(Scope.parse(text)).pipe(Option.filter((s) => s.length > 0)),
+        (text) => `--scopes: "${text}" is not a list of ${Scope.all.join(", ")}`
+      ),
+      Flag.optional,
+      Flag.withDescription(`Space- or comma-separated, of ${Scope.all.join(" ")} (default: all).`)
     ),
-    Flag.optional,
-    Flag.withDescription(`Space- or comma-separated, of ${Scope.all.join(" ")} (default: all).`)
-  ),
-  rateLimit: Flag.Int("rate-limit").pipe(Flag.optional, Flag.withDescription("Requests per minute (default: the server's).")),
-  usageLimit: Flag.Int("usage-limit").pipe(Flag.optional, Flag.withDescription("Billable submissions ever (default: unlimited)."))
-}, ({ account, name, rateLimit, scopes, usageLimit }) =>
-  call(
-    (admin) =>
-      admin.KeyCreate({
-        accountId: account,
-        ...Option.match(name, { onNone: () => ({}), onSome: (name) => ({ name }) }),
-        ...Option.match(scopes, { onNone: () => ({}), onSome: (scopes) => ({ scopes }) }),
-        ...Option.match(rateLimit, { onNone: () => ({}), onSome: (rateLimitPerMinute) => ({ rateLimitPerMinute }) }),
-        ...Option.match(usageLimit, { onNone: () => ({}), onSome: (usageLimit) => ({ usageLimit }) })
-      }),
-    keyLines
-  )).pipe(Command.withDescription("Create an API key for an account."))
+    rateLimit: Flag.Int("rate-limit").pipe(Flag.optional, Flag.withDescription("Requests per minute (default: the server's).")),
+    usageLimit: Flag.Int("usage-limit").pipe(
+      Flag.optional,
+      Flag.withDescription("Billable submissions ever (default: unlimited).")
+    )
+  },
+  ({ account, name, rateLimit, scopes, usageLimit }) =>
+    call(
+      (admin) =>
+        admin.KeyCreate({
+          accountId: account,
+          ...Option.match(name, { onNone: () => ({}), onSome: (name) => ({ name }) }),
+          ...Option.match(scopes, { onNone: () => ({}), onSome: (scopes) => ({ scopes }) }),
+          ...Option.match(rateLimit, { onNone: () => ({}), onSome: (rateLimitPerMinute) => ({ rateLimitPerMinute }) }),
+          ...Option.match(usageLimit, { onNone: () => ({}), onSome: (usageLimit) => ({ usageLimit }) })
+        }),
+      keyLines
+    )
+).pipe(Command.withDescription("Create an API key for an account."))
 
-const keyRevoke = Command.make("revoke", {
-  account: accountFlag,
-  key: Flag.String("key").pipe(Flag.withDescription("The key id (key_...)."))
-}, ({ account, key }) =>
-  call(
-    (admin) => admin.KeyRevoke({ accountId: account, keyId: key }),
-    () => `Key ${key} of ${account} revoked: it is refused from now on (PERMISSION_DENIED).`
-  )).pipe(Command.withDescription("Revoke an API key."))
+const keyRevoke = Command.make(
+  "revoke",
+  {
+    account: accountFlag,
+    key: Flag.String("key").pipe(Flag.withDescription("The key id (key_...)."))
+  },
+  ({ account, key }) =>
+    call(
+      (admin) => admin.KeyRevoke({ accountId: account, keyId: key }),
+      () => `Key ${key} of ${account} revoked: it is refused from now on (PERMISSION_DENIED).`
+    )
+).pipe(Command.withDescription("Revoke an API key."))
 
-const creditChange = (
-  kind: "CreditsGrant" | "Refund",
-  done: string
-) =>
-  ({ account, note, ref, usd: amount }: {
+const creditChange =
+  (kind: "CreditsGrant" | "Refund", done: string) =>
+  ({
+    account,
+    note,
+    ref,
+    usd: amount
+  }: {
     readonly account: string
     readonly usd: Money.Micros
     readonly note: Option.Option<string>
@@ -284,16 +311,19 @@ const refund = Command.make(
   { account: accountFlag, usd: positiveUsdFlag("usd"), ...noteFlags },
   creditChange("Refund", "Refunded")
 ).pipe(
-  Command.withDescription("Record a payment refund: it takes the amount off the balance, and may put the account in payment review.")
+  Command.withDescription(
+    "Record a payment refund: it takes the amount off the balance, and may put the account in payment review."
+  )
 )
 
 const priceEntryLine = (model: string, entry: PriceList.ModelPrice): string => {
   const state = entry.enabled ? "enabled" : "disabled"
-  const price = entry.rateCard !== undefined
-    ? `rate card: ${JSON.stringify(entry.rateCard)}`
-    : entry.priceMicros === undefined
-    ? "no price"
-    : usd(entry.priceMicros)
+  const price =
+    entry.rateCard !== undefined
+      ? `rate card: ${JSON.stringify(entry.rateCard)}`
+      : entry.priceMicros === undefined
+        ? "no price"
+        : usd(entry.priceMicros)
   const budget = entry.dailyBudgetMicros === undefined ? "" : `  daily budget ${usd(entry.dailyBudgetMicros)}`
   return `${model}  ${state}  ${price}${budget}`
 }
@@ -321,40 +351,52 @@ const dailyBudgetFlag = Flag.String("daily-budget-usd").pipe(
 const priceList = Command.make("list", {}, () =>
   call(
     (admin) => admin.PriceList(),
-    (list) => Object.entries(list.models).map(([model, entry]) => priceEntryLine(model, entry)).join("\n")
-  )).pipe(Command.withDescription("Show the price list in force."))
-
-const priceSet = Command.make("set", {
-  model: Flag.String("model").pipe(Flag.withDescription("The model slug.")),
-  micros: Flag.Int("micros").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD micro-units.")),
-  usd: usdFlag("usd").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD.")),
-  rateCard: Flag.String("rate-card").pipe(
-    Flag.mapTryCatch((text) => JSON.parse(text) as unknown, () => "--rate-card: not valid JSON"),
-    Flag.optional,
-    Flag.withDescription("A rate card as JSON: [{\"when\":{...},\"priceMicros\":N}, ...] (see the price list format).")
-  ),
-  dailyBudget: dailyBudgetFlag
-}, ({ dailyBudget, micros, model, rateCard, usd: usdPrice }) => {
-  const prices = [micros, usdPrice, rateCard].filter(Option.isSome).length
-  if (prices > 1 || (prices === 0 && Option.isNone(dailyBudget))) {
-    return failWith("give a price (one of --micros, --usd or --rate-card), --daily-budget-usd, or both")
-  }
-  const entry = prices === 0
-    ? undefined
-    : Option.isSome(rateCard)
-    ? { enabled: true, rateCard: rateCard.value }
-    : { enabled: true, priceMicros: Option.getOrUndefined(micros) ?? Option.getOrUndefined(usdPrice) }
-  return call(
-    // The server checks the entry against its schema and the whole list against the catalog.
-    (admin) =>
-      admin.PriceSet({
-        model,
-        ...(entry === undefined ? {} : { entry: entry as PriceList.ModelPrice }),
-        ...Option.match(dailyBudget, { onNone: () => ({}), onSome: (dailyBudgetMicros) => ({ dailyBudgetMicros }) })
-      }),
-    (set) => `${priceEntryLine(model, set)}; new submissions use it from now on.`
+    (list) =>
+      Object.entries(list.models)
+        .map(([model, entry]) => priceEntryLine(model, entry))
+        .join("\n")
   )
-}).pipe(
+).pipe(Command.withDescription("Show the price list in force."))
+
+const priceSet = Command.make(
+  "set",
+  {
+    model: Flag.String("model").pipe(Flag.withDescription("The model slug.")),
+    micros: Flag.Int("micros").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD micro-units.")),
+    usd: usdFlag("usd").pipe(Flag.optional, Flag.withDescription("A flat price per task, in USD.")),
+    rateCard: Flag.String("rate-card").pipe(
+      Flag.mapTryCatch(
+        (text) => JSON.parse(text) as unknown,
+        () => "--rate-card: not valid JSON"
+      ),
+      Flag.optional,
+      Flag.withDescription('A rate card as JSON: [{"when":{...},"priceMicros":N}, ...] (see the price list format).')
+    ),
+    dailyBudget: dailyBudgetFlag
+  },
+  ({ dailyBudget, micros, model, rateCard, usd: usdPrice }) => {
+    const prices = [micros, usdPrice, rateCard].filter(Option.isSome).length
+    if (prices > 1 || (prices === 0 && Option.isNone(dailyBudget))) {
+      return failWith("give a price (one of --micros, --usd or --rate-card), --daily-budget-usd, or both")
+    }
+    const entry =
+      prices === 0
+        ? undefined
+        : Option.isSome(rateCard)
+          ? { enabled: true, rateCard: rateCard.value }
+          : { enabled: true, priceMicros: Option.getOrUndefined(micros) ?? Option.getOrUndefined(usdPrice) }
+    return call(
+      // The server checks the entry against its schema and the whole list against the catalog.
+      (admin) =>
+        admin.PriceSet({
+          model,
+          ...(entry === undefined ? {} : { entry: entry as PriceList.ModelPrice }),
+          ...Option.match(dailyBudget, { onNone: () => ({}), onSome: (dailyBudgetMicros) => ({ dailyBudgetMicros }) })
+        }),
+      (set) => `${priceEntryLine(model, set)}; new submissions use it from now on.`
+    )
+  }
+).pipe(
   Command.withDescription(
     "Set (and enable) one model's price, its daily platform budget, or both; what is not given stays as it is."
   )
@@ -364,29 +406,34 @@ const priceDisable = Command.make("disable", { model: Flag.String("model") }, ({
   call(
     (admin) => admin.PriceDisable({ model }),
     () => `Model ${model} disabled: submissions get MODEL_PRICE_UNAVAILABLE until its price is set again.`
-  )).pipe(Command.withDescription("Stop a model from being submitted, keeping its price."))
-
-const taskResolve = Command.make("resolve", {
-  task: Flag.String("task").pipe(Flag.withDescription("The task id (task_...).")),
-  outcome: Flag.Literals("outcome", ["succeeded", "failed"]),
-  account: accountFlag.pipe(Flag.optional, Flag.withDescription("The task's account (needed for succeeded).")),
-  charge: usdFlag("charge-usd").pipe(
-    Flag.optional,
-    Flag.withDescription("What a succeeded task costs, at most its quote (default: the quote).")
   )
-}, ({ account, charge, outcome, task }) =>
-  call(
-    (admin) =>
-      admin.TaskResolve({
-        taskId: task,
-        outcome,
-        ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }),
-        ...Option.match(charge, { onNone: () => ({}), onSome: (chargeMicros) => ({ chargeMicros }) })
-      }),
-    (t) =>
-      `Task ${t.id} is now ${t.status}` +
-      (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
-  )).pipe(Command.withDescription("Settle a task held in reconciliation_required."))
+).pipe(Command.withDescription("Stop a model from being submitted, keeping its price."))
+
+const taskResolve = Command.make(
+  "resolve",
+  {
+    task: Flag.String("task").pipe(Flag.withDescription("The task id (task_...).")),
+    outcome: Flag.Literals("outcome", ["succeeded", "failed"]),
+    account: accountFlag.pipe(Flag.optional, Flag.withDescription("The task's account (needed for succeeded).")),
+    charge: usdFlag("charge-usd").pipe(
+      Flag.optional,
+      Flag.withDescription("What a succeeded task costs, at most its quote (default: the quote).")
+    )
+  },
+  ({ account, charge, outcome, task }) =>
+    call(
+      (admin) =>
+        admin.TaskResolve({
+          taskId: task,
+          outcome,
+          ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }),
+          ...Option.match(charge, { onNone: () => ({}), onSome: (chargeMicros) => ({ chargeMicros }) })
+        }),
+      (t) =>
+        `Task ${t.id} is now ${t.status}` +
+        (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
+    )
+).pipe(Command.withDescription("Settle a task held in reconciliation_required."))
 
 const signInCode = Command.make("signin-code", { account: accountFlag }, ({ account }) =>
   call(
@@ -397,9 +444,8 @@ const signInCode = Command.make("signin-code", { account: accountFlag }, ({ acco
         created.code,
         "The account's owner enters it instead of an API key on the sign-in page their MCP client opens."
       ].join("\n")
-  )).pipe(
-    Command.withDescription("Make a one-time code an account's owner enters on the MCP sign-in page instead of an API key.")
   )
+).pipe(Command.withDescription("Make a one-time code an account's owner enters on the MCP sign-in page instead of an API key."))
 
 const signInLine = (signIn: AdminRpc.McpSignIn) =>
   `${signIn.id}  ${signIn.clientName ?? "(unnamed client)"} [${signIn.clientId}]  ${signIn.scopes.join(" ")}  ` +
@@ -413,23 +459,28 @@ const mcpSignInList = Command.make("list", { account: accountFlag }, ({ account 
       signIns.length === 0
         ? `${account} has no MCP sign-ins in use.`
         : [`MCP sign-ins of ${account} (newest first):`, ...signIns.map(signInLine)].join("\n")
-  )).pipe(Command.withDescription("List an account's MCP sign-ins that can still be used."))
+  )
+).pipe(Command.withDescription("List an account's MCP sign-ins that can still be used."))
 
-const mcpSignInRevoke = Command.make("revoke", {
-  signIn: Argument.String("sign-in-id").pipe(Argument.withDescription("The sign-in's id, as `mcp sign-ins list` shows it.")),
-  account: accountFlag.pipe(Flag.optional, Flag.withDescription("Only if the sign-in is of this account (acct_...)."))
-}, ({ account, signIn }) =>
-  call(
-    (admin) =>
-      admin.McpSignInRevoke({
-        signInId: signIn,
-        ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) })
-      }),
-    (revoked) =>
-      revoked.alreadyRevoked
-        ? `MCP sign-in ${revoked.id} of ${revoked.accountId} was already revoked (${revoked.revokedAt}).`
-        : `MCP sign-in ${revoked.id} of ${revoked.accountId} revoked: its tokens are refused from now on; the client must sign in again.`
-  )).pipe(Command.withDescription("Revoke an MCP sign-in: its access and refresh tokens stop working at once."))
+const mcpSignInRevoke = Command.make(
+  "revoke",
+  {
+    signIn: Argument.String("sign-in-id").pipe(Argument.withDescription("The sign-in's id, as `mcp sign-ins list` shows it.")),
+    account: accountFlag.pipe(Flag.optional, Flag.withDescription("Only if the sign-in is of this account (acct_...)."))
+  },
+  ({ account, signIn }) =>
+    call(
+      (admin) =>
+        admin.McpSignInRevoke({
+          signInId: signIn,
+          ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) })
+        }),
+      (revoked) =>
+        revoked.alreadyRevoked
+          ? `MCP sign-in ${revoked.id} of ${revoked.accountId} was already revoked (${revoked.revokedAt}).`
+          : `MCP sign-in ${revoked.id} of ${revoked.accountId} revoked: its tokens are refused from now on; the client must sign in again.`
+    )
+).pipe(Command.withDescription("Revoke an MCP sign-in: its access and refresh tokens stop working at once."))
 
 const audit = Command.make("audit", {}, () =>
   call(
@@ -437,11 +488,15 @@ const audit = Command.make("audit", {}, () =>
     (findings) =>
       findings.length === 0
         ? "The books balance: every account's balance and reservations agree with its journal."
-        : findings.map((f) =>
-          `${f.accountId}: cached balance ${usd(f.cached.balanceMicros)}, reserved ${usd(f.cached.reservedMicros)}; ` +
-          `journal says ${usd(f.journal.balanceMicros)}, ${usd(f.journal.reservedMicros)}`
-        ).join("\n")
-  )).pipe(Command.withDescription("Recompute every account from its journal and list disagreements."))
+        : findings
+            .map(
+              (f) =>
+                `${f.accountId}: cached balance ${usd(f.cached.balanceMicros)}, reserved ${usd(f.cached.reservedMicros)}; ` +
+                `journal says ${usd(f.journal.balanceMicros)}, ${usd(f.journal.reservedMicros)}`
+            )
+            .join("\n")
+  )
+).pipe(Command.withDescription("Recompute every account from its journal and list disagreements."))
 
 export const command = admin.pipe(
   Command.withSubcommands([

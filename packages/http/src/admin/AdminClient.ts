@@ -11,10 +11,9 @@ import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { AdminRpcs } from "./AdminRpc.ts"
 import { PATH } from "./AdminServer.ts"
 
-export class AdminClient extends Context.Service<
-  AdminClient,
-  RpcClient.FromGroup<typeof AdminRpcs, RpcClientError>
->()("@taskmeter/http/AdminClient") {}
+export class AdminClient extends Context.Service<AdminClient, RpcClient.FromGroup<typeof AdminRpcs, RpcClientError>>()(
+  "@taskmeter/http/AdminClient"
+) {}
 
 export interface Options {
   /** The admin listener's address (ADMIN_HOST:ADMIN_PORT), e.g. http://127.0.0.1:8788. */
@@ -27,10 +26,8 @@ const httpClient = (token: Redacted.Redacted<string>) =>
   Layer.effect(
     HttpClient.HttpClient,
     Effect.map(HttpClient.HttpClient, (client) =>
-      client.pipe(
-        HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(token))),
-        HttpClient.filterStatusOk
-      ))
+      client.pipe(HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(token))), HttpClient.filterStatusOk)
+    )
   ).pipe(Layer.provide(FetchHttpClient.layer))
 
 export const layer = (options: Options): Layer.Layer<AdminClient> =>
@@ -44,9 +41,13 @@ export const statusOf = (error: RpcClientError): number | undefined => {
   const reason = error.reason
   if (reason._tag !== "HttpError" || reason.kind !== "StatusCodeError") return undefined
   const cause = reason.cause
-  return typeof cause === "object" && cause !== null && "response" in cause &&
-      typeof cause.response === "object" && cause.response !== null && "status" in cause.response &&
-      typeof cause.response.status === "number"
+  return typeof cause === "object" &&
+    cause !== null &&
+    "response" in cause &&
+    typeof cause.response === "object" &&
+    cause.response !== null &&
+    "status" in cause.response &&
+    typeof cause.response.status === "number"
     ? cause.response.status
     : undefined
 }

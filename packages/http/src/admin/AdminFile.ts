@@ -32,14 +32,20 @@ const isMissing = (cause: unknown): boolean =>
 export const read = (dataDir: string): Effect.Effect<AdminFileContents | undefined, AdminFileError> => {
   const path = pathOf(dataDir)
   return Effect.tryPromise({
-    try: () => readFile(path, "utf8").then((text) => text, (cause) => isMissing(cause) ? undefined : Promise.reject(cause)),
+    try: () =>
+      readFile(path, "utf8").then(
+        (text) => text,
+        (cause) => (isMissing(cause) ? undefined : Promise.reject(cause))
+      ),
     catch: (cause) => new AdminFileError({ path, message: `cannot be read: ${String(cause)}` })
   }).pipe(
     Effect.flatMap((text) =>
-      text === undefined ? Effect.succeed(undefined) : Effect.try({
-        try: () => Schema.decodeUnknownSync(AdminFileContents)(JSON.parse(text)),
-        catch: () => new AdminFileError({ path, message: "is not a JSON object with string members url and token" })
-      })
+      text === undefined
+        ? Effect.succeed(undefined)
+        : Effect.try({
+            try: () => Schema.decodeUnknownSync(AdminFileContents)(JSON.parse(text)),
+            catch: () => new AdminFileError({ path, message: "is not a JSON object with string members url and token" })
+          })
     )
   )
 }

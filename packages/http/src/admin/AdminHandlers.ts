@@ -74,8 +74,7 @@ const fail = (reason: AdminRpc.AdminErrorReason, message: string) => Effect.fail
 const storeUnavailable = (error: StoreError.StoreUnavailable) =>
   new AdminError({ reason: "StoreUnavailable", message: error.message })
 
-const accountNotFound = (accountId: string) =>
-  new AdminError({ reason: "AccountNotFound", message: `No account ${accountId}.` })
+const accountNotFound = (accountId: string) => new AdminError({ reason: "AccountNotFound", message: `No account ${accountId}.` })
 
 /** Maps the kernel's failures of account-scoped operations onto AdminError. */
 const onAccount = (accountId: string) =>
@@ -97,160 +96,166 @@ const priceSetEntry = (
   dailyBudgetMicros: Money.Micros | null | undefined
 ): PriceList.ModelPrice => {
   const { dailyBudgetMicros: named, ...rest } = entry ?? current ?? { enabled: false }
-  const budget = dailyBudgetMicros === undefined ? named ?? current?.dailyBudgetMicros : dailyBudgetMicros
+  const budget = dailyBudgetMicros === undefined ? (named ?? current?.dailyBudgetMicros) : dailyBudgetMicros
   return budget === null || budget === undefined ? rest : { ...rest, dailyBudgetMicros: budget }
 }
 
-export const layer = AdminRpcs.toLayer(Effect.gen(function*() {
-  const accounts = yield* Accounts.Accounts
-  const ledger = yield* Ledger.Ledger
-  const pricer = yield* Pricer.Pricer
-  const tasks = yield* TaskStore.TaskStore
-  const oauth = yield* OAuthStore.OAuthStore
+export const layer = AdminRpcs.toLayer(
+  Effect.gen(function* () {
+    const accounts = yield* Accounts.Accounts
+    const ledger = yield* Ledger.Ledger
+    const pricer = yield* Pricer.Pricer
+    const tasks = yield* TaskStore.TaskStore
+    const oauth = yield* OAuthStore.OAuthStore
 
-  /** The task, read first so that the operator learns why it cannot be resolved. */
-  const heldTask = (accountId: string, taskId: Ids.TaskId) =>
-    Effect.gen(function*() {
-      const id = yield* accountIdOf(accountId)
-      const found = yield* tasks.get(id, taskId).pipe(Effect.mapError(storeUnavailable))
-      if (found === undefined) return yield* fail("TaskNotFound", `Account ${accountId} has no task ${taskId}.`)
-      if (found.status !== "reconciliation_required") {
-        return yield* fail("TaskNotResolvable", `Task ${taskId} is ${found.status}, not reconciliation_required.`)
-      }
-      return found
-    })
-
-  const balancesOf = (accountId: Ids.AccountId) => ledger.balances(accountId).pipe(onAccount(accountId))
-
-  const priceChange = (change: Effect.Effect<void, Pricer.ChangeError>) =>
-    change.pipe(Effect.mapError(priceChangeError), Effect.andThen(pricer.current))
-
-  const creditChange = (
-    apply: typeof ledger.grant,
-    { accountId, amountMicros, externalRef, note }: {
-      readonly accountId: string
-      readonly amountMicros: Money.Micros
-      readonly note?: string
-      readonly externalRef?: string
-    }
-  ) =>
-    Effect.gen(function*() {
-      const id = yield* accountIdOf(accountId)
-      const moved = yield* apply(id, amountMicros, { note, externalRef }).pipe(onAccount(id))
-      return movement(moved)
-    })
-
-  return AdminRpcs.of({
-    AccountCreate: ({ creditsMicros, name }) =>
-      Effect.gen(function*() {
-        const created = yield* accounts.create({ name, credits: creditsMicros }).pipe(Effect.mapError(storeUnavailable))
-        return {
-          account: account(created.account),
-          balances: yield* balancesOf(created.account.id),
-          key: createdKey(created.key)
-        }
-      }),
-    AccountList: () =>
-      Effect.gen(function*() {
-        const all = yield* accounts.list.pipe(Effect.mapError(storeUnavailable))
-        return yield* Effect.forEach(all, (a) =>
-          Effect.map(balancesOf(a.id), (balances) => ({ ...account(a), balances })))
-      }),
-    AccountShow: ({ accountId }) =>
-      Effect.gen(function*() {
+    /** The task, read first so that the operator learns why it cannot be resolved. */
+    const heldTask = (accountId: string, taskId: Ids.TaskId) =>
+      Effect.gen(function* () {
         const id = yield* accountIdOf(accountId)
-        const found = yield* accounts.get(id).pipe(onAccount(id))
-        const keys = yield* accounts.listKeys(id).pipe(Effect.mapError(storeUnavailable))
-        return { account: account(found), balances: yield* balancesOf(id), keys: keys.map(apiKey) }
-      }),
-    KeyCreate: ({ accountId, name, rateLimitPerMinute, scopes, usageLimit }) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        const created = yield* accounts.createKey(id, { name, scopes, rateLimitPerMinute, usageLimit }).pipe(
-          onAccount(id)
-        )
-        return createdKey(created)
-      }),
-    KeyRevoke: ({ accountId, keyId }) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        const revoked = Schema.is(Ids.ApiKeyId)(keyId) &&
-          (yield* accounts.revokeKey(id, keyId).pipe(Effect.mapError(storeUnavailable)))
-        if (!revoked) return yield* fail("KeyNotFound", `Account ${accountId} has no key ${keyId}.`)
-      }),
-    CreditsGrant: (change) => creditChange(ledger.grant, change),
-    Refund: (change) => creditChange(ledger.refund, change),
-    PriceList: () => pricer.current,
-    PriceSet: ({ dailyBudgetMicros, entry, model }) =>
-      entry === undefined && dailyBudgetMicros === undefined
-        ? fail("InvalidRequest", "Give the model's entry, its dailyBudgetMicros, or both.")
-        : priceChange(pricer.updateModel(model, (current) => priceSetEntry(current, entry, dailyBudgetMicros))).pipe(
-          Effect.flatMap((list) => Effect.orDie(Effect.fromNullishOr(list.models[model])))
-        ),
-    PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
-    TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
-      Effect.gen(function*() {
-        if (!Ids.isTaskId(taskId)) return yield* fail("TaskNotFound", `No task ${taskId}.`)
-        if (outcome === "succeeded" && accountId === undefined) {
-          return yield* fail("InvalidRequest", "Resolving a task as succeeded needs its account, to read its quote.")
+        const found = yield* tasks.get(id, taskId).pipe(Effect.mapError(storeUnavailable))
+        if (found === undefined) return yield* fail("TaskNotFound", `Account ${accountId} has no task ${taskId}.`)
+        if (found.status !== "reconciliation_required") {
+          return yield* fail("TaskNotResolvable", `Task ${taskId} is ${found.status}, not reconciliation_required.`)
         }
-        const held = accountId === undefined ? undefined : yield* heldTask(accountId, taskId)
-        const charge = outcome === "failed" ? undefined : chargeMicros ?? held?.priceMicros
-        if (held !== undefined && charge !== undefined && charge > held.priceMicros) {
-          return yield* fail(
-            "InvalidRequest",
-            `A charge of ${charge} micros exceeds the ${held.priceMicros} micros reserved for task ${taskId}.`
-          )
-        }
-        const resolved = yield* tasks.resolve({
-          taskId,
-          to: outcome,
-          now: new Date(),
-          chargeMicros: charge,
-          // Failing keeps the code that explained why the task was held.
-          errorCode: outcome === "succeeded" ? null : undefined
-        }).pipe(Effect.mapError(storeUnavailable))
-        if (resolved === undefined) {
-          return yield* fail(
-            "TaskNotResolvable",
-            `Task ${taskId} does not exist or is not in reconciliation_required.`
-          )
-        }
-        return task(resolved)
-      }),
-    Audit: () => Effect.mapError(ledger.audit, storeUnavailable),
-    SignInCodeCreate: ({ accountId }) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        const { code, expiresAt } = yield* SignInCodes.create(id).pipe(
-          Effect.provideService(OAuthStore.OAuthStore, oauth),
-          Effect.provideService(Accounts.Accounts, accounts),
-          onAccount(id)
-        )
-        return { accountId: id, code, expiresAt: iso(expiresAt) }
-      }),
-    McpSignInList: ({ accountId }) =>
-      Effect.gen(function*() {
-        const id = yield* accountIdOf(accountId)
-        yield* accounts.get(id).pipe(onAccount(id))
-        const active = yield* oauth.listActiveGrants(id, new Date()).pipe(Effect.mapError(storeUnavailable))
-        return active.map(mcpSignIn)
-      }),
-    McpSignInRevoke: ({ accountId, signInId }) =>
-      Effect.gen(function*() {
-        const notFound = fail("SignInNotFound", `No MCP sign-in ${signInId}${accountId === undefined ? "" : ` of ${accountId}`}.`)
-        // Sign-in ids are UUIDs: anything else names none (and is not sent to the store).
-        if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(signInId)) return yield* notFound
-        const grant = yield* oauth.getGrant(signInId).pipe(Effect.mapError(storeUnavailable))
-        if (grant === undefined || (accountId !== undefined && grant.accountId !== accountId)) return yield* notFound
-        const now = new Date()
-        const revoked = yield* oauth.revokeGrant(grant.id, now).pipe(Effect.mapError(storeUnavailable))
-        return {
-          id: grant.id,
-          accountId: grant.accountId,
-          revokedAt: iso(revoked ? now : grant.revokedAt ?? now),
-          alreadyRevoked: !revoked
-        }
+        return found
       })
+
+    const balancesOf = (accountId: Ids.AccountId) => ledger.balances(accountId).pipe(onAccount(accountId))
+
+    const priceChange = (change: Effect.Effect<void, Pricer.ChangeError>) =>
+      change.pipe(Effect.mapError(priceChangeError), Effect.andThen(pricer.current))
+
+    const creditChange = (
+      apply: typeof ledger.grant,
+      {
+        accountId,
+        amountMicros,
+        externalRef,
+        note
+      }: {
+        readonly accountId: string
+        readonly amountMicros: Money.Micros
+        readonly note?: string
+        readonly externalRef?: string
+      }
+    ) =>
+      Effect.gen(function* () {
+        const id = yield* accountIdOf(accountId)
+        const moved = yield* apply(id, amountMicros, { note, externalRef }).pipe(onAccount(id))
+        return movement(moved)
+      })
+
+    return AdminRpcs.of({
+      AccountCreate: ({ creditsMicros, name }) =>
+        Effect.gen(function* () {
+          const created = yield* accounts.create({ name, credits: creditsMicros }).pipe(Effect.mapError(storeUnavailable))
+          return {
+            account: account(created.account),
+            balances: yield* balancesOf(created.account.id),
+            key: createdKey(created.key)
+          }
+        }),
+      AccountList: () =>
+        Effect.gen(function* () {
+          const all = yield* accounts.list.pipe(Effect.mapError(storeUnavailable))
+          return yield* Effect.forEach(all, (a) => Effect.map(balancesOf(a.id), (balances) => ({ ...account(a), balances })))
+        }),
+      AccountShow: ({ accountId }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          const found = yield* accounts.get(id).pipe(onAccount(id))
+          const keys = yield* accounts.listKeys(id).pipe(Effect.mapError(storeUnavailable))
+          return { account: account(found), balances: yield* balancesOf(id), keys: keys.map(apiKey) }
+        }),
+      KeyCreate: ({ accountId, name, rateLimitPerMinute, scopes, usageLimit }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          const created = yield* accounts.createKey(id, { name, scopes, rateLimitPerMinute, usageLimit }).pipe(onAccount(id))
+          return createdKey(created)
+        }),
+      KeyRevoke: ({ accountId, keyId }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          const revoked =
+            Schema.is(Ids.ApiKeyId)(keyId) && (yield* accounts.revokeKey(id, keyId).pipe(Effect.mapError(storeUnavailable)))
+          if (!revoked) return yield* fail("KeyNotFound", `Account ${accountId} has no key ${keyId}.`)
+        }),
+      CreditsGrant: (change) => creditChange(ledger.grant, change),
+      Refund: (change) => creditChange(ledger.refund, change),
+      PriceList: () => pricer.current,
+      PriceSet: ({ dailyBudgetMicros, entry, model }) =>
+        entry === undefined && dailyBudgetMicros === undefined
+          ? fail("InvalidRequest", "Give the model's entry, its dailyBudgetMicros, or both.")
+          : priceChange(pricer.updateModel(model, (current) => priceSetEntry(current, entry, dailyBudgetMicros))).pipe(
+              Effect.flatMap((list) => Effect.orDie(Effect.fromNullishOr(list.models[model])))
+            ),
+      PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
+      TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
+        Effect.gen(function* () {
+          if (!Ids.isTaskId(taskId)) return yield* fail("TaskNotFound", `No task ${taskId}.`)
+          if (outcome === "succeeded" && accountId === undefined) {
+            return yield* fail("InvalidRequest", "Resolving a task as succeeded needs its account, to read its quote.")
+          }
+          const held = accountId === undefined ? undefined : yield* heldTask(accountId, taskId)
+          const charge = outcome === "failed" ? undefined : (chargeMicros ?? held?.priceMicros)
+          if (held !== undefined && charge !== undefined && charge > held.priceMicros) {
+            return yield* fail(
+              "InvalidRequest",
+              `A charge of ${charge} micros exceeds the ${held.priceMicros} micros reserved for task ${taskId}.`
+            )
+          }
+          const resolved = yield* tasks
+            .resolve({
+              taskId,
+              to: outcome,
+              now: new Date(),
+              chargeMicros: charge,
+              // Failing keeps the code that explained why the task was held.
+              errorCode: outcome === "succeeded" ? null : undefined
+            })
+            .pipe(Effect.mapError(storeUnavailable))
+          if (resolved === undefined) {
+            return yield* fail("TaskNotResolvable", `Task ${taskId} does not exist or is not in reconciliation_required.`)
+          }
+          return task(resolved)
+        }),
+      Audit: () => Effect.mapError(ledger.audit, storeUnavailable),
+      SignInCodeCreate: ({ accountId }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          const { code, expiresAt } = yield* SignInCodes.create(id).pipe(
+            Effect.provideService(OAuthStore.OAuthStore, oauth),
+            Effect.provideService(Accounts.Accounts, accounts),
+            onAccount(id)
+          )
+          return { accountId: id, code, expiresAt: iso(expiresAt) }
+        }),
+      McpSignInList: ({ accountId }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          yield* accounts.get(id).pipe(onAccount(id))
+          const active = yield* oauth.listActiveGrants(id, new Date()).pipe(Effect.mapError(storeUnavailable))
+          return active.map(mcpSignIn)
+        }),
+      McpSignInRevoke: ({ accountId, signInId }) =>
+        Effect.gen(function* () {
+          const notFound = fail(
+            "SignInNotFound",
+            `No MCP sign-in ${signInId}${accountId === undefined ? "" : ` of ${accountId}`}.`
+          )
+          // Sign-in ids are UUIDs: anything else names none (and is not sent to the store).
+          if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(signInId)) return yield* notFound
+          const grant = yield* oauth.getGrant(signInId).pipe(Effect.mapError(storeUnavailable))
+          if (grant === undefined || (accountId !== undefined && grant.accountId !== accountId)) return yield* notFound
+          const now = new Date()
+          const revoked = yield* oauth.revokeGrant(grant.id, now).pipe(Effect.mapError(storeUnavailable))
+          return {
+            id: grant.id,
+            accountId: grant.accountId,
+            revokedAt: iso(revoked ? now : (grant.revokedAt ?? now)),
+            alreadyRevoked: !revoked
+          }
+        })
+    })
   })
-}))
+)

@@ -44,22 +44,30 @@ const bodyRefusal = (text: string): Errors.InvalidRequest | undefined => {
     })
   }
   if (typeof parsed !== "object" || parsed === null) {
-    return new Errors.InvalidRequest({ message: "The body must be an effect/rpc request message (a JSON object) or an array of them." })
+    return new Errors.InvalidRequest({
+      message: "The body must be an effect/rpc request message (a JSON object) or an array of them."
+    })
   }
   const unstorable = StorableText.findUnstorable(parsed, "body")
   return unstorable === undefined ? undefined : new Errors.InvalidRequest({ message: StorableText.describe(unstorable) })
 }
 
 /** The admin listener could not listen (the port is taken, most often by another process on this host). */
-export class AdminListenError extends Data.TaggedError("AdminListenError")<{ readonly message: string; readonly cause: unknown }> {}
+export class AdminListenError extends Data.TaggedError("AdminListenError")<{
+  readonly message: string
+  readonly cause: unknown
+}> {}
 
 const codeOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : String(cause)
 
 /** The admin listener, once it listens. */
-export class AdminListener extends Context.Service<AdminListener, {
-  readonly address: NetAddress.SocketAddress
-}>()("@taskmeter/http/AdminListener") {}
+export class AdminListener extends Context.Service<
+  AdminListener,
+  {
+    readonly address: NetAddress.SocketAddress
+  }
+>()("@taskmeter/http/AdminListener") {}
 
 export interface Options {
   readonly token: Redacted.Redacted<string>
@@ -69,11 +77,11 @@ export interface Options {
 export const layer = (options: Options) =>
   Layer.effect(
     AdminListener,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { adminHost, adminPort } = yield* ServerConfig
       const serve = yield* RpcServer.toHttpEffect(AdminRpcs)
       const verify = OperatorToken.verifier(options.token)
-      const handler = Effect.gen(function*() {
+      const handler = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         // RpcClient posts to `<PATH>/`; the router this replaced ignored a trailing slash too.
         const path = request.url.split("?")[0]!.replace(/(.)\/$/, "$1")
@@ -83,23 +91,20 @@ export const layer = (options: Options) =>
         if (!verify(OperatorToken.fromAuthorization(request.headers.authorization))) return unauthorized
         const refusal = bodyRefusal(yield* request.text)
         return refusal === undefined ? yield* serve : ErrorResponse.fromError(refusal)
-      }).pipe(
-        Effect.catchCause(ErrorResponse.fromCause),
-        Effect.map(ResponseHeaders.withDefaults)
-      )
+      }).pipe(Effect.catchCause(ErrorResponse.fromCause), Effect.map(ResponseHeaders.withDefaults))
       const server = yield* NodeHttpServer.make(createServer, { host: adminHost, port: adminPort }).pipe(
-        Effect.mapError((error) =>
-          new AdminListenError({
-            message: `The admin service cannot listen on ${adminHost}:${adminPort} (${codeOf(error.cause)}): ` +
-              "each server process has its own admin listener, so give processes on one host different ADMIN_PORTs, " +
-              "or ADMIN_PORT=0 (a free port, written to admin.json).",
-            cause: error.cause
-          })
+        Effect.mapError(
+          (error) =>
+            new AdminListenError({
+              message:
+                `The admin service cannot listen on ${adminHost}:${adminPort} (${codeOf(error.cause)}): ` +
+                "each server process has its own admin listener, so give processes on one host different ADMIN_PORTs, " +
+                "or ADMIN_PORT=0 (a free port, written to admin.json).",
+              cause: error.cause
+            })
         )
       )
       yield* server.serve(handler)
       return AdminListener.of({ address: server.address })
     })
-  ).pipe(
-    Layer.provide([AdminHandlers.layer, RpcSerialization.layerJson])
-  )
+  ).pipe(Layer.provide([AdminHandlers.layer, RpcSerialization.layerJson]))

@@ -21,7 +21,7 @@ const digest = (text: string): Buffer => createHash("sha256").update(text, "utf8
  * A check of presented tokens against `token`. Both sides are hashed first, so the comparison
  * takes the same time whatever the presented length.
  */
-export const verifier = (token: Redacted.Redacted<string>): (presented: string | undefined) => boolean => {
+export const verifier = (token: Redacted.Redacted<string>): ((presented: string | undefined) => boolean) => {
   const expected = digest(Redacted.value(token))
   return (presented) => presented !== undefined && timingSafeEqual(digest(presented), expected)
 }
@@ -41,6 +41,6 @@ export const resolve = (
     onSome: Effect.succeed,
     onNone: () =>
       AdminFile.read(dataDir).pipe(
-        Effect.map((file) => file === undefined ? generate() : Redacted.make(file.token, { label: "OperatorToken" }))
+        Effect.map((file) => (file === undefined ? generate() : Redacted.make(file.token, { label: "OperatorToken" })))
       )
   })

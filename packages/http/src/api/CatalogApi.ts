@@ -14,7 +14,7 @@ export const ModelInfo = Schema.Struct({
   category: ModelDefinition.Category,
   title: Schema.String,
   description: Schema.String,
-  outputs: Schema.String.annotate({ description: "What a task produces, e.g. \"2 audio assets\"." }),
+  outputs: Schema.String.annotate({ description: 'What a task produces, e.g. "2 audio assets".' }),
   deprecated: Schema.Boolean,
   fields: Schema.Array(ModelField.FieldInfo),
   inputSchema: Schema.Record(Schema.String, Schema.Unknown).annotate({
@@ -31,18 +31,23 @@ export const CatalogApi = HttpApiGroup.make("catalog")
     HttpApiEndpoint.get("prices", "/api/v1/prices", {
       success: PriceList.PublicPrices,
       error: [Errors.ApiUnavailable]
-    }).annotateMerge(OpenApi.annotations({
-      summary: "Current prices and availability",
-      description: "Per-model USD micro-unit prices with `enabled` and the optional `rateCard`. " +
-        "A model that is disabled, has no price or is absent cannot be submitted. No credentials needed."
-    })),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Current prices and availability",
+        description:
+          "Per-model USD micro-unit prices with `enabled` and the optional `rateCard`. " +
+          "A model that is disabled, has no price or is absent cannot be submitted. No credentials needed."
+      })
+    ),
     HttpApiEndpoint.get("models", "/api/v1/models", {
       success: Models,
       error: [Errors.ApiUnavailable]
-    }).annotateMerge(OpenApi.annotations({
-      summary: "Model catalog",
-      description: "Every model with its slug, category, input fields and the JSON Schema of its input. " +
-        "No credentials needed."
-    }))
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Model catalog",
+        description:
+          "Every model with its slug, category, input fields and the JSON Schema of its input. " + "No credentials needed."
+      })
+    )
   )
   .annotate(OpenApi.Description, "Public: prices and models.")

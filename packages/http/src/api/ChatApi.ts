@@ -30,7 +30,8 @@ const eventStream = (operation: Record<string, any>) => {
       ...operation.responses,
       "200": {
         ...ok,
-        description: "The completion (`stream` false or absent), or with `stream: true` a `text/event-stream` of " +
+        description:
+          "The completion (`stream` false or absent), or with `stream: true` a `text/event-stream` of " +
           "`data: <ChatCompletionChunk>` events ending with `data: [DONE]`; the last chunk before it has empty " +
           "choices, usage and svc.charged_micros. A stream the upstream breaks off ends instead with one " +
           "`data: <ChatStreamError>` event.",
@@ -48,11 +49,14 @@ export const ChatApi = HttpApiGroup.make("chat")
     HttpApiEndpoint.get("models", "/api/v1/chat/models", {
       success: ChatWire.ChatModels,
       error: [Errors.ApiUnavailable]
-    }).annotateMerge(OpenApi.annotations({
-      summary: "Chat models and token prices",
-      description: "The callable chat models in the common list format; `pricing.tiers` hold USD per million tokens, " +
-        "by prompt size. No credentials needed."
-    })),
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Chat models and token prices",
+        description:
+          "The callable chat models in the common list format; `pricing.tiers` hold USD per million tokens, " +
+          "by prompt size. No credentials needed."
+      })
+    ),
     HttpApiEndpoint.post("completions", "/api/v1/chat/completions", {
       payload: ChatWire.ChatCompletionRequest,
       success: ChatWire.ChatCompletion,
@@ -72,12 +76,15 @@ export const ChatApi = HttpApiGroup.make("chat")
       ]
     })
       .middleware(Authentication)
-      .annotateMerge(OpenApi.annotations({
-        summary: "Create a chat completion",
-        description: "The common chat-completion format, billed per token: the credits a request can cost at most " +
-          "(its prompt and its output cap) are reserved first, and the tokens it used are charged when it ends. " +
-          "Upstream failures charge nothing."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Create a chat completion",
+          description:
+            "The common chat-completion format, billed per token: the credits a request can cost at most " +
+            "(its prompt and its output cap) are reserved first, and the tokens it used are charged when it ends. " +
+            "Upstream failures charge nothing."
+        })
+      )
       .annotateMerge(requireScope("chat:create", eventStream)),
     HttpApiEndpoint.get("requests", "/api/v1/chat/requests", {
       query: {
@@ -88,26 +95,36 @@ export const ChatApi = HttpApiGroup.make("chat")
       error: [Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable]
     })
       .middleware(Authentication)
-      .annotateMerge(OpenApi.annotations({
-        summary: "Chat requests",
-        description: "The caller's chat requests with usage and charge, newest first. An unknown or foreign cursor is REQUEST_NOT_FOUND."
-      }))
-      .annotateMerge(requireScope(
-        "usage:read",
-        parameterSchemas({ limit: PageSize }, {
-          limit: { default: DEFAULT_PAGE_SIZE, description: `Requests per page, 1 to ${MAX_PAGE_SIZE}.` }
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Chat requests",
+          description:
+            "The caller's chat requests with usage and charge, newest first. An unknown or foreign cursor is REQUEST_NOT_FOUND."
         })
-      )),
+      )
+      .annotateMerge(
+        requireScope(
+          "usage:read",
+          parameterSchemas(
+            { limit: PageSize },
+            {
+              limit: { default: DEFAULT_PAGE_SIZE, description: `Requests per page, 1 to ${MAX_PAGE_SIZE}.` }
+            }
+          )
+        )
+      ),
     HttpApiEndpoint.get("request", "/api/v1/chat/requests/:id", {
       params: { id: Schema.String },
       success: ChatWire.ChatRequestView,
       error: [Errors.RequestNotFound, Errors.ApiUnavailable]
     })
       .middleware(Authentication)
-      .annotateMerge(OpenApi.annotations({
-        summary: "One chat request",
-        description: "Metadata, usage and charge of one of the caller's chat requests; any other id is REQUEST_NOT_FOUND."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "One chat request",
+          description: "Metadata, usage and charge of one of the caller's chat requests; any other id is REQUEST_NOT_FOUND."
+        })
+      )
       .annotateMerge(requireScope("usage:read"))
   )
   .annotate(OpenApi.Description, "Chat completions billed per token (OpenAI SDKs work against `<server>/api/v1`).")

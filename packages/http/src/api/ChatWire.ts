@@ -46,10 +46,12 @@ const messagesRule = "required (a non-empty array)."
 const ContentPart = Schema.JsonObject.annotate({
   description: "A typed content part (text, image_url...), forwarded as sent.",
   message: partRule
-}).check(Schema.makeFilter((part) => typeof part.type === "string", {
-  message: partRule,
-  toJsonSchema: () => ({ properties: { type: { type: "string" } }, required: ["type"] })
-}))
+}).check(
+  Schema.makeFilter((part) => typeof part.type === "string", {
+    message: partRule,
+    toJsonSchema: () => ({ properties: { type: { type: "string" } }, required: ["type"] })
+  })
+)
 
 export const ChatMessage = Schema.StructWithRest(
   Schema.Struct({
@@ -68,21 +70,24 @@ export const ChatMessage = Schema.StructWithRest(
     )
   }),
   rest
-).annotate({
-  description: "A conversation message, forwarded to the upstream as sent.",
-  message: "must be an object"
-}).check(
-  // The rules that depend on the role, checked once the members themselves are well-formed.
-  Schema.makeFilter((message) => {
-    if (message.role !== "assistant" && (message.content === undefined || message.content === null)) {
-      return { path: ["content"], issue: contentRule }
-    }
-    if (message.role === "tool" && message.tool_call_id === undefined) {
-      return { path: ["tool_call_id"], issue: "required for a tool message" }
-    }
-    return undefined
+)
+  .annotate({
+    description: "A conversation message, forwarded to the upstream as sent.",
+    message: "must be an object"
   })
-).annotate({ identifier: "ChatMessage" })
+  .check(
+    // The rules that depend on the role, checked once the members themselves are well-formed.
+    Schema.makeFilter((message) => {
+      if (message.role !== "assistant" && (message.content === undefined || message.content === null)) {
+        return { path: ["content"], issue: contentRule }
+      }
+      if (message.role === "tool" && message.tool_call_id === undefined) {
+        return { path: ["tool_call_id"], issue: "required for a tool message" }
+      }
+      return undefined
+    })
+  )
+  .annotate({ identifier: "ChatMessage" })
 export type ChatMessage = typeof ChatMessage.Type
 
 const TokenCap = (description: string) =>
@@ -105,26 +110,33 @@ export const ChatCompletionRequest = Schema.StructWithRest(
     model: Schema.String.annotate({ description: "An id from GET /api/v1/chat/models.", message: modelRule })
       .check(Schema.isMinLength(1, { message: modelRule }))
       .annotateKey({ messageMissingKey: modelRule }),
-    messages: Schema.Array(ChatMessage).annotate({ message: messagesRule })
+    messages: Schema.Array(ChatMessage)
+      .annotate({ message: messagesRule })
       .check(Schema.isMinLength(1, { message: messagesRule }))
       .annotateKey({ messageMissingKey: messagesRule }),
-    stream: Schema.optionalKey(Schema.Boolean.annotate({
-      description: "true: the answer is `text/event-stream`, its last chunk carrying usage and svc.charged_micros.",
-      message: "must be a boolean."
-    })),
-    stream_options: Schema.optionalKey(Schema.NullOr(Schema.JsonObject).annotate({
-      description: "Accepted and ignored: a stream always ends with a usage chunk.",
-      message: "must be an object."
-    })),
+    stream: Schema.optionalKey(
+      Schema.Boolean.annotate({
+        description: "true: the answer is `text/event-stream`, its last chunk carrying usage and svc.charged_micros.",
+        message: "must be a boolean."
+      })
+    ),
+    stream_options: Schema.optionalKey(
+      Schema.NullOr(Schema.JsonObject).annotate({
+        description: "Accepted and ignored: a stream always ends with a usage chunk.",
+        message: "must be an object."
+      })
+    ),
     max_tokens: TokenCap("As max_completion_tokens."),
     max_completion_tokens: TokenCap(
       "Output cap, at most the model's context length; it sizes the credit reservation. " +
         "When both caps are given the smaller applies; without either a policy default applies."
     ),
-    n: Schema.optionalKey(Schema.NullOr(Schema.Literal(1)).annotate({
-      description: "Only one choice is supported.",
-      message: "only 1 is supported."
-    })),
+    n: Schema.optionalKey(
+      Schema.NullOr(Schema.Literal(1)).annotate({
+        description: "Only one choice is supported.",
+        message: "only 1 is supported."
+      })
+    ),
     tools: Schema.optionalKey(
       Schema.Array(Schema.JsonObject.annotate({ message: "must be a tool definition (an object)." })).annotate({
         description: "Tool definitions, forwarded to the upstream.",
@@ -136,7 +148,8 @@ export const ChatCompletionRequest = Schema.StructWithRest(
   rest
 ).annotate({
   identifier: "ChatCompletionRequest",
-  description: "The common chat-completion request. Members not listed here are accepted and dropped, so that a " +
+  description:
+    "The common chat-completion request. Members not listed here are accepted and dropped, so that a " +
     "request cannot switch on upstream features that would cost more than was reserved.",
   message: "The body must be a JSON object."
 })
@@ -163,14 +176,16 @@ export const ChatCompletion = Schema.Struct({
   object: Schema.Literal("chat.completion"),
   created: Count.annotate({ description: "Unix seconds." }),
   model: Schema.String,
-  choices: Schema.Array(Schema.Struct({
-    index: Schema.Literal(0),
-    message: Schema.JsonObject.annotate({
-      description: "The assistant's message as the upstream gave it: role, content, and tool_calls when the model calls tools."
-    }),
-    finish_reason: FinishReason,
-    logprobs: Schema.Json
-  })),
+  choices: Schema.Array(
+    Schema.Struct({
+      index: Schema.Literal(0),
+      message: Schema.JsonObject.annotate({
+        description: "The assistant's message as the upstream gave it: role, content, and tool_calls when the model calls tools."
+      }),
+      finish_reason: FinishReason,
+      logprobs: Schema.Json
+    })
+  ),
   usage: WireUsage,
   svc: Svc
 }).annotate({ identifier: "ChatCompletion" })
@@ -181,12 +196,14 @@ export const ChatCompletionChunk = Schema.Struct({
   object: Schema.Literal("chat.completion.chunk"),
   created: Count.annotate({ description: "Unix seconds." }),
   model: Schema.String,
-  choices: Schema.Array(Schema.Struct({
-    index: Schema.Literal(0),
-    delta: Schema.JsonObject.annotate({ description: "The next part of the assistant's message, as the upstream gave it." }),
-    finish_reason: FinishReason,
-    logprobs: Schema.optionalKey(Schema.Json)
-  })).annotate({ description: "Empty in the final chunk." }),
+  choices: Schema.Array(
+    Schema.Struct({
+      index: Schema.Literal(0),
+      delta: Schema.JsonObject.annotate({ description: "The next part of the assistant's message, as the upstream gave it." }),
+      finish_reason: FinishReason,
+      logprobs: Schema.optionalKey(Schema.Json)
+    })
+  ).annotate({ description: "Empty in the final chunk." }),
   usage: Schema.optionalKey(WireUsage),
   svc: Schema.optionalKey(Svc)
 }).annotate({
@@ -210,7 +227,8 @@ export const ChatStreamError = Schema.Struct({
   svc: Svc
 }).annotate({
   identifier: "ChatStreamError",
-  description: "The last event of a stream that could not finish (no `[DONE]` follows); clients raise it as an error. " +
+  description:
+    "The last event of a stream that could not finish (no `[DONE]` follows); clients raise it as an error. " +
     "usage and svc say what was charged for the part that was delivered."
 })
 export type ChatStreamError = typeof ChatStreamError.Type
@@ -224,15 +242,17 @@ export const ChatModel = Schema.Struct({
   context_length: Count,
   pricing: Schema.Struct({
     currency: Schema.Literal("USD"),
-    tiers: Schema.Array(Schema.Struct({
-      up_to_prompt_tokens: Schema.NullOr(Count).annotate({
-        description: "The largest prompt (in tokens) the tier applies to; null for the last, open-ended tier."
-      }),
-      prompt_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million prompt tokens." }),
-      completion_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million completion tokens." }),
-      prompt_micros_per_million: Count,
-      completion_micros_per_million: Count
-    })).annotate({ description: "By prompt size: a request's prompt size chooses one tier, whose rates apply to all its tokens." })
+    tiers: Schema.Array(
+      Schema.Struct({
+        up_to_prompt_tokens: Schema.NullOr(Count).annotate({
+          description: "The largest prompt (in tokens) the tier applies to; null for the last, open-ended tier."
+        }),
+        prompt_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million prompt tokens." }),
+        completion_usd_per_million: Schema.String.annotate({ description: "Exact decimal USD per million completion tokens." }),
+        prompt_micros_per_million: Count,
+        completion_micros_per_million: Count
+      })
+    ).annotate({ description: "By prompt size: a request's prompt size chooses one tier, whose rates apply to all its tokens." })
   })
 }).annotate({ identifier: "ChatModel" })
 export type ChatModel = typeof ChatModel.Type
@@ -267,6 +287,8 @@ export type ChatRequestView = typeof ChatRequestView.Type
 /** A page of GET /api/v1/chat/requests. */
 export const ChatRequestPage = Schema.Struct({
   requests: Schema.Array(ChatRequestView).annotate({ description: "Newest first." }),
-  nextCursor: Schema.NullOr(Schema.String).annotate({ description: "Pass as `before` for the next (older) page; null at the end." })
+  nextCursor: Schema.NullOr(Schema.String).annotate({
+    description: "Pass as `before` for the next (older) page; null at the end."
+  })
 }).annotate({ identifier: "ChatRequests" })
 export type ChatRequestPage = typeof ChatRequestPage.Type

@@ -25,7 +25,8 @@ export const IdempotencyKey = Schema.String.check(
 export const ExpectedPriceMicros = Schema.Int.check(
   Schema.isGreaterThanOrEqualTo(0, { message: "must be a non-negative integer (USD micro-units)" })
 ).annotate({
-  description: "The price shown to the user, in USD micro-units. A different current price gives 409 PRICE_CHANGED before anything is reserved."
+  description:
+    "The price shown to the user, in USD micro-units. A different current price gives 409 PRICE_CHANGED before anything is reserved."
 })
 
 /** The component name of the request envelope, replaced per model in the served document. */
@@ -55,7 +56,8 @@ const submitDocumentation = (operation: Record<string, any>) => {
       "202": { ...responses["202"], description: "A new task was accepted and its price reserved (replayed: false)." },
       "200": {
         ...responses["200"],
-        description: "Idempotent replay: the same Idempotency-Key and body matched an earlier submission (replayed: true); nothing new is reserved."
+        description:
+          "Idempotent replay: the same Idempotency-Key and body matched an earlier submission (replayed: true); nothing new is reserved."
       }
     }
   })
@@ -87,11 +89,14 @@ export const JobsApi = HttpApiGroup.make("jobs")
         Errors.ApiUnavailable
       ]
     })
-      .annotateMerge(OpenApi.annotations({
-        summary: "Submit a task",
-        description: "Validates the input, fixes the price and reserves it from the prepaid balance. " +
-          "The body is at most 256 KB: upload media first (POST /api/v1/media) and send the reference."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Submit a task",
+          description:
+            "Validates the input, fixes the price and reserves it from the prepaid balance. " +
+            "The body is at most 256 KB: upload media first (POST /api/v1/media) and send the reference."
+        })
+      )
       .annotateMerge(requireScope("jobs:create", submitDocumentation))
       // The kernel authenticates the key within the admission (one store call): see handlers/PresentedKey.
       .middleware(PresentedKey),
@@ -107,11 +112,14 @@ export const JobsApi = HttpApiGroup.make("jobs")
       success: Task.Task,
       error: [Errors.JobNotFound, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({
-        summary: "Poll a task",
-        description: "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required). " +
-          "A task of another account is JOB_NOT_FOUND."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Poll a task",
+          description:
+            "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required). " +
+            "A task of another account is JOB_NOT_FOUND."
+        })
+      )
       .annotateMerge(requireScope("jobs:read"))
       .middleware(Authentication)
   )

@@ -37,12 +37,16 @@ export const MediaApi = HttpApiGroup.make("media")
       success: UploadedMedia.pipe(HttpApiSchema.status(201)),
       error: [Errors.InvalidRequest, Errors.InputTooLarge, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({
-        summary: "Upload an image or video",
-        description: "The body is the raw file; Content-Type must be one of " + uploadContentTypes.join(", ") +
-          " and must match the file's leading bytes. The size limit is set by the operator (MAX_UPLOAD_BYTES, 100 MiB by default); " +
-          "a larger body is 413 INPUT_TOO_LARGE."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Upload an image or video",
+          description:
+            "The body is the raw file; Content-Type must be one of " +
+            uploadContentTypes.join(", ") +
+            " and must match the file's leading bytes. The size limit is set by the operator (MAX_UPLOAD_BYTES, 100 MiB by default); " +
+            "a larger body is 413 INPUT_TOO_LARGE."
+        })
+      )
       .annotateMerge(requireScope("jobs:create"))
   )
   .middleware(Authentication)

@@ -21,10 +21,12 @@ export const parameterSchemas = (
   return (operation: Operation): Operation => ({
     ...operation,
     parameters: (operation.parameters ?? []).map((parameter: Operation) =>
-      derived[parameter.name] === undefined ? parameter : {
-        ...parameter,
-        schema: { ...parameter.schema, ...derived[parameter.name], ...extra[parameter.name] }
-      }
+      derived[parameter.name] === undefined
+        ? parameter
+        : {
+            ...parameter,
+            schema: { ...parameter.schema, ...derived[parameter.name], ...extra[parameter.name] }
+          }
     )
   })
 }

@@ -36,7 +36,8 @@ const downloadResponses = (operation: Record<string, any>) => {
         name: "range",
         in: "header",
         required: false,
-        description: "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`. Several ranges are answered with the whole file.",
+        description:
+          "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`. Several ranges are answered with the whole file.",
         schema: { type: "string" }
       },
       {
@@ -85,10 +86,13 @@ export const ResultsApi = HttpApiGroup.make("results")
       success: HttpApiSchema.StreamUint8Array({ contentType: resultContentTypes }),
       error: [Errors.JobNotFound, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({
-        summary: "Download a result file",
-        description: "The bytes of a result of one of the caller's tasks. Content-Type is the file's type, matching the asset's `type`."
-      }))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Download a result file",
+          description:
+            "The bytes of a result of one of the caller's tasks. Content-Type is the file's type, matching the asset's `type`."
+        })
+      )
       .annotateMerge(requireScope("jobs:read", downloadResponses))
   )
   .middleware(Authentication)

@@ -21,7 +21,8 @@ export const PageSize = Schema.NumberFromString.annotate({ message: pageSizeRule
 export const LedgerEntry = Schema.Struct({
   id: Schema.String,
   kind: Schema.Literals(["grant", "reserve", "charge", "release", "refund", "adjustment"]).annotate({
-    description: "grant: credits added; reserve: held for a task or chat request; charge: taken once it succeeded; " +
+    description:
+      "grant: credits added; reserve: held for a task or chat request; charge: taken once it succeeded; " +
       "release: a reservation given back; refund: a payment refunded; adjustment: an operator correction (may be negative)."
   }),
   amountMicros: Schema.Int.annotate({ description: "USD micro-units; negative only for adjustments." }),
@@ -52,23 +53,28 @@ export const UsageApi = HttpApiGroup.make("usage")
     HttpApiEndpoint.get("get", "/api/v1/usage", {
       query: {
         limit: Schema.optionalKey(PageSize),
-        before: Schema.optionalKey(
-          Schema.String.annotate({ description: "The nextCursor of the previous page." })
-        )
+        before: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page." }))
       },
       success: Usage,
       error: [Errors.InvalidRequest, Errors.RequestNotFound, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({
-        summary: "Credits and ledger",
-        description: "Current balances and the ledger entries, newest first. An unknown or foreign cursor is REQUEST_NOT_FOUND."
-      }))
-      .annotateMerge(requireScope(
-        "usage:read",
-        parameterSchemas({ limit: PageSize }, {
-          limit: { default: DEFAULT_PAGE_SIZE, description: `Entries per page, 1 to ${MAX_PAGE_SIZE}.` }
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Credits and ledger",
+          description: "Current balances and the ledger entries, newest first. An unknown or foreign cursor is REQUEST_NOT_FOUND."
         })
-      ))
+      )
+      .annotateMerge(
+        requireScope(
+          "usage:read",
+          parameterSchemas(
+            { limit: PageSize },
+            {
+              limit: { default: DEFAULT_PAGE_SIZE, description: `Entries per page, 1 to ${MAX_PAGE_SIZE}.` }
+            }
+          )
+        )
+      )
   )
   .middleware(Authentication)
   .annotate(OpenApi.Description, "Account credits and history.")

@@ -13,7 +13,7 @@ import { keyOf } from "../handlers/Authentication.ts"
 
 /** The caller of a request that needs `scope`. */
 export const authenticate = (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const caller = yield* (yield* Accounts.Accounts).authenticate(yield* keyOf(request))
     if (!caller.scopes.includes(scope)) {
       return yield* new Errors.InsufficientScope({

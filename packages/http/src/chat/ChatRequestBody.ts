@@ -16,10 +16,12 @@ const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 type Segment = PropertyKey | { readonly key: PropertyKey }
 
 const formatPath = (path: ReadonlyArray<Segment>): string =>
-  path.map((segment, i) => {
-    const key = typeof segment === "object" ? segment.key : segment
-    return typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`
-  }).join("")
+  path
+    .map((segment, i) => {
+      const key = typeof segment === "object" ? segment.key : segment
+      return typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`
+    })
+    .join("")
 
 /** The first problem of a refused body, as `<path>: <rule>`. */
 const problem = (issue: SchemaIssue.Issue): string => {

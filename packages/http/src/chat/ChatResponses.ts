@@ -23,12 +23,14 @@ export const completion = (
   object: "chat.completion",
   created: seconds(completed.request.createdAt),
   model: completed.request.model,
-  choices: [{
-    index: 0,
-    message: completed.message,
-    finish_reason: completed.finishReason,
-    logprobs: completed.logprobs ?? null
-  }],
+  choices: [
+    {
+      index: 0,
+      message: completed.message,
+      finish_reason: completed.finishReason,
+      logprobs: completed.logprobs ?? null
+    }
+  ],
   usage: usage(completed.usage),
   svc: { charged_micros: completed.chargedMicros }
 })
@@ -46,12 +48,14 @@ export const streamEvent = (
         object: "chat.completion.chunk",
         created,
         model: request.model,
-        choices: [{
-          index: 0,
-          delta: event.delta,
-          finish_reason: event.finishReason,
-          ...(event.logprobs === undefined ? {} : { logprobs: event.logprobs })
-        }]
+        choices: [
+          {
+            index: 0,
+            delta: event.delta,
+            finish_reason: event.finishReason,
+            ...(event.logprobs === undefined ? {} : { logprobs: event.logprobs })
+          }
+        ]
       }
     case "Finished":
       return {
@@ -65,9 +69,10 @@ export const streamEvent = (
       }
     case "Failed":
       return {
-        error: event.error._tag === "StoreUnavailable"
-          ? { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" }
-          : { code: event.error.code, message: event.error.message, type: "upstream_error" },
+        error:
+          event.error._tag === "StoreUnavailable"
+            ? { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" }
+            : { code: event.error.code, message: event.error.message, type: "upstream_error" },
         usage: event.usage === null ? null : usage(event.usage),
         svc: { charged_micros: event.chargedMicros }
       }

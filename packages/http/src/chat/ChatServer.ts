@@ -27,15 +27,17 @@ const pageSize = (text: string | undefined) => {
   const limit = /^\d{1,3}$/.test(text) ? Number(text) : Number.NaN
   return limit >= 1 && limit <= MAX_PAGE_SIZE
     ? Effect.succeed(limit)
-    : Effect.fail(new Errors.InvalidRequest({ message: `Invalid query parameter limit: must be an integer from 1 to ${MAX_PAGE_SIZE}.` }))
+    : Effect.fail(
+        new Errors.InvalidRequest({ message: `Invalid query parameter limit: must be an integer from 1 to ${MAX_PAGE_SIZE}.` })
+      )
 }
 
-const models = Effect.gen(function*() {
+const models = Effect.gen(function* () {
   const completions = yield* ChatCompletions.ChatCompletions
   return HttpServerResponse.jsonUnsafe(ChatResponses.models(yield* completions.models))
 })
 
-const completions = Effect.gen(function*() {
+const completions = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const caller = yield* authenticate(request, "chat:create")
   const body = yield* JsonBody.read(request)
@@ -48,7 +50,7 @@ const completions = Effect.gen(function*() {
   })
 })
 
-const list = Effect.gen(function*() {
+const list = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const caller = yield* authenticate(request, "usage:read")
   const query = new URL(request.url, "http://localhost").searchParams
@@ -58,7 +60,7 @@ const list = Effect.gen(function*() {
   return HttpServerResponse.jsonUnsafe({ requests: page.requests.map(ChatResponses.requestView), nextCursor: page.nextCursor })
 })
 
-const get = Effect.gen(function*() {
+const get = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const caller = yield* authenticate(request, "usage:read")
   const { id } = yield* HttpRouter.params
@@ -68,7 +70,7 @@ const get = Effect.gen(function*() {
 
 /** The chat routes on the HttpRouter in context. */
 export const layer = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* router.add("GET", "/api/v1/chat/models", models)
     yield* router.add("POST", "/api/v1/chat/completions", completions)
     yield* router.add("GET", "/api/v1/chat/requests", list)

@@ -30,14 +30,16 @@ export interface Options {
 export const layer = (options: Options) =>
   ChatCompletions.layer.pipe(
     Layer.provideMerge(ChatBilling.layer(options.limits)),
-    Layer.provideMerge(Layer.merge(
-      options.priceList !== undefined
-        ? ChatPrices.layer(options.priceList)
-        : options.pricesFile === undefined
-        ? ChatPrices.layerDefault
-        : ChatPrices.layerFromFile(options.pricesFile),
-      ChatProvider.layer(options.providers)
-    ))
+    Layer.provideMerge(
+      Layer.merge(
+        options.priceList !== undefined
+          ? ChatPrices.layer(options.priceList)
+          : options.pricesFile === undefined
+            ? ChatPrices.layerDefault
+            : ChatPrices.layerFromFile(options.pricesFile),
+        ChatProvider.layer(options.providers)
+      )
+    )
   )
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -53,17 +55,21 @@ export const config = Config.all({
 })
 
 /** `layer` from configuration, sweeping stale chat reservations once it is built. */
-export const layerConfig = Layer.unwrap(Effect.gen(function*() {
-  const settings = yield* config
-  const services = layer({
-    // Its upstream's connections close with this layer.
-    providers: yield* ChatUpstreams.scoped,
-    pricesFile: Option.getOrUndefined(settings.pricesFile),
-    limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests }
+export const layerConfig = Layer.unwrap(
+  Effect.gen(function* () {
+    const settings = yield* config
+    const services = layer({
+      // Its upstream's connections close with this layer.
+      providers: yield* ChatUpstreams.scoped,
+      pricesFile: Option.getOrUndefined(settings.pricesFile),
+      limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests }
+    })
+    const sweep = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const swept = yield* ChatBilling.sweepAtStart()
+        if (swept > 0) yield* Effect.logInfo(`Released the reservations of ${swept} abandoned chat requests`)
+      })
+    )
+    return Layer.provideMerge(sweep, services)
   })
-  const sweep = Layer.effectDiscard(Effect.gen(function*() {
-    const swept = yield* ChatBilling.sweepAtStart()
-    if (swept > 0) yield* Effect.logInfo(`Released the reservations of ${swept} abandoned chat requests`)
-  }))
-  return Layer.provideMerge(sweep, services)
-}))
+)

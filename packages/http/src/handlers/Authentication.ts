@@ -22,8 +22,10 @@ export const keyOf = (request: HttpServerRequest.HttpServerRequest): Effect.Effe
 }
 
 /** The key the current request presents; AUTH_REQUIRED for none. */
-export const presentedKey: Effect.Effect<string, Errors.AuthRequired, HttpServerRequest.HttpServerRequest> =
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, keyOf)
+export const presentedKey: Effect.Effect<string, Errors.AuthRequired, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
+  HttpServerRequest.HttpServerRequest,
+  keyOf
+)
 
 /** INSUFFICIENT_SCOPE for a key without `scope`, naming the endpoint that needs it. */
 export const insufficientScope = (scope: Scope.Scope, endpoint: HttpApiEndpoint.Top) =>
@@ -33,7 +35,7 @@ export const insufficientScope = (scope: Scope.Scope, endpoint: HttpApiEndpoint.
 
 /** The caller holding `presented`, if the key may call `endpoint` (its RequiredScope). */
 export const authorize = (accounts: Accounts.Accounts["Service"], presented: string, endpoint: HttpApiEndpoint.Top) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const caller = yield* accounts.authenticate(presented)
     const scope = Context.getOrUndefined(endpoint.annotations, RequiredScope)
     if (scope !== undefined && !caller.scopes.includes(scope)) return yield* insufficientScope(scope, endpoint)
@@ -42,11 +44,11 @@ export const authorize = (accounts: Accounts.Accounts["Service"], presented: str
 
 export const layer: Layer.Layer<Authentication, never, Accounts.Accounts> = Layer.effect(
   Authentication,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     return Authentication.of({
       [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const caller = yield* authorize(accounts, yield* presentedKey, endpoint)
           return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
         })

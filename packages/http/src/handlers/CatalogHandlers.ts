@@ -17,11 +17,10 @@ const modelInfo = (model: Catalog.ModelDefinition): ModelInfo => ({
 })
 
 export const layer = HttpApiBuilder.group(Api, "catalog", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const catalog = yield* Catalog.Catalog
     const pricer = yield* Pricer.Pricer
     const models = { models: catalog.models.map(modelInfo) }
-    return handlers
-      .handle("prices", () => pricer.prices)
-      .handle("models", () => Effect.succeed(models))
-  }))
+    return handlers.handle("prices", () => pricer.prices).handle("models", () => Effect.succeed(models))
+  })
+)

@@ -31,19 +31,24 @@ export interface Options {
 /** What keeps a browser from running a download as a page (an HTML polyglot upload). */
 export const CONTENT_SECURITY_POLICY = "sandbox; default-src 'none'"
 
-
 /** True when an If-None-Match or If-Range header lists this ETag (or `*`). */
 const matches = (header: string | undefined, etag: string): boolean =>
-  header !== undefined && header.split(",").some((tag) => {
+  header !== undefined &&
+  header.split(",").some((tag) => {
     const candidate = tag.trim().replace(/^W\//, "")
     return candidate === "*" || candidate === etag
   })
 
 /** Fails with StoreUnavailable when the record's bytes are missing from, or cannot be read out of, the BlobStore. */
-export const respond = (
-  { blobs, cacheControl, file, fileName, label, request }: Options
-): Effect.Effect<HttpServerResponse.HttpServerResponse, StoreError.StoreUnavailable> =>
-  Effect.gen(function*() {
+export const respond = ({
+  blobs,
+  cacheControl,
+  file,
+  fileName,
+  label,
+  request
+}: Options): Effect.Effect<HttpServerResponse.HttpServerResponse, StoreError.StoreUnavailable> =>
+  Effect.gen(function* () {
     const etag = `"${file.sha256}"`
     const size = file.sizeBytes
     const common = {
@@ -58,9 +63,10 @@ export const respond = (
       return HttpServerResponse.empty({ status: 304, headers: common })
     }
     const ifRange = request.headers["if-range"]
-    const wanted = ifRange === undefined || matches(ifRange, etag)
-      ? ByteRange.parse(request.headers["range"], size)
-      : ByteRange.parse(undefined, size)
+    const wanted =
+      ifRange === undefined || matches(ifRange, etag)
+        ? ByteRange.parse(request.headers["range"], size)
+        : ByteRange.parse(undefined, size)
     if (wanted._tag === "Unsatisfiable") {
       return ErrorResponse.fromError(
         new Errors.InvalidRequest({
@@ -74,8 +80,10 @@ export const respond = (
     if (bytes === undefined) {
       return yield* new StoreError.StoreUnavailable({ message: `The bytes of ${label} are missing from the blob store` })
     }
-    const body = Stream.fromAsyncIterable(bytes, (cause) =>
-      new StoreError.StoreUnavailable({ message: `Reading ${label} failed`, cause }))
+    const body = Stream.fromAsyncIterable(
+      bytes,
+      (cause) => new StoreError.StoreUnavailable({ message: `Reading ${label} failed`, cause })
+    )
     return HttpServerResponse.stream(body, {
       status: range === undefined ? 200 : 206,
       contentType: file.contentType,

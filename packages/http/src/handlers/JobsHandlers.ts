@@ -26,26 +26,30 @@ const formatRequestIssues = SchemaIssue.makeFormatterStandardSchemaV1({
     leaf._tag === "MissingKey"
       ? "is required"
       : leaf._tag === "UnexpectedKey"
-      ? `is not a field of the request (its fields: ${requestFields})`
-      : SchemaIssue.defaultLeafHook(leaf)
+        ? `is not a field of the request (its fields: ${requestFields})`
+        : SchemaIssue.defaultLeafHook(leaf)
 })
 
 const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
 
 const decodeRequest = (body: unknown): Effect.Effect<JobRequest, Errors.InvalidRequest> => {
   if (!isObject(body)) {
-    return Effect.fail(new Errors.InvalidRequest({
-      message: "The body must be a JSON object with model and input (and optionally expectedPriceMicros)."
-    }))
+    return Effect.fail(
+      new Errors.InvalidRequest({
+        message: "The body must be a JSON object with model and input (and optionally expectedPriceMicros)."
+      })
+    )
   }
   return Schema.decodeUnknownEffect(JobRequest)(body, { errors: "all", onExcessProperty: "error" }).pipe(
-    Effect.mapError((error) =>
-      new Errors.InvalidRequest({
-        message: ProblemList.join(
-          formatRequestIssues(error.issue).issues
-            .map(({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".")}: ${message}`)
-        )
-      })
+    Effect.mapError(
+      (error) =>
+        new Errors.InvalidRequest({
+          message: ProblemList.join(
+            formatRequestIssues(error.issue).issues.map(
+              ({ message, path = [] }) => `${path.map((s) => String(typeof s === "object" ? s.key : s)).join(".")}: ${message}`
+            )
+          )
+        })
     )
   )
 }
@@ -74,20 +78,18 @@ const malformedId = (id: string) =>
   })
 
 export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const runner = yield* TaskRunner.TaskRunner
     return handlers
       .handleRaw("create", ({ endpoint, headers, request }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const key = yield* CurrentKey
-          const job = yield* Effect.gen(function*() {
+          const job = yield* Effect.gen(function* () {
             const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
             if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
             return yield* decodeRequest(yield* JsonBody.read(request))
-          }).pipe(
-            Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint))
-          )
+          }).pipe(Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint)))
           const { replayed, task } = yield* runner.submit(TaskRunner.presentedKey(key), {
             model: job.model,
             input: job.input,
@@ -98,17 +100,21 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
         }).pipe(
           // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.
           Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint)))
-        ))
+        )
+      )
       .handle("list", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const caller = yield* CurrentCaller
           const tasks = yield* runner.list(caller)
           return { data: tasks.map(TaskView.task) }
-        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
       .handle("get", ({ params }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const caller = yield* CurrentCaller
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
           return TaskView.task(yield* runner.get(caller, params.id))
-        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
-  }))
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+  })
+)

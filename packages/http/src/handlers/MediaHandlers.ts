@@ -54,17 +54,18 @@ const readAhead = (request: HttpServerRequest.HttpServerRequest) =>
   })
 
 export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
     const { maxUploadBytes } = yield* ServerConfig
     return handlers.handleRaw("upload", ({ request }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const caller = yield* CurrentCaller
         const contentType = mediaTypeOf(request.headers["content-type"])
         if (!isUploadType(contentType)) {
           return yield* new Errors.InvalidRequest({
-            message: `Send the file with a Content-Type of ${uploadContentTypes.join(", ")}` +
+            message:
+              `Send the file with a Content-Type of ${uploadContentTypes.join(", ")}` +
               (contentType === undefined ? "." : ` (not ${contentType}).`)
           })
         }
@@ -75,25 +76,28 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
         }
         if (!MediaKind.compatibleTypes(head).includes(contentType)) {
           return yield* new Errors.InvalidRequest({
-            message: `The body is not ${contentType}: its leading bytes look like ${MediaKind.describe(head)}. ` +
+            message:
+              `The body is not ${contentType}: its leading bytes look like ${MediaKind.describe(head)}. ` +
               "Send the Content-Type of the file's real format."
           })
         }
         const reference = MediaReference.make()
         const blobKey = `media/${MediaReference.uuidOf(reference)}`
-        const written = yield* blobs.put(blobKey, body, { maxBytes: maxUploadBytes }).pipe(
-          Effect.catchTag("BlobTooLarge", () => Effect.fail(tooLarge(maxUploadBytes)))
-        )
+        const written = yield* blobs
+          .put(blobKey, body, { maxBytes: maxUploadBytes })
+          .pipe(Effect.catchTag("BlobTooLarge", () => Effect.fail(tooLarge(maxUploadBytes))))
         const createdAt = new Date(yield* Clock.currentTimeMillis)
-        yield* media.putMedia({
-          reference,
-          accountId: caller.accountId,
-          contentType,
-          sizeBytes: written.sizeBytes,
-          sha256: written.sha256,
-          blobKey,
-          createdAt
-        }).pipe(Effect.tapError(() => Effect.ignore(blobs.remove(blobKey))))
+        yield* media
+          .putMedia({
+            reference,
+            accountId: caller.accountId,
+            contentType,
+            sizeBytes: written.sizeBytes,
+            sha256: written.sha256,
+            blobKey,
+            createdAt
+          })
+          .pipe(Effect.tapError(() => Effect.ignore(blobs.remove(blobKey))))
         const uploaded: UploadedMedia = {
           reference,
           contentType,
@@ -102,5 +106,7 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
           createdAt: createdAt.toISOString()
         }
         return HttpServerResponse.jsonUnsafe(uploaded, { status: 201 })
-      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
-  }))
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+    )
+  })
+)

@@ -26,12 +26,12 @@ const secondsLeft = (url: string, nowMs: number): number => {
 
 /** The route, on the HttpRouter in context; needs MediaUrls (the same secret the workers sign with). */
 export const layer = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const links = yield* MediaUrls.MediaUrls
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
     yield* router.add("GET", `${MediaUrls.PATH_PREFIX}:uuid`, (request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const link = yield* links.verify(request.url)
         if (link._tag !== "Valid") return yield* notFound
         const upload = yield* media.getMedia(link.accountId, link.reference)
@@ -45,6 +45,7 @@ export const layer = HttpRouter.use((router) =>
           fileName: `media-${MediaReference.uuidOf(link.reference)}`,
           label: `upload ${link.reference}`
         })
-      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+    )
   })
 )

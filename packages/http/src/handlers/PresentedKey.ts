@@ -13,12 +13,10 @@ import { BEARER_SCHEME, CurrentKey, PresentedKey } from "../api/Security.ts"
 import * as Authentication from "./Authentication.ts"
 
 /** Fails with `failure`, unless the key is refused: then with Authentication's answer, as it would have come first. */
-export const keyFirst = (
-  accounts: Accounts.Accounts["Service"],
-  presented: Redacted.Redacted<string>,
-  endpoint: HttpApiEndpoint.Top
-) =>
-<E>(failure: E) => Effect.andThen(Authentication.authorize(accounts, Redacted.value(presented), endpoint), Effect.fail(failure))
+export const keyFirst =
+  (accounts: Accounts.Accounts["Service"], presented: Redacted.Redacted<string>, endpoint: HttpApiEndpoint.Top) =>
+  <E>(failure: E) =>
+    Effect.andThen(Authentication.authorize(accounts, Redacted.value(presented), endpoint), Effect.fail(failure))
 
 /** Whether the request's headers decode as the endpoint declares them (the builder decodes them within this middleware). */
 const headersDecode = (endpoint: HttpApiEndpoint.Top, headers: unknown): boolean =>
@@ -27,11 +25,11 @@ const headersDecode = (endpoint: HttpApiEndpoint.Top, headers: unknown): boolean
 
 export const layer: Layer.Layer<PresentedKey, never, Accounts.Accounts> = Layer.effect(
   PresentedKey,
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     return PresentedKey.of({
       [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const presented = Redacted.make(yield* Authentication.presentedKey)
           const request = yield* HttpServerRequest.HttpServerRequest
           if (!headersDecode(endpoint, request.headers)) {

@@ -15,18 +15,19 @@ import { toApiUnavailable } from "./StoreFailures.ts"
 export const PATH = `${ResultUrls.PATH_PREFIX}{uuid}`
 
 const notFound = new Errors.JobNotFound({
-  message: "Nothing is served at this result link: it is unknown, altered or expired. " +
+  message:
+    "Nothing is served at this result link: it is unknown, altered or expired. " +
     "Ask for the task again (get_task) for a fresh link."
 })
 
 /** The route, on the HttpRouter in context; needs ResultUrls (the same secret the MCP tools sign with). */
 export const layer = HttpRouter.use((router) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const links = yield* ResultUrls.ResultUrls
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
     yield* router.add("GET", `${ResultUrls.PATH_PREFIX}:uuid`, (request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const link = yield* links.verify(request.url)
         if (link._tag !== "Valid") return yield* notFound
         const result = yield* media.getResult(link.accountId, link.resultId)
@@ -41,6 +42,7 @@ export const layer = HttpRouter.use((router) =>
           fileName: `result-${result.id}`,
           label: `result ${result.id}`
         })
-      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+    )
   })
 )

@@ -18,11 +18,11 @@ const notFound = (id: string) =>
   })
 
 export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
     return handlers.handle("download", ({ params, request }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const caller = yield* CurrentCaller
         if (!Ids.isResultId(params.id)) return yield* notFound(params.id)
         const result = yield* media.getResult(caller.accountId, params.id)
@@ -35,5 +35,7 @@ export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
           fileName: `result-${result.id}`,
           label: `result ${result.id}`
         })
-      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable)))
-  }))
+      }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+    )
+  })
+)

@@ -20,10 +20,10 @@ const entry = (stored: LedgerStore.LedgerEntry): LedgerEntry => ({
 })
 
 export const layer = HttpApiBuilder.group(Api, "usage", (handlers) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const ledger = yield* Ledger.Ledger
     return handlers.handle("get", ({ query }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const caller = yield* CurrentCaller
         const usage = yield* ledger.usage(caller.accountId, { limit: query.limit ?? DEFAULT_PAGE_SIZE, before: query.before })
         return {
@@ -36,6 +36,9 @@ export const layer = HttpApiBuilder.group(Api, "usage", (handlers) =>
         Effect.catchTag("StoreUnavailable", toApiUnavailable),
         // The key authenticated a moment ago, so its account is gone only if it was just deleted.
         Effect.catchTag("AccountNotFound", () =>
-          Effect.fail(new Errors.AuthRequired({ message: "The account of this API key no longer exists." })))
-      ))
-  }))
+          Effect.fail(new Errors.AuthRequired({ message: "The account of this API key no longer exists." }))
+        )
+      )
+    )
+  })
+)

@@ -14,8 +14,19 @@ describe("ChatRequestBody.decode", () => {
     const messages = [
       { role: "system", content: "be brief" },
       { role: "developer", content: [{ type: "text", text: "rules" }] },
-      { role: "user", content: [{ type: "text", text: "hi" }, { type: "image_url", image_url: { url: "https://x/y.png" } }], name: "ann" },
-      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "hi" },
+          { type: "image_url", image_url: { url: "https://x/y.png" } }
+        ],
+        name: "ann"
+      },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }]
+      },
       { role: "tool", tool_call_id: "c1", content: "42" },
       { role: "function", name: "f", content: "42" }
     ]
@@ -55,13 +66,22 @@ describe("ChatRequestBody.decode", () => {
       [{ ...valid, model: "m\u0000" }, "model: contains U+0000 (NUL)"],
       [{ model: "m", messages: [{ role: "user", content: "a\u0000b" }] }, "messages[0].content: contains U+0000 (NUL)"],
       [
-        { model: "m", messages: [{ role: "system", content: "ok" }, { role: "user", content: [{ type: "text", text: "\ud800" }] }] },
+        {
+          model: "m",
+          messages: [
+            { role: "system", content: "ok" },
+            { role: "user", content: [{ type: "text", text: "\ud800" }] }
+          ]
+        },
         "messages[1].content[0].text: contains an unpaired surrogate"
       ],
-      [{ model: "m", messages: [{ role: "user", content: "hi", name: "\udc00" }] }, "messages[0].name: contains an unpaired surrogate"],
+      [
+        { model: "m", messages: [{ role: "user", content: "hi", name: "\udc00" }] },
+        "messages[0].name: contains an unpaired surrogate"
+      ],
       [{ ...valid, stop: ["\u0000"] }, "stop[0]: contains U+0000 (NUL)"],
       [{ ...valid, user: "u\ud800" }, "user: contains an unpaired surrogate"],
-      [{ ...valid, tools: [{ type: "function", ["na\u0000me"]: 1 }] }, "tools[0][\"na\\u0000me\"]: its name contains U+0000"]
+      [{ ...valid, tools: [{ type: "function", ["na\u0000me"]: 1 }] }, 'tools[0]["na\\u0000me"]: its name contains U+0000']
     ]
     for (const [body, expected] of cases) {
       const decoded = ChatRequestBody.decode(body)
@@ -77,14 +97,18 @@ describe("ChatRequestBody.decode", () => {
     expect(problem([])).toBe("The body must be a JSON object.")
     expect(problem({ messages: valid.messages })).toBe("model: required (a chat model id).")
     expect(problem({ model: "m", messages: [] })).toBe("messages: required (a non-empty array).")
-    expect(problem({ model: "m", messages: [{ role: "robot", content: "x" }] }))
-      .toBe("messages[0].role: must be one of system, developer, user, assistant, tool, function")
-    expect(problem({ model: "m", messages: [{ role: "user" }] }))
-      .toBe("messages[0].content: must be a string or an array of content parts")
-    expect(problem({ model: "m", messages: [{ role: "user", content: [{ text: "no type" }] }] }))
-      .toBe("messages[0].content[0]: must be an object with a string type")
-    expect(problem({ model: "m", messages: [{ role: "tool", content: "42" }] }))
-      .toBe("messages[0].tool_call_id: required for a tool message")
+    expect(problem({ model: "m", messages: [{ role: "robot", content: "x" }] })).toBe(
+      "messages[0].role: must be one of system, developer, user, assistant, tool, function"
+    )
+    expect(problem({ model: "m", messages: [{ role: "user" }] })).toBe(
+      "messages[0].content: must be a string or an array of content parts"
+    )
+    expect(problem({ model: "m", messages: [{ role: "user", content: [{ text: "no type" }] }] })).toBe(
+      "messages[0].content[0]: must be an object with a string type"
+    )
+    expect(problem({ model: "m", messages: [{ role: "tool", content: "42" }] })).toBe(
+      "messages[0].tool_call_id: required for a tool message"
+    )
     expect(problem({ ...valid, max_tokens: 0 })).toBe("max_tokens: must be a whole number of at least 1.")
     expect(problem({ ...valid, max_completion_tokens: 1.5 })).toBe("max_completion_tokens: must be a whole number of at least 1.")
     expect(problem({ ...valid, n: 2 })).toBe("n: only 1 is supported.")
@@ -95,10 +119,12 @@ describe("ChatRequestBody.decode", () => {
 
   it("names the member the schema refuses, inside arrays too", () => {
     expect(problem({ model: "m", messages: [...valid.messages, "hi"] })).toBe("messages[1]: must be an object")
-    expect(problem({ model: "m", messages: [{ role: "assistant", content: null, tool_calls: [1] }] }))
-      .toBe("messages[0].tool_calls[0]: must be an object")
-    expect(problem({ model: "m", messages: [{ role: "user", content: "hi", tool_call_id: 5 }] }))
-      .toBe("messages[0].tool_call_id: must be a string")
+    expect(problem({ model: "m", messages: [{ role: "assistant", content: null, tool_calls: [1] }] })).toBe(
+      "messages[0].tool_calls[0]: must be an object"
+    )
+    expect(problem({ model: "m", messages: [{ role: "user", content: "hi", tool_call_id: 5 }] })).toBe(
+      "messages[0].tool_call_id: must be a string"
+    )
     expect(problem({ ...valid, tools: [1] })).toBe("tools[0]: must be a tool definition (an object).")
   })
 })

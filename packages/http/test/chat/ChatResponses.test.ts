@@ -22,14 +22,17 @@ const sent = (events: ReadonlyArray<ChatCompletions.ChatEvent>) =>
   Effect.map(Stream.runCollect(ChatResponses.eventStream(request, Stream.fromIterable(events))), (chunks) => {
     const text = chunks.map((chunk) => new TextDecoder().decode(chunk)).join("")
     expect(text.endsWith("\n\n")).toBe(true)
-    return text.split("\n\n").slice(0, -1).map((event) => event.replace(/^data: /, ""))
+    return text
+      .split("\n\n")
+      .slice(0, -1)
+      .map((event) => event.replace(/^data: /, ""))
   })
 
 const hello: ChatCompletions.ChatEvent = { _tag: "Delta", delta: { role: "assistant", content: "Hi" }, finishReason: null }
 
 describe("ChatResponses.eventStream", () => {
   it.effect("sends each delta as a chunk, then the usage chunk with the charge, then [DONE]", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const events = yield* sent([
         hello,
         { _tag: "Delta", delta: {}, finishReason: "stop", logprobs: { content: [] } },
@@ -47,47 +50,73 @@ describe("ChatResponses.eventStream", () => {
         }),
         "[DONE]"
       ])
-    }))
+    })
+  )
 
   it.effect("ends a stream that could not finish with one error event and no [DONE]", () =>
-    Effect.gen(function*() {
-      const broken = yield* sent([hello, {
-        _tag: "Failed",
-        error: new Errors.UpstreamError({ message: "The model provider failed the request." }),
-        usage: { promptTokens: 10, completionTokens: 1 },
-        chargedMicros: Money.micros(7)
-      }])
-      expect(broken.slice(1)).toEqual([JSON.stringify({
-        error: { code: "UPSTREAM_ERROR", message: "The model provider failed the request.", type: "upstream_error" },
-        usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
-        svc: { charged_micros: 7 }
-      })])
-      const storeDown = yield* sent([{
-        _tag: "Failed",
-        error: new StoreError.StoreUnavailable({ message: "connection refused" }),
-        usage: null,
-        chargedMicros: Money.ZERO
-      }])
-      expect(storeDown).toEqual([JSON.stringify({
-        error: { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" },
-        usage: null,
-        svc: { charged_micros: 0 }
-      })])
-    }))
+    Effect.gen(function* () {
+      const broken = yield* sent([
+        hello,
+        {
+          _tag: "Failed",
+          error: new Errors.UpstreamError({ message: "The model provider failed the request." }),
+          usage: { promptTokens: 10, completionTokens: 1 },
+          chargedMicros: Money.micros(7)
+        }
+      ])
+      expect(broken.slice(1)).toEqual([
+        JSON.stringify({
+          error: { code: "UPSTREAM_ERROR", message: "The model provider failed the request.", type: "upstream_error" },
+          usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
+          svc: { charged_micros: 7 }
+        })
+      ])
+      const storeDown = yield* sent([
+        {
+          _tag: "Failed",
+          error: new StoreError.StoreUnavailable({ message: "connection refused" }),
+          usage: null,
+          chargedMicros: Money.ZERO
+        }
+      ])
+      expect(storeDown).toEqual([
+        JSON.stringify({
+          error: {
+            code: "API_UNAVAILABLE",
+            message: "The API is temporarily unavailable; nothing was charged.",
+            type: "api_error"
+          },
+          usage: null,
+          svc: { charged_micros: 0 }
+        })
+      ])
+    })
+  )
 })
 
 describe("ChatResponses.model", () => {
   it("shows the tiers as exact USD strings and as integer micros", () => {
-    const model = ChatResponses.model({ id: "chat-pro", price: {
-      enabled: true,
-      provider: "upstream",
-      contextLength: 1_000_000,
-      created: 1767225600,
-      tiers: [
-        { upToPromptTokens: 200_000, promptMicrosPerMillion: Money.micros(1_250_000), completionMicrosPerMillion: Money.micros(10_000_000) },
-        { upToPromptTokens: null, promptMicrosPerMillion: Money.micros(2_500_000), completionMicrosPerMillion: Money.micros(15_000_000) }
-      ]
-    } })
+    const model = ChatResponses.model({
+      id: "chat-pro",
+      price: {
+        enabled: true,
+        provider: "upstream",
+        contextLength: 1_000_000,
+        created: 1767225600,
+        tiers: [
+          {
+            upToPromptTokens: 200_000,
+            promptMicrosPerMillion: Money.micros(1_250_000),
+            completionMicrosPerMillion: Money.micros(10_000_000)
+          },
+          {
+            upToPromptTokens: null,
+            promptMicrosPerMillion: Money.micros(2_500_000),
+            completionMicrosPerMillion: Money.micros(15_000_000)
+          }
+        ]
+      }
+    })
     expect(model).toEqual({
       id: "chat-pro",
       object: "model",

@@ -24,7 +24,9 @@ export const upstreamTimeouts = { firstByteTimeoutMs: 400, idleTimeoutMs: 400, r
 
 export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) => {
   const kernel = Layer.mergeAll(
-    TaskRunner.layer({ executorAvailable: () => true }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))),
+    TaskRunner.layer({ executorAvailable: () => true }).pipe(
+      Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))
+    ),
     Ledger.layer
   ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
   const chat = ChatServices.layer({
@@ -49,7 +51,7 @@ export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) =>
   )
 }
 
-export const baseUrl = Effect.gen(function*() {
+export const baseUrl = Effect.gen(function* () {
   const { address } = yield* HttpServer.HttpServer
   if (address._tag === "UnixPathAddress") return yield* Effect.die("the server should listen on TCP")
   return `http://127.0.0.1:${address.port}`
@@ -64,7 +66,7 @@ export interface Customer {
 
 /** A new account holding `credits` micros, with a key of the given scopes (all by default). */
 export const customer = (credits: number, scopes?: ReadonlyArray<Scope.Scope>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const { account } = yield* accounts.create({ name: `chat-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
     const key = yield* accounts.createKey(account.id, scopes === undefined ? {} : { scopes })
@@ -94,7 +96,8 @@ export const call = (path: string, who?: Customer, init: RequestInit = {}) =>
         // Not JSON: keep the text.
       }
       return { status: response.status, headers: response.headers, body }
-    }))
+    })
+  )
 
 /** The customer's balances and ledger entries, through GET /api/v1/usage. */
 export const usage = (who: Customer) => Effect.map(call("/api/v1/usage?limit=100", who), (reply) => reply.body)
@@ -105,14 +108,15 @@ export const movements = (who: Customer, chatRequestId: string) =>
     (body.entries as ReadonlyArray<{ kind: string; amountMicros: number; chatRequestId: string | null }>)
       .filter((entry) => entry.chatRequestId === chatRequestId)
       .map((entry) => [entry.kind, entry.amountMicros] as const)
-      .reverse())
+      .reverse()
+  )
 
 /** The chat request as GET /api/v1/chat/requests/{id} shows it. */
 export const request = (who: Customer, id: string) => Effect.map(call(`/api/v1/chat/requests/${id}`, who), (r) => r.body)
 
 /** Waits (real time) until `check` holds, for effects of a disconnect that land after the client gave up. */
 export const eventually = <A>(effect: Effect.Effect<A, never, any>, check: (a: A) => boolean, timeoutMs = 5000) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const value = yield* effect

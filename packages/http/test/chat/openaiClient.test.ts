@@ -26,7 +26,13 @@ const QUESTION = [{ role: "user" as const, content: "What is the capital of Norw
 const encoder = new TextEncoder()
 const event = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-  event({ id: "up", object: "chat.completion.chunk", created: 1, model: "vendor-pro-2", choices: [{ index: 0, delta, finish_reason: finish }] })
+  event({
+    id: "up",
+    object: "chat.completion.chunk",
+    created: 1,
+    model: "vendor-pro-2",
+    choices: [{ index: 0, delta, finish_reason: finish }]
+  })
 
 /**
  * An upstream SSE body: each piece after `gapMs`, then closed, broken or left hanging. Framed
@@ -57,22 +63,29 @@ const sse = (
 /** Answers the upstream's POST /chat/completions, recording the bodies it was sent. */
 const answerUpstream = (respond: (body: Record<string, any>) => Response | Promise<Response>) => {
   const bodies: Array<Record<string, any>> = []
-  upstream.use(http.post(`${T.UPSTREAM}/chat/completions`, async ({ request }) => {
-    const body = await request.json() as Record<string, any>
-    bodies.push(body)
-    return respond(body)
-  }))
+  upstream.use(
+    http.post(`${T.UPSTREAM}/chat/completions`, async ({ request }) => {
+      const body = (await request.json()) as Record<string, any>
+      bodies.push(body)
+      return respond(body)
+    })
+  )
   return bodies
 }
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 const failure = (f: () => Promise<unknown>) =>
-  Effect.promise(() => f().then(() => undefined, (error: unknown) => error as APIError))
+  Effect.promise(() =>
+    f().then(
+      () => undefined,
+      (error: unknown) => error as APIError
+    )
+  )
 
 layer(T.layer(), { excludeTestServices: true })("chat through the openai client", (it) => {
   describe("GET /api/v1/chat/models", () => {
     it.effect("lists the callable models with their tiers, without credentials", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* T.call("/api/v1/chat/models")
         expect(reply.status).toBe(200)
         expect(reply.body.object).toBe("list")
@@ -93,12 +106,13 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
             completion_micros_per_million: 15000000
           }
         ])
-      }))
+      })
+    )
   })
 
   describe("the offline model", () => {
     it.effect("a plain completion reports usage and a charge that the ledger shows", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer(1_000_000)
         const completion = yield* promise(() =>
           who.openai.chat.completions.create({ model: "taskmeter-local", messages: QUESTION, max_tokens: 50 })
@@ -108,15 +122,21 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(completion.choices[0]?.finish_reason).toBe("stop")
         const usage = completion.usage!
         const charged = (completion as unknown as { svc: { charged_micros: number } }).svc.charged_micros
-        expect(charged).toBe(ChatPrices.cost(tiersOf("taskmeter-local"), {
-          promptTokens: usage.prompt_tokens,
-          completionTokens: usage.completion_tokens
-        }))
+        expect(charged).toBe(
+          ChatPrices.cost(tiersOf("taskmeter-local"), {
+            promptTokens: usage.prompt_tokens,
+            completionTokens: usage.completion_tokens
+          })
+        )
         const reserved = ChatPrices.cost(tiersOf("taskmeter-local"), {
           promptTokens: ChatTokens.estimatePrompt("o200k_base", QUESTION),
           completionTokens: 50
         })
-        expect(yield* T.movements(who, completion.id)).toEqual([["reserve", reserved], ["charge", charged], ["release", reserved - charged]])
+        expect(yield* T.movements(who, completion.id)).toEqual([
+          ["reserve", reserved],
+          ["charge", charged],
+          ["release", reserved - charged]
+        ])
         const balances = yield* T.usage(who)
         expect([balances.balanceMicros, balances.reservedMicros]).toEqual([1_000_000 - charged, 0])
 
@@ -128,16 +148,21 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           reservedMicros: reserved,
           chargedMicros: charged,
           currency: "USD",
-          usage: { prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens, total_tokens: usage.total_tokens },
+          usage: {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.total_tokens
+          },
           finishReason: "stop",
           errorCode: null,
           createdAt: expect.any(String),
           completedAt: expect.any(String)
         })
-      }))
+      })
+    )
 
     it.effect("a streamed completion sends chunks, then usage and the charge, then [DONE]", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer(1_000_000)
         const stream = yield* promise(() =>
           who.openai.chat.completions.create({ model: "taskmeter-local", messages: QUESTION, stream: true })
@@ -149,25 +174,28 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         })
         expect(chunks.length).toBeGreaterThan(5)
         expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("You said: What is the capital of Norway?")
-        const last = chunks.at(-1)! as typeof chunks[number] & { svc: { charged_micros: number } }
+        const last = chunks.at(-1)! as (typeof chunks)[number] & { svc: { charged_micros: number } }
         expect(last.choices).toEqual([])
         expect(last.usage?.completion_tokens).toBe(chunks.length - 3)
         expect(yield* T.movements(who, last.id)).toContainEqual(["charge", last.svc.charged_micros])
         expect((yield* T.usage(who)).balanceMicros).toBe(1_000_000 - last.svc.charged_micros)
         expect((yield* T.request(who, last.id)).chargedMicros).toBe(last.svc.charged_micros)
-      }))
+      })
+    )
 
     it.effect("a tool call round trip: the call, the result, the answer, each billed", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer(1_000_000)
-        const tools = [{
-          type: "function" as const,
-          function: {
-            name: "get_capital",
-            description: "The capital of a country",
-            parameters: { type: "object", properties: { country: { type: "string" } }, required: ["country"] }
+        const tools = [
+          {
+            type: "function" as const,
+            function: {
+              name: "get_capital",
+              description: "The capital of a country",
+              parameters: { type: "object", properties: { country: { type: "string" } }, required: ["country"] }
+            }
           }
-        }]
+        ]
         const messages: Array<any> = [{ role: "user", content: "Norway" }]
         const first = yield* promise(() => who.openai.chat.completions.create({ model: "taskmeter-local", messages, tools }))
         expect(first.choices[0]?.finish_reason).toBe("tool_calls")
@@ -182,12 +210,13 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(list.body.requests.map((r: { id: string }) => r.id)).toEqual([second.id, first.id])
         const charged = [first, second].map((c) => (c as unknown as { svc: { charged_micros: number } }).svc.charged_micros)
         expect((yield* T.usage(who)).balanceMicros).toBe(1_000_000 - charged[0]! - charged[1]!)
-      }))
+      })
+    )
   })
 
   describe("an OpenAI-compatible upstream", () => {
     it.effect("forwards the request with the upstream's model id and the cap, and bills its usage", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const bodies = answerUpstream(() =>
           HttpResponse.json({
             id: "up-1",
@@ -208,10 +237,11 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         const charge = ChatPrices.cost(tiersOf("chat-pro"), { promptTokens: 15, completionTokens: 2 })
         expect((completion as unknown as { svc: { charged_micros: number } }).svc.charged_micros).toBe(charge)
         expect(yield* T.movements(who, completion.id)).toContainEqual(["charge", charge])
-      }))
+      })
+    )
 
     it.effect("an upstream 500 is 502 UPSTREAM_ERROR and charges nothing", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         answerUpstream(() => HttpResponse.json({ error: { message: "boom" } }, { status: 500 }))
         const who = yield* T.customer(1_000_000)
         const error = yield* failure(() => who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION }))
@@ -219,12 +249,16 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(error?.status).toBe(502)
         const [record] = (yield* T.call("/api/v1/chat/requests", who)).body.requests
         expect(record).toMatchObject({ status: "failed", chargedMicros: 0, errorCode: "UPSTREAM_ERROR" })
-        expect(yield* T.movements(who, record.id)).toEqual([["reserve", record.reservedMicros], ["release", record.reservedMicros]])
+        expect(yield* T.movements(who, record.id)).toEqual([
+          ["reserve", record.reservedMicros],
+          ["release", record.reservedMicros]
+        ])
         expect((yield* T.usage(who)).balanceMicros).toBe(1_000_000)
-      }))
+      })
+    )
 
     it.effect("an upstream 429 is 429 UPSTREAM_RATE_LIMITED with its Retry-After, and charges nothing", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         answerUpstream(() => new HttpResponse("{}", { status: 429, headers: { "retry-after": "9" } }))
         const who = yield* T.customer(1_000_000)
         const reply = yield* T.call("/api/v1/chat/completions", who, {
@@ -237,20 +271,22 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(reply.headers.get("retry-after")).toBe("9")
         const usage = yield* T.usage(who)
         expect([usage.balanceMicros, usage.reservedMicros]).toEqual([1_000_000, 0])
-      }))
+      })
+    )
 
     it.effect("an upstream that does not answer times out: 502, nothing charged", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         answerUpstream(() => new Promise<Response>(() => {}))
         const who = yield* T.customer(1_000_000)
         const error = yield* failure(() => who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION }))
         expect(error?.status).toBe(502)
         const usage = yield* T.usage(who)
         expect([usage.balanceMicros, usage.reservedMicros]).toEqual([1_000_000, 0])
-      }))
+      })
+    )
 
     it.effect("a stream the upstream cuts mid-way is charged for what was delivered and recorded partial", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         answerUpstream(() =>
           sse([chunk({ role: "assistant", content: "" }), chunk({ content: "The capital" }), chunk({ content: " is" })], {
             gapMs: 5,
@@ -278,22 +314,30 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           ["release", record.reservedMicros - charge]
         ])
         expect((yield* T.usage(who)).reservedMicros).toBe(0)
-      }))
+      })
+    )
 
     it.effect("usage missing from the upstream stream is counted", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const bodies = answerUpstream(() =>
-          sse([chunk({ role: "assistant", content: "" }), chunk({ content: "Oslo is the capital." }), chunk({}, "stop"), "data: [DONE]\n\n"])
+          sse([
+            chunk({ role: "assistant", content: "" }),
+            chunk({ content: "Oslo is the capital." }),
+            chunk({}, "stop"),
+            "data: [DONE]\n\n"
+          ])
         )
         const who = yield* T.customer(1_000_000)
-        const stream = yield* promise(() => who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION, stream: true }))
+        const stream = yield* promise(() =>
+          who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION, stream: true })
+        )
         const chunks = yield* promise(async () => {
           const all = []
           for await (const c of stream) all.push(c)
           return all
         })
         expect(bodies[0]).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_tokens: 4096 })
-        const last = chunks.at(-1)! as typeof chunks[number] & { svc: { charged_micros: number } }
+        const last = chunks.at(-1)! as (typeof chunks)[number] & { svc: { charged_micros: number } }
         const usage = {
           promptTokens: ChatTokens.estimatePrompt("o200k_base", QUESTION),
           completionTokens: ChatTokens.countText("o200k_base", "Oslo is the capital.")
@@ -301,12 +345,16 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(last.usage).toMatchObject({ prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens })
         expect(last.svc.charged_micros).toBe(ChatPrices.cost(tiersOf("chat-pro"), usage))
         expect(yield* T.movements(who, last.id)).toContainEqual(["charge", last.svc.charged_micros])
-      }))
+      })
+    )
 
     it.effect("a client that disconnects mid-stream stops the upstream and pays for what it received", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         let upstreamCancelled = false
-        const pieces = [chunk({ role: "assistant", content: "" }), ...Array.from({ length: 200 }, (_, i) => chunk({ content: ` w${i}` }))]
+        const pieces = [
+          chunk({ role: "assistant", content: "" }),
+          ...Array.from({ length: 200 }, (_, i) => chunk({ content: ` w${i}` }))
+        ]
         answerUpstream(() => sse(pieces, { gapMs: 20, onCancel: () => (upstreamCancelled = true) }))
         const who = yield* T.customer(1_000_000)
         const controller = new AbortController()
@@ -335,12 +383,18 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           ["charge", record.chargedMicros],
           ["release", record.reservedMicros - record.chargedMicros]
         ])
-        expect(yield* T.eventually(Effect.sync(() => upstreamCancelled), (cancelled) => cancelled)).toBe(true)
+        expect(
+          yield* T.eventually(
+            Effect.sync(() => upstreamCancelled),
+            (cancelled) => cancelled
+          )
+        ).toBe(true)
         expect((yield* T.usage(who)).reservedMicros).toBe(0)
-      }))
+      })
+    )
 
     it.effect("parallel requests on an account that can afford only some never overdraw", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         answerUpstream(async () => {
           await new Promise((resolve) => setTimeout(resolve, 150))
           return HttpResponse.json({
@@ -355,26 +409,34 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         const credits = 3 * reservation + Math.floor(reservation / 2)
         const who = yield* T.customer(credits)
         const results = yield* promise(() =>
-          Promise.allSettled(Array.from({ length: 10 }, () =>
-            who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION, max_tokens: 1000 })))
+          Promise.allSettled(
+            Array.from({ length: 10 }, () =>
+              who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION, max_tokens: 1000 })
+            )
+          )
         )
         const ok = results.filter((r) => r.status === "fulfilled")
         const refused = results.flatMap((r) => (r.status === "rejected" ? [r.reason as APIError] : []))
         expect(ok).toHaveLength(3)
         // The client keeps the `error` member of the body as the error's detail (the spec's body carries `code` beside it).
-        expect(refused.map((e) => [e.status, String(e.error).startsWith("This request may cost up to")]))
-          .toEqual(Array.from({ length: 7 }, () => [409, true]))
+        expect(refused.map((e) => [e.status, String(e.error).startsWith("This request may cost up to")])).toEqual(
+          Array.from({ length: 7 }, () => [409, true])
+        )
         const usage = yield* T.usage(who)
-        const charges = ok.reduce((sum, r) => sum + (r.value as unknown as { svc: { charged_micros: number } }).svc.charged_micros, 0)
+        const charges = ok.reduce(
+          (sum, r) => sum + (r.value as unknown as { svc: { charged_micros: number } }).svc.charged_micros,
+          0
+        )
         expect(usage.reservedMicros).toBe(0)
         expect(usage.balanceMicros).toBe(credits - charges)
         expect(usage.balanceMicros).toBeGreaterThanOrEqual(0)
-      }))
+      })
+    )
   })
 
   describe("errors and history", () => {
     it.effect("refuses what it must before any upstream call", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const bodies = answerUpstream(() => HttpResponse.json({}))
         const post = (who: T.Customer | undefined, body: unknown) =>
           T.call("/api/v1/chat/completions", who, {
@@ -397,10 +459,11 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           expect([reply.status, reply.body.code], code).toEqual([status, code])
         }
         expect(bodies).toEqual([])
-      }))
+      })
+    )
 
     it.effect("lists requests newest first, a page at a time; checks limit and cursor", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const who = yield* T.customer(1_000_000)
         const other = yield* T.customer(1_000_000)
         const ids: Array<string> = []
@@ -423,6 +486,7 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect((yield* T.call(`/api/v1/chat/requests?before=${ids[0]}`, other)).status).toBe(404)
         expect((yield* T.call("/api/v1/chat/requests?before=garbage", who)).body.code).toBe("REQUEST_NOT_FOUND")
         expect((yield* T.call(`/api/v1/chat/requests/${ids[0]}`, other)).body.code).toBe("REQUEST_NOT_FOUND")
-      }))
+      })
+    )
   })
 })

@@ -42,9 +42,16 @@ export interface HostileCase {
 }
 
 /** The spec's codes of 5xx answers. */
-const SERVER_CODES = ["API_UNAVAILABLE", "AUTH_UNAVAILABLE", "EXECUTION_TEMPORARILY_UNAVAILABLE", "EXECUTION_UNAVAILABLE", "PLATFORM_BUDGET_EXCEEDED", "UPSTREAM_ERROR"]
+const SERVER_CODES = [
+  "API_UNAVAILABLE",
+  "AUTH_UNAVAILABLE",
+  "EXECUTION_TEMPORARILY_UNAVAILABLE",
+  "EXECUTION_UNAVAILABLE",
+  "PLATFORM_BUDGET_EXCEEDED",
+  "UPSTREAM_ERROR"
+]
 
-const setOf = <A>(one: A | ReadonlyArray<A>): ReadonlyArray<A> => Array.isArray(one) ? one : [one as A]
+const setOf = <A>(one: A | ReadonlyArray<A>): ReadonlyArray<A> => (Array.isArray(one) ? one : [one as A])
 
 export const json = (value: unknown): string => JSON.stringify(value)
 
@@ -69,11 +76,13 @@ const oauthErrorOf = (reply: RawReply): string | undefined => {
     }
   }
   // An HTML error page (RFC 6749 §4.1.2.1: no redirect to an unverified redirect_uri) naming the code.
-  return reply.text.match(/\b(invalid_request|invalid_client|invalid_scope|unsupported_response_type|invalid_grant|access_denied|invalid_redirect_uri|invalid_client_metadata|invalid_target|unauthorized_client)\b/)?.[1]
+  return reply.text.match(
+    /\b(invalid_request|invalid_client|invalid_scope|unsupported_response_type|invalid_grant|access_denied|invalid_redirect_uri|invalid_client_metadata|invalid_target|unauthorized_client)\b/
+  )?.[1]
 }
 
 /** The JSON-RPC message of an /mcp answer. */
-const rpcMessage = (reply: RawReply): any => Array.isArray(reply.json) ? reply.json[0] : reply.json
+const rpcMessage = (reply: RawReply): any => (Array.isArray(reply.json) ? reply.json[0] : reply.json)
 
 /**
  * An admin RPC answer (effect/rpc over HTTP, JSON): the exit of the request, when there is one.
@@ -96,7 +105,8 @@ const adminRefused = (reply: RawReply): boolean => {
       const failures: Array<any> = Array.isArray(exit.cause) ? exit.cause : [exit.cause]
       // AdminError "StoreUnavailable" is the service's 503: an outage, not a refusal of the payload.
       const refusal = (failure: any) =>
-        (failure?._tag === "Fail" && failure.error?.reason !== "StoreUnavailable") || (failure?._tag === "Die" && isMessage(failure.defect))
+        (failure?._tag === "Fail" && failure.error?.reason !== "StoreUnavailable") ||
+        (failure?._tag === "Die" && isMessage(failure.defect))
       return failures.length > 0 && failures.every(refusal)
     }
     // A protocol-level answer to an envelope that is not a request: its decoder's message, not an exception.
@@ -114,12 +124,15 @@ export const verdict = (c: HostileCase, reply: RawReply): string | undefined => 
   // The token and revocation endpoints authenticate the client: their 401 names the client's scheme (RFC 6749 §5.2).
   const clientAuth = /^\/(token|revoke)\b/.test(c.request.path)
   if (reply.status === 401 && !(clientAuth ? /\S/ : /^Bearer\b/i).test(reply.headers["www-authenticate"] ?? "")) {
-    problems.push(`a 401 without WWW-Authenticate${clientAuth ? "" : ": Bearer"} (got ${JSON.stringify(reply.headers["www-authenticate"])})`)
+    problems.push(
+      `a 401 without WWW-Authenticate${clientAuth ? "" : ": Bearer"} (got ${JSON.stringify(reply.headers["www-authenticate"])})`
+    )
   }
   if (e.code !== undefined || e.errorBody) {
     const body = reply.json
     if (typeof body?.code !== "string" || typeof body?.error !== "string") problems.push(`no { code, error } body`)
-    else if (e.code !== undefined && !setOf(e.code).includes(body.code)) problems.push(`code ${body.code}, expected ${setOf(e.code).join(" or ")}`)
+    else if (e.code !== undefined && !setOf(e.code).includes(body.code))
+      problems.push(`code ${body.code}, expected ${setOf(e.code).join(" or ")}`)
   }
   if (e.oauthError !== undefined) {
     const error = oauthErrorOf(reply)
@@ -140,7 +153,8 @@ export const verdict = (c: HostileCase, reply: RawReply): string | undefined => 
       problems.push(`tool error code ${toolCode}, expected ${setOf(e.toolCode).join(" or ")}`)
     }
   }
-  if (e.adminRefusal && !adminRefused(reply)) problems.push(`not an admin refusal (a 4xx or a failed exit with the procedure's error)`)
+  if (e.adminRefusal && !adminRefused(reply))
+    problems.push(`not an admin refusal (a 4xx or a failed exit with the procedure's error)`)
   if (problems.length === 0) return undefined
   const shown = reply.text.length > 1500 ? `${reply.text.slice(0, 1500)}… (${reply.text.length} chars)` : reply.text
   return `[${c.name}] ${problems.join("; ")}\n  answer: ${reply.status} ${JSON.stringify(shown)}`
@@ -160,7 +174,7 @@ export const HUGE_NUMBERS: ReadonlyArray<{ readonly label: string; readonly raw:
   { label: "-0", raw: "-0" },
   { label: "2^64", raw: "18446744073709551616" },
   { label: "2^53+1", raw: "9007199254740993" },
-  { label: "\"NaN\"", raw: "\"NaN\"" },
+  { label: '"NaN"', raw: '"NaN"' },
   { label: "1.5", raw: "1.5" },
   { label: "1e-400", raw: "1e-400" }
 ]
@@ -168,7 +182,7 @@ export const HUGE_NUMBERS: ReadonlyArray<{ readonly label: string; readonly raw:
 /** `depth` levels of arrays around `inner`. */
 export const nestedArrays = (depth: number, inner = "1"): string => "[".repeat(depth) + inner + "]".repeat(depth)
 /** `depth` levels of `{"a": ...}` around `inner`. */
-export const nestedObjects = (depth: number, inner = "1"): string => "{\"a\":".repeat(depth) + inner + "}".repeat(depth)
+export const nestedObjects = (depth: number, inner = "1"): string => '{"a":'.repeat(depth) + inner + "}".repeat(depth)
 
 /** Path segments meant to escape or confuse a route's parameter. */
 export interface PathTrick {
@@ -205,5 +219,5 @@ export const pathTrickExpectation = (trick: PathTrick, notFound: string): Expect
   trick.kind === "route"
     ? { status: 404, errorBody: true }
     : trick.kind === "undecodable"
-    ? { status: 400, code: "INVALID_REQUEST" }
-    : { status: 404, code: notFound }
+      ? { status: 400, code: "INVALID_REQUEST" }
+      : { status: 404, code: notFound }

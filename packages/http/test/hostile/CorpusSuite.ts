@@ -33,13 +33,17 @@ export interface Prepared {
 export const prepare = async (storage: HostileServer.Storage): Promise<Prepared> => {
   const server = await HostileServer.start(storage)
 
-  const call = async (method: string, path: string, init: { readonly body?: unknown; readonly headers?: Record<string, string> } = {}) => {
+  const call = async (
+    method: string,
+    path: string,
+    init: { readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+  ) => {
     const response = await fetch(`${server.baseUrl}${path}`, {
       method,
       headers: { ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
     })
-    return { status: response.status, body: await response.json() as any }
+    return { status: response.status, body: (await response.json()) as any }
   }
 
   const readContext = async (): Promise<CorpusContext> => {
@@ -55,7 +59,9 @@ export const prepare = async (storage: HostileServer.Storage): Promise<Prepared>
       headers: { authorization: `Bearer ${server.other.secret}`, "idempotency-key": randomUUID() }
     })
     if (list.length === 0 || registered.status !== 201 || job.status !== 202) {
-      throw new Error(`corpus setup: ${list.length} models, register ${registered.status}, job ${job.status} ${JSON.stringify(job.body)}`)
+      throw new Error(
+        `corpus setup: ${list.length} models, register ${registered.status}, job ${job.status} ${JSON.stringify(job.body)}`
+      )
     }
     return { models: list, chatModel, clientId: registered.body.client_id, otherJobId: job.body.id }
   }
@@ -109,7 +115,11 @@ export const define = (title: string, { server, groups }: Prepared) => {
           const started = Date.now()
           const reply = await run(server, c)
           const problem = verdict(c, reply)
-          if (process.env.HOSTILE_LOG) appendFileSync(process.env.HOSTILE_LOG, `${JSON.stringify({ title, group, name: c.name, ms: Date.now() - started, status: reply.status, ok: problem === undefined, problem, unsure: c.unsure })}\n`)
+          if (process.env.HOSTILE_LOG)
+            appendFileSync(
+              process.env.HOSTILE_LOG,
+              `${JSON.stringify({ title, group, name: c.name, ms: Date.now() - started, status: reply.status, ok: problem === undefined, problem, unsure: c.unsure })}\n`
+            )
           expect(problem, problem).toBeUndefined()
         })
       })
@@ -117,7 +127,9 @@ export const define = (title: string, { server, groups }: Prepared) => {
 
     it("left Object.prototype of the server's process unpolluted", () => {
       const probe: Record<string, unknown> = {}
-      expect(["polluted", "x", "y", "model", "prompt", "entry", "redirect_uris", "role"].filter((key) => key in probe)).toEqual([])
+      expect(["polluted", "x", "y", "model", "prompt", "entry", "redirect_uris", "role"].filter((key) => key in probe)).toEqual(
+        []
+      )
     })
   })
 }

@@ -59,9 +59,7 @@ const settingsFor = (storage: Storage, schema: string): Main.Settings => ({
   mcpRegistrationsPerHour: 1_000_000,
   mcpRegistrationsPerHourTotal: 1_000_000,
   mcpAuthorizationsPerMinute: 1_000_000,
-  ...(storage === "postgres"
-    ? { databaseUrl: Option.some(Redacted.make(databaseUrl)), databaseSchema: Option.some(schema) }
-    : {})
+  ...(storage === "postgres" ? { databaseUrl: Option.some(Redacted.make(databaseUrl)), databaseSchema: Option.some(schema) } : {})
 })
 
 export const start = async (storage: Storage = "memory"): Promise<HostileServer> => {
@@ -72,12 +70,19 @@ export const start = async (storage: Storage = "memory"): Promise<HostileServer>
   const token = OperatorToken.generate()
   const schema = schemaName("hostile")
   const settings = settingsFor(storage, schema)
-  const stores = storage === "postgres"
-    ? Main.serverStorage(dataDir, settings).pipe(
-      Layer.provideMerge(Layer.effectDiscard(Effect.addFinalizer(() => dropSchema(schema))))
-    )
-    : Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)
-  const server = Main.server({ settings, adapters: [Simulated.make()], pricesFile: Main.pricesFileOf(dataDir), token, dataDir }).pipe(
+  const stores =
+    storage === "postgres"
+      ? Main.serverStorage(dataDir, settings).pipe(
+          Layer.provideMerge(Layer.effectDiscard(Effect.addFinalizer(() => dropSchema(schema))))
+        )
+      : Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)
+  const server = Main.server({
+    settings,
+    adapters: [Simulated.make()],
+    pricesFile: Main.pricesFileOf(dataDir),
+    token,
+    dataDir
+  }).pipe(
     Layer.provideMerge(stores),
     Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminHost: "127.0.0.1", adminPort: 0 })),
     Layer.orDie
@@ -87,12 +92,17 @@ export const start = async (storage: Storage = "memory"): Promise<HostileServer>
   const baseUrl = HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   const adminBaseUrl = HttpServer.formatAddress(Context.get(context, AdminServer.AdminListener).address)
   const newCustomer = (credits = 1_000_000_000) =>
-    runtime.runPromise(Effect.gen(function*() {
-      const accounts = yield* Accounts.Accounts
-      const { account } = yield* accounts.create({ name: `hostile-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
-      const key = yield* accounts.createKey(account.id, {})
-      return { accountId: account.id, keyId: key.record.id, secret: key.secret } satisfies Customer
-    }))
+    runtime.runPromise(
+      Effect.gen(function* () {
+        const accounts = yield* Accounts.Accounts
+        const { account } = yield* accounts.create({
+          name: `hostile-${randomUUID().slice(0, 8)}`,
+          credits: Money.micros(credits)
+        })
+        const key = yield* accounts.createKey(account.id, {})
+        return { accountId: account.id, keyId: key.record.id, secret: key.secret } satisfies Customer
+      })
+    )
   return {
     baseUrl,
     adminBaseUrl,

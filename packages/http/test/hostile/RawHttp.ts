@@ -54,7 +54,10 @@ const jsonOf = (text: string, contentType: string | undefined): unknown => {
     return JSON.parse(text)
   } catch {
     if (contentType?.includes("text/event-stream")) {
-      const data = text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6))
+      const data = text
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => line.slice(6))
       try {
         return data.length > 0 ? JSON.parse(data[data.length - 1]!) : undefined
       } catch {
@@ -68,7 +71,13 @@ const jsonOf = (text: string, contentType: string | undefined): unknown => {
 const parse = (raw: Buffer, transportError: string | undefined): RawReply => {
   const headEnd = raw.indexOf("\r\n\r\n")
   if (headEnd < 0) {
-    return { status: 0, headers: {}, text: raw.toString("utf8"), json: undefined, transportError: transportError ?? "no complete answer" }
+    return {
+      status: 0,
+      headers: {},
+      text: raw.toString("utf8"),
+      json: undefined,
+      transportError: transportError ?? "no complete answer"
+    }
   }
   const [statusLine, ...lines] = raw.subarray(0, headEnd).toString("latin1").split("\r\n")
   const status = Number(statusLine!.split(" ")[1])
@@ -92,16 +101,31 @@ const parse = (raw: Buffer, transportError: string | undefined): RawReply => {
 }
 
 /** Sends one request to `baseUrl` (http://host:port) and reads the whole answer. */
-export const send = (baseUrl: string, request: RawRequest, timeoutMs = Number(process.env.HOSTILE_TIMEOUT_MS ?? 20_000)): Promise<RawReply> =>
+export const send = (
+  baseUrl: string,
+  request: RawRequest,
+  timeoutMs = Number(process.env.HOSTILE_TIMEOUT_MS ?? 20_000)
+): Promise<RawReply> =>
   new Promise((resolve) => {
     const { hostname, port } = new URL(baseUrl)
-    const body = request.body === undefined ? undefined : typeof request.body === "string" ? Buffer.from(request.body, "utf8") : Buffer.from(request.body)
+    const body =
+      request.body === undefined
+        ? undefined
+        : typeof request.body === "string"
+          ? Buffer.from(request.body, "utf8")
+          : Buffer.from(request.body)
     const supplied = new Set((request.headers ?? []).map(([name]) => name.toLowerCase()))
-    const head: Array<Buffer> = [Buffer.from(`${request.method} `, "latin1"), bytesOf(request.path), Buffer.from(" HTTP/1.1\r\n", "latin1")]
-    const header = (name: string, value: string) => head.push(bytesOf(name), Buffer.from(": "), bytesOf(value), Buffer.from("\r\n"))
+    const head: Array<Buffer> = [
+      Buffer.from(`${request.method} `, "latin1"),
+      bytesOf(request.path),
+      Buffer.from(" HTTP/1.1\r\n", "latin1")
+    ]
+    const header = (name: string, value: string) =>
+      head.push(bytesOf(name), Buffer.from(": "), bytesOf(value), Buffer.from("\r\n"))
     if (!supplied.has("host")) header("host", `${hostname}:${port}`)
     for (const [name, value] of request.headers ?? []) header(name, value)
-    if (body !== undefined && !request.noContentLength && !supplied.has("content-length")) header("content-length", String(body.byteLength))
+    if (body !== undefined && !request.noContentLength && !supplied.has("content-length"))
+      header("content-length", String(body.byteLength))
     header("connection", "close")
     head.push(Buffer.from("\r\n"))
     const chunks: Array<Buffer> = []

@@ -48,7 +48,7 @@ const property = (storage: HostileServer.Storage, numRuns: number) => {
   beforeAll(async () => {
     server = await HostileServer.start(storage)
     const response = await fetch(`${server.baseUrl}/api/v1/models`)
-    const body = await response.json() as any
+    const body = (await response.json()) as any
     models = body.models ?? body.data ?? body
   }, 120_000)
   afterAll(() => server?.close())
@@ -80,7 +80,14 @@ const property = (storage: HostileServer.Storage, numRuns: number) => {
         expect(ALLOWED[reply.status], shown).toContain(reply.json?.code)
         expect(typeof reply.json?.error, shown).toBe("string")
       }),
-      { numRuns, examples: [[slugs[0]!, { prompt: "\u0000" }], [slugs[0]!, { "\ud800": "\udc00" }], ["__proto__", JSON.parse("{\"__proto__\":{\"prompt\":\"x\"}}")]] }
+      {
+        numRuns,
+        examples: [
+          [slugs[0]!, { prompt: "\u0000" }],
+          [slugs[0]!, { "\ud800": "\udc00" }],
+          ["__proto__", JSON.parse('{"__proto__":{"prompt":"x"}}')]
+        ]
+      }
     )
   }, 120_000)
 
@@ -88,7 +95,9 @@ const property = (storage: HostileServer.Storage, numRuns: number) => {
   // (lone surrogates and NUL included) in one string field, so it reaches admission and the store.
   it(`never answers a valid input with one hostile string field with a 5xx (${numRuns} runs)`, async () => {
     const positions = models.flatMap((model) =>
-      model.fields.filter((field) => field.type === "string").map((field) => ({ slug: model.slug, field: field.name, valid: validInputOf(model) }))
+      model.fields
+        .filter((field) => field.type === "string")
+        .map((field) => ({ slug: model.slug, field: field.name, valid: validInputOf(model) }))
     )
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...positions.map((_, index) => index)), anyString, async (index, text) => {
@@ -102,7 +111,14 @@ const property = (storage: HostileServer.Storage, numRuns: number) => {
         expect(reply.json?.code, shown).toBe("INVALID_MODEL_INPUT")
       }),
       // The strings issue 13 names, always tried besides the random ones.
-      { numRuns, examples: [[0, "\u0000"], [0, "\ud800"], [0, "\udc00"]] }
+      {
+        numRuns,
+        examples: [
+          [0, "\u0000"],
+          [0, "\ud800"],
+          [0, "\udc00"]
+        ]
+      }
     )
   }, 120_000)
 }

@@ -30,7 +30,7 @@ const adminUrls = new Map<string, string>()
 
 /** A server on the settings' storage, with a data directory of its own (ADMIN_PORT=0); its address. */
 export const serverOn = (settings: Main.Settings) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-server-"))
     const context = yield* Layer.build(
       Main.server({
@@ -51,7 +51,7 @@ export const serverOn = (settings: Main.Settings) =>
 
 /** Two servers started together on a fresh schema (`<prefix>_...`), dropped at the end of the scope. */
 export const twoServers = (prefix: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const schema = yield* freshSchema(prefix)
     const settings: Main.Settings = {
       ...Main.defaults,
@@ -69,12 +69,12 @@ export const admin = <A, E>(url: string, f: (client: AdminClient.AdminClient["Se
 export const fetchJson = (url: string, init: RequestInit = {}) =>
   Effect.promise(async () => {
     const response = await fetch(url, init)
-    return { status: response.status, headers: response.headers, body: await response.json() as any }
+    return { status: response.status, headers: response.headers, body: (await response.json()) as any }
   })
 
 /** Reads until `done` holds, every 50 ms, for at most 10 s (the servers' version check runs every 5 s). */
 export const eventually = <A, E>(read: Effect.Effect<A, E>, done: (value: A) => boolean) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const deadline = Date.now() + 10_000
     let value = yield* read
     while (!done(value) && Date.now() < deadline) {

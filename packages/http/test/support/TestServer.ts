@@ -83,50 +83,54 @@ const guarded = <S extends object>(
   outage: Ref.Ref<ReadonlySet<Port>>,
   alsoNeeds: { readonly [K in keyof S]?: (...args: Array<any>) => ReadonlyArray<Port> } = {}
 ): S =>
-  Object.fromEntries(Object.entries(service).map(([name, member]) => {
-    const needs = (args: Array<unknown>) => [port, ...(alsoNeeds[name as keyof S]?.(...args) ?? [])]
-    const guard = (effect: Effect.Effect<unknown, unknown>, needed = needs([])) =>
-      Effect.flatMap(Ref.get(outage), (ports) => {
-        const unreachable = needed.find((each) => ports.has(each))
-        return unreachable === undefined ? effect : Effect.fail(down(unreachable))
-      })
-    return [
-      name,
-      typeof member === "function"
-        ? (...args: Array<unknown>) => guard(member(...args), needs(args))
-        : Effect.isEffect(member)
-        ? guard(member as Effect.Effect<unknown, unknown>)
-        : member
-    ]
-  })) as S
+  Object.fromEntries(
+    Object.entries(service).map(([name, member]) => {
+      const needs = (args: Array<unknown>) => [port, ...(alsoNeeds[name as keyof S]?.(...args) ?? [])]
+      const guard = (effect: Effect.Effect<unknown, unknown>, needed = needs([])) =>
+        Effect.flatMap(Ref.get(outage), (ports) => {
+          const unreachable = needed.find((each) => ports.has(each))
+          return unreachable === undefined ? effect : Effect.fail(down(unreachable))
+        })
+      return [
+        name,
+        typeof member === "function"
+          ? (...args: Array<unknown>) => guard(member(...args), needs(args))
+          : Effect.isEffect(member)
+            ? guard(member as Effect.Effect<unknown, unknown>)
+            : member
+      ]
+    })
+  ) as S
 
-const withOutage = Layer.effectContext(Effect.gen(function*() {
-  const outage = yield* Ref.make<ReadonlySet<Port>>(new Set())
-  const accounts = yield* AccountStore.AccountStore
-  const ledger = yield* LedgerStore.LedgerStore
-  const tasks = yield* TaskStore.TaskStore
-  const media = yield* MediaStore.MediaStore
-  const blobs = yield* BlobStore.BlobStore
-  const budgets = yield* BudgetStore.BudgetStore
-  return Context.make(Outage, outage).pipe(
-    Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
-    Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
-    // A key's admission authenticates the key too: that call needs the account store as well.
-    Context.add(
-      TaskStore.TaskStore,
-      guarded(tasks, "tasks", outage, {
-        admit: (request: TaskStore.AnyAdmissionRequest) => TaskStore.isKeyed(request) ? ["accounts"] : []
-      })
-    ),
-    Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
-    Context.add(BlobStore.BlobStore, blobs),
-    Context.add(BudgetStore.BudgetStore, budgets)
-  )
-}))
+const withOutage = Layer.effectContext(
+  Effect.gen(function* () {
+    const outage = yield* Ref.make<ReadonlySet<Port>>(new Set())
+    const accounts = yield* AccountStore.AccountStore
+    const ledger = yield* LedgerStore.LedgerStore
+    const tasks = yield* TaskStore.TaskStore
+    const media = yield* MediaStore.MediaStore
+    const blobs = yield* BlobStore.BlobStore
+    const budgets = yield* BudgetStore.BudgetStore
+    return Context.make(Outage, outage).pipe(
+      Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
+      Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
+      // A key's admission authenticates the key too: that call needs the account store as well.
+      Context.add(
+        TaskStore.TaskStore,
+        guarded(tasks, "tasks", outage, {
+          admit: (request: TaskStore.AnyAdmissionRequest) => (TaskStore.isKeyed(request) ? ["accounts"] : [])
+        })
+      ),
+      Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
+      Context.add(BlobStore.BlobStore, blobs),
+      Context.add(BudgetStore.BudgetStore, budgets)
+    )
+  })
+)
 
 /** Makes the given store ports unreachable (or, with none, reachable again). */
 export const setOutage = (...ports: Array<Port>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* Ref.set(yield* Outage, new Set(ports))
   })
 
@@ -140,7 +144,9 @@ export interface Options {
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
   const kernel = Layer.mergeAll(
-    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))),
+    TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(
+      Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
+    ),
     Ledger.layer
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
@@ -156,7 +162,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
 }
 
 /** http://127.0.0.1:<port> of the server under test. */
-export const baseUrl = Effect.gen(function*() {
+export const baseUrl = Effect.gen(function* () {
   const { address } = yield* HttpServer.HttpServer
   if (address._tag === "UnixPathAddress") return yield* Effect.die("the server should listen on TCP")
   return `http://127.0.0.1:${address.port}`
@@ -183,7 +189,8 @@ export const call = (path: string, init: RequestInit = {}) =>
         body = undefined
       }
       return { status: response.status, headers: response.headers, text, body }
-    }))
+    })
+  )
 
 export const bearer = (secret: string): Record<string, string> => ({ authorization: `Bearer ${secret}` })
 
@@ -195,7 +202,7 @@ export interface Customer {
 
 /** A new account holding `credits` micros, with a key made with `keyOptions`. */
 export const customer = (credits = 10_000_000, keyOptions: Accounts.KeyOptions = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const { account } = yield* accounts.create({ name: `acme-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
     const key = yield* accounts.createKey(account.id, keyOptions)
@@ -219,8 +226,7 @@ export const submit = (
     body: typeof body === "string" ? body : JSON.stringify(body)
   })
 
-export const usage = (who: Customer, query = "") =>
-  call(`/api/v1/usage${query}`, { headers: bearer(who.secret) })
+export const usage = (who: Customer, query = "") => call(`/api/v1/usage${query}`, { headers: bearer(who.secret) })
 
 async function* chunksOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   yield bytes
@@ -231,7 +237,7 @@ async function* chunksOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
  * (written to the BlobStore and the MediaStore). Returns the task as the API shows it afterwards.
  */
 export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Array, contentType = "image/png") =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const tasks = yield* TaskStore.TaskStore
     const media = yield* MediaStore.MediaStore
     const blobs = yield* BlobStore.BlobStore
@@ -282,7 +288,8 @@ export const fetchBytes = (pathAndQuery: string, init: RequestInit = {}) =>
       const response = await fetch(`${base}${pathAndQuery}`, init)
       const bytes = Buffer.from(await response.arrayBuffer())
       return { status: response.status, headers: response.headers, bytes }
-    }))
+    })
+  )
 
 /** A path and query with one query parameter replaced (to tamper with a signed link). */
 export const withQueryParam = (pathAndQuery: string, name: string, value: string): string => {

@@ -19,13 +19,15 @@ import type { StoreUnderTest } from "./TestServer.ts"
 
 export const databaseUrl = Dependencies.databaseUrl
 
-const blobsInTemporaryDirectory = Layer.unwrap(Effect.map(
-  Effect.acquireRelease(
-    Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-http-blobs-"))),
-    (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
-  ),
-  BlobStore.layerFileSystem
-))
+const blobsInTemporaryDirectory = Layer.unwrap(
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-http-blobs-"))),
+      (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+    ),
+    BlobStore.layerFileSystem
+  )
+)
 
 /** A schema name of the test database no other test uses: `<prefix>_` and 20 hex digits. */
 export const schemaName = (prefix: string): string => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 20)}`
@@ -40,7 +42,10 @@ export const dropSchema = (schema: string): Effect.Effect<void> =>
 
 /** A fresh schema name, dropped when the scope closes. */
 export const freshSchema = (prefix: string) =>
-  Effect.tap(Effect.sync(() => schemaName(prefix)), (schema) => Effect.addFinalizer(() => dropSchema(schema)))
+  Effect.tap(
+    Effect.sync(() => schemaName(prefix)),
+    (schema) => Effect.addFinalizer(() => dropSchema(schema))
+  )
 
 /** storage-pg in a fresh schema, dropped (after everything built on it) when the suite ends. */
 const postgres = () => {
@@ -52,13 +57,15 @@ const postgres = () => {
 
 /** storage-pg on a PGlite of its own in a temporary directory, for a machine without PostgreSQL. */
 const pglite = () =>
-  Layer.unwrap(Effect.map(
-    Effect.acquireRelease(
-      Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-http-pglite-"))),
-      (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
-    ),
-    (dataDir) => Layer.mergeAll(PgStore.layerEmbedded({ dataDir }), blobsInTemporaryDirectory)
-  ))
+  Layer.unwrap(
+    Effect.map(
+      Effect.acquireRelease(
+        Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-http-pglite-"))),
+        (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+      ),
+      (dataDir) => Layer.mergeAll(PgStore.layerEmbedded({ dataDir }), blobsInTemporaryDirectory)
+    )
+  )
 
 const memory: StoreUnderTest = { name: "storage-memory", layer: () => MemoryStore.layer }
 

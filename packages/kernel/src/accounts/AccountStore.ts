@@ -42,24 +42,23 @@ export interface Authenticated {
   readonly windowResetsAt: Date
 }
 
-export class AccountStore extends Context.Service<AccountStore, {
-  readonly createAccount: (account: Account) => Effect.Effect<Account, StoreUnavailable>
-  readonly getAccount: (id: AccountId) => Effect.Effect<Account | undefined, StoreUnavailable>
-  readonly listAccounts: Effect.Effect<ReadonlyArray<Account>, StoreUnavailable>
-  /** Fails with a defect if the account does not exist: callers create keys for accounts they just read. */
-  readonly insertApiKey: (key: ApiKeyRecord) => Effect.Effect<void, StoreUnavailable>
-  readonly listApiKeys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, StoreUnavailable>
-  /** Marks the key revoked; false when the account has no such key. Revoking twice keeps the first time. */
-  readonly revokeApiKey: (
-    accountId: AccountId,
-    keyId: ApiKeyId,
-    at: Date
-  ) => Effect.Effect<boolean, StoreUnavailable>
-  /**
-   * Finds the key with this hash and, atomically with the read, counts one request in its
-   * fixed one-minute window (the window restarts when `now` is past its end). Revoked keys are
-   * returned too, so the caller can say why they are refused; unknown hashes give undefined.
-   * The count holds across processes sharing the store.
-   */
-  readonly authenticate: (hash: string, now: Date) => Effect.Effect<Authenticated | undefined, StoreUnavailable>
-}>()("@taskmeter/kernel/AccountStore") {}
+export class AccountStore extends Context.Service<
+  AccountStore,
+  {
+    readonly createAccount: (account: Account) => Effect.Effect<Account, StoreUnavailable>
+    readonly getAccount: (id: AccountId) => Effect.Effect<Account | undefined, StoreUnavailable>
+    readonly listAccounts: Effect.Effect<ReadonlyArray<Account>, StoreUnavailable>
+    /** Fails with a defect if the account does not exist: callers create keys for accounts they just read. */
+    readonly insertApiKey: (key: ApiKeyRecord) => Effect.Effect<void, StoreUnavailable>
+    readonly listApiKeys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, StoreUnavailable>
+    /** Marks the key revoked; false when the account has no such key. Revoking twice keeps the first time. */
+    readonly revokeApiKey: (accountId: AccountId, keyId: ApiKeyId, at: Date) => Effect.Effect<boolean, StoreUnavailable>
+    /**
+     * Finds the key with this hash and, atomically with the read, counts one request in its
+     * fixed one-minute window (the window restarts when `now` is past its end). Revoked keys are
+     * returned too, so the caller can say why they are refused; unknown hashes give undefined.
+     * The count holds across processes sharing the store.
+     */
+    readonly authenticate: (hash: string, now: Date) => Effect.Effect<Authenticated | undefined, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/AccountStore") {}

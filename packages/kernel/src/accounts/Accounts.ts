@@ -49,43 +49,43 @@ export type AuthenticationError =
   | Errors.ApiKeyRateLimited
   | Errors.AuthUnavailable
 
-export class Accounts extends Context.Service<Accounts, {
-  /** Creates an account with a first key (all scopes) and, when given, an opening grant. */
-  readonly create: (options: {
-    readonly name: string
-    readonly credits?: Micros | undefined
-  }) => Effect.Effect<{ readonly account: Account; readonly key: CreatedKey }, StoreUnavailable>
-  readonly get: (id: AccountId) => Effect.Effect<Account, AccountNotFound | StoreUnavailable>
-  readonly list: Effect.Effect<ReadonlyArray<Account>, StoreUnavailable>
-  readonly createKey: (
-    accountId: AccountId,
-    options?: KeyOptions
-  ) => Effect.Effect<CreatedKey, AccountNotFound | StoreUnavailable>
-  readonly listKeys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, StoreUnavailable>
-  readonly revokeKey: (
-    accountId: AccountId,
-    keyId: ApiKeyId
-  ) => Effect.Effect<boolean, StoreUnavailable>
-  /**
-   * Checks a presented key: hashes it, looks it up, compares in constant time, refuses revoked
-   * keys (PERMISSION_DENIED) and keys past their per-minute rate (API_KEY_RATE_LIMITED with
-   * retryAfterSeconds). An unknown or malformed key is AUTH_REQUIRED; an unreachable store is
-   * AUTH_UNAVAILABLE. The secret is never logged or kept.
-   */
-  readonly authenticate: (presented: string) => Effect.Effect<Caller, AuthenticationError>
-  /**
-   * Authenticates a presented key for `scope` through a store write that checks the key itself
-   * and writes only if it passes (TaskStore.admitWithKey): `write` gets the KeyCheck and answers
-   * what the store found for the key (undefined for an unknown hash) with its own result. The
-   * answers are authenticate's, then INSUFFICIENT_SCOPE; the result is the write's, given only
-   * when the key passed. A malformed key is refused before `write` runs.
-   */
-  readonly authenticateWithin: <A, E, R>(
-    presented: string,
-    scope: Scope,
-    write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
-  ) => Effect.Effect<{ readonly caller: Caller; readonly result: A }, AuthenticationError | Errors.InsufficientScope | E, R>
-}>()("@taskmeter/kernel/Accounts") {}
+export class Accounts extends Context.Service<
+  Accounts,
+  {
+    /** Creates an account with a first key (all scopes) and, when given, an opening grant. */
+    readonly create: (options: {
+      readonly name: string
+      readonly credits?: Micros | undefined
+    }) => Effect.Effect<{ readonly account: Account; readonly key: CreatedKey }, StoreUnavailable>
+    readonly get: (id: AccountId) => Effect.Effect<Account, AccountNotFound | StoreUnavailable>
+    readonly list: Effect.Effect<ReadonlyArray<Account>, StoreUnavailable>
+    readonly createKey: (
+      accountId: AccountId,
+      options?: KeyOptions
+    ) => Effect.Effect<CreatedKey, AccountNotFound | StoreUnavailable>
+    readonly listKeys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, StoreUnavailable>
+    readonly revokeKey: (accountId: AccountId, keyId: ApiKeyId) => Effect.Effect<boolean, StoreUnavailable>
+    /**
+     * Checks a presented key: hashes it, looks it up, compares in constant time, refuses revoked
+     * keys (PERMISSION_DENIED) and keys past their per-minute rate (API_KEY_RATE_LIMITED with
+     * retryAfterSeconds). An unknown or malformed key is AUTH_REQUIRED; an unreachable store is
+     * AUTH_UNAVAILABLE. The secret is never logged or kept.
+     */
+    readonly authenticate: (presented: string) => Effect.Effect<Caller, AuthenticationError>
+    /**
+     * Authenticates a presented key for `scope` through a store write that checks the key itself
+     * and writes only if it passes (TaskStore.admitWithKey): `write` gets the KeyCheck and answers
+     * what the store found for the key (undefined for an unknown hash) with its own result. The
+     * answers are authenticate's, then INSUFFICIENT_SCOPE; the result is the write's, given only
+     * when the key passed. A malformed key is refused before `write` runs.
+     */
+    readonly authenticateWithin: <A, E, R>(
+      presented: string,
+      scope: Scope,
+      write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
+    ) => Effect.Effect<{ readonly caller: Caller; readonly result: A }, AuthenticationError | Errors.InsufficientScope | E, R>
+  }
+>()("@taskmeter/kernel/Accounts") {}
 
 export interface Options {
   /** Requests per minute for keys made without their own rate limit. */
@@ -118,17 +118,18 @@ const authRequired = () =>
   })
 
 export const make = (options: Options = defaultOptions): Effect.Effect<Accounts["Service"], never, AccountStore | LedgerStore> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* AccountStore
     const ledger = yield* LedgerStore
     const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 
     const get = (id: AccountId) =>
       Effect.flatMap(store.getAccount(id), (account) =>
-        account === undefined ? Effect.fail(new AccountNotFound({ accountId: id })) : Effect.succeed(account))
+        account === undefined ? Effect.fail(new AccountNotFound({ accountId: id })) : Effect.succeed(account)
+      )
 
     const newKey = (account: Account, keyOptions: KeyOptions, createdAt: Date) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const secret = `${KEY_PREFIX}${randomBytes(32).toString("base64url")}`
         const record: ApiKeyRecord = {
           id: Ids.makeApiKeyId(),
@@ -159,12 +160,14 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
           return Effect.succeed(callerOf(found))
         case "Revoked":
           return new Errors.PermissionDenied({
-            message: `This API key (${found.key.displayPrefix}...) was revoked on ${found.key.revokedAt?.toISOString()}; ` +
+            message:
+              `This API key (${found.key.displayPrefix}...) was revoked on ${found.key.revokedAt?.toISOString()}; ` +
               "create a new key."
           })
         case "RateLimited":
           return new Errors.ApiKeyRateLimited({
-            message: `This API key may make ${KeyCheck.rateLimitOf(found, check)} requests per minute; ` +
+            message:
+              `This API key may make ${KeyCheck.rateLimitOf(found, check)} requests per minute; ` +
               "retry after the time in Retry-After.",
             retryAfterSeconds: Math.max(1, Math.ceil((found.windowResetsAt.getTime() - check.now.getTime()) / 1000))
           })
@@ -184,15 +187,15 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
     const checkOf = <S extends Scope | undefined>(presented: string, scope: S) =>
       KEY_FORMAT.test(presented)
         ? Effect.map(now, (at) => ({
-          hash: hashOf(presented),
-          now: at,
-          scope,
-          defaultRateLimitPerMinute: options.defaultRateLimitPerMinute
-        }))
+            hash: hashOf(presented),
+            now: at,
+            scope,
+            defaultRateLimitPerMinute: options.defaultRateLimitPerMinute
+          }))
         : authRequired()
 
     const authenticate = (presented: string) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const check = yield* checkOf(presented, undefined)
         const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(authUnavailable))
         // Without a scope the check never answers INSUFFICIENT_SCOPE: scopes are the caller's to check.
@@ -204,7 +207,7 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
       scope: Scope,
       write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
     ) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const check = yield* checkOf(presented, scope)
         const [found, result] = yield* write(check)
         const caller = yield* judge(found, check)
@@ -213,7 +216,7 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
 
     return Accounts.of({
       create: ({ name, credits }) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const createdAt = yield* now
           const account = yield* store.createAccount({ id: Ids.makeAccountId(), name, createdAt })
           const key = yield* newKey(account, {}, createdAt)

@@ -15,9 +15,7 @@ export interface PresentedCredential {
 const BEARER = /^Bearer[ \t]+(.*)$/i
 
 /** The presented credential of a request's headers (lower-case names), or undefined for none. */
-export const fromHeaders = (
-  headers: { readonly [name: string]: string | undefined }
-): PresentedCredential | undefined => {
+export const fromHeaders = (headers: { readonly [name: string]: string | undefined }): PresentedCredential | undefined => {
   const bearer = BEARER.exec(headers.authorization ?? "")?.[1]?.trim()
   if (bearer) return { secret: bearer, header: "authorization" }
   const apiKey = headers[API_KEY_HEADER]?.trim()

@@ -16,30 +16,30 @@ import { models as shippedModels } from "./models/index.ts"
 export type { Category, ModelDefinition, ModelInput } from "./ModelDefinition.ts"
 export type { FieldInfo } from "./ModelField.ts"
 
-export class Catalog extends Context.Service<Catalog, {
-  /** Every model, in listing order. */
-  readonly models: ReadonlyArray<ModelDefinition>
-  readonly get: (slug: string) => Effect.Effect<ModelDefinition, Errors.ModelNotFound>
-  /** The input with defaults applied, or every rule it breaks. */
-  readonly validate: (
-    slug: string,
-    input: unknown
-  ) => Effect.Effect<
-    { readonly model: ModelDefinition; readonly input: ModelInput },
-    Errors.ModelNotFound | Errors.InvalidModelInput
-  >
-  /**
-   * Models whose slug, title or description contain every word of `query` (case-insensitive),
-   * those with more words in their slug or title first, otherwise in listing order; an empty
-   * query matches all. For the MCP `search_models` tool.
-   */
-  readonly search: (query: string, category?: Category) => ReadonlyArray<ModelDefinition>
-  /** The distinct `media:` references of a validated input, so admission can check their owner. */
-  readonly mediaReferences: (
-    model: ModelDefinition,
-    input: ModelInput
-  ) => ReadonlyArray<MediaReference.MediaReference>
-}>()("@taskmeter/kernel/Catalog") {}
+export class Catalog extends Context.Service<
+  Catalog,
+  {
+    /** Every model, in listing order. */
+    readonly models: ReadonlyArray<ModelDefinition>
+    readonly get: (slug: string) => Effect.Effect<ModelDefinition, Errors.ModelNotFound>
+    /** The input with defaults applied, or every rule it breaks. */
+    readonly validate: (
+      slug: string,
+      input: unknown
+    ) => Effect.Effect<
+      { readonly model: ModelDefinition; readonly input: ModelInput },
+      Errors.ModelNotFound | Errors.InvalidModelInput
+    >
+    /**
+     * Models whose slug, title or description contain every word of `query` (case-insensitive),
+     * those with more words in their slug or title first, otherwise in listing order; an empty
+     * query matches all. For the MCP `search_models` tool.
+     */
+    readonly search: (query: string, category?: Category) => ReadonlyArray<ModelDefinition>
+    /** The distinct `media:` references of a validated input, so admission can check their owner. */
+    readonly mediaReferences: (model: ModelDefinition, input: ModelInput) => ReadonlyArray<MediaReference.MediaReference>
+  }
+>()("@taskmeter/kernel/Catalog") {}
 
 const parseOptions = { errors: "all", onExcessProperty: "error" } as const
 
@@ -50,13 +50,15 @@ const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string
       leaf._tag === "MissingKey"
         ? "is required"
         : leaf._tag === "UnexpectedKey"
-        ? `is not a field of ${model.slug} (its fields: ${fieldNames})`
-        : SchemaIssue.defaultLeafHook(leaf)
+          ? `is not a field of ${model.slug} (its fields: ${fieldNames})`
+          : SchemaIssue.defaultLeafHook(leaf)
   })
-  const lines = formatter(issue).issues.map((entry) =>
-    `${
-      StorableText.formatPath("input", (entry.path ?? []).map((segment) => typeof segment === "object" ? segment.key : segment))
-    }: ${entry.message}`
+  const lines = formatter(issue).issues.map(
+    (entry) =>
+      `${StorableText.formatPath(
+        "input",
+        (entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
+      )}: ${entry.message}`
   )
   return ProblemList.join(lines)
 }
@@ -64,7 +66,11 @@ const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string
 const isRecord = (input: unknown): input is { readonly [key: string]: unknown } =>
   typeof input === "object" && input !== null && !Array.isArray(input)
 
-const words = (text: string) => text.toLowerCase().split(/\s+/).filter((word) => word.length > 0)
+const words = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((word) => word.length > 0)
 
 /** A catalog over the given models; throws on a repeated slug, a defect of the model list. */
 export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"] => {
@@ -75,10 +81,10 @@ export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"]
     const model = bySlug.get(slug)
     return model === undefined
       ? Effect.fail(
-        new Errors.ModelNotFound({
-          message: `No model has the slug ${JSON.stringify(slug)}; use the slug of a listed model.`
-        })
-      )
+          new Errors.ModelNotFound({
+            message: `No model has the slug ${JSON.stringify(slug)}; use the slug of a listed model.`
+          })
+        )
       : Effect.succeed(model)
   }
 

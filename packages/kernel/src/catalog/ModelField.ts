@@ -62,11 +62,12 @@ export interface TextOptions extends Presence<string> {
  * `minLength`/`maxLength` do, so the published schema states the exact bounds.
  */
 const lengthRules = (minLength: number | undefined, maxLength: number | undefined) => {
-  const message = minLength !== undefined && maxLength !== undefined
-    ? `must be ${minLength} to ${maxLength} characters long`
-    : maxLength !== undefined
-    ? `must be at most ${maxLength} characters long`
-    : `must be at least ${minLength} characters long`
+  const message =
+    minLength !== undefined && maxLength !== undefined
+      ? `must be ${minLength} to ${maxLength} characters long`
+      : maxLength !== undefined
+        ? `must be at most ${maxLength} characters long`
+        : `must be at least ${minLength} characters long`
   return [
     ...(minLength === undefined ? [] : [Schema.isMinCodePoints(minLength, { message })]),
     ...(maxLength === undefined ? [] : [Schema.isMaxCodePoints(maxLength, { message })])
@@ -164,13 +165,10 @@ const isHttpsUrl = (value: string): boolean =>
  * data:, file:, javascript:). The JSON Schema carries a looser `pattern` for clients; the
  * decoder is the authority.
  */
-const isMediaInput = Schema.makeFilter(
-  (value: string) => isHttpsUrl(value) || MediaReference.isMediaReference(value),
-  {
-    message: MEDIA_RULE,
-    toJsonSchema: () => [{ pattern: "^(https://[^/\\\\?#\\s]\\S*|media:[0-9a-f-]{36})$", format: "uri" }, true]
-  }
-)
+const isMediaInput = Schema.makeFilter((value: string) => isHttpsUrl(value) || MediaReference.isMediaReference(value), {
+  message: MEDIA_RULE,
+  toJsonSchema: () => [{ pattern: "^(https://[^/\\\\?#\\s]\\S*|media:[0-9a-f-]{36})$", format: "uri" }, true]
+})
 
 /**
  * An https media URL must not point inside: no credentials, no `localhost` or other local name,
@@ -201,16 +199,19 @@ export interface MediaUrlsOptions extends Omit<Presence<never>, "default"> {
 export const mediaUrls = (options: MediaUrlsOptions): Field => {
   const minItems = options.required === true ? 1 : 0
   const counts = options.allowedCounts
-  const size = minItems > 0
-    ? Schema.isBetweenLength(minItems, options.maxItems, { message: `must hold ${minItems} to ${options.maxItems} items` })
-    : Schema.isMaxLength(options.maxItems, { message: `must hold at most ${options.maxItems} items` })
-  const count = counts === undefined ? [] : [Schema.makeFilter(
-    (items: ReadonlyArray<string>) => counts.includes(items.length),
-    {
-      message: `must hold ${counts.join(" or ")} items (other counts are not supported)`,
-      toJsonSchema: () => ({ anyOf: counts.map((n) => ({ minItems: n, maxItems: n })) })
-    }
-  )]
+  const size =
+    minItems > 0
+      ? Schema.isBetweenLength(minItems, options.maxItems, { message: `must hold ${minItems} to ${options.maxItems} items` })
+      : Schema.isMaxLength(options.maxItems, { message: `must hold at most ${options.maxItems} items` })
+  const count =
+    counts === undefined
+      ? []
+      : [
+          Schema.makeFilter((items: ReadonlyArray<string>) => counts.includes(items.length), {
+            message: `must hold ${counts.join(" or ")} items (other counts are not supported)`,
+            toJsonSchema: () => ({ anyOf: counts.map((n) => ({ minItems: n, maxItems: n })) })
+          })
+        ]
   const base = Schema.Array(StringType.check(isMediaInput, isOutsideUrl)).annotate({ message: "must be an array of strings" })
   return field(base, [size, ...count], options, {
     type: "array",

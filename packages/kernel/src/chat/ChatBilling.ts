@@ -49,32 +49,35 @@ export type OpenError =
   | Errors.ConcurrencyLimited
   | StoreUnavailable
 
-export class ChatBilling extends Context.Service<ChatBilling, {
-  readonly open: (
-    caller: Caller,
-    request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
-  ) => Effect.Effect<ChatRequestRecord, OpenError>
-  /** Charges the usage (capped at the reservation) and releases the rest; a second settle is a no-op. */
-  readonly settle: (
-    id: ChatRequestId,
-    outcome: {
-      readonly status: ChatOutcome
-      readonly usage: TokenUsage | null
-      readonly finishReason: string | null
-      readonly errorCode?: string | null | undefined
-    }
-  ) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
-  readonly get: (caller: Caller, id: string) => Effect.Effect<ChatRequestRecord, Errors.RequestNotFound | StoreUnavailable>
-  readonly list: (
-    caller: Caller,
-    page: { readonly limit: number; readonly before?: string | undefined }
-  ) => Effect.Effect<
-    { readonly requests: ReadonlyArray<ChatRequestRecord>; readonly nextCursor: string | null },
-    Errors.RequestNotFound | StoreUnavailable
-  >
-  /** Releases the reservations of requests opened before `openedBefore` and never settled. */
-  readonly sweepStale: (openedBefore: Date) => Effect.Effect<number, StoreUnavailable>
-}>()("@taskmeter/kernel/ChatBilling") {}
+export class ChatBilling extends Context.Service<
+  ChatBilling,
+  {
+    readonly open: (
+      caller: Caller,
+      request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
+    ) => Effect.Effect<ChatRequestRecord, OpenError>
+    /** Charges the usage (capped at the reservation) and releases the rest; a second settle is a no-op. */
+    readonly settle: (
+      id: ChatRequestId,
+      outcome: {
+        readonly status: ChatOutcome
+        readonly usage: TokenUsage | null
+        readonly finishReason: string | null
+        readonly errorCode?: string | null | undefined
+      }
+    ) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
+    readonly get: (caller: Caller, id: string) => Effect.Effect<ChatRequestRecord, Errors.RequestNotFound | StoreUnavailable>
+    readonly list: (
+      caller: Caller,
+      page: { readonly limit: number; readonly before?: string | undefined }
+    ) => Effect.Effect<
+      { readonly requests: ReadonlyArray<ChatRequestRecord>; readonly nextCursor: string | null },
+      Errors.RequestNotFound | StoreUnavailable
+    >
+    /** Releases the reservations of requests opened before `openedBefore` and never settled. */
+    readonly sweepStale: (openedBefore: Date) => Effect.Effect<number, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/ChatBilling") {}
 
 export interface Limits {
   readonly requestsPerMinute: number
@@ -93,16 +96,19 @@ export const MAX_REQUEST_MS = 15 * 60 * 1000
 export const STALE_AFTER_MS = MAX_REQUEST_MS + 5 * 60 * 1000
 
 export const make = (limits: Limits = defaultLimits) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* ChatStore
     const prices = yield* ChatPrices.ChatPrices
     const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
     /** How the requests opened by this process were priced, so that settling one is a single store call. */
-    const pricedHere = new Map<ChatRequestId, { readonly tiers: ReadonlyArray<ChatPrices.ChatPriceTier>; readonly reservedMicros: Micros }>()
+    const pricedHere = new Map<
+      ChatRequestId,
+      { readonly tiers: ReadonlyArray<ChatPrices.ChatPriceTier>; readonly reservedMicros: Micros }
+    >()
 
     return ChatBilling.of({
       open: (caller, request) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const entry = yield* prices.lookup(request.model)
           if (entry === undefined) {
             return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.` })
@@ -115,15 +121,18 @@ export const make = (limits: Limits = defaultLimits) =>
             completionTokens: request.maxTokens
           })
           const chatLimits: ChatLimits = { ...limits, keyUsageLimit: caller.keyUsageLimit }
-          const result = yield* store.open({
-            id: makeChatRequestId(),
-            accountId: caller.accountId,
-            apiKeyId: caller.apiKeyId,
-            model: request.model,
-            reservedMicros,
-            tiers: entry.tiers,
-            createdAt: yield* now
-          }, chatLimits)
+          const result = yield* store.open(
+            {
+              id: makeChatRequestId(),
+              accountId: caller.accountId,
+              apiKeyId: caller.apiKeyId,
+              model: request.model,
+              reservedMicros,
+              tiers: entry.tiers,
+              createdAt: yield* now
+            },
+            chatLimits
+          )
           switch (result._tag) {
             case "Opened":
               pricedHere.set(result.record.id, { tiers: entry.tiers, reservedMicros })
@@ -147,14 +156,15 @@ export const make = (limits: Limits = defaultLimits) =>
               })
             case "InsufficientCredits":
               return yield* new Errors.InsufficientCredits({
-                message: `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
+                message:
+                  `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
                   `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`
               })
           }
         }),
 
       settle: (id, outcome) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           let pricing = pricedHere.get(id)
           if (pricing === undefined) {
             const stored = yield* store.find(id)
@@ -162,9 +172,10 @@ export const make = (limits: Limits = defaultLimits) =>
             if (stored.record.status !== "open") return stored.record
             pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
           }
-          const chargeMicros = outcome.status === "failed" || outcome.usage === null
-            ? ZERO
-            : ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros)
+          const chargeMicros =
+            outcome.status === "failed" || outcome.usage === null
+              ? ZERO
+              : ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros)
           const settled = yield* store.settle({
             id,
             status: outcome.status,
@@ -180,14 +191,14 @@ export const make = (limits: Limits = defaultLimits) =>
         }),
 
       get: (caller, id) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const record = isChatRequestId(id) ? yield* store.get(caller.accountId, id) : undefined
           if (record === undefined) return yield* notFound(id)
           return record
         }),
 
       list: (caller, page) =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           if (page.before !== undefined && !isChatRequestId(page.before)) return yield* notFound(page.before)
           const found = yield* store.list(caller.accountId, { limit: page.limit, before: page.before })
           if (found === undefined) return yield* notFound(page.before ?? "")
@@ -209,7 +220,7 @@ export const layer = (limits?: Limits): Layer.Layer<ChatBilling, never, ChatStor
  * more than `staleAfterMs` ago. Run it when a server starts (and as often as you like after).
  */
 export const sweepAtStart = (staleAfterMs: number = STALE_AFTER_MS): Effect.Effect<number, StoreUnavailable, ChatBilling> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const millis = yield* Clock.currentTimeMillis
     return yield* (yield* ChatBilling).sweepStale(new Date(millis - staleAfterMs))
   })

@@ -60,11 +60,7 @@ export interface ChatRequest {
   readonly forward: JsonObject
 }
 
-export type CreateError =
-  | Errors.InvalidRequest
-  | OpenError
-  | Errors.UpstreamRateLimited
-  | Errors.UpstreamError
+export type CreateError = Errors.InvalidRequest | OpenError | Errors.UpstreamRateLimited | Errors.UpstreamError
 
 /** An upstream failure as the caller sees it (toApiError). */
 export type UpstreamFailure = Errors.UpstreamRateLimited | Errors.UpstreamError | Errors.InvalidRequest
@@ -78,24 +74,24 @@ export type ChatEvent =
   | Extract<ChatStreamPart, { readonly _tag: "Delta" }>
   | { readonly _tag: "Finished"; readonly usage: TokenUsage; readonly chargedMicros: Micros }
   | {
-    readonly _tag: "Failed"
-    readonly error: UpstreamFailure | StoreUnavailable
-    readonly usage: TokenUsage | null
-    readonly chargedMicros: Micros
-  }
+      readonly _tag: "Failed"
+      readonly error: UpstreamFailure | StoreUnavailable
+      readonly usage: TokenUsage | null
+      readonly chargedMicros: Micros
+    }
 
 /** A request's answer; `request` is its record as opened (id, model, createdAt). */
 export type Created =
   | {
-    readonly _tag: "Completion"
-    readonly request: ChatRequestRecord
-    /** The assistant message as the upstream gave it. */
-    readonly message: JsonObject
-    readonly finishReason: string | null
-    readonly logprobs: Json | undefined
-    readonly usage: TokenUsage
-    readonly chargedMicros: Micros
-  }
+      readonly _tag: "Completion"
+      readonly request: ChatRequestRecord
+      /** The assistant message as the upstream gave it. */
+      readonly message: JsonObject
+      readonly finishReason: string | null
+      readonly logprobs: Json | undefined
+      readonly usage: TokenUsage
+      readonly chargedMicros: Micros
+    }
   | { readonly _tag: "Stream"; readonly request: ChatRequestRecord; readonly events: Stream.Stream<ChatEvent> }
 
 /** A callable model: listed, enabled, priced and with a configured upstream. */
@@ -104,15 +100,18 @@ export interface CallableModel {
   readonly price: ChatPrices.ChatModelPrice
 }
 
-export class ChatCompletions extends Context.Service<ChatCompletions, {
-  /** The callable models, in the price list's order. */
-  readonly models: Effect.Effect<ReadonlyArray<CallableModel>>
-  /**
-   * Runs one request. A stream's upstream connection belongs to the Scope, which must stay
-   * open while the stream is consumed (a server's request scope does).
-   */
-  readonly create: (caller: Caller, request: ChatRequest) => Effect.Effect<Created, CreateError, Scope.Scope>
-}>()("@taskmeter/kernel/ChatCompletions") {}
+export class ChatCompletions extends Context.Service<
+  ChatCompletions,
+  {
+    /** The callable models, in the price list's order. */
+    readonly models: Effect.Effect<ReadonlyArray<CallableModel>>
+    /**
+     * Runs one request. A stream's upstream connection belongs to the Scope, which must stay
+     * open while the stream is consumed (a server's request scope does).
+     */
+    readonly create: (caller: Caller, request: ChatRequest) => Effect.Effect<Created, CreateError, Scope.Scope>
+  }
+>()("@taskmeter/kernel/ChatCompletions") {}
 
 /** The error a caller sees for an upstream failure, and the code recorded for it. */
 export const toApiError = (error: ChatProviderError): UpstreamFailure => {
@@ -161,7 +160,7 @@ class Tally {
         if (!isObject(call)) return
         const index = typeof call.index === "number" ? call.index : position
         const fn = isObject(call.function) ? call.function : {}
-        const slot = this.toolCalls[index] ??= { name: "", arguments: "" }
+        const slot = (this.toolCalls[index] ??= { name: "", arguments: "" })
         if (isText(fn.name)) slot.name += fn.name
         if (isText(fn.arguments)) slot.arguments += fn.arguments
         this.delivered = true
@@ -169,7 +168,10 @@ class Tally {
     }
     const legacy = source.function_call
     if (isObject(legacy)) {
-      this.toolCalls.push({ name: isText(legacy.name) ? legacy.name : "", arguments: isText(legacy.arguments) ? legacy.arguments : "" })
+      this.toolCalls.push({
+        name: isText(legacy.name) ? legacy.name : "",
+        arguments: isText(legacy.arguments) ? legacy.arguments : ""
+      })
       this.delivered = true
     }
   }
@@ -193,13 +195,13 @@ interface Prepared {
   readonly stream: boolean
 }
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const prices = yield* ChatPrices.ChatPrices
   const providers = yield* ChatProviders
   const billing = yield* ChatBilling
 
   const prepare = (request: ChatRequest) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const entry = yield* prices.lookup(request.model)
       const provider = entry === undefined ? undefined : providers.get(entry.provider)
       if (entry === undefined || provider === undefined) {
@@ -221,7 +223,8 @@ export const make = Effect.gen(function*() {
       ])
       if (promptTokens >= entry.contextLength) {
         return yield* new Errors.InvalidRequest({
-          message: `messages: about ${promptTokens} tokens, more than ${request.model} can read ` +
+          message:
+            `messages: about ${promptTokens} tokens, more than ${request.model} can read ` +
             `(a context of ${entry.contextLength} tokens).`
         })
       }
@@ -262,19 +265,27 @@ export const make = Effect.gen(function*() {
 
   const complete = (prepared: Prepared, record: ChatRequestRecord) =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        const exit = yield* Effect.exit(restore(
-          prepared.provider.complete(prepared.call).pipe(
-            Effect.timeoutOrElse({
-              duration: MAX_REQUEST_MS,
-              orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
-            })
+      Effect.gen(function* () {
+        const exit = yield* Effect.exit(
+          restore(
+            prepared.provider.complete(prepared.call).pipe(
+              Effect.timeoutOrElse({
+                duration: MAX_REQUEST_MS,
+                orElse: () =>
+                  Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+              })
+            )
           )
-        ))
+        )
         if (Exit.isFailure(exit)) {
           const error = Cause.findErrorOption(exit.cause)
           if (error._tag === "None") {
-            yield* billing.settle(record.id, { status: "failed", usage: null, finishReason: null, errorCode: CLIENT_DISCONNECTED })
+            yield* billing.settle(record.id, {
+              status: "failed",
+              usage: null,
+              finishReason: null,
+              errorCode: CLIENT_DISCONNECTED
+            })
             return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
           }
           const apiError = toApiError(error.value)
@@ -306,7 +317,7 @@ export const make = Effect.gen(function*() {
 
   const stream = (prepared: Prepared, record: ChatRequestRecord) =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const parent = yield* Effect.scope
         const upstreamScope = yield* Scope.fork(parent)
         const settle = yield* settler(record)
@@ -314,23 +325,26 @@ export const make = Effect.gen(function*() {
         const settleEnded = (errorCode: string) =>
           tally.delivered
             ? settle({
-              status: "partial",
-              usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
-              finishReason: tally.finishReason,
-              errorCode
-            })
+                status: "partial",
+                usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
+                finishReason: tally.finishReason,
+                errorCode
+              })
             : settle({ status: "failed", usage: null, finishReason: null, errorCode })
         // Whatever becomes of the stream (even if it is never run), the request is settled when the Scope closes.
         yield* Scope.addFinalizerExit(parent, () => Effect.ignore(settleEnded(CLIENT_DISCONNECTED)))
 
-        const opened = yield* Effect.exit(restore(
-          Scope.provide(prepared.provider.stream(prepared.call), upstreamScope).pipe(
-            Effect.timeoutOrElse({
-              duration: MAX_REQUEST_MS,
-              orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
-            })
+        const opened = yield* Effect.exit(
+          restore(
+            Scope.provide(prepared.provider.stream(prepared.call), upstreamScope).pipe(
+              Effect.timeoutOrElse({
+                duration: MAX_REQUEST_MS,
+                orElse: () =>
+                  Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+              })
+            )
           )
-        ))
+        )
         if (Exit.isFailure(opened)) {
           yield* Scope.close(upstreamScope, Exit.void)
           const error = Cause.findErrorOption(opened.cause)
@@ -343,21 +357,28 @@ export const make = Effect.gen(function*() {
           return yield* apiError
         }
 
-        const finished = Effect.gen(function*() {
+        const finished = Effect.gen(function* () {
           const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
           const settled = yield* settle({ status: "succeeded", usage, finishReason: tally.finishReason, errorCode: null })
-          const last: ChatEvent = { _tag: "Finished", usage: settled.usage ?? usage, chargedMicros: settled.chargedMicros ?? ZERO }
+          const last: ChatEvent = {
+            _tag: "Finished",
+            usage: settled.usage ?? usage,
+            chargedMicros: settled.chargedMicros ?? ZERO
+          }
           return last
         })
 
         const broken = (error: ChatProviderError) => {
           const apiError = toApiError(error)
-          return Effect.map(settleEnded(apiError.code), (settled): ChatEvent => ({
-            _tag: "Failed",
-            error: apiError,
-            usage: settled.usage,
-            chargedMicros: settled.chargedMicros ?? ZERO
-          }))
+          return Effect.map(
+            settleEnded(apiError.code),
+            (settled): ChatEvent => ({
+              _tag: "Failed",
+              error: apiError,
+              usage: settled.usage,
+              chargedMicros: settled.chargedMicros ?? ZERO
+            })
+          )
         }
 
         // The request stays open until the sweep releases it, charging nothing.
@@ -365,10 +386,11 @@ export const make = Effect.gen(function*() {
 
         const timeLeft = MAX_REQUEST_MS - ((yield* Clock.currentTimeMillis) - record.createdAt.getTime())
         const events: Stream.Stream<ChatEvent> = opened.value.pipe(
-          Stream.interruptWhen(Effect.flatMap(
-            Effect.sleep(Math.max(0, timeLeft)),
-            () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
-          )),
+          Stream.interruptWhen(
+            Effect.flatMap(Effect.sleep(Math.max(0, timeLeft)), () =>
+              Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
+            )
+          ),
           Stream.filterMap((part) => {
             if (part._tag === "Usage") {
               tally.usage = part.usage
@@ -396,9 +418,10 @@ export const make = Effect.gen(function*() {
     models: Effect.map(prices.current, (list) =>
       Object.entries(list.models).flatMap(([id, price]) =>
         ChatPrices.isPriced(price) && providers.get(price.provider) !== undefined ? [{ id, price }] : []
-      )),
+      )
+    ),
     create: (caller, request) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const prepared = yield* prepare(request)
         const record = yield* billing.open(caller, {
           model: prepared.call.model,

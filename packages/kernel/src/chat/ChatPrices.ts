@@ -81,14 +81,14 @@ export const tierFor = (tiers: ReadonlyArray<ChatPriceTier>, promptTokens: numbe
 
 const exactCost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): bigint => {
   const tier = tierFor(tiers, usage.promptTokens)
-  const total = BigInt(usage.promptTokens) * BigInt(tier.promptMicrosPerMillion) +
+  const total =
+    BigInt(usage.promptTokens) * BigInt(tier.promptMicrosPerMillion) +
     BigInt(usage.completionTokens) * BigInt(tier.completionMicrosPerMillion)
   return (total + MILLION - 1n) / MILLION
 }
 
 /** The cost of a token count, rounded once, up, to a whole micro-unit. Throws past the safe-integer range. */
-export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): Micros =>
-  micros(Number(exactCost(tiers, usage)))
+export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): Micros => micros(Number(exactCost(tiers, usage)))
 
 /** The cost of a token count, but never more than `cap` (however large the counts an upstream reports). */
 export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
@@ -102,12 +102,14 @@ const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string>
   const found: Array<string> = []
   tiers.forEach((tier, i) => {
     const last = i === tiers.length - 1
-    if (last && tier.upToPromptTokens !== null) found.push(`${at}[${i}].upToPromptTokens: the last tier must be null (open-ended)`)
+    if (last && tier.upToPromptTokens !== null)
+      found.push(`${at}[${i}].upToPromptTokens: the last tier must be null (open-ended)`)
     if (!last && tier.upToPromptTokens === null) found.push(`${at}[${i}].upToPromptTokens: only the last tier may be null`)
     const previous = tiers[i - 1]
     if (previous === undefined) return
     if (
-      tier.upToPromptTokens !== null && previous.upToPromptTokens !== null &&
+      tier.upToPromptTokens !== null &&
+      previous.upToPromptTokens !== null &&
       tier.upToPromptTokens <= previous.upToPromptTokens
     ) {
       found.push(`${at}[${i}].upToPromptTokens: must be greater than the previous tier's`)
@@ -119,10 +121,9 @@ const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string>
       found.push(`${at}[${i}]: rates may not be lower than the previous tier's (a larger prompt never costs less)`)
     }
   })
-  const worst = tiers.reduce(
-    (sum, tier) => sum + BigInt(tier.promptMicrosPerMillion) + BigInt(tier.completionMicrosPerMillion),
-    0n
-  ) * BigInt(entry.contextLength)
+  const worst =
+    tiers.reduce((sum, tier) => sum + BigInt(tier.promptMicrosPerMillion) + BigInt(tier.completionMicrosPerMillion), 0n) *
+    BigInt(entry.contextLength)
   if (worst / MILLION >= BigInt(Number.MAX_SAFE_INTEGER)) {
     found.push(`${at}: a request as long as the context would cost more than the largest safe amount`)
   }
@@ -149,12 +150,15 @@ export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceList
 export const isPriced = (entry: ChatModelPrice): entry is ChatModelPrice & { readonly tiers: ReadonlyArray<ChatPriceTier> } =>
   entry.enabled && entry.tiers !== undefined
 
-export class ChatPrices extends Context.Service<ChatPrices, {
-  /** The list in force. */
-  readonly current: Effect.Effect<ChatPriceList>
-  /** The entry of one model; undefined when the list does not name it. */
-  readonly lookup: (model: string) => Effect.Effect<ChatModelPrice | undefined>
-}>()("@taskmeter/kernel/ChatPrices") {}
+export class ChatPrices extends Context.Service<
+  ChatPrices,
+  {
+    /** The list in force. */
+    readonly current: Effect.Effect<ChatPriceList>
+    /** The entry of one model; undefined when the list does not name it. */
+    readonly lookup: (model: string) => Effect.Effect<ChatModelPrice | undefined>
+  }
+>()("@taskmeter/kernel/ChatPrices") {}
 
 /** ChatPrices over raw price-list data, checked first. */
 export const make = (raw: unknown): Effect.Effect<ChatPrices["Service"], ChatPriceListInvalid> =>
@@ -162,7 +166,8 @@ export const make = (raw: unknown): Effect.Effect<ChatPrices["Service"], ChatPri
     ChatPrices.of({
       current: Effect.succeed(list),
       lookup: (model) => Effect.succeed(Object.hasOwn(list.models, model) ? list.models[model] : undefined)
-    }))
+    })
+  )
 
 export const layer = (raw: unknown): Layer.Layer<ChatPrices, ChatPriceListInvalid> => Layer.effect(ChatPrices, make(raw))
 
@@ -171,8 +176,7 @@ export const layerFromFile = (path: string): Layer.Layer<ChatPrices, ChatPriceLi
   Layer.unwrap(
     Effect.tryPromise({
       try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
-      catch: (cause) =>
-        new ChatPriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
+      catch: (cause) => new ChatPriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
     }).pipe(Effect.map(layer))
   )
 

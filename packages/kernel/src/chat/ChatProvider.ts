@@ -66,12 +66,12 @@ export interface ChatReply {
 
 export type ChatStreamPart =
   | {
-    readonly _tag: "Delta"
-    /** The choice's delta as the upstream gave it (role, content, tool_calls fragments...). */
-    readonly delta: JsonObject
-    readonly finishReason: string | null
-    readonly logprobs?: Json | undefined
-  }
+      readonly _tag: "Delta"
+      /** The choice's delta as the upstream gave it (role, content, tool_calls fragments...). */
+      readonly delta: JsonObject
+      readonly finishReason: string | null
+      readonly logprobs?: Json | undefined
+    }
   | { readonly _tag: "Usage"; readonly usage: TokenUsage }
 
 export interface ChatProviderV1 {
@@ -90,9 +90,12 @@ export interface ChatProviderV1 {
 }
 
 /** The configured chat upstreams, by provider name. */
-export class ChatProviders extends Context.Service<ChatProviders, {
-  readonly get: (provider: string) => ChatProviderV1 | undefined
-}>()("@taskmeter/kernel/ChatProviders") {}
+export class ChatProviders extends Context.Service<
+  ChatProviders,
+  {
+    readonly get: (provider: string) => ChatProviderV1 | undefined
+  }
+>()("@taskmeter/kernel/ChatProviders") {}
 
 export const makeProviders = (providers: ReadonlyArray<ChatProviderV1>): ChatProviders["Service"] => {
   const byName = new Map(providers.map((provider) => [provider.provider, provider]))

@@ -102,24 +102,21 @@ export interface ChatPage {
   readonly nextCursor: string | null
 }
 
-export class ChatStore extends Context.Service<ChatStore, {
-  readonly open: (
-    request: NewChatRequest,
-    limits: ChatLimits
-  ) => Effect.Effect<OpenResult, StoreUnavailable>
-  /** Any account's request, for settlement; undefined when there is none with this id. */
-  readonly find: (id: ChatRequestId) => Effect.Effect<StoredChatRequest | undefined, StoreUnavailable>
-  /** undefined when there is no such request; the record unchanged when it was already settled. */
-  readonly settle: (settlement: ChatSettlement) => Effect.Effect<ChatRequestRecord | undefined, StoreUnavailable>
-  readonly get: (
-    accountId: AccountId,
-    id: ChatRequestId
-  ) => Effect.Effect<ChatRequestRecord | undefined, StoreUnavailable>
-  /** undefined when `before` is not one of the account's requests. */
-  readonly list: (
-    accountId: AccountId,
-    page: { readonly limit: number; readonly before?: ChatRequestId | undefined }
-  ) => Effect.Effect<ChatPage | undefined, StoreUnavailable>
-  /** Settles every request opened before `openedBefore` and still open; returns how many. */
-  readonly sweepStale: (openedBefore: Date, now: Date) => Effect.Effect<number, StoreUnavailable>
-}>()("@taskmeter/kernel/ChatStore") {}
+export class ChatStore extends Context.Service<
+  ChatStore,
+  {
+    readonly open: (request: NewChatRequest, limits: ChatLimits) => Effect.Effect<OpenResult, StoreUnavailable>
+    /** Any account's request, for settlement; undefined when there is none with this id. */
+    readonly find: (id: ChatRequestId) => Effect.Effect<StoredChatRequest | undefined, StoreUnavailable>
+    /** undefined when there is no such request; the record unchanged when it was already settled. */
+    readonly settle: (settlement: ChatSettlement) => Effect.Effect<ChatRequestRecord | undefined, StoreUnavailable>
+    readonly get: (accountId: AccountId, id: ChatRequestId) => Effect.Effect<ChatRequestRecord | undefined, StoreUnavailable>
+    /** undefined when `before` is not one of the account's requests. */
+    readonly list: (
+      accountId: AccountId,
+      page: { readonly limit: number; readonly before?: ChatRequestId | undefined }
+    ) => Effect.Effect<ChatPage | undefined, StoreUnavailable>
+    /** Settles every request opened before `openedBefore` and still open; returns how many. */
+    readonly sweepStale: (openedBefore: Date, now: Date) => Effect.Effect<number, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/ChatStore") {}

@@ -58,11 +58,16 @@ const countPart = (tokenizer: Tokenizer, part: unknown): number => {
 const countToolCalls = (tokenizer: Tokenizer, calls: unknown): number =>
   Array.isArray(calls)
     ? calls.reduce((sum: number, call) => {
-      if (!isRecord(call)) return sum + countJson(tokenizer, call)
-      const fn = isRecord(call.function) ? call.function : {}
-      return sum + TOOL_CALL_OVERHEAD + countJson(tokenizer, call.id) + countJson(tokenizer, fn.name) +
-        countJson(tokenizer, fn.arguments)
-    }, 0)
+        if (!isRecord(call)) return sum + countJson(tokenizer, call)
+        const fn = isRecord(call.function) ? call.function : {}
+        return (
+          sum +
+          TOOL_CALL_OVERHEAD +
+          countJson(tokenizer, call.id) +
+          countJson(tokenizer, fn.name) +
+          countJson(tokenizer, fn.arguments)
+        )
+      }, 0)
     : countJson(tokenizer, calls)
 
 const countMessage = (tokenizer: Tokenizer, message: unknown): number => {
@@ -71,11 +76,18 @@ const countMessage = (tokenizer: Tokenizer, message: unknown): number => {
   const contentTokens = Array.isArray(content)
     ? content.reduce((sum: number, part) => sum + PART_OVERHEAD + countPart(tokenizer, part), 0)
     : typeof content === "string"
-    ? countText(tokenizer, content)
-    : 0
-  return MESSAGE_OVERHEAD + countJson(tokenizer, message.role) + contentTokens + countJson(tokenizer, message.name) +
-    countJson(tokenizer, message.tool_call_id) + countToolCalls(tokenizer, message.tool_calls) +
-    countJson(tokenizer, message.function_call) + countJson(tokenizer, message.refusal)
+      ? countText(tokenizer, content)
+      : 0
+  return (
+    MESSAGE_OVERHEAD +
+    countJson(tokenizer, message.role) +
+    contentTokens +
+    countJson(tokenizer, message.name) +
+    countJson(tokenizer, message.tool_call_id) +
+    countToolCalls(tokenizer, message.tool_calls) +
+    countJson(tokenizer, message.function_call) +
+    countJson(tokenizer, message.refusal)
+  )
 }
 
 /**
@@ -88,7 +100,8 @@ export const estimatePrompt = (
   messages: ReadonlyArray<unknown>,
   definitions: ReadonlyArray<unknown> = []
 ): number =>
-  messages.reduce((sum: number, message) => sum + countMessage(tokenizer, message), 0) + REPLY_PRIMING +
+  messages.reduce((sum: number, message) => sum + countMessage(tokenizer, message), 0) +
+  REPLY_PRIMING +
   definitions.reduce((sum: number, definition) => sum + countJson(tokenizer, definition), 0)
 
 /** What a completion delivered, piece by piece, for counting when the upstream reports no usage. */

@@ -56,16 +56,18 @@ const define = <const Tag extends string, const Code extends ErrorCode, const St
     retryAfterSeconds: Schema.optionalKey(Schema.Number)
   })
   // On the wire only `{ code, error }`: structured fields are for servers to use, not to send.
-  const wire = ErrorBody.pipe(Schema.decodeTo(
-    Type,
-    SchemaTransformation.transformEffect({
-      decode: (body, options) =>
-        body.code === code
-          ? Effect.succeed({ _tag: tag, message: body.error })
-          : Effect.fail(new SchemaIssue.InvalidValue({ expected: code }, body, options)),
-      encode: (error) => Effect.succeed({ code, error: error.message })
-    })
-  ))
+  const wire = ErrorBody.pipe(
+    Schema.decodeTo(
+      Type,
+      SchemaTransformation.transformEffect({
+        decode: (body, options) =>
+          body.code === code
+            ? Effect.succeed({ _tag: tag, message: body.error })
+            : Effect.fail(new SchemaIssue.InvalidValue({ expected: code }, body, options)),
+        encode: (error) => Effect.succeed({ code, error: error.message })
+      })
+    )
+  )
   return class ApiError extends Schema.Error<ApiError>(tag)(Type.rebuild(wire.ast), {
     httpApiStatus: status,
     description: `${code}: ${condition}`
@@ -81,12 +83,7 @@ const define = <const Tag extends string, const Code extends ErrorCode, const St
   }
 }
 
-export class AuthRequired extends define(
-  "AuthRequired",
-  "AUTH_REQUIRED",
-  401,
-  "Missing or invalid API key."
-) {}
+export class AuthRequired extends define("AuthRequired", "AUTH_REQUIRED", 401, "Missing or invalid API key.") {}
 export class InsufficientScope extends define(
   "InsufficientScope",
   "INSUFFICIENT_SCOPE",
@@ -142,12 +139,7 @@ export class RequestNotFound extends define(
   404,
   "No request with this id or cursor belongs to the account."
 ) {}
-export class ModelNotFound extends define(
-  "ModelNotFound",
-  "MODEL_NOT_FOUND",
-  404,
-  "No model has this slug."
-) {}
+export class ModelNotFound extends define("ModelNotFound", "MODEL_NOT_FOUND", 404, "No model has this slug.") {}
 export class JobNotFound extends define(
   "JobNotFound",
   "JOB_NOT_FOUND",
@@ -160,12 +152,7 @@ export class IdempotencyConflict extends define(
   409,
   "The Idempotency-Key was already used with different input."
 ) {}
-export class PriceChanged extends define(
-  "PriceChanged",
-  "PRICE_CHANGED",
-  409,
-  "The price differs from expectedPriceMicros."
-) {}
+export class PriceChanged extends define("PriceChanged", "PRICE_CHANGED", 409, "The price differs from expectedPriceMicros.") {}
 export class ModelPriceUnavailable extends define(
   "ModelPriceUnavailable",
   "MODEL_PRICE_UNAVAILABLE",
@@ -190,12 +177,7 @@ export class RateLimited extends define(
   429,
   "Too many task submissions per minute; honor the Retry-After header."
 ) {}
-export class ConcurrencyLimited extends define(
-  "ConcurrencyLimited",
-  "CONCURRENCY_LIMITED",
-  429,
-  "Too many unfinished tasks."
-) {}
+export class ConcurrencyLimited extends define("ConcurrencyLimited", "CONCURRENCY_LIMITED", 429, "Too many unfinished tasks.") {}
 export class ExecutionUnavailable extends define(
   "ExecutionUnavailable",
   "EXECUTION_UNAVAILABLE",
@@ -232,12 +214,7 @@ export class AuthUnavailable extends define(
   503,
   "Authentication is temporarily unavailable."
 ) {}
-export class ApiUnavailable extends define(
-  "ApiUnavailable",
-  "API_UNAVAILABLE",
-  503,
-  "The API is temporarily unavailable."
-) {}
+export class ApiUnavailable extends define("ApiUnavailable", "API_UNAVAILABLE", 503, "The API is temporarily unavailable.") {}
 
 /** Every error class, in the order of the spec's table (for OpenAPI and the conformance tests). */
 export const all = [

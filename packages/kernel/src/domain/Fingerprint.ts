@@ -14,8 +14,7 @@ const jsonValueOf = (value: unknown, key: string): unknown =>
     : value
 
 /** What JSON.stringify leaves out of an object (and writes as null in an array). */
-const isOmitted = (value: unknown): boolean =>
-  value === undefined || typeof value === "function" || typeof value === "symbol"
+const isOmitted = (value: unknown): boolean => value === undefined || typeof value === "function" || typeof value === "symbol"
 
 /**
  * The keys of `record` in the order JSON.stringify writes those of an object built from them
@@ -23,7 +22,13 @@ const isOmitted = (value: unknown): boolean =>
  * ascending first, as JavaScript orders an object's own keys, then the others sorted.
  */
 const sortedKeys = (record: object): ReadonlyArray<string> =>
-  Object.keys(Object.fromEntries(Object.keys(record).sort().map((key) => [key, true])))
+  Object.keys(
+    Object.fromEntries(
+      Object.keys(record)
+        .sort()
+        .map((key) => [key, true])
+    )
+  )
 
 type Work =
   | { readonly _tag: "value"; readonly value: unknown }
@@ -93,9 +98,11 @@ export const of = (submission: {
   readonly expectedPriceMicros: number | undefined
 }): string =>
   createHash("sha256")
-    .update(canonicalJson({
-      model: submission.model,
-      input: submission.input,
-      expectedPriceMicros: submission.expectedPriceMicros ?? null
-    }))
+    .update(
+      canonicalJson({
+        model: submission.model,
+        input: submission.input,
+        expectedPriceMicros: submission.expectedPriceMicros ?? null
+      })
+    )
     .digest("hex")

@@ -7,12 +7,11 @@ import { Schema } from "effect"
 
 export const MICROS_PER_USD = 1_000_000
 
-export const Micros = Schema.Int.check(
-  Schema.isGreaterThanOrEqualTo(0),
-  Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER)
-).pipe(Schema.brand("Micros")).annotate({
-  description: "An amount in integer USD micro-units (1 USD = 1000000)."
-})
+export const Micros = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
+  .pipe(Schema.brand("Micros"))
+  .annotate({
+    description: "An amount in integer USD micro-units (1 USD = 1000000)."
+  })
 export type Micros = typeof Micros.Type
 
 /** Brands a number as Micros, throwing on anything but a non-negative safe integer (a programming error). */

@@ -33,8 +33,10 @@ export const formatPath = (root: string, path: ReadonlyArray<PropertyKey>): stri
       typeof key === "number"
         ? `${acc}[${key}]`
         : typeof key === "string" && IDENTIFIER.test(key)
-        ? acc === "" ? key : `${acc}.${key}`
-        : `${acc}[${JSON.stringify(String(key))}]`,
+          ? acc === ""
+            ? key
+            : `${acc}.${key}`
+          : `${acc}[${JSON.stringify(String(key))}]`,
     root
   )
 
@@ -91,9 +93,9 @@ export const describe = (found: Unstorable): string =>
  * data the service must keep whatever it holds (an upstream's text result), not for input,
  * which is refused instead.
  */
-export const toStorable = <A>(value: A): A => findUnstorable(value) === undefined ? value : replaceUnstorable(value)
+export const toStorable = <A>(value: A): A => (findUnstorable(value) === undefined ? value : replaceUnstorable(value))
 
-const clean = (text: string): string => isStorable(text) ? text : text.replaceAll("\u0000", "\ufffd").toWellFormed()
+const clean = (text: string): string => (isStorable(text) ? text : text.replaceAll("\u0000", "\ufffd").toWellFormed())
 
 /**
  * The copy toStorable makes, built with a work list rather than recursion (as findUnstorable

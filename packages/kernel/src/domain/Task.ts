@@ -25,9 +25,7 @@ const DateTimeString = Schema.String.annotate({ format: "date-time", description
 export const Asset = Schema.Struct({
   id: Schema.String,
   type: AssetType,
-  url: Schema.optionalKey(
-    Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>." })
-  ),
+  url: Schema.optionalKey(Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>." })),
   text: Schema.optionalKey(Schema.String.annotate({ description: "The text of a text result, such as lyrics." }))
 }).annotate({ identifier: "Asset" })
 export type Asset = typeof Asset.Type

@@ -7,14 +7,7 @@
  */
 import { Schema } from "effect"
 
-export const TaskStatus = Schema.Literals([
-  "queued",
-  "submitting",
-  "running",
-  "succeeded",
-  "failed",
-  "reconciliation_required"
-])
+export const TaskStatus = Schema.Literals(["queued", "submitting", "running", "succeeded", "failed", "reconciliation_required"])
 export type TaskStatus = typeof TaskStatus.Type
 
 export const transitions: { readonly [From in TaskStatus]: ReadonlyArray<TaskStatus> } = {

@@ -64,20 +64,23 @@ export interface CreditChange {
   readonly externalRef?: string | undefined
 }
 
-export class LedgerStore extends Context.Service<LedgerStore, {
-  /** undefined when the account does not exist. */
-  readonly grant: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
-  readonly refund: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
-  readonly adjust: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
-  readonly balances: (accountId: AccountId) => Effect.Effect<Balances | undefined, StoreUnavailable>
-  /**
-   * Newest first. An unknown or foreign cursor gives undefined (the caller answers 404), so a
-   * cursor can never reveal another account's entries.
-   */
-  readonly entries: (
-    accountId: AccountId,
-    page: { readonly limit: number; readonly before?: string | undefined }
-  ) => Effect.Effect<EntryPage | undefined, StoreUnavailable>
-  /** Recomputes every account from its journal and lists those whose cached figures differ. */
-  readonly audit: Effect.Effect<ReadonlyArray<AuditFinding>, StoreUnavailable>
-}>()("@taskmeter/kernel/LedgerStore") {}
+export class LedgerStore extends Context.Service<
+  LedgerStore,
+  {
+    /** undefined when the account does not exist. */
+    readonly grant: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+    readonly refund: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+    readonly adjust: (change: CreditChange) => Effect.Effect<Movement | undefined, StoreUnavailable>
+    readonly balances: (accountId: AccountId) => Effect.Effect<Balances | undefined, StoreUnavailable>
+    /**
+     * Newest first. An unknown or foreign cursor gives undefined (the caller answers 404), so a
+     * cursor can never reveal another account's entries.
+     */
+    readonly entries: (
+      accountId: AccountId,
+      page: { readonly limit: number; readonly before?: string | undefined }
+    ) => Effect.Effect<EntryPage | undefined, StoreUnavailable>
+    /** Recomputes every account from its journal and lists those whose cached figures differ. */
+    readonly audit: Effect.Effect<ReadonlyArray<AuditFinding>, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/LedgerStore") {}

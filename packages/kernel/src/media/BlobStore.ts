@@ -27,21 +27,21 @@ export interface Written {
   readonly sha256: string
 }
 
-export class BlobStore extends Context.Service<BlobStore, {
-  /** Stores the body under `key`, refusing (and keeping nothing) past `maxBytes`. */
-  readonly put: (
-    key: string,
-    body: AsyncIterable<Uint8Array>,
-    options: { readonly maxBytes: number }
-  ) => Effect.Effect<Written, BlobTooLarge | StoreUnavailable>
-  readonly size: (key: string) => Effect.Effect<number | undefined, StoreUnavailable>
-  /** The bytes of `key` (or of `range` within it); undefined when there is no such blob. */
-  readonly read: (
-    key: string,
-    range?: ByteRange
-  ) => Effect.Effect<AsyncIterable<Uint8Array> | undefined, StoreUnavailable>
-  readonly remove: (key: string) => Effect.Effect<void, StoreUnavailable>
-}>()("@taskmeter/kernel/BlobStore") {}
+export class BlobStore extends Context.Service<
+  BlobStore,
+  {
+    /** Stores the body under `key`, refusing (and keeping nothing) past `maxBytes`. */
+    readonly put: (
+      key: string,
+      body: AsyncIterable<Uint8Array>,
+      options: { readonly maxBytes: number }
+    ) => Effect.Effect<Written, BlobTooLarge | StoreUnavailable>
+    readonly size: (key: string) => Effect.Effect<number | undefined, StoreUnavailable>
+    /** The bytes of `key` (or of `range` within it); undefined when there is no such blob. */
+    readonly read: (key: string, range?: ByteRange) => Effect.Effect<AsyncIterable<Uint8Array> | undefined, StoreUnavailable>
+    readonly remove: (key: string) => Effect.Effect<void, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/BlobStore") {}
 
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/
 
@@ -76,7 +76,7 @@ export const makeFileSystem = (root: string): BlobStore["Service"] =>
               hash.update(chunk)
               if (!out.write(chunk)) await new Promise<void>((resolve) => out.once("drain", () => resolve()))
             }
-            await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => error ? reject(error) : resolve()))
+            await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())))
             await rename(temporary, target)
           } catch (error) {
             out.destroy()
@@ -85,18 +85,25 @@ export const makeFileSystem = (root: string): BlobStore["Service"] =>
           }
           return { sizeBytes, sha256: hash.digest("hex") }
         },
-        catch: (cause) => cause instanceof BlobTooLarge ? cause : unavailable("write")(cause)
+        catch: (cause) => (cause instanceof BlobTooLarge ? cause : unavailable("write")(cause))
       }),
     size: (key) =>
       Effect.tryPromise({
-        try: () => stat(pathOf(root, key)).then((s) => s.size, (e) => isMissing(e) ? undefined : Promise.reject(e)),
+        try: () =>
+          stat(pathOf(root, key)).then(
+            (s) => s.size,
+            (e) => (isMissing(e) ? undefined : Promise.reject(e))
+          ),
         catch: unavailable("stat")
       }),
     read: (key, range) =>
       Effect.tryPromise({
         try: async () => {
           const path = pathOf(root, key)
-          const exists = await stat(path).then(() => true, (e) => isMissing(e) ? false : Promise.reject(e))
+          const exists = await stat(path).then(
+            () => true,
+            (e) => (isMissing(e) ? false : Promise.reject(e))
+          )
           if (!exists) return undefined
           return createReadStream(path, range === undefined ? {} : { start: range.start, end: range.end })
         },
@@ -105,5 +112,4 @@ export const makeFileSystem = (root: string): BlobStore["Service"] =>
     remove: (key) => Effect.tryPromise({ try: () => rm(pathOf(root, key), { force: true }), catch: unavailable("remove") })
   })
 
-export const layerFileSystem = (root: string): Layer.Layer<BlobStore> =>
-  Layer.succeed(BlobStore, makeFileSystem(root))
+export const layerFileSystem = (root: string): Layer.Layer<BlobStore> => Layer.succeed(BlobStore, makeFileSystem(root))

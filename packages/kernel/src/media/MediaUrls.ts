@@ -35,12 +35,15 @@ export type Verification =
   | { readonly _tag: "Expired" }
   | { readonly _tag: "Invalid" }
 
-export class MediaUrls extends Context.Service<MediaUrls, {
-  /** A link to the account's upload, valid for the configured time from now. */
-  readonly sign: (accountId: AccountId, reference: MediaReference.MediaReference) => Effect.Effect<string>
-  /** Checks a request's path and query (e.g. `/api/v1/media-links/<uuid>?acct=..&exp=..&sig=..`). */
-  readonly verify: (pathAndQuery: string) => Effect.Effect<Verification>
-}>()("@taskmeter/kernel/MediaUrls") {}
+export class MediaUrls extends Context.Service<
+  MediaUrls,
+  {
+    /** A link to the account's upload, valid for the configured time from now. */
+    readonly sign: (accountId: AccountId, reference: MediaReference.MediaReference) => Effect.Effect<string>
+    /** Checks a request's path and query (e.g. `/api/v1/media-links/<uuid>?acct=..&exp=..&sig=..`). */
+    readonly verify: (pathAndQuery: string) => Effect.Effect<Verification>
+  }
+>()("@taskmeter/kernel/MediaUrls") {}
 
 const isUploadUuid = (uuid: string): boolean => MediaReference.isMediaReference(`media:${uuid}`)
 
@@ -79,8 +82,7 @@ export const make = (options: Options): MediaUrls["Service"] => {
         Clock.currentTimeMillis,
         (now) => `${origin}${signedPath(options.secret, accountId, reference, new Date(now + ttlMs))}`
       ),
-    verify: (pathAndQuery) =>
-      Effect.map(Clock.currentTimeMillis, (now) => verify(secrets, pathAndQuery, new Date(now), ttlMs))
+    verify: (pathAndQuery) => Effect.map(Clock.currentTimeMillis, (now) => verify(secrets, pathAndQuery, new Date(now), ttlMs))
   })
 }
 

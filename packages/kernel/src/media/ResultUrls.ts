@@ -34,20 +34,27 @@ export type Verification =
   | { readonly _tag: "Expired" }
   | { readonly _tag: "Invalid" }
 
-export class ResultUrls extends Context.Service<ResultUrls, {
-  /** A link to the account's result, valid for the configured time from now. */
-  readonly sign: (accountId: AccountId, resultId: ResultId) => Effect.Effect<Link>
-  /** Checks a request's path and query (e.g. `/api/v1/result-links/<uuid>?acct=..&exp=..&sig=..`). */
-  readonly verify: (pathAndQuery: string) => Effect.Effect<Verification>
-}>()("@taskmeter/kernel/ResultUrls") {}
+export class ResultUrls extends Context.Service<
+  ResultUrls,
+  {
+    /** A link to the account's result, valid for the configured time from now. */
+    readonly sign: (accountId: AccountId, resultId: ResultId) => Effect.Effect<Link>
+    /** Checks a request's path and query (e.g. `/api/v1/result-links/<uuid>?acct=..&exp=..&sig=..`). */
+    readonly verify: (pathAndQuery: string) => Effect.Effect<Verification>
+  }
+>()("@taskmeter/kernel/ResultUrls") {}
 
 /** The key result links are signed with: the secret's HMAC of this purpose's name. */
 export const keyOf = (secret: Redacted.Redacted<string>): Buffer =>
   createHmac("sha256", Redacted.value(secret)).update("taskmeter result links").digest()
 
 /** The path and query of a link to `resultId` valid until `expiresAt` (rounded down to the second). */
-export const signedPath = (secret: Redacted.Redacted<string>, accountId: AccountId, resultId: ResultId, expiresAt: Date): string =>
-  SignedLink.signedPath(keyOf(secret), PATH_PREFIX, resultId, accountId, expiresAt)
+export const signedPath = (
+  secret: Redacted.Redacted<string>,
+  accountId: AccountId,
+  resultId: ResultId,
+  expiresAt: Date
+): string => SignedLink.signedPath(keyOf(secret), PATH_PREFIX, resultId, accountId, expiresAt)
 
 /**
  * Checks a link's path and query at `now` against `secrets` (current first); any tampering, a

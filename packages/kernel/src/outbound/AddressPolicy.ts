@@ -73,7 +73,8 @@ const SIX_TO_FOUR = IpNetwork.fromStringUnsafe("2002::/16")
 /** The IPv4 address an IPv6 one carries (IPv4-mapped, NAT64, 6to4), judged in its place. */
 const carriedIpv4 = (address: NetAddress.Ipv6Address): NetAddress.Ipv4Address | undefined => {
   const octets = Uint8Array.from(NetAddress.ipv6ToOctets(address))
-  if (NetAddress.isIpv4Mapped(address) || IpNetwork.contains(NAT64, address)) return NetAddress.ipv4FromBytesUnsafe(octets.subarray(12))
+  if (NetAddress.isIpv4Mapped(address) || IpNetwork.contains(NAT64, address))
+    return NetAddress.ipv4FromBytesUnsafe(octets.subarray(12))
   if (IpNetwork.contains(SIX_TO_FOUR, address)) return NetAddress.ipv4FromBytesUnsafe(octets.subarray(2, 6))
   return undefined
 }
@@ -116,7 +117,11 @@ export const permits = (policy: Policy, address: string): boolean =>
 const LOCAL_NAME = /(^|\.)(localhost|local|internal|home\.arpa|localdomain)$/
 
 /** A URL's `hostname` without the brackets of an IPv6 literal or a trailing dot. */
-export const bareHost = (hostname: string): string => hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase()
+export const bareHost = (hostname: string): string =>
+  hostname
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "")
+    .toLowerCase()
 
 const isLoopbackName = (host: string): boolean => host === "localhost" || host.endsWith(".localhost")
 
@@ -137,7 +142,8 @@ export const hostProblem = (hostname: string, policy: Pick<Policy, "allowLoopbac
       : "names a loopback, private, link-local, metadata or otherwise non-public address"
   }
   if (policy.allowLoopbackForTests && isLoopbackName(host)) return undefined
-  if (LOCAL_NAME.test(host) || !host.includes(".")) return "names a local host (localhost, .local, .internal or a name without a dot)"
+  if (LOCAL_NAME.test(host) || !host.includes("."))
+    return "names a local host (localhost, .local, .internal or a name without a dot)"
   return undefined
 }
 

@@ -33,9 +33,10 @@ export interface Options {
 }
 
 /** The URL as shown in messages: origin and path, never a query that may hold a signature. */
-const shown = (url: string): string => URL.canParse(url) ? (({ origin, pathname }) => `${origin}${pathname}`)(new URL(url)) : url.slice(0, 100)
+const shown = (url: string): string =>
+  URL.canParse(url) ? (({ origin, pathname }) => `${origin}${pathname}`)(new URL(url)) : url.slice(0, 100)
 
-const portOf = (url: URL): number => url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80
+const portOf = (url: URL): number => (url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80)
 
 /** Whether `error` or one of its causes is a refusal of the policy (thrown from the connector). */
 const refusalIn = (error: unknown): AddressRefused | undefined => {
@@ -67,7 +68,8 @@ const pinnedAgent = (host: string, addresses: ReadonlyArray<LookupAddress>, poli
     connections: 1,
     connect: (options, callback) => {
       const target = bareHost(options.hostname)
-      if (isIP(target) !== 0 && !permits(policy, target)) return callback(new AddressRefused(`${target} is not a public address`), null)
+      if (isIP(target) !== 0 && !permits(policy, target))
+        return callback(new AddressRefused(`${target} is not a public address`), null)
       return connector(options, callback)
     }
   })
@@ -78,7 +80,7 @@ const pinnedAgent = (host: string, addresses: ReadonlyArray<LookupAddress>, poli
  * aborts it); any status but a 3xx comes back for the caller to judge.
  */
 export const get = (url: string, options: Options = {}): Effect.Effect<Response, Refused | Failed, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const policy = yield* AddressPolicy
     const problem = urlProblem(url, policy)
     if (problem !== undefined) return yield* new Refused({ message: `${shown(url)} ${problem}` })

@@ -18,14 +18,17 @@ export interface Share {
   readonly amountMicros: Micros
 }
 
-export class BudgetStore extends Context.Service<BudgetStore, {
-  /** Adds the share to its day's total if the total stays at most `limitMicros`; whether it did. */
-  readonly take: (share: Share & { readonly limitMicros: Micros }) => Effect.Effect<boolean, StoreUnavailable>
-  /** Subtracts a share taken earlier; a total never goes below 0. */
-  readonly giveBack: (share: Share) => Effect.Effect<void, StoreUnavailable>
-  /** The model's total for the day (0 when nothing was taken). */
-  readonly spent: (model: string, day: string) => Effect.Effect<Micros, StoreUnavailable>
-}>()("@taskmeter/kernel/BudgetStore") {}
+export class BudgetStore extends Context.Service<
+  BudgetStore,
+  {
+    /** Adds the share to its day's total if the total stays at most `limitMicros`; whether it did. */
+    readonly take: (share: Share & { readonly limitMicros: Micros }) => Effect.Effect<boolean, StoreUnavailable>
+    /** Subtracts a share taken earlier; a total never goes below 0. */
+    readonly giveBack: (share: Share) => Effect.Effect<void, StoreUnavailable>
+    /** The model's total for the day (0 when nothing was taken). */
+    readonly spent: (model: string, day: string) => Effect.Effect<Micros, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/BudgetStore") {}
 
 const DAY_MS = 86_400_000
 

@@ -42,12 +42,14 @@ export type Rule = typeof Rule.Type
 const budgetRule = "must be a whole number of USD micro-units from 1 to 9007199254740991"
 
 /** A model's daily platform budget: a positive amount, in USD micro-units. */
-export const DailyBudget = Schema.Int.annotate({ message: budgetRule }).check(
-  Schema.isGreaterThanOrEqualTo(1, { message: budgetRule })
-).pipe(Schema.brand("Micros")).annotate({
-  description: "The most the platform admits for the model per UTC day, summed over the prices of its tasks " +
-    "across all accounts; past it submissions are PLATFORM_BUDGET_EXCEEDED until 00:00 UTC."
-})
+export const DailyBudget = Schema.Int.annotate({ message: budgetRule })
+  .check(Schema.isGreaterThanOrEqualTo(1, { message: budgetRule }))
+  .pipe(Schema.brand("Micros"))
+  .annotate({
+    description:
+      "The most the platform admits for the model per UTC day, summed over the prices of its tasks " +
+      "across all accounts; past it submissions are PLATFORM_BUDGET_EXCEEDED until 00:00 UTC."
+  })
 
 export const ModelPrice = Schema.Struct({
   enabled: Schema.Boolean,
@@ -160,7 +162,9 @@ const checkRule = (model: PricedModel, rule: Rule, at: string): Array<string> =>
     }
     for (const value of Array.isArray(condition) ? condition : [condition]) {
       if (!space.success.includes(value)) {
-        problems.push(`${at}.when.${name}: ${show(value)} never occurs; "${name}" is one of ${space.success.map(show).join(", ")}`)
+        problems.push(
+          `${at}.when.${name}: ${show(value)} never occurs; "${name}" is one of ${space.success.map(show).join(", ")}`
+        )
       }
     }
   }
@@ -200,7 +204,9 @@ const checkCoverage = (model: PricedModel, rateCard: ReadonlyArray<Rule>, at: st
   })
   const combinations = spaces.reduce((count, space) => count * space.length, 1)
   if (combinations > MAX_COMBINATIONS) {
-    return [`${at}: the fields tested (${fields.join(", ")}) have ${combinations} combinations, more than ${MAX_COMBINATIONS} can be checked`]
+    return [
+      `${at}: the fields tested (${fields.join(", ")}) have ${combinations} combinations, more than ${MAX_COMBINATIONS} can be checked`
+    ]
   }
   const unmatched: Array<string> = []
   const overlapping: Array<string> = []
@@ -275,9 +281,8 @@ const lowestOf = (model: PricedModel, rule: Rule): number => {
 export const toPublic = (list: PriceList, models: ReadonlyArray<PricedModel>): PublicPrices => ({
   models: models.map((model): PublicPrice => {
     const entry = list.models[model.slug]
-    const lowest = entry?.rateCard === undefined
-      ? entry?.priceMicros
-      : Math.min(...entry.rateCard.map((rule) => lowestOf(model, rule)))
+    const lowest =
+      entry?.rateCard === undefined ? entry?.priceMicros : Math.min(...entry.rateCard.map((rule) => lowestOf(model, rule)))
     return {
       model: model.slug,
       enabled: entry !== undefined && entry.enabled && lowest !== undefined,

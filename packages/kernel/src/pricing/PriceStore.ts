@@ -31,25 +31,28 @@ export class PriceListConflict extends Data.TaggedError("PriceListConflict")<{
   }
 }
 
-export class PriceStore extends Context.Service<PriceStore, {
-  /** The highest version, or undefined while nothing was ever saved. */
-  readonly current: Effect.Effect<StoredPriceList | undefined, StoreUnavailable>
-  /** The highest version's number alone (undefined when empty): a cheap check for followers. */
-  readonly version: Effect.Effect<number | undefined, StoreUnavailable>
-  /**
-   * Saves `list` as the version after `expectedVersion` (undefined: the store must be empty),
-   * only if that is still the current version; answers the new version's number.
-   */
-  readonly save: (
-    expectedVersion: number | undefined,
-    list: unknown
-  ) => Effect.Effect<{ readonly version: number }, PriceListConflict | StoreUnavailable>
-  /**
-   * Listens for saves for as long as the scope is open, and answers the wait for the next one:
-   * it completes when a save was made since the subscription began or since it last completed,
-   * here and, where the store can tell, in other processes. Every subscriber is woken, each on
-   * its own. Saves in a row may wake it once, and a wake-up may find no new version: read
-   * `version` to know.
-   */
-  readonly subscribe: Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
-}>()("@taskmeter/kernel/PriceStore") {}
+export class PriceStore extends Context.Service<
+  PriceStore,
+  {
+    /** The highest version, or undefined while nothing was ever saved. */
+    readonly current: Effect.Effect<StoredPriceList | undefined, StoreUnavailable>
+    /** The highest version's number alone (undefined when empty): a cheap check for followers. */
+    readonly version: Effect.Effect<number | undefined, StoreUnavailable>
+    /**
+     * Saves `list` as the version after `expectedVersion` (undefined: the store must be empty),
+     * only if that is still the current version; answers the new version's number.
+     */
+    readonly save: (
+      expectedVersion: number | undefined,
+      list: unknown
+    ) => Effect.Effect<{ readonly version: number }, PriceListConflict | StoreUnavailable>
+    /**
+     * Listens for saves for as long as the scope is open, and answers the wait for the next one:
+     * it completes when a save was made since the subscription began or since it last completed,
+     * here and, where the store can tell, in other processes. Every subscriber is woken, each on
+     * its own. Saves in a row may wake it once, and a wake-up may find no new version: read
+     * `version` to know.
+     */
+    readonly subscribe: Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  }
+>()("@taskmeter/kernel/PriceStore") {}

@@ -45,7 +45,9 @@ export const quote = (
   }
   if (!entry.enabled) {
     return Effect.fail(
-      new Errors.ModelPriceUnavailable({ message: `Model ${slug} is disabled in the price list and cannot be submitted at present.` })
+      new Errors.ModelPriceUnavailable({
+        message: `Model ${slug} is disabled in the price list and cannot be submitted at present.`
+      })
     )
   }
   const rateCard = entry.rateCard
@@ -53,17 +55,15 @@ export const quote = (
     const price = entry.priceMicros
     return price === undefined
       ? Effect.fail(
-        new Errors.ModelPriceUnavailable({ message: `Model ${slug} has no price configured; it cannot be submitted.` })
-      )
+          new Errors.ModelPriceUnavailable({ message: `Model ${slug} has no price configured; it cannot be submitted.` })
+        )
       : Effect.succeed({ model: slug, priceMicros: price, unitMicros: price, quantity: 1, settlement: "fixed" })
   }
   const [rule, ...others] = rateCard.filter((candidate) => PriceList.matches(candidate.when, input))
   if (rule === undefined || others.length > 0) {
     const tested = [...new Set(rateCard.flatMap((rule) => Object.keys(rule.when)))]
     const values = tested.map((field) => `${field}=${JSON.stringify(input[field] ?? null)}`).join(", ")
-    return Effect.fail(
-      new Errors.InvalidModelInput({ message: `input: ${values} is not a combination model ${slug} accepts` })
-    )
+    return Effect.fail(new Errors.InvalidModelInput({ message: `input: ${values} is not a combination model ${slug} accepts` }))
   }
   const settlement = rule.settlement ?? "fixed"
   if (rule.quantityField === undefined) {
@@ -88,18 +88,16 @@ export const quote = (
  * Succeeds when the caller saw the quoted price, or gave none; otherwise PRICE_CHANGED, before
  * anything is reserved.
  */
-export const checkExpected = (
-  quote: Quote,
-  expectedPriceMicros: number | undefined
-): Effect.Effect<void, Errors.PriceChanged> =>
+export const checkExpected = (quote: Quote, expectedPriceMicros: number | undefined): Effect.Effect<void, Errors.PriceChanged> =>
   expectedPriceMicros === undefined || expectedPriceMicros === quote.priceMicros
     ? Effect.void
     : Effect.fail(
-      new Errors.PriceChanged({
-        message: `The price of ${quote.model} is now ${quote.priceMicros} micros (${Money.formatUsd(quote.priceMicros)} USD), ` +
-          `not the expected ${expectedPriceMicros} micros (${Money.formatUsd(expectedPriceMicros)} USD); show the new price and resubmit with expectedPriceMicros ${quote.priceMicros}.`
-      })
-    )
+        new Errors.PriceChanged({
+          message:
+            `The price of ${quote.model} is now ${quote.priceMicros} micros (${Money.formatUsd(quote.priceMicros)} USD), ` +
+            `not the expected ${expectedPriceMicros} micros (${Money.formatUsd(expectedPriceMicros)} USD); show the new price and resubmit with expectedPriceMicros ${quote.priceMicros}.`
+        })
+      )
 
 /**
  * The final charge of a succeeded task that delivered `delivered` units (a whole number):
@@ -120,39 +118,42 @@ export const settle = (
 /** Why a price change was not made: the new list is invalid, or the store did not take it. */
 export type ChangeError = PriceList.PriceListInvalid | PriceListConflict | StoreUnavailable
 
-export class Pricer extends Context.Service<Pricer, {
-  /** Quotes a validated input (defaults applied, as `Catalog.validate` returns it). */
-  readonly quote: (slug: string, input: ModelInput) => Effect.Effect<
-    Quote,
-    Errors.ModelPriceUnavailable | Errors.InvalidModelInput
-  >
-  readonly checkExpected: typeof checkExpected
-  readonly settle: typeof settle
-  /**
-   * The model's daily platform budget (`dailyBudgetMicros`) in the list in force, undefined when
-   * it has none; read from this process's copy, like a quote.
-   */
-  readonly budgetOf: (slug: string) => Effect.Effect<Money.Micros | undefined>
-  /** The price list in force (plain JSON data: it can be written back to a file as is). */
-  readonly current: Effect.Effect<PriceList.PriceList>
-  /** The body of GET /api/v1/prices for the list in force. */
-  readonly prices: Effect.Effect<PriceList.PublicPrices>
-  /** Replaces the whole list with raw JSON data, once it is valid. */
-  readonly replace: (raw: unknown) => Effect.Effect<void, ChangeError>
-  /** Sets (adds or overwrites) one model's entry, given as raw JSON data; the result must be valid. */
-  readonly setModel: (slug: string, entry: unknown) => Effect.Effect<void, ChangeError>
-  /**
-   * Sets one model's entry to what `update` makes of its entry in the list the change builds on
-   * (undefined when not listed), as raw JSON data: a change of part of an entry that cannot lose
-   * a concurrent change of another part (as `setModel` after a read could).
-   */
-  readonly updateModel: (
-    slug: string,
-    update: (entry: PriceList.ModelPrice | undefined) => unknown
-  ) => Effect.Effect<void, ChangeError>
-  /** Stops a model from being quoted, keeping its prices; a model not listed gets `{ enabled: false }`. */
-  readonly disable: (slug: string) => Effect.Effect<void, ChangeError>
-}>()("@taskmeter/kernel/Pricer") {}
+export class Pricer extends Context.Service<
+  Pricer,
+  {
+    /** Quotes a validated input (defaults applied, as `Catalog.validate` returns it). */
+    readonly quote: (
+      slug: string,
+      input: ModelInput
+    ) => Effect.Effect<Quote, Errors.ModelPriceUnavailable | Errors.InvalidModelInput>
+    readonly checkExpected: typeof checkExpected
+    readonly settle: typeof settle
+    /**
+     * The model's daily platform budget (`dailyBudgetMicros`) in the list in force, undefined when
+     * it has none; read from this process's copy, like a quote.
+     */
+    readonly budgetOf: (slug: string) => Effect.Effect<Money.Micros | undefined>
+    /** The price list in force (plain JSON data: it can be written back to a file as is). */
+    readonly current: Effect.Effect<PriceList.PriceList>
+    /** The body of GET /api/v1/prices for the list in force. */
+    readonly prices: Effect.Effect<PriceList.PublicPrices>
+    /** Replaces the whole list with raw JSON data, once it is valid. */
+    readonly replace: (raw: unknown) => Effect.Effect<void, ChangeError>
+    /** Sets (adds or overwrites) one model's entry, given as raw JSON data; the result must be valid. */
+    readonly setModel: (slug: string, entry: unknown) => Effect.Effect<void, ChangeError>
+    /**
+     * Sets one model's entry to what `update` makes of its entry in the list the change builds on
+     * (undefined when not listed), as raw JSON data: a change of part of an entry that cannot lose
+     * a concurrent change of another part (as `setModel` after a read could).
+     */
+    readonly updateModel: (
+      slug: string,
+      update: (entry: PriceList.ModelPrice | undefined) => unknown
+    ) => Effect.Effect<void, ChangeError>
+    /** Stops a model from being quoted, keeping its prices; a model not listed gets `{ enabled: false }`. */
+    readonly disable: (slug: string) => Effect.Effect<void, ChangeError>
+  }
+>()("@taskmeter/kernel/Pricer") {}
 
 /**
  * A change to the list, as the raw list it makes of the one it builds on. `base` is read only by
@@ -188,11 +189,13 @@ export const make = (
   models: ReadonlyArray<PriceList.PricedModel>,
   initial: unknown
 ): Effect.Effect<Pricer["Service"], PriceList.PriceListInvalid> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const ref = yield* SynchronizedRef.make(yield* PriceList.load(initial, models))
     return service(models, SynchronizedRef.get(ref), (next) =>
       SynchronizedRef.updateEffect(ref, (list) =>
-        Effect.flatMap(next(Effect.succeed(list)), (raw) => PriceList.load(raw, models))))
+        Effect.flatMap(next(Effect.succeed(list)), (raw) => PriceList.load(raw, models))
+      )
+    )
   })
 
 export interface StoreOptions {
@@ -232,7 +235,7 @@ const loadStored = (
   models: ReadonlyArray<PriceList.PricedModel>,
   stored: { readonly version: number; readonly list: unknown }
 ): Effect.Effect<PriceList.PriceList, PriceList.PriceListInvalid> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { list, unknown } = yield* decodeStored(models, stored)
     if (unknown.length > 0) {
       yield* Effect.logWarning(
@@ -248,13 +251,17 @@ const seeded = (
   store: PriceStore["Service"],
   seed: StoreOptions["seed"]
 ): Effect.Effect<{ readonly version: number; readonly list: unknown }, PriceList.PriceListInvalid | StoreUnavailable> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const list = yield* PriceList.load(yield* seed, models)
     return yield* store.save(undefined, list).pipe(
       Effect.map(({ version }) => ({ version, list })),
       Effect.catchTag("PriceListConflict", () =>
         Effect.flatMap(store.current, (stored) =>
-          stored === undefined ? Effect.die(new Error("PriceStore refused a first save yet holds no list")) : Effect.succeed(stored)))
+          stored === undefined
+            ? Effect.die(new Error("PriceStore refused a first save yet holds no list"))
+            : Effect.succeed(stored)
+        )
+      )
     )
   })
 
@@ -277,7 +284,7 @@ export const makeStored = (
   store: PriceStore["Service"],
   options: StoreOptions
 ): Effect.Effect<Pricer["Service"], PriceList.PriceListInvalid | StoreUnavailable, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Before the first read, so that no save after it goes unheard.
     const saved = yield* store.subscribe
     const first = (yield* store.current) ?? (yield* seeded(models, store, options.seed))
@@ -285,9 +292,9 @@ export const makeStored = (
     const held = yield* Ref.make<Held>({ version: first.version, list, seen: first.version })
 
     const adopt = (version: number, list: PriceList.PriceList) =>
-      Ref.update(held, (now) => version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now)
+      Ref.update(held, (now) => (version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now))
 
-    const follow = Effect.gen(function*() {
+    const follow = Effect.gen(function* () {
       const latest = yield* store.version
       if (latest === undefined || latest <= (yield* Ref.get(held)).seen) return
       const stored = yield* store.current
@@ -301,33 +308,43 @@ export const makeStored = (
       )
     })
     const poll = Duration.millis(options.pollIntervalMs ?? POLL_INTERVAL_MS)
-    yield* Effect.forkScoped(Effect.forever(
-      Effect.timeoutOption(saved, poll).pipe(
-        Effect.andThen(follow),
-        Effect.catch((error) => Effect.logWarning("Could not follow the stored price list", error.message))
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.timeoutOption(saved, poll).pipe(
+          Effect.andThen(follow),
+          Effect.catch((error) => Effect.logWarning("Could not follow the stored price list", error.message))
+        )
       )
-    ))
+    )
 
     const attempt = (next: Change) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const stored = yield* store.current
-        const base = stored === undefined
-          ? Effect.succeed<PriceList.PriceList>({ models: {} })
-          : Effect.map(decodeStored(models, stored), ({ list }) => list)
+        const base =
+          stored === undefined
+            ? Effect.succeed<PriceList.PriceList>({ models: {} })
+            : Effect.map(decodeStored(models, stored), ({ list }) => list)
         const list = yield* Effect.flatMap(next(base), (raw) => PriceList.load(raw, models))
         const { version } = yield* store.save(stored?.version, list)
         yield* adopt(version, list)
       })
-    return service(models, Effect.map(Ref.get(held), (now) => now.list), (next) =>
-      Effect.retry(attempt(next), {
-        while: (error) => error._tag === "PriceListConflict",
-        times: CHANGE_ATTEMPTS - 1
-      }))
+    return service(
+      models,
+      Effect.map(Ref.get(held), (now) => now.list),
+      (next) =>
+        Effect.retry(attempt(next), {
+          while: (error) => error._tag === "PriceListConflict",
+          times: CHANGE_ATTEMPTS - 1
+        })
+    )
   })
 
 /** The Pricer with the given raw price-list data, checked against the Catalog. */
 export const layer = (priceList: unknown): Layer.Layer<Pricer, PriceList.PriceListInvalid, Catalog> =>
-  Layer.effect(Pricer, Catalog.use((catalog) => make(catalog.models, priceList)))
+  Layer.effect(
+    Pricer,
+    Catalog.use((catalog) => make(catalog.models, priceList))
+  )
 
 /** Raw price-list data read from a JSON file; PriceListInvalid when it cannot be read or parsed. */
 export const readList = (path: string): Effect.Effect<unknown, PriceList.PriceListInvalid> =>

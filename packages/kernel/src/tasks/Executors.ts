@@ -22,19 +22,22 @@ export interface Capacity {
   readonly models: ReadonlyArray<string>
 }
 
-export class Executors extends Context.Service<Executors, {
-  /** Every model with an executor, in the order of the adapters. */
-  readonly models: ReadonlyArray<string>
-  /** For admission: false is EXECUTION_UNAVAILABLE (503) before anything is reserved. */
-  readonly executorAvailable: (model: string) => boolean
-  readonly adapterFor: (model: string) => ProviderV1 | undefined
-  /**
-   * Runs `self` holding one permit of the model's and of its provider's limit, waiting for
-   * them if need be. The task counts against `capacity` from the call on, waiting included.
-   */
-  readonly withPermit: (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  readonly capacity: Effect.Effect<Capacity>
-}>()("@taskmeter/kernel/Executors") {}
+export class Executors extends Context.Service<
+  Executors,
+  {
+    /** Every model with an executor, in the order of the adapters. */
+    readonly models: ReadonlyArray<string>
+    /** For admission: false is EXECUTION_UNAVAILABLE (503) before anything is reserved. */
+    readonly executorAvailable: (model: string) => boolean
+    readonly adapterFor: (model: string) => ProviderV1 | undefined
+    /**
+     * Runs `self` holding one permit of the model's and of its provider's limit, waiting for
+     * them if need be. The task counts against `capacity` from the call on, waiting included.
+     */
+    readonly withPermit: (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    readonly capacity: Effect.Effect<Capacity>
+  }
+>()("@taskmeter/kernel/Executors") {}
 
 /** One bound: how many tasks it allows and how many are assigned to it (running or waiting). */
 interface Lane {
@@ -54,8 +57,10 @@ const lane = (limit: number | undefined, what: string): Lane => {
   }
 }
 
-const permitOf = (l: Lane) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  l.semaphore === undefined ? self : l.semaphore.withPermit(self)
+const permitOf =
+  (l: Lane) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    l.semaphore === undefined ? self : l.semaphore.withPermit(self)
 
 /** Builds the registry; throws on a limit that is not a positive whole number or names an unserved model. */
 export const make = (options: Options): Executors["Service"] => {
@@ -74,21 +79,25 @@ export const make = (options: Options): Executors["Service"] => {
   }
   const models = [...adapters.keys()]
 
-  const withPermit = (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-    const adapter = adapters.get(model)
-    if (adapter === undefined) return Effect.die(new Error(`Executors: no executor for model ${model}`))
-    const lanes = [modelLanes.get(model)!, providerLanes.get(adapter)!]
-    // The model's permit is taken before the provider's, always in that order, so two tasks
-    // can never each hold the permit the other waits for.
-    return Effect.suspend(() => {
-      for (const l of lanes) l.assigned++
-      return permitOf(lanes[0]!)(permitOf(lanes[1]!)(self)).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          for (const l of lanes) l.assigned--
-        }))
-      )
-    })
-  }
+  const withPermit =
+    (model: string) =>
+    <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+      const adapter = adapters.get(model)
+      if (adapter === undefined) return Effect.die(new Error(`Executors: no executor for model ${model}`))
+      const lanes = [modelLanes.get(model)!, providerLanes.get(adapter)!]
+      // The model's permit is taken before the provider's, always in that order, so two tasks
+      // can never each hold the permit the other waits for.
+      return Effect.suspend(() => {
+        for (const l of lanes) l.assigned++
+        return permitOf(lanes[0]!)(permitOf(lanes[1]!)(self)).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              for (const l of lanes) l.assigned--
+            })
+          )
+        )
+      })
+    }
 
   const capacity = Effect.sync((): Capacity => {
     let total = 0

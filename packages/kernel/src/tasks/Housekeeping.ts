@@ -34,7 +34,7 @@ export const defaults = {
 
 /** One pass: deletes every key expired `graceMs` before now, in statements of `batchSize`; how many. */
 export const purgeIdempotencyKeys = (options: Options = {}): Effect.Effect<number, StoreUnavailable, TaskStore> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const batchSize = options.batchSize ?? defaults.batchSize
     // Fixed for the pass, so that keys expiring meanwhile cannot keep it going.
@@ -59,16 +59,12 @@ export interface Swept {
  * batches of `batchSize`, and removes their files. Stops after a short batch, or after a batch
  * with a file it could not remove.
  */
-export const sweepOrphanResults = (
-  options: Options = {}
-): Effect.Effect<Swept, StoreUnavailable, MediaStore | BlobStore> =>
-  Effect.gen(function*() {
+export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, StoreUnavailable, MediaStore | BlobStore> =>
+  Effect.gen(function* () {
     const media = yield* MediaStore
     const blobs = yield* BlobStore
     const batchSize = options.batchSize ?? defaults.batchSize
-    const cutoff = new Date(
-      (yield* Clock.currentTimeMillis) - (options.orphanResultGraceMs ?? defaults.orphanResultGraceMs)
-    )
+    const cutoff = new Date((yield* Clock.currentTimeMillis) - (options.orphanResultGraceMs ?? defaults.orphanResultGraceMs))
     let records = 0
     let removed = 0
     for (;;) {
@@ -93,7 +89,7 @@ export const sweepOrphanResults = (
 
 /** Runs `chore` at once and then every `intervalMs`, forever. */
 const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Effect.Effect<never, never, R> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const interval = Duration.millis(intervalMs)
     for (;;) {
       yield* chore
@@ -107,18 +103,14 @@ export const run = (options: Options = {}): Effect.Effect<never, never, TaskStor
     every(
       options.intervalMs ?? defaults.intervalMs,
       purgeIdempotencyKeys(options).pipe(
-        Effect.flatMap((deleted) =>
-          deleted > 0 ? Effect.logInfo("Purged expired Idempotency-Keys", { deleted }) : Effect.void
-        ),
+        Effect.flatMap((deleted) => (deleted > 0 ? Effect.logInfo("Purged expired Idempotency-Keys", { deleted }) : Effect.void)),
         Effect.catchCause((cause) => Effect.logWarning("Purging expired Idempotency-Keys failed", cause))
       )
     ),
     every(
       options.orphanResultIntervalMs ?? defaults.orphanResultIntervalMs,
       sweepOrphanResults(options).pipe(
-        Effect.flatMap((swept) =>
-          swept.records > 0 ? Effect.logInfo("Removed orphaned result files", swept) : Effect.void
-        ),
+        Effect.flatMap((swept) => (swept.records > 0 ? Effect.logInfo("Removed orphaned result files", swept) : Effect.void)),
         Effect.catchCause((cause) => Effect.logWarning("Sweeping orphaned result files failed", cause))
       )
     )

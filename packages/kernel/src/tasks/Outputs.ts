@@ -43,7 +43,7 @@ export interface Options {
 
 export const blobKeyOf = (id: ResultId): string => `results/${id}`
 
-const single = async function*(bytes: Uint8Array) {
+const single = async function* (bytes: Uint8Array) {
   yield bytes
 }
 
@@ -51,8 +51,12 @@ const download = (
   url: string,
   key: string,
   options: Options
-): Effect.Effect<{ readonly sizeBytes: number; readonly sha256: string }, DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable, BlobStore> =>
-  Effect.gen(function*() {
+): Effect.Effect<
+  { readonly sizeBytes: number; readonly sha256: string },
+  DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable,
+  BlobStore
+> =>
+  Effect.gen(function* () {
     const blobs = yield* BlobStore
     const response = yield* PublicFetch.get(url, { fetch: options.fetch }).pipe(
       Effect.mapError((error) =>
@@ -88,37 +92,59 @@ export const store = (
   task: { readonly id: TaskId; readonly accountId: AccountId },
   outputs: ReadonlyArray<ProviderOutput>,
   options: Options
-): Effect.Effect<ReadonlyArray<StoredAsset>, DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable, BlobStore | MediaStore> =>
-  Effect.gen(function*() {
+): Effect.Effect<
+  ReadonlyArray<StoredAsset>,
+  DownloadFailed | DownloadRefused | BlobTooLarge | StoreUnavailable,
+  BlobStore | MediaStore
+> =>
+  Effect.gen(function* () {
     const blobs = yield* BlobStore
     const media = yield* MediaStore
     const written: Array<string> = []
     const files: Array<ResultRecord> = []
-    const assets = yield* Effect.forEach(outputs, (output) =>
-      Effect.gen(function*() {
-        if (output.text !== undefined) {
+    const assets = yield* Effect.forEach(
+      outputs,
+      (output) =>
+        Effect.gen(function* () {
+          if (output.text !== undefined) {
+            return {
+              id: crypto.randomUUID(),
+              type: output.type,
+              text: toStorable(output.text),
+              mimeType: output.contentType,
+              metadata: toStorable(output.metadata)
+            } satisfies StoredAsset
+          }
+          const id = makeResultId()
+          const key = blobKeyOf(id)
+          written.push(key)
+          const { sha256, sizeBytes } =
+            output.bytes !== undefined
+              ? yield* blobs.put(key, single(output.bytes), { maxBytes: options.maxBytes })
+              : output.url !== undefined
+                ? yield* download(output.url, key, options)
+                : yield* new DownloadFailed({ message: "An upstream output carried no url, bytes or text" })
+          const createdAt = new Date(yield* Clock.currentTimeMillis)
+          files.push({
+            id,
+            accountId: task.accountId,
+            taskId: task.id,
+            contentType: output.contentType,
+            sizeBytes,
+            sha256,
+            blobKey: key,
+            createdAt
+          })
           return {
-            id: crypto.randomUUID(),
+            id,
             type: output.type,
-            text: toStorable(output.text),
+            resultId: id,
             mimeType: output.contentType,
             metadata: toStorable(output.metadata)
           } satisfies StoredAsset
-        }
-        const id = makeResultId()
-        const key = blobKeyOf(id)
-        written.push(key)
-        const { sha256, sizeBytes } = output.bytes !== undefined
-          ? yield* blobs.put(key, single(output.bytes), { maxBytes: options.maxBytes })
-          : output.url !== undefined
-          ? yield* download(output.url, key, options)
-          : yield* new DownloadFailed({ message: "An upstream output carried no url, bytes or text" })
-        const createdAt = new Date(yield* Clock.currentTimeMillis)
-        files.push({ id, accountId: task.accountId, taskId: task.id, contentType: output.contentType, sizeBytes, sha256, blobKey: key, createdAt })
-        return { id, type: output.type, resultId: id, mimeType: output.contentType, metadata: toStorable(output.metadata) } satisfies StoredAsset
-      }), { concurrency: 4 }).pipe(
-        Effect.onError(() => Effect.forEach(written, (key) => Effect.ignore(blobs.remove(key)), { discard: true }))
-      )
+        }),
+      { concurrency: 4 }
+    ).pipe(Effect.onError(() => Effect.forEach(written, (key) => Effect.ignore(blobs.remove(key)), { discard: true })))
     yield* Effect.forEach(files, (record) => media.putResult(record), { discard: true })
     return assets
   })

@@ -81,9 +81,13 @@ export interface ProviderV1 {
    * then sends it: an upstream whose search may lag behind its accepts must not implement
    * `lookup`, or must fail (Retryable) while it cannot be sure.
    */
-  readonly lookup?: ((request: {
-    readonly model: string
-    readonly reference: string
-  }) => Effect.Effect<{ readonly upstreamId: string } | undefined, ProviderError>) | undefined
-  readonly cancel?: ((request: { readonly model: string; readonly upstreamId: string }) => Effect.Effect<void, ProviderError>) | undefined
+  readonly lookup?:
+    | ((request: {
+        readonly model: string
+        readonly reference: string
+      }) => Effect.Effect<{ readonly upstreamId: string } | undefined, ProviderError>)
+    | undefined
+  readonly cancel?:
+    | ((request: { readonly model: string; readonly upstreamId: string }) => Effect.Effect<void, ProviderError>)
+    | undefined
 }

@@ -54,15 +54,18 @@ export interface Summary {
 
 export type Requirements = TaskStore | MediaStore | BlobStore | Executors
 
-export class Reconciler extends Context.Service<Reconciler, {
-  /** Reconciles one task (as read from the store). */
-  readonly reconcile: (task: TaskRecord) => Effect.Effect<Outcome>
-  /** One pass over every task in reconciliation_required. */
-  readonly reconcileAll: Effect.Effect<Summary, StoreUnavailable>
-}>()("@taskmeter/kernel/Reconciler") {}
+export class Reconciler extends Context.Service<
+  Reconciler,
+  {
+    /** Reconciles one task (as read from the store). */
+    readonly reconcile: (task: TaskRecord) => Effect.Effect<Outcome>
+    /** One pass over every task in reconciliation_required. */
+    readonly reconcileAll: Effect.Effect<Summary, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/Reconciler") {}
 
 export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"], never, Requirements> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const executors = yield* Executors
     const context = yield* Effect.context<Requirements>()
@@ -75,17 +78,17 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
     }
 
     const resolve = (task: TaskRecord, resolution: Omit<Resolution, "taskId" | "now">) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
         const resolved = yield* store.resolve({ taskId: task.id, now, ...resolution })
         if (resolved === undefined) return { _tag: "Skipped" } as const
         return resolved.status === "succeeded"
-          ? { _tag: "Succeeded", task: resolved } as const
-          : { _tag: "Failed", task: resolved } as const
+          ? ({ _tag: "Succeeded", task: resolved } as const)
+          : ({ _tag: "Failed", task: resolved } as const)
       })
 
     const reconcile = (task: TaskRecord): Effect.Effect<Outcome> =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (task.status !== "reconciliation_required") return { _tag: "Skipped" } as const
         const adapter = executors.adapterFor(task.model)
         if (adapter === undefined) return { _tag: "NeedsOperator", reason: `no executor serves ${task.model}` } as const
@@ -101,7 +104,7 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
           const found = yield* adapter.lookup({ model, reference })
           if (found === undefined) {
             return now - task.updatedAt.getTime() < notFoundAfterMs
-              ? { _tag: "Pending" } as const
+              ? ({ _tag: "Pending" } as const)
               : yield* resolve(task, { to: "failed", errorCode: ErrorCode.NeverReceived })
           }
           upstreamId = found.upstreamId
@@ -120,7 +123,8 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
             if (polled.outputs.length === 0) return yield* resolve(task, { to: "failed", errorCode: ErrorCode.NoOutput })
             const stored = yield* Effect.result(Outputs.store(task, polled.outputs, outputOptions).pipe(Effect.provide(context)))
             if (stored._tag === "Failure") {
-              if (stored.failure._tag === "BlobTooLarge") return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
+              if (stored.failure._tag === "BlobTooLarge")
+                return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
               if (stored.failure._tag === "DownloadRefused") {
                 yield* Effect.logWarning("A result link was refused", stored.failure.message)
                 return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultUrlRefused })
@@ -136,16 +140,17 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
           }
         }
       }).pipe(
-        Effect.catch((error): Effect.Effect<Outcome> =>
-          Effect.as(
-            Effect.logWarning("Reconciliation could not reach its stores or upstream", error.message),
-            { _tag: "Unreachable", message: error.message }
-          )
+        Effect.catch(
+          (error): Effect.Effect<Outcome> =>
+            Effect.as(Effect.logWarning("Reconciliation could not reach its stores or upstream", error.message), {
+              _tag: "Unreachable",
+              message: error.message
+            })
         ),
         Effect.annotateLogs({ taskId: task.id, model: task.model })
       )
 
-    const reconcileAll = Effect.gen(function*() {
+    const reconcileAll = Effect.gen(function* () {
       let examined = 0
       let succeeded = 0
       let failed = 0
@@ -174,7 +179,7 @@ export const layer = (options: Options = {}): Layer.Layer<Reconciler, never, Req
 
 /** Runs a pass every `intervalMs` until interrupted; a failed pass is logged and the next one comes. */
 export const run = (options: Options = {}): Effect.Effect<never, never, Requirements> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const reconciler = yield* make(options)
     const interval = Duration.millis(options.intervalMs ?? 60_000)
     for (;;) {

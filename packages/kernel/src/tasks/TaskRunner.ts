@@ -70,23 +70,26 @@ export type SubmitError =
   | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
-export class TaskRunner extends Context.Service<TaskRunner, {
-  /**
-   * A presented key needs the `jobs:create` scope, and its refusal comes first. It is
-   * authenticated within the admission (one store call) unless something before the store
-   * needs the account (a refusal that a replay may answer, media references, a daily budget):
-   * then first, where an outage is AUTH_UNAVAILABLE. An outage in the admission, which may have
-   * admitted the task, is EXECUTION_TEMPORARILY_UNAVAILABLE.
-   */
-  readonly submit: <W extends Submitter>(
-    who: W,
-    submission: Submission
-  ) => Effect.Effect<Submitted, SubmitError | (W extends PresentedKey ? KeyError : never)>
-  /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
-  readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
-  /** The caller's latest 100 tasks, newest first. */
-  readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
-}>()("@taskmeter/kernel/TaskRunner") {}
+export class TaskRunner extends Context.Service<
+  TaskRunner,
+  {
+    /**
+     * A presented key needs the `jobs:create` scope, and its refusal comes first. It is
+     * authenticated within the admission (one store call) unless something before the store
+     * needs the account (a refusal that a replay may answer, media references, a daily budget):
+     * then first, where an outage is AUTH_UNAVAILABLE. An outage in the admission, which may have
+     * admitted the task, is EXECUTION_TEMPORARILY_UNAVAILABLE.
+     */
+    readonly submit: <W extends Submitter>(
+      who: W,
+      submission: Submission
+    ) => Effect.Effect<Submitted, SubmitError | (W extends PresentedKey ? KeyError : never)>
+    /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
+    readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
+    /** The caller's latest 100 tasks, newest first. */
+    readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/TaskRunner") {}
 
 /** The spec's Asset.url for a stored result. */
 export const resultUrl = (id: ResultId): string => `/api/v1/results/${id}`
@@ -154,7 +157,8 @@ const admissionUnavailable = (error: StoreUnavailable) =>
     Effect.logWarning("A submission failed on the task store", error.message),
     Effect.fail(
       new Errors.ExecutionTemporarilyUnavailable({
-        message: "The task could not be admitted just now and may or may not have been; retry with the same " +
+        message:
+          "The task could not be admitted just now and may or may not have been; retry with the same " +
           "Idempotency-Key: a task that was admitted is answered again, never admitted or reserved twice.",
         retryAfterSeconds: ADMISSION_RETRY_SECONDS
       })
@@ -169,27 +173,31 @@ const admissionUnavailable = (error: StoreUnavailable) =>
 const refusedByStore = (defect: unknown) =>
   isStoreRefused(defect)
     ? Effect.andThen(
-      Effect.logError("The task store refused a submission's data", defect),
-      Effect.fail(
-        new Errors.InvalidRequest({
-          message: `The request's data could not be stored: ${defect.message}. Nothing was admitted or reserved; ` +
-            "change the data and send it again."
-        })
+        Effect.logError("The task store refused a submission's data", defect),
+        Effect.fail(
+          new Errors.InvalidRequest({
+            message:
+              `The request's data could not be stored: ${defect.message}. Nothing was admitted or reserved; ` +
+              "change the data and send it again."
+          })
+        )
       )
-    )
     : Effect.die(defect)
 
 const idempotencyConflict = (taskId: TaskId) =>
   new Errors.IdempotencyConflict({
-    message: `This Idempotency-Key was already used for a different request (task ${taskId}); ` +
-      "send a new key for a new request."
+    message:
+      `This Idempotency-Key was already used for a different request (task ${taskId}); ` + "send a new key for a new request."
   })
 
-const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed" }>, context: {
-  readonly caller: Caller
-  readonly priceMicros: number
-  readonly options: Required<Pick<Options, "submissionsPerMinute" | "maxUnfinishedTasks">>
-}) => {
+const refused = (
+  result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed" }>,
+  context: {
+    readonly caller: Caller
+    readonly priceMicros: number
+    readonly options: Required<Pick<Options, "submissionsPerMinute" | "maxUnfinishedTasks">>
+  }
+) => {
   switch (result._tag) {
     case "IdempotencyConflict":
       return idempotencyConflict(result.taskId)
@@ -199,24 +207,26 @@ const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed
       })
     case "RateLimited":
       return new Errors.RateLimited({
-        message: `At most ${context.options.submissionsPerMinute} tasks may be submitted per minute; ` +
+        message:
+          `At most ${context.options.submissionsPerMinute} tasks may be submitted per minute; ` +
           `retry in ${result.retryAfterSeconds} s.`,
         retryAfterSeconds: result.retryAfterSeconds
       })
     case "ConcurrencyLimited":
       return new Errors.ConcurrencyLimited({
-        message: `At most ${context.options.maxUnfinishedTasks} tasks may be unfinished at once; ` +
-          "wait for one to finish and retry.",
+        message:
+          `At most ${context.options.maxUnfinishedTasks} tasks may be unfinished at once; ` + "wait for one to finish and retry.",
         retryAfterSeconds: CONCURRENCY_RETRY_SECONDS
       })
     case "PaymentReviewRequired":
       return new Errors.PaymentReviewRequired({
-        message: "A payment refund left the account's balance uncovered; tasks can be submitted again once " +
-          "added credits cover it."
+        message:
+          "A payment refund left the account's balance uncovered; tasks can be submitted again once " + "added credits cover it."
       })
     case "InsufficientCredits":
       return new Errors.InsufficientCredits({
-        message: `Available credits are ${result.availableMicros} micros (${Money.formatUsd(result.availableMicros)} USD), ` +
+        message:
+          `Available credits are ${result.availableMicros} micros (${Money.formatUsd(result.availableMicros)} USD), ` +
           `the task needs ${context.priceMicros} micros (${Money.formatUsd(context.priceMicros)} USD); add credits and retry.`
       })
   }
@@ -224,7 +234,8 @@ const refused = (result: Exclude<AdmissionResult, { _tag: "Admitted" | "Replayed
 
 const budgetExceeded = (model: string, now: number) =>
   new Errors.PlatformBudgetExceeded({
-    message: `Model ${model} is unavailable until 00:00 UTC: the platform's daily budget for it is spent. ` +
+    message:
+      `Model ${model} is unavailable until 00:00 UTC: the platform's daily budget for it is spent. ` +
       "Nothing was reserved; retry after midnight UTC or choose another model.",
     retryAfterSeconds: secondsToNextDay(now)
   })
@@ -232,7 +243,7 @@ const budgetExceeded = (model: string, now: number) =>
 export const make = (
   options: Options
 ): Effect.Effect<TaskRunner["Service"], never, Catalog | Pricer | TaskStore | MediaStore | BudgetStore | Accounts> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts
     const catalog = yield* Catalog
     const pricer = yield* Pricer
@@ -248,28 +259,32 @@ export const make = (
       Duration.toMillis(options.deadlines?.[model.category] ?? defaultDeadlines[model.category])
 
     const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const references = catalog.mediaReferences(model, input)
         if (references.length === 0) return
         const missing = yield* media.missingMedia(caller.accountId, references)
         if (missing.length === 0) return
         // A reference of another account reads exactly like one that does not exist.
         return yield* new Errors.InvalidModelInput({
-          message: ProblemList.join(missing.map((reference) =>
-            `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
-            "upload the file and send the media reference its upload returns"
-          ))
+          message: ProblemList.join(
+            missing.map(
+              (reference) =>
+                `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+                "upload the file and send the media reference its upload returns"
+            )
+          )
         })
       })
 
     /** The checks between validation and the store that need no account: the quote, or why not. */
     const priced = (model: ModelDefinition, input: ModelInput, expectedPriceMicros: number | undefined) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const quote = yield* pricer.quote(model.slug, input)
         yield* pricer.checkExpected(quote, expectedPriceMicros)
         if (!options.executorAvailable(model.slug)) {
           return yield* new Errors.ExecutionUnavailable({
-            message: `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
+            message:
+              `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
               "Try again later or choose another model."
           })
         }
@@ -278,7 +293,7 @@ export const make = (
 
     /** The task's share of its model's daily budget, taken; undefined when the model has no budget. */
     const takeBudget = (quote: Quote) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const limitMicros = yield* pricer.budgetOf(quote.model)
         if (limitMicros === undefined) return undefined
         const now = yield* Clock.currentTimeMillis
@@ -289,14 +304,17 @@ export const make = (
 
     /** A share the admission did not use; failing to return it only leaves the day's total high. */
     const giveBack = (share: Share) =>
-      budgets.giveBack(share).pipe(
-        Effect.catchTag("StoreUnavailable", (error) =>
-          Effect.logWarning(`Could not give back ${share.amountMicros} micros of ${share.model}'s daily budget`, error.message))
-      )
+      budgets
+        .giveBack(share)
+        .pipe(
+          Effect.catchTag("StoreUnavailable", (error) =>
+            Effect.logWarning(`Could not give back ${share.amountMicros} micros of ${share.model}'s daily budget`, error.message)
+          )
+        )
 
     /** A refused submission may retry one the key already admitted: then the answer is that task. */
     const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const earlier = yield* tasks.findIdempotent(caller.accountId, idempotencyKey, new Date(now))
         if (earlier === undefined) return yield* Effect.fail(refusal)
@@ -339,7 +357,8 @@ export const make = (
     /** The presented key's caller, if it has the scope to submit. */
     const authenticated = (key: PresentedKey) =>
       Effect.flatMap(accounts.authenticate(Redacted.value(key.secret)), (caller) =>
-        caller.scopes.includes(SUBMIT_SCOPE) ? Effect.succeed(caller) : Effect.fail(insufficientScope(SUBMIT_SCOPE)))
+        caller.scopes.includes(SUBMIT_SCOPE) ? Effect.succeed(caller) : Effect.fail(insufficientScope(SUBMIT_SCOPE))
+      )
 
     /** The admission by an authenticated caller: the checks that need its account, then the store. */
     const admitAsCaller = (
@@ -347,7 +366,7 @@ export const make = (
       prepared: Prepared,
       quoted: Result.Result<Quote, Effect.Error<ReturnType<typeof priced>>>
     ) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const { model, input, submission } = prepared
         const checked = yield* Effect.result(
           Effect.fromResult(quoted).pipe(
@@ -363,27 +382,37 @@ export const make = (
         const { quote, share } = checked.success
         const admission = yield* admissionOf(prepared, quote)
         // A failure here keeps the share: the task may have been admitted. A refusal did not admit it.
-        const result = yield* tasks.admit({
-          ...admission,
-          task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
-          limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
-        }).pipe(Effect.catchDefect((defect) =>
-          Effect.andThen(share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void, refusedByStore(defect))
-        ))
+        const result = yield* tasks
+          .admit({
+            ...admission,
+            task: { ...admission.task, accountId: caller.accountId, apiKeyId: caller.apiKeyId },
+            limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
+          })
+          .pipe(
+            Effect.catchDefect((defect) =>
+              Effect.andThen(
+                share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void,
+                refusedByStore(defect)
+              )
+            )
+          )
         if (share !== undefined && result._tag !== "Admitted") yield* giveBack(share)
         return yield* answer(result, caller, quote.priceMicros)
       }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
 
     /** Authentication and admission in one store call, the key's refusal first. */
     const admitWithKey = (key: PresentedKey, prepared: Prepared, quote: Quote) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const admission = yield* admissionOf(prepared, quote)
-        const { caller, result } = yield* accounts.authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
-          tasks.admit({ ...admission, key: check }).pipe(
-            Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
-            Effect.catchTag("StoreUnavailable", admissionUnavailable),
-            Effect.catchDefect(refusedByStore)
-          )).pipe(
+        const { caller, result } = yield* accounts
+          .authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
+            tasks.admit({ ...admission, key: check }).pipe(
+              Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
+              Effect.catchTag("StoreUnavailable", admissionUnavailable),
+              Effect.catchDefect(refusedByStore)
+            )
+          )
+          .pipe(
             // The refused statement judged no key, and a refused key comes before every other answer.
             Effect.catchTag("InvalidRequest", (refusal) => Effect.andThen(authenticated(key), Effect.fail(refusal)))
           )
@@ -392,7 +421,7 @@ export const make = (
       })
 
     const submit = (who: Submitter, submission: Submission) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const validated = yield* Effect.result(catalog.validate(submission.model, submission.input))
         if (Result.isFailure(validated)) {
           // A key's refusal comes before the submission's own.
@@ -405,7 +434,9 @@ export const make = (
         const quoted = yield* Effect.result(priced(model, input, submission.expectedPriceMicros))
         if (!isPresentedKey(who)) return yield* admitAsCaller(who, prepared, quoted)
         // A budget is taken only once the key is judged: one call would take it for any key.
-        const needsAccount = Result.isFailure(quoted) || catalog.mediaReferences(model, input).length > 0 ||
+        const needsAccount =
+          Result.isFailure(quoted) ||
+          catalog.mediaReferences(model, input).length > 0 ||
           (yield* pricer.budgetOf(model.slug)) !== undefined
         if (!needsAccount) return yield* admitWithKey(who, prepared, quoted.success)
         return yield* admitAsCaller(yield* authenticated(who), prepared, quoted)
@@ -419,7 +450,8 @@ export const make = (
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
-            task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task))
+              task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task)
+            )
           : Effect.fail(jobNotFound(id)),
       list: (caller) => tasks.list(caller.accountId, LIST_LIMIT)
     })

@@ -179,105 +179,99 @@ export interface Resolution {
   readonly errorCode?: string | null | undefined
 }
 
-export class TaskStore extends Context.Service<TaskStore, {
-  /**
-   * The one admission: a caller's, or a key's with its authentication in the same step (one
-   * round trip for a store that can; a store may do it as `admitInSteps` does, with the same
-   * answers).
-   */
-  readonly admit: <R extends AnyAdmissionRequest>(request: R) => Effect.Effect<Admission<R>, StoreUnavailable>
-  /**
-   * The submission a live Idempotency-Key of the account names (the task as it is now), or
-   * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
-   * retry that can no longer be admitted (its price changed, its model was disabled) with the
-   * task it already admitted rather than the refusal.
-   */
-  readonly findIdempotent: (
-    accountId: AccountId,
-    idempotencyKey: string,
-    now: Date
-  ) => Effect.Effect<IdempotentSubmission | undefined, StoreUnavailable>
-  /**
-   * Deletes up to `limit` Idempotency-Keys of any account whose `idempotencyExpiresAt <=
-   * expiredBefore`, and answers how many it deleted (0 when `limit` is below 1). These are the
-   * keys admit already treats as expired at `expiredBefore`; a key live then (a reused key
-   * included, which its admission renewed) is never deleted. The tasks they named stay. Purges
-   * running at once in several processes delete each key once and never wait for each other;
-   * an admission reusing an expired key that a purge deletes meanwhile still records its key.
-   */
-  readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
-  /** The task, only if it belongs to the account. */
-  readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
-  /** The account's latest tasks, newest first. */
-  readonly list: (
-    accountId: AccountId,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
-  /**
-   * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
-   * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.
-   */
-  readonly claim: (options: {
-    readonly workerId: string
-    readonly limit: number
-    readonly leaseMs: number
-    readonly now: Date
-    /** Only these models (a worker serves the models it has executors for). */
-    readonly models?: ReadonlyArray<string> | undefined
-  }) => Effect.Effect<ReadonlyArray<Claim>, StoreUnavailable>
-  /**
-   * Moves the end of a lease still held to `until`; false when it was lost. An `until` in the
-   * past gives the lease up: the task is claimable at once (a worker stopping hands it on).
-   */
-  readonly renew: (
-    taskId: TaskId,
-    leaseToken: string,
-    until: Date
-  ) => Effect.Effect<boolean, StoreUnavailable>
-  readonly transition: (request: TransitionRequest) => Effect.Effect<TransitionResult, StoreUnavailable>
-  /** Many transitions in one round trip; each is judged on its own, results in request order. */
-  readonly transitionAll: (
-    requests: ReadonlyArray<TransitionRequest>
-  ) => Effect.Effect<ReadonlyArray<TransitionResult>, StoreUnavailable>
-  /**
-   * Tasks in `status` across all accounts, ordered by id, at most `limit` of them with an id
-   * greater than `afterId` (keyset paging: pass the last id of one page to get the next).
-   * For the reconciler and operators (reconciliation_required), never for callers.
-   */
-  readonly listByStatus: (
-    status: TaskStatus,
-    limit: number,
-    afterId?: TaskId | undefined
-  ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
-  /** Only from reconciliation_required; undefined when the task is not in that state. */
-  readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
-  /**
-   * Completes when a task may have become claimable (a wake-up from another process, or an
-   * admission in this one), or after `maxWaitMs`, whichever comes first.
-   */
-  readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
-}>()("@taskmeter/kernel/TaskStore") {}
+export class TaskStore extends Context.Service<
+  TaskStore,
+  {
+    /**
+     * The one admission: a caller's, or a key's with its authentication in the same step (one
+     * round trip for a store that can; a store may do it as `admitInSteps` does, with the same
+     * answers).
+     */
+    readonly admit: <R extends AnyAdmissionRequest>(request: R) => Effect.Effect<Admission<R>, StoreUnavailable>
+    /**
+     * The submission a live Idempotency-Key of the account names (the task as it is now), or
+     * undefined. Live by admit's rule: `idempotencyExpiresAt > now`. Reads only; for answering a
+     * retry that can no longer be admitted (its price changed, its model was disabled) with the
+     * task it already admitted rather than the refusal.
+     */
+    readonly findIdempotent: (
+      accountId: AccountId,
+      idempotencyKey: string,
+      now: Date
+    ) => Effect.Effect<IdempotentSubmission | undefined, StoreUnavailable>
+    /**
+     * Deletes up to `limit` Idempotency-Keys of any account whose `idempotencyExpiresAt <=
+     * expiredBefore`, and answers how many it deleted (0 when `limit` is below 1). These are the
+     * keys admit already treats as expired at `expiredBefore`; a key live then (a reused key
+     * included, which its admission renewed) is never deleted. The tasks they named stay. Purges
+     * running at once in several processes delete each key once and never wait for each other;
+     * an admission reusing an expired key that a purge deletes meanwhile still records its key.
+     */
+    readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
+    /** The task, only if it belongs to the account. */
+    readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+    /** The account's latest tasks, newest first. */
+    readonly list: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
+     * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.
+     */
+    readonly claim: (options: {
+      readonly workerId: string
+      readonly limit: number
+      readonly leaseMs: number
+      readonly now: Date
+      /** Only these models (a worker serves the models it has executors for). */
+      readonly models?: ReadonlyArray<string> | undefined
+    }) => Effect.Effect<ReadonlyArray<Claim>, StoreUnavailable>
+    /**
+     * Moves the end of a lease still held to `until`; false when it was lost. An `until` in the
+     * past gives the lease up: the task is claimable at once (a worker stopping hands it on).
+     */
+    readonly renew: (taskId: TaskId, leaseToken: string, until: Date) => Effect.Effect<boolean, StoreUnavailable>
+    readonly transition: (request: TransitionRequest) => Effect.Effect<TransitionResult, StoreUnavailable>
+    /** Many transitions in one round trip; each is judged on its own, results in request order. */
+    readonly transitionAll: (
+      requests: ReadonlyArray<TransitionRequest>
+    ) => Effect.Effect<ReadonlyArray<TransitionResult>, StoreUnavailable>
+    /**
+     * Tasks in `status` across all accounts, ordered by id, at most `limit` of them with an id
+     * greater than `afterId` (keyset paging: pass the last id of one page to get the next).
+     * For the reconciler and operators (reconciliation_required), never for callers.
+     */
+    readonly listByStatus: (
+      status: TaskStatus,
+      limit: number,
+      afterId?: TaskId | undefined
+    ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /** Only from reconciliation_required; undefined when the task is not in that state. */
+    readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+    /**
+     * Completes when a task may have become claimable (a wake-up from another process, or an
+     * admission in this one), or after `maxWaitMs`, whichever comes first.
+     */
+    readonly awaitWork: (maxWaitMs: number) => Effect.Effect<void, StoreUnavailable>
+  }
+>()("@taskmeter/kernel/TaskStore") {}
 
 /**
  * `admit` from a caller's admission: a key's request as two calls, the key's count, then, if it
  * passes, the admission under the key's account, id and usage limit.
  */
-export const admitInSteps = (
-  accounts: Pick<AccountStore["Service"], "authenticate">,
-  admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
-): TaskStore["Service"]["admit"] =>
-<R extends AnyAdmissionRequest>(request: R): Effect.Effect<Admission<R>, StoreUnavailable> =>
-  (isKeyed(request) ? admitWithKey(accounts, admit, request) : admit(request)) as Effect.Effect<
-    Admission<R>,
-    StoreUnavailable
-  >
+export const admitInSteps =
+  (
+    accounts: Pick<AccountStore["Service"], "authenticate">,
+    admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>
+  ): TaskStore["Service"]["admit"] =>
+  <R extends AnyAdmissionRequest>(request: R): Effect.Effect<Admission<R>, StoreUnavailable> =>
+    (isKeyed(request) ? admitWithKey(accounts, admit, request) : admit(request)) as Effect.Effect<Admission<R>, StoreUnavailable>
 
 const admitWithKey = (
   accounts: Pick<AccountStore["Service"], "authenticate">,
   admit: (request: AdmissionRequest) => Effect.Effect<AdmissionResult, StoreUnavailable>,
   { key: check, ...request }: KeyedAdmissionRequest
 ): Effect.Effect<KeyedAdmission, StoreUnavailable> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const authenticated = yield* accounts.authenticate(check.hash, check.now)
     if (authenticated === undefined || KeyCheck.refusal(authenticated, check) !== undefined) {
       return { authenticated, admission: undefined }

@@ -103,13 +103,11 @@ const signMedia = (
   mediaFields: ReadonlyArray<string>,
   links: MediaUrls["Service"]
 ): Effect.Effect<ModelInput> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     if (mediaFields.length === 0) return input
     const signed: { [field: string]: unknown } = { ...input }
     const link = (value: unknown) =>
-      typeof value === "string" && MediaReference.isMediaReference(value)
-        ? links.sign(accountId, value)
-        : Effect.succeed(value)
+      typeof value === "string" && MediaReference.isMediaReference(value) ? links.sign(accountId, value) : Effect.succeed(value)
     for (const field of mediaFields) {
       const value = input[field]
       signed[field] = Array.isArray(value) ? yield* Effect.forEach(value, link) : yield* link(value)
@@ -121,306 +119,329 @@ const signMedia = (
  * Runs the worker until interrupted. Never fails: store outages are logged and waited out.
  */
 export const run = (options: Options = {}): Effect.Effect<never, never, Requirements> =>
-  Effect.scoped(Effect.gen(function*() {
-    const config = defaults(options)
-    const store = yield* TaskStore
-    const executors = yield* Executors
-    const links = yield* MediaUrls
-    const catalog = yield* Catalog
-    const context = yield* Effect.context<Requirements>()
+  Effect.scoped(
+    Effect.gen(function* () {
+      const config = defaults(options)
+      const store = yield* TaskStore
+      const executors = yield* Executors
+      const links = yield* MediaUrls
+      const catalog = yield* Catalog
+      const context = yield* Effect.context<Requirements>()
 
-    const mediaFieldsOf = new Map(
-      catalog.models.map((model) => [model.slug, model.fields.filter((field) => field.media).map((field) => field.name)])
-    )
+      const mediaFieldsOf = new Map(
+        catalog.models.map((model) => [model.slug, model.fields.filter((field) => field.media).map((field) => field.name)])
+      )
 
-    // A batch the store refuses (a defect: one task's data, e.g. an upstream's text it cannot
-    // hold) is written again one move at a time, so the other tasks' moves are not lost with it.
-    const writeAll = (entries: ReadonlyArray<Request.Entry<Write>>): Effect.Effect<void> =>
-      Effect.flatMap(Effect.exit(store.transitionAll(entries.map((entry) => entry.request.transition))), (exit) => {
-        if (Exit.isFailure(exit)) {
-          if (entries.length > 1 && Cause.hasDies(exit.cause)) {
-            return Effect.forEach(entries, (entry) => writeAll([entry]), { discard: true })
+      // A batch the store refuses (a defect: one task's data, e.g. an upstream's text it cannot
+      // hold) is written again one move at a time, so the other tasks' moves are not lost with it.
+      const writeAll = (entries: ReadonlyArray<Request.Entry<Write>>): Effect.Effect<void> =>
+        Effect.flatMap(Effect.exit(store.transitionAll(entries.map((entry) => entry.request.transition))), (exit) => {
+          if (Exit.isFailure(exit)) {
+            if (entries.length > 1 && Cause.hasDies(exit.cause)) {
+              return Effect.forEach(entries, (entry) => writeAll([entry]), { discard: true })
+            }
+            return Effect.sync(() => entries.forEach((entry) => entry.completeUnsafe(Exit.failCause(exit.cause))))
           }
-          return Effect.sync(() => entries.forEach((entry) => entry.completeUnsafe(Exit.failCause(exit.cause))))
-        }
-        return Effect.sync(() =>
-          entries.forEach((entry, i) => {
-            const result = exit.value[i]
-            entry.completeUnsafe(
-              result === undefined
-                ? Exit.die(new Error("TaskStore.transitionAll returned fewer results than requests"))
-                : Exit.succeed(result)
+          return Effect.sync(() =>
+            entries.forEach((entry, i) => {
+              const result = exit.value[i]
+              entry.completeUnsafe(
+                result === undefined
+                  ? Exit.die(new Error("TaskStore.transitionAll returned fewer results than requests"))
+                  : Exit.succeed(result)
+              )
+            })
+          )
+        })
+
+      const writes = RequestResolver.make<Write>(writeAll).pipe(RequestResolver.batchN(config.claimBatch * 2))
+
+      /** A store call retried through an outage for up to one lease length, then Dropped. */
+      const persistently = <A>(effect: Effect.Effect<A, StoreUnavailable>): Effect.Effect<A, Dropped> =>
+        Effect.gen(function* () {
+          const start = yield* Clock.currentTimeMillis
+          for (let attempt = 0; ; attempt++) {
+            const result = yield* Effect.result(effect)
+            if (result._tag === "Success") return result.success
+            const delay = backoff(100, 5_000, attempt)
+            if ((yield* Clock.currentTimeMillis) + delay - start > config.leaseMs) {
+              return yield* new Dropped({ reason: `store unavailable: ${result.failure.message}` })
+            }
+            yield* Effect.logWarning("Task store unavailable, retrying", result.failure.message)
+            yield* Effect.sleep(delay)
+          }
+        })
+
+      /**
+       * A stopping worker hands its task on at once rather than after its lease lapses: a lease
+       * "renewed" to the epoch has lapsed on every clock. Bounded, so that an unreachable store
+       * cannot hold up shutdown; the lease then simply lapses as if the worker had died.
+       */
+      const giveUp = (taskId: TaskRecord["id"], leaseToken: string) =>
+        store
+          .renew(taskId, leaseToken, LAPSED)
+          .pipe(
+            Effect.timeoutOption(GIVE_UP_TIMEOUT_MS),
+            Effect.ignore({ log: "Warn", message: "Could not give up a lease on stopping" })
+          )
+
+      const processClaim = (claim: Claim): Effect.Effect<void, never> => {
+        const leaseToken = claim.leaseToken
+        const adapter = executors.adapterFor(claim.task.model)
+        const reference = claim.task.id
+        const model = claim.task.model
+
+        const move = (
+          task: TaskRecord,
+          from: TaskStatus,
+          to: TaskStatus,
+          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "assets" | "chargeMicros">> = {}
+        ): Effect.Effect<TaskRecord, Dropped> =>
+          Effect.gen(function* () {
+            const at = yield* now
+            const result = yield* persistently(
+              Effect.request(
+                Write({ transition: { taskId: task.id, leaseToken, from, to, now: at, keepLease: !isTerminal(to), ...extra } }),
+                writes
+              )
             )
+            if (result._tag === "Done") return result.task
+            if (result._tag === "IllegalTransition") {
+              yield* Effect.logWarning(`Task store refused ${result.from} -> ${result.to}`)
+            }
+            return yield* new Dropped({ reason: result._tag })
           })
-        )
-      })
 
-    const writes = RequestResolver.make<Write>(writeAll).pipe(RequestResolver.batchN(config.claimBatch * 2))
+        const fail = (task: TaskRecord, from: TaskStatus, errorCode: string) =>
+          Effect.asVoid(move(task, from, "failed", { errorCode }))
 
-    /** A store call retried through an outage for up to one lease length, then Dropped. */
-    const persistently = <A>(effect: Effect.Effect<A, StoreUnavailable>): Effect.Effect<A, Dropped> =>
-      Effect.gen(function*() {
-        const start = yield* Clock.currentTimeMillis
-        for (let attempt = 0;; attempt++) {
-          const result = yield* Effect.result(effect)
-          if (result._tag === "Success") return result.success
-          const delay = backoff(100, 5_000, attempt)
-          if ((yield* Clock.currentTimeMillis) + delay - start > config.leaseMs) {
-            return yield* new Dropped({ reason: `store unavailable: ${result.failure.message}` })
+        const pastDeadline = (task: TaskRecord) => Effect.map(Clock.currentTimeMillis, (ms) => ms >= task.deadlineAt.getTime())
+
+        /** Runs a provider step again while `retryOn` says so, waiting in between, until the deadline. */
+        const persist = <A>(
+          task: TaskRecord,
+          step: Effect.Effect<A, ProviderError>,
+          retryOn: (error: ProviderError) => boolean
+        ): Effect.Effect<Attempt<A>> =>
+          Effect.gen(function* () {
+            for (let attempt = 0; ; attempt++) {
+              const result = yield* Effect.result(step)
+              if (result._tag === "Success") return { _tag: "Ok", value: result.success }
+              const error = result.failure
+              if (!retryOn(error)) return { _tag: "Error", error }
+              const delay = error.retryAfterMs ?? backoff(config.retryInitialMs, config.retryMaxMs, attempt)
+              if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) return { _tag: "DeadlineReached" }
+              yield* Effect.logDebug(`Upstream ${error.reason}, retrying in ${delay} ms`, error.message)
+              yield* Effect.sleep(delay)
+            }
+          })
+
+        const retryable = (error: ProviderError) => error.isRetryable
+        // Reads (poll, lookup) change nothing upstream, so an unknown outcome is just another retry.
+        const retryableRead = (error: ProviderError) => error.isRetryable || error.reason === "OutcomeUnknown"
+
+        /** Copies the outputs and records success with the charge for what was delivered. */
+        const complete = (
+          task: TaskRecord,
+          from: "submitting" | "running",
+          upstreamRef: string,
+          outputs: ReadonlyArray<ProviderOutput>
+        ): Effect.Effect<void, Dropped> =>
+          Effect.gen(function* () {
+            if (outputs.length === 0) return yield* fail(task, from, ErrorCode.NoOutput)
+            for (let attempt = 0; ; attempt++) {
+              const stored = yield* Effect.result(Outputs.store(task, outputs, config.outputs).pipe(Effect.provide(context)))
+              if (stored._tag === "Success") {
+                return yield* Effect.asVoid(
+                  move(task, from, "succeeded", {
+                    upstreamRef,
+                    assets: stored.success,
+                    chargeMicros: settle(task, outputs.length),
+                    errorCode: null
+                  })
+                )
+              }
+              if (stored.failure._tag === "BlobTooLarge") return yield* fail(task, from, ErrorCode.ResultTooLarge)
+              if (stored.failure._tag === "DownloadRefused") {
+                yield* Effect.logWarning("A result link was refused", stored.failure.message)
+                return yield* fail(task, from, ErrorCode.ResultUrlRefused)
+              }
+              const delay = backoff(config.retryInitialMs, config.retryMaxMs, attempt)
+              if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) {
+                return yield* fail(task, from, ErrorCode.DeadlineExceeded)
+              }
+              yield* Effect.logWarning(`Storing results failed, retrying in ${delay} ms`, stored.failure.message)
+              yield* Effect.sleep(delay)
+            }
+          })
+
+        /** Polls the upstream job until it ends or the deadline passes. */
+        const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
+          Effect.gen(function* () {
+            for (let round = 0; ; round++) {
+              const polled = yield* persist(task, provider.poll({ model, upstreamId, reference }), retryableRead)
+              if (polled._tag === "DeadlineReached") return yield* expire(task, provider, upstreamId)
+              if (polled._tag === "Error") {
+                return yield* fail(task, "running", polled.error.errorCode ?? ErrorCode.Failed)
+              }
+              const result = polled.value
+              if (result._tag === "Succeeded") return yield* complete(task, "running", upstreamId, result.outputs)
+              if (result._tag === "Failed") return yield* fail(task, "running", result.errorCode)
+              const left = task.deadlineAt.getTime() - (yield* Clock.currentTimeMillis)
+              if (left <= 0) return yield* expire(task, provider, upstreamId)
+              yield* Effect.sleep(Math.min(left, backoff(config.pollInitialMs, config.pollMaxMs, round)))
+            }
+          })
+
+        /** Fails a running task past its deadline, asking the upstream to stop (best effort). */
+        const expire = (task: TaskRecord, provider: ProviderV1, upstreamId: string) =>
+          Effect.gen(function* () {
+            if (provider.cancel !== undefined) {
+              yield* Effect.ignore(provider.cancel({ model, upstreamId }))
+            }
+            yield* fail(task, "running", ErrorCode.DeadlineExceeded)
+          })
+
+        /** Sends a task that is in submitting and known not to be upstream yet. */
+        const send = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+          Effect.gen(function* () {
+            const submitted = yield* persist(
+              task,
+              Effect.flatMap(signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links), (input) =>
+                provider.submit({ model, input, reference })
+              ),
+              retryable
+            )
+            if (submitted._tag === "DeadlineReached") return yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
+            if (submitted._tag === "Error") {
+              const error = submitted.error
+              return error.reason === "OutcomeUnknown"
+                ? yield* Effect.asVoid(
+                    move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
+                  )
+                : yield* fail(task, "submitting", error.errorCode ?? ErrorCode.Rejected)
+            }
+            const result = submitted.value
+            if (result._tag === "Completed") return yield* complete(task, "submitting", result.upstreamId, result.outputs)
+            const running = yield* move(task, "submitting", "running", { upstreamRef: result.upstreamId })
+            return yield* follow(running, provider, result.upstreamId)
+          })
+
+        /** A task left in submitting by a worker that died: find it upstream, never just resend. */
+        const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+          Effect.gen(function* () {
+            const unknown = () =>
+              Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
+            if (provider.lookup === undefined) return yield* unknown()
+            const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
+            if (found._tag !== "Ok") return yield* unknown()
+            if (found.value === undefined) {
+              return (yield* pastDeadline(task))
+                ? yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
+                : yield* send(task, provider)
+            }
+            const running = yield* move(task, "submitting", "running", { upstreamRef: found.value.upstreamId })
+            return yield* follow(running, provider, found.value.upstreamId)
+          })
+
+        const work = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
+          Effect.gen(function* () {
+            switch (task.status) {
+              case "queued": {
+                if (yield* pastDeadline(task)) return yield* fail(task, "queued", ErrorCode.DeadlineExceeded)
+                return yield* send(yield* move(task, "queued", "submitting"), provider)
+              }
+              case "submitting":
+                return yield* recover(task, provider)
+              case "running":
+                return task.upstreamRef === null
+                  ? yield* Effect.asVoid(
+                      move(task, "running", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
+                    )
+                  : yield* follow(task, provider, task.upstreamRef)
+              default:
+                return
+            }
+          })
+
+        const heartbeat: Effect.Effect<never, Dropped> = Effect.gen(function* () {
+          for (;;) {
+            yield* Effect.sleep(Math.max(1, Math.floor(config.leaseMs / 3)))
+            const until = new Date((yield* Clock.currentTimeMillis) + config.leaseMs)
+            const held = yield* store
+              .renew(claim.task.id, leaseToken, until)
+              .pipe(Effect.catch((error) => Effect.as(Effect.logWarning("Lease renewal failed", error.message), true)))
+            if (!held) return yield* new Dropped({ reason: "LeaseLost" })
           }
-          yield* Effect.logWarning("Task store unavailable, retrying", result.failure.message)
-          yield* Effect.sleep(delay)
+        })
+
+        const main: Effect.Effect<void, Dropped> =
+          adapter === undefined
+            ? claim.task.status === "queued"
+              ? fail(claim.task, "queued", ErrorCode.ExecutionUnavailable)
+              : Effect.void
+            : executors.withPermit(model)(work(claim.task, adapter))
+
+        return Effect.raceFirst(main, heartbeat).pipe(
+          Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),
+          Effect.catchTag("Dropped", (dropped) => Effect.logDebug(`Task dropped: ${dropped.reason}`)),
+          Effect.catchCause((cause) => Effect.logError("Task worker defect", cause)),
+          Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId })
+        )
+      }
+
+      /** The loop outlives a store outage or a store defect: it logs, idles, and carries on. */
+      const idleOnFailure =
+        <A>(what: string, fallback: NoInfer<A>) =>
+        <E>(effect: Effect.Effect<A, E>): Effect.Effect<A> =>
+          Effect.catchCause(effect, (cause) =>
+            Effect.logWarning(what, cause).pipe(Effect.andThen(Effect.sleep(config.idleWaitMs)), Effect.as(fallback))
+          )
+
+      const tasks = yield* FiberSet.make<void, never>()
+      const slotFreed = yield* Latch.make(false)
+      let underWay = 0
+
+      for (;;) {
+        const capacity = yield* executors.capacity
+        const limit = Math.min(config.maxTasks - underWay, config.claimBatch, capacity.total)
+        if (limit <= 0 || capacity.models.length === 0) {
+          // Closed before the check so that a task finishing in between still opens it.
+          slotFreed.closeUnsafe()
+          const again = yield* executors.capacity
+          if (Math.min(config.maxTasks - underWay, again.total) <= 0 || again.models.length === 0) yield* slotFreed.await
+          continue
         }
-      })
-
-    /**
-     * A stopping worker hands its task on at once rather than after its lease lapses: a lease
-     * "renewed" to the epoch has lapsed on every clock. Bounded, so that an unreachable store
-     * cannot hold up shutdown; the lease then simply lapses as if the worker had died.
-     */
-    const giveUp = (taskId: TaskRecord["id"], leaseToken: string) =>
-      store.renew(taskId, leaseToken, LAPSED).pipe(
-        Effect.timeoutOption(GIVE_UP_TIMEOUT_MS),
-        Effect.ignore({ log: "Warn", message: "Could not give up a lease on stopping" })
-      )
-
-    const processClaim = (claim: Claim): Effect.Effect<void, never> => {
-      const leaseToken = claim.leaseToken
-      const adapter = executors.adapterFor(claim.task.model)
-      const reference = claim.task.id
-      const model = claim.task.model
-
-      const move = (
-        task: TaskRecord,
-        from: TaskStatus,
-        to: TaskStatus,
-        extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "assets" | "chargeMicros">> = {}
-      ): Effect.Effect<TaskRecord, Dropped> =>
-        Effect.gen(function*() {
-          const at = yield* now
-          const result = yield* persistently(
-            Effect.request(
-              Write({ transition: { taskId: task.id, leaseToken, from, to, now: at, keepLease: !isTerminal(to), ...extra } }),
-              writes
+        const claims = yield* store
+          .claim({
+            workerId: config.workerId,
+            limit,
+            leaseMs: config.leaseMs,
+            now: yield* now,
+            models: capacity.models
+          })
+          .pipe(idleOnFailure<ReadonlyArray<Claim>>("Claiming tasks failed", []))
+        for (const claim of claims) {
+          underWay++
+          yield* FiberSet.run(
+            tasks,
+            processClaim(claim).pipe(
+              Effect.ensuring(
+                Effect.sync(() => {
+                  underWay--
+                  slotFreed.openUnsafe()
+                })
+              )
             )
           )
-          if (result._tag === "Done") return result.task
-          if (result._tag === "IllegalTransition") {
-            yield* Effect.logWarning(`Task store refused ${result.from} -> ${result.to}`)
-          }
-          return yield* new Dropped({ reason: result._tag })
-        })
-
-      const fail = (task: TaskRecord, from: TaskStatus, errorCode: string) =>
-        Effect.asVoid(move(task, from, "failed", { errorCode }))
-
-      const pastDeadline = (task: TaskRecord) => Effect.map(Clock.currentTimeMillis, (ms) => ms >= task.deadlineAt.getTime())
-
-      /** Runs a provider step again while `retryOn` says so, waiting in between, until the deadline. */
-      const persist = <A>(
-        task: TaskRecord,
-        step: Effect.Effect<A, ProviderError>,
-        retryOn: (error: ProviderError) => boolean
-      ): Effect.Effect<Attempt<A>> =>
-        Effect.gen(function*() {
-          for (let attempt = 0;; attempt++) {
-            const result = yield* Effect.result(step)
-            if (result._tag === "Success") return { _tag: "Ok", value: result.success }
-            const error = result.failure
-            if (!retryOn(error)) return { _tag: "Error", error }
-            const delay = error.retryAfterMs ?? backoff(config.retryInitialMs, config.retryMaxMs, attempt)
-            if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) return { _tag: "DeadlineReached" }
-            yield* Effect.logDebug(`Upstream ${error.reason}, retrying in ${delay} ms`, error.message)
-            yield* Effect.sleep(delay)
-          }
-        })
-
-      const retryable = (error: ProviderError) => error.isRetryable
-      // Reads (poll, lookup) change nothing upstream, so an unknown outcome is just another retry.
-      const retryableRead = (error: ProviderError) => error.isRetryable || error.reason === "OutcomeUnknown"
-
-      /** Copies the outputs and records success with the charge for what was delivered. */
-      const complete = (
-        task: TaskRecord,
-        from: "submitting" | "running",
-        upstreamRef: string,
-        outputs: ReadonlyArray<ProviderOutput>
-      ): Effect.Effect<void, Dropped> =>
-        Effect.gen(function*() {
-          if (outputs.length === 0) return yield* fail(task, from, ErrorCode.NoOutput)
-          for (let attempt = 0;; attempt++) {
-            const stored = yield* Effect.result(Outputs.store(task, outputs, config.outputs).pipe(Effect.provide(context)))
-            if (stored._tag === "Success") {
-              return yield* Effect.asVoid(move(task, from, "succeeded", {
-                upstreamRef,
-                assets: stored.success,
-                chargeMicros: settle(task, outputs.length),
-                errorCode: null
-              }))
-            }
-            if (stored.failure._tag === "BlobTooLarge") return yield* fail(task, from, ErrorCode.ResultTooLarge)
-            if (stored.failure._tag === "DownloadRefused") {
-              yield* Effect.logWarning("A result link was refused", stored.failure.message)
-              return yield* fail(task, from, ErrorCode.ResultUrlRefused)
-            }
-            const delay = backoff(config.retryInitialMs, config.retryMaxMs, attempt)
-            if ((yield* Clock.currentTimeMillis) + delay >= task.deadlineAt.getTime()) {
-              return yield* fail(task, from, ErrorCode.DeadlineExceeded)
-            }
-            yield* Effect.logWarning(`Storing results failed, retrying in ${delay} ms`, stored.failure.message)
-            yield* Effect.sleep(delay)
-          }
-        })
-
-      /** Polls the upstream job until it ends or the deadline passes. */
-      const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
-        Effect.gen(function*() {
-          for (let round = 0;; round++) {
-            const polled = yield* persist(task, provider.poll({ model, upstreamId, reference }), retryableRead)
-            if (polled._tag === "DeadlineReached") return yield* expire(task, provider, upstreamId)
-            if (polled._tag === "Error") {
-              return yield* fail(task, "running", polled.error.errorCode ?? ErrorCode.Failed)
-            }
-            const result = polled.value
-            if (result._tag === "Succeeded") return yield* complete(task, "running", upstreamId, result.outputs)
-            if (result._tag === "Failed") return yield* fail(task, "running", result.errorCode)
-            const left = task.deadlineAt.getTime() - (yield* Clock.currentTimeMillis)
-            if (left <= 0) return yield* expire(task, provider, upstreamId)
-            yield* Effect.sleep(Math.min(left, backoff(config.pollInitialMs, config.pollMaxMs, round)))
-          }
-        })
-
-      /** Fails a running task past its deadline, asking the upstream to stop (best effort). */
-      const expire = (task: TaskRecord, provider: ProviderV1, upstreamId: string) =>
-        Effect.gen(function*() {
-          if (provider.cancel !== undefined) {
-            yield* Effect.ignore(provider.cancel({ model, upstreamId }))
-          }
-          yield* fail(task, "running", ErrorCode.DeadlineExceeded)
-        })
-
-      /** Sends a task that is in submitting and known not to be upstream yet. */
-      const send = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
-        Effect.gen(function*() {
-          const submitted = yield* persist(
-            task,
-            Effect.flatMap(
-              signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links),
-              (input) => provider.submit({ model, input, reference })
-            ),
-            retryable
-          )
-          if (submitted._tag === "DeadlineReached") return yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
-          if (submitted._tag === "Error") {
-            const error = submitted.error
-            return error.reason === "OutcomeUnknown"
-              ? yield* Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
-              : yield* fail(task, "submitting", error.errorCode ?? ErrorCode.Rejected)
-          }
-          const result = submitted.value
-          if (result._tag === "Completed") return yield* complete(task, "submitting", result.upstreamId, result.outputs)
-          const running = yield* move(task, "submitting", "running", { upstreamRef: result.upstreamId })
-          return yield* follow(running, provider, result.upstreamId)
-        })
-
-      /** A task left in submitting by a worker that died: find it upstream, never just resend. */
-      const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
-        Effect.gen(function*() {
-          const unknown = () =>
-            Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
-          if (provider.lookup === undefined) return yield* unknown()
-          const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
-          if (found._tag !== "Ok") return yield* unknown()
-          if (found.value === undefined) {
-            return (yield* pastDeadline(task)) ? yield* fail(task, "submitting", ErrorCode.DeadlineExceeded) : yield* send(task, provider)
-          }
-          const running = yield* move(task, "submitting", "running", { upstreamRef: found.value.upstreamId })
-          return yield* follow(running, provider, found.value.upstreamId)
-        })
-
-      const work = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
-        Effect.gen(function*() {
-          switch (task.status) {
-            case "queued": {
-              if (yield* pastDeadline(task)) return yield* fail(task, "queued", ErrorCode.DeadlineExceeded)
-              return yield* send(yield* move(task, "queued", "submitting"), provider)
-            }
-            case "submitting":
-              return yield* recover(task, provider)
-            case "running":
-              return task.upstreamRef === null
-                ? yield* Effect.asVoid(move(task, "running", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
-                : yield* follow(task, provider, task.upstreamRef)
-            default:
-              return
-          }
-        })
-
-      const heartbeat: Effect.Effect<never, Dropped> = Effect.gen(function*() {
-        for (;;) {
-          yield* Effect.sleep(Math.max(1, Math.floor(config.leaseMs / 3)))
-          const until = new Date((yield* Clock.currentTimeMillis) + config.leaseMs)
-          const held = yield* store.renew(claim.task.id, leaseToken, until).pipe(
-            Effect.catch((error) => Effect.as(Effect.logWarning("Lease renewal failed", error.message), true))
-          )
-          if (!held) return yield* new Dropped({ reason: "LeaseLost" })
         }
-      })
-
-      const main: Effect.Effect<void, Dropped> = adapter === undefined
-        ? claim.task.status === "queued" ? fail(claim.task, "queued", ErrorCode.ExecutionUnavailable) : Effect.void
-        : executors.withPermit(model)(work(claim.task, adapter))
-
-      return Effect.raceFirst(main, heartbeat).pipe(
-        Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),
-        Effect.catchTag("Dropped", (dropped) => Effect.logDebug(`Task dropped: ${dropped.reason}`)),
-        Effect.catchCause((cause) => Effect.logError("Task worker defect", cause)),
-        Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId })
-      )
-    }
-
-    /** The loop outlives a store outage or a store defect: it logs, idles, and carries on. */
-    const idleOnFailure = <A>(what: string, fallback: NoInfer<A>) => <E>(effect: Effect.Effect<A, E>): Effect.Effect<A> =>
-      Effect.catchCause(effect, (cause) =>
-        Effect.logWarning(what, cause).pipe(Effect.andThen(Effect.sleep(config.idleWaitMs)), Effect.as(fallback)))
-
-    const tasks = yield* FiberSet.make<void, never>()
-    const slotFreed = yield* Latch.make(false)
-    let underWay = 0
-
-    for (;;) {
-      const capacity = yield* executors.capacity
-      const limit = Math.min(config.maxTasks - underWay, config.claimBatch, capacity.total)
-      if (limit <= 0 || capacity.models.length === 0) {
-        // Closed before the check so that a task finishing in between still opens it.
-        slotFreed.closeUnsafe()
-        const again = yield* executors.capacity
-        if (Math.min(config.maxTasks - underWay, again.total) <= 0 || again.models.length === 0) yield* slotFreed.await
-        continue
+        // A short batch means the queue is drained for now: wait for news instead of asking again.
+        if (claims.length < limit) {
+          yield* store.awaitWork(config.idleWaitMs).pipe(idleOnFailure<void>("Waiting for work failed", undefined))
+        }
       }
-      const claims = yield* store.claim({
-        workerId: config.workerId,
-        limit,
-        leaseMs: config.leaseMs,
-        now: yield* now,
-        models: capacity.models
-      }).pipe(idleOnFailure<ReadonlyArray<Claim>>("Claiming tasks failed", []))
-      for (const claim of claims) {
-        underWay++
-        yield* FiberSet.run(
-          tasks,
-          processClaim(claim).pipe(Effect.ensuring(Effect.sync(() => {
-            underWay--
-            slotFreed.openUnsafe()
-          })))
-        )
-      }
-      // A short batch means the queue is drained for now: wait for news instead of asking again.
-      if (claims.length < limit) {
-        yield* store.awaitWork(config.idleWaitMs).pipe(idleOnFailure<void>("Waiting for work failed", undefined))
-      }
-    }
-  }))
+    })
+  )
 
 export interface ServeOptions extends Options {
   readonly reconciler?: Reconciler.Options | undefined
@@ -432,11 +453,7 @@ export interface ServeOptions extends Options {
  * the background: the worker, the reconciler and the housekeeping, until interrupted.
  */
 export const serve = (options: ServeOptions = {}): Effect.Effect<never, never, Requirements> =>
-  Effect.raceAllFirst([
-    run(options),
-    Reconciler.run(options.reconciler ?? {}),
-    Housekeeping.run(options.housekeeping ?? {})
-  ])
+  Effect.raceAllFirst([run(options), Reconciler.run(options.reconciler ?? {}), Housekeeping.run(options.housekeeping ?? {})])
 
 /** `serve` in the background of a layer's scope. */
 export const layer = (options: ServeOptions = {}): Layer.Layer<never, never, Requirements> =>

@@ -18,35 +18,44 @@ const text = (body: AsyncIterable<Uint8Array>) =>
 
 export const blobCases = (test: Case) =>
   describe("BlobStore", () => {
-    test("stores, sizes, reads and removes bytes", Effect.gen(function*() {
-      const store = yield* BlobStore
-      const written = yield* store.put("media/one", chunks("hello ", "world"), { maxBytes: 100 })
-      expect(written).toEqual({ sizeBytes: 11, sha256: createHash("sha256").update("hello world").digest("hex") })
-      expect(yield* store.size("media/one")).toBe(11)
-      expect(yield* text(defined(yield* store.read("media/one")))).toBe("hello world")
-      expect(yield* text(defined(yield* store.read("media/one", { start: 6, end: 10 })))).toBe("world")
-      expect(yield* text(defined(yield* store.read("media/one", { start: 0, end: 0 })))).toBe("h")
+    test(
+      "stores, sizes, reads and removes bytes",
+      Effect.gen(function* () {
+        const store = yield* BlobStore
+        const written = yield* store.put("media/one", chunks("hello ", "world"), { maxBytes: 100 })
+        expect(written).toEqual({ sizeBytes: 11, sha256: createHash("sha256").update("hello world").digest("hex") })
+        expect(yield* store.size("media/one")).toBe(11)
+        expect(yield* text(defined(yield* store.read("media/one")))).toBe("hello world")
+        expect(yield* text(defined(yield* store.read("media/one", { start: 6, end: 10 })))).toBe("world")
+        expect(yield* text(defined(yield* store.read("media/one", { start: 0, end: 0 })))).toBe("h")
 
-      yield* store.put("media/one", chunks("replaced"), { maxBytes: 100 })
-      expect(yield* text(defined(yield* store.read("media/one")))).toBe("replaced")
+        yield* store.put("media/one", chunks("replaced"), { maxBytes: 100 })
+        expect(yield* text(defined(yield* store.read("media/one")))).toBe("replaced")
 
-      yield* store.remove("media/one")
-      expect(yield* store.size("media/one")).toBeUndefined()
-      expect(yield* store.read("media/one")).toBeUndefined()
-      yield* store.remove("media/one")
-    }))
+        yield* store.remove("media/one")
+        expect(yield* store.size("media/one")).toBeUndefined()
+        expect(yield* store.read("media/one")).toBeUndefined()
+        yield* store.remove("media/one")
+      })
+    )
 
-    test("refuses a body past maxBytes and keeps nothing", Effect.gen(function*() {
-      const store = yield* BlobStore
-      const error = yield* Effect.flip(store.put("media/big", chunks("12345", "67890", "x"), { maxBytes: 10 }))
-      expect(error).toBeInstanceOf(BlobTooLarge)
-      expect(yield* store.size("media/big")).toBeUndefined()
-      expect((yield* store.put("media/exact", chunks("12345", "67890"), { maxBytes: 10 })).sizeBytes).toBe(10)
-    }))
+    test(
+      "refuses a body past maxBytes and keeps nothing",
+      Effect.gen(function* () {
+        const store = yield* BlobStore
+        const error = yield* Effect.flip(store.put("media/big", chunks("12345", "67890", "x"), { maxBytes: 10 }))
+        expect(error).toBeInstanceOf(BlobTooLarge)
+        expect(yield* store.size("media/big")).toBeUndefined()
+        expect((yield* store.put("media/exact", chunks("12345", "67890"), { maxBytes: 10 })).sizeBytes).toBe(10)
+      })
+    )
 
-    test("unknown keys have no size and no bytes", Effect.gen(function*() {
-      const store = yield* BlobStore
-      expect(yield* store.size("results/none")).toBeUndefined()
-      expect(yield* store.read("results/none")).toBeUndefined()
-    }))
+    test(
+      "unknown keys have no size and no bytes",
+      Effect.gen(function* () {
+        const store = yield* BlobStore
+        expect(yield* store.size("results/none")).toBeUndefined()
+        expect(yield* store.read("results/none")).toBeUndefined()
+      })
+    )
   })

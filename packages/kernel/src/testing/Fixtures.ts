@@ -45,7 +45,7 @@ export const makeAccount = (name = "acme") =>
 
 /** An account holding `credits` micros from one grant. */
 export const fundedAccount = (credits: number, name = "acme") =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const account = yield* makeAccount(name)
     if (credits > 0) yield* grant(account.id, credits)
     return account.id
@@ -63,7 +63,11 @@ export const refund = (accountId: AccountId, amount: number, externalRef?: strin
     defined
   )
 
-export const balances = (accountId: AccountId) => Effect.map(LedgerStore.use((store) => store.balances(accountId)), defined)
+export const balances = (accountId: AccountId) =>
+  Effect.map(
+    LedgerStore.use((store) => store.balances(accountId)),
+    defined
+  )
 
 export const expectBalances = (
   accountId: AccountId,
@@ -86,7 +90,7 @@ export const expectBalances = (
 
 /** Every entry of the account, newest first, walking all pages. */
 export const allEntries = (accountId: AccountId) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* LedgerStore
     const entries: Array<LedgerEntry> = []
     let before: string | undefined
@@ -102,7 +106,7 @@ export const entriesOfTask = (accountId: AccountId, taskId: string) =>
   Effect.map(allEntries(accountId), (entries) => entries.filter((entry) => entry.taskId === taskId))
 
 /** The auditor finds nothing: the cached figures add up to the journal. */
-export const expectBooksBalance = Effect.gen(function*() {
+export const expectBooksBalance = Effect.gen(function* () {
   const findings = yield* (yield* LedgerStore).audit
   expect(findings).toEqual([])
 })
@@ -140,10 +144,7 @@ export const resultRecord = (accountId: AccountId, taskId: TaskId, createdAt = T
   }
 }
 
-export const admission = (
-  task: NewTask,
-  overrides: Partial<Omit<AdmissionRequest, "task">> = {}
-): AdmissionRequest => ({
+export const admission = (task: NewTask, overrides: Partial<Omit<AdmissionRequest, "task">> = {}): AdmissionRequest => ({
   task,
   idempotencyKey: `key-${randomUUID()}`,
   fingerprint: `fp-${task.model}-${task.priceMicros}`,
@@ -152,8 +153,7 @@ export const admission = (
   ...overrides
 })
 
-export const admit = (request: AdmissionRequest) =>
-  TaskStore.use((store) => store.admit(request))
+export const admit = (request: AdmissionRequest) => TaskStore.use((store) => store.admit(request))
 
 /** Admits and insists on a new task. */
 export const admitted = (request: AdmissionRequest) =>
@@ -164,7 +164,7 @@ export const admitted = (request: AdmissionRequest) =>
 
 /** Claims exactly this task (the store must offer it) with a lease of `leaseMs`. */
 export const claimTask = (taskId: string, now: Date, leaseMs = 60_000, workerId = "worker-a") =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const claims = yield* (yield* TaskStore).claim({ workerId, limit: 1000, leaseMs, now })
     const claim = claims.find((c) => c.task.id === taskId)
     expect(claim, `task ${taskId} should be claimable`).toBeDefined()
@@ -191,7 +191,7 @@ export const makeKey = (accountId: AccountId, overrides: Partial<ApiKeyRecord> =
 
 /** Inserts a key of the account, with all scopes and no limits unless overridden. */
 export const insertKey = (accountId: AccountId, overrides: Partial<ApiKeyRecord> = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const key = makeKey(accountId, overrides)
     yield* (yield* AccountStore).insertApiKey(key)
     return key
@@ -230,8 +230,7 @@ export const keyedAdmission = (
   }
 }
 
-export const admitKeyed = (request: KeyedAdmissionRequest) =>
-  TaskStore.use((store) => store.admit(request))
+export const admitKeyed = (request: KeyedAdmissionRequest) => TaskStore.use((store) => store.admit(request))
 
 export const defined = <A>(value: A | undefined): A => {
   expect(value).toBeDefined()

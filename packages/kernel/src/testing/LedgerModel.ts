@@ -29,13 +29,13 @@ export type Op =
   | { readonly kind: "grant" | "refund"; readonly account: number; readonly amount: number }
   | { readonly kind: "adjust"; readonly account: number; readonly amount: number }
   | {
-    readonly kind: "submit"
-    readonly account: number
-    readonly key: number
-    readonly units: number
-    readonly unitMicros: number
-    readonly variant: number
-  }
+      readonly kind: "submit"
+      readonly account: number
+      readonly key: number
+      readonly units: number
+      readonly unitMicros: number
+      readonly variant: number
+    }
   | { readonly kind: "replay"; readonly pick: number }
   | { readonly kind: "succeed"; readonly pick: number; readonly delivered: number }
   | { readonly kind: "fail" | "reconcile" | "repeat"; readonly pick: number }
@@ -48,19 +48,28 @@ const weighted = <A>(weight: number, arbitrary: fc.Arbitrary<A>) => ({ weight, a
 export const op: fc.Arbitrary<Op> = fc.oneof(
   weighted(3, fc.record({ kind: fc.constant("grant" as const), account, amount: amount(40) })),
   weighted(1, fc.record({ kind: fc.constant("refund" as const), account, amount: amount(40) })),
-  weighted(1, fc.record({
-    kind: fc.constant("adjust" as const),
-    account,
-    amount: fc.integer({ min: -10, max: 10 }).filter((n) => n !== 0).map((n) => n * 100_000)
-  })),
-  weighted(5, fc.record({
-    kind: fc.constant("submit" as const),
-    account,
-    key: fc.integer({ min: 0, max: KEYS - 1 }),
-    units: fc.integer({ min: 1, max: 4 }),
-    unitMicros: amount(5),
-    variant: fc.integer({ min: 0, max: 1 })
-  })),
+  weighted(
+    1,
+    fc.record({
+      kind: fc.constant("adjust" as const),
+      account,
+      amount: fc
+        .integer({ min: -10, max: 10 })
+        .filter((n) => n !== 0)
+        .map((n) => n * 100_000)
+    })
+  ),
+  weighted(
+    5,
+    fc.record({
+      kind: fc.constant("submit" as const),
+      account,
+      key: fc.integer({ min: 0, max: KEYS - 1 }),
+      units: fc.integer({ min: 1, max: 4 }),
+      unitMicros: amount(5),
+      variant: fc.integer({ min: 0, max: 1 })
+    })
+  ),
   weighted(2, fc.record({ kind: fc.constant("replay" as const), pick: fc.nat() })),
   weighted(3, fc.record({ kind: fc.constant("succeed" as const), pick: fc.nat(), delivered: fc.integer({ min: 1, max: 4 }) })),
   weighted(3, fc.record({ kind: fc.constantFrom("fail" as const, "reconcile" as const, "repeat" as const), pick: fc.nat() })),
@@ -90,7 +99,7 @@ interface ModelTask {
 type Submit = Extract<Op, { kind: "submit" }>
 
 const run = (ops: ReadonlyArray<Op>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const tasks = yield* TaskStore
     const ledger = yield* LedgerStore
     const accounts: Array<ModelAccount> = []
@@ -104,7 +113,7 @@ const run = (ops: ReadonlyArray<Op>) =>
     const pick = (n: number): ModelTask | undefined => modelTasks[n % Math.max(1, modelTasks.length)]
 
     const submit = (s: Submit) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const owner = accounts[s.account] as ModelAccount
         const price = s.units * s.unitMicros
         const fingerprint = `fp-${s.units}-${s.unitMicros}-${s.variant}`
@@ -116,19 +125,24 @@ const run = (ops: ReadonlyArray<Op>) =>
           settlement: "perDeliveredUnit",
           createdAt: now()
         })
-        const result = yield* tasks.admit(admission(task, {
-          idempotencyKey,
-          fingerprint,
-          idempotencyExpiresAt: new Date(clock + KEY_TTL_SECONDS * 1000)
-        }))
+        const result = yield* tasks.admit(
+          admission(task, {
+            idempotencyKey,
+            fingerprint,
+            idempotencyExpiresAt: new Date(clock + KEY_TTL_SECONDS * 1000)
+          })
+        )
         const live = owner.keys.get(idempotencyKey)
-        const expected: AdmissionResult["_tag"] = live !== undefined && live.expiresAt > clock
-          ? (live.fingerprint === fingerprint ? "Replayed" : "IdempotencyConflict")
-          : owner.review
-          ? "PaymentReviewRequired"
-          : owner.balance - owner.reserved < price
-          ? "InsufficientCredits"
-          : "Admitted"
+        const expected: AdmissionResult["_tag"] =
+          live !== undefined && live.expiresAt > clock
+            ? live.fingerprint === fingerprint
+              ? "Replayed"
+              : "IdempotencyConflict"
+            : owner.review
+              ? "PaymentReviewRequired"
+              : owner.balance - owner.reserved < price
+                ? "InsufficientCredits"
+                : "Admitted"
         expect(result._tag).toBe(expected)
         if (result._tag === "Replayed") expect(result.task.id).toBe(live?.taskId)
         if (result._tag === "IdempotencyConflict") expect(result.taskId).toBe(live?.taskId)
@@ -142,7 +156,7 @@ const run = (ops: ReadonlyArray<Op>) =>
 
     /** Leases the task if needed and brings it to running. */
     const start = (task: ModelTask) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (task.leaseToken === null) {
           for (const claim of yield* tasks.claim({ workerId: "model", limit: 1000, leaseMs: LEASE_MS, now: now() })) {
             const claimed = modelTasks.find((t) => t.id === claim.task.id)
@@ -150,7 +164,10 @@ const run = (ops: ReadonlyArray<Op>) =>
           }
         }
         const leaseToken = task.leaseToken as string
-        for (const [from, to] of [["queued", "submitting"], ["submitting", "running"]] as const) {
+        for (const [from, to] of [
+          ["queued", "submitting"],
+          ["submitting", "running"]
+        ] as const) {
           const result = yield* tasks.transition({ taskId: task.id, leaseToken, from, to, now: now(), keepLease: true })
           expect(result._tag).toBe("Done")
         }
@@ -159,7 +176,7 @@ const run = (ops: ReadonlyArray<Op>) =>
       })
 
     const end = (task: ModelTask, to: "succeeded" | "failed" | "reconciliation_required", chargeMicros?: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (task.status !== "queued") return yield* repeat(task)
         const leaseToken = yield* start(task)
         const request: TransitionRequest = {
@@ -187,7 +204,7 @@ const run = (ops: ReadonlyArray<Op>) =>
 
     /** Sends the settling request of a finished task again: it must move nothing. */
     const repeat = (task: ModelTask) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         if (task.last === null) return
         const result = yield* Effect.exit(tasks.transition({ ...task.last, now: now() }))
         if (result._tag === "Success") expect(result.value._tag).not.toBe("Done")
@@ -289,9 +306,8 @@ export const check = <R>(
   options: { readonly runs: number; readonly steps: number }
 ) =>
   fc.assert(
-    fc.asyncProperty(
-      fc.array(op, { minLength: 1, maxLength: options.steps, size: "max" }),
-      (ops) => Effect.runPromise(run(ops).pipe(Effect.provide(makeLayer())))
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: options.steps, size: "max" }), (ops) =>
+      Effect.runPromise(run(ops).pipe(Effect.provide(makeLayer())))
     ),
     { numRuns: options.runs }
   )

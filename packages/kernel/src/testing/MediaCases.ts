@@ -22,7 +22,7 @@ const media = (accountId: AccountId): MediaRecord => {
 }
 
 /** Two accounts, "mine" and "theirs", each with one upload stored. */
-const uploadsOfTwoAccounts = Effect.gen(function*() {
+const uploadsOfTwoAccounts = Effect.gen(function* () {
   const store = yield* MediaStore
   const mine = (yield* makeAccount()).id
   const theirs = (yield* makeAccount("theirs")).id
@@ -35,32 +35,41 @@ const uploadsOfTwoAccounts = Effect.gen(function*() {
 
 export const mediaCases = (test: Case) =>
   describe("MediaStore", () => {
-    test("media is read only by the account that uploaded it", Effect.gen(function*() {
-      const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
-      expect(yield* store.getMedia(mine, own.reference)).toEqual(own)
-      expect(yield* store.getMedia(mine, foreign.reference)).toBeUndefined()
-      expect(yield* store.getMedia(mine, MediaReference.make())).toBeUndefined()
-    }))
+    test(
+      "media is read only by the account that uploaded it",
+      Effect.gen(function* () {
+        const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
+        expect(yield* store.getMedia(mine, own.reference)).toEqual(own)
+        expect(yield* store.getMedia(mine, foreign.reference)).toBeUndefined()
+        expect(yield* store.getMedia(mine, MediaReference.make())).toBeUndefined()
+      })
+    )
 
-    test("missingMedia names every reference the account does not own", Effect.gen(function*() {
-      const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
-      const unknown = MediaReference.make()
-      expect(yield* store.missingMedia(mine, [])).toEqual([])
-      expect(yield* store.missingMedia(mine, [own.reference])).toEqual([])
-      const missing = yield* store.missingMedia(mine, [own.reference, foreign.reference, unknown])
-      expect(missing.slice().sort()).toEqual([foreign.reference, unknown].sort())
-    }))
+    test(
+      "missingMedia names every reference the account does not own",
+      Effect.gen(function* () {
+        const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
+        const unknown = MediaReference.make()
+        expect(yield* store.missingMedia(mine, [])).toEqual([])
+        expect(yield* store.missingMedia(mine, [own.reference])).toEqual([])
+        const missing = yield* store.missingMedia(mine, [own.reference, foreign.reference, unknown])
+        expect(missing.slice().sort()).toEqual([foreign.reference, unknown].sort())
+      })
+    )
 
-    test("results are read only by the task's account", Effect.gen(function*() {
-      const store = yield* MediaStore
-      // A result belongs to an admitted task (a SQL store holds it to that with a foreign key).
-      const mine = yield* fundedAccount(USD)
-      const theirs = (yield* makeAccount("theirs")).id
-      const task = yield* admitted(admission(newTask(mine)))
-      const own = resultRecord(mine, task.id)
-      yield* store.putResult(own)
-      expect(yield* store.getResult(mine, own.id)).toEqual(own)
-      expect(yield* store.getResult(theirs, own.id)).toBeUndefined()
-      expect(yield* store.getResult(mine, Ids.makeResultId())).toBeUndefined()
-    }))
+    test(
+      "results are read only by the task's account",
+      Effect.gen(function* () {
+        const store = yield* MediaStore
+        // A result belongs to an admitted task (a SQL store holds it to that with a foreign key).
+        const mine = yield* fundedAccount(USD)
+        const theirs = (yield* makeAccount("theirs")).id
+        const task = yield* admitted(admission(newTask(mine)))
+        const own = resultRecord(mine, task.id)
+        yield* store.putResult(own)
+        expect(yield* store.getResult(mine, own.id)).toEqual(own)
+        expect(yield* store.getResult(theirs, own.id)).toBeUndefined()
+        expect(yield* store.getResult(mine, Ids.makeResultId())).toBeUndefined()
+      })
+    )
   })

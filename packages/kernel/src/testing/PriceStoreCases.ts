@@ -14,7 +14,12 @@ const nested = {
       enabled: true,
       rateCard: [
         { when: { resolution: ["1k", "2k"], style: null }, priceMicros: 45_000 },
-        { when: { resolution: "4k" }, priceMicros: Number.MAX_SAFE_INTEGER, quantityField: "numImages", settlement: "perDeliveredUnit" }
+        {
+          when: { resolution: "4k" },
+          priceMicros: Number.MAX_SAFE_INTEGER,
+          quantityField: "numImages",
+          settlement: "perDeliveredUnit"
+        }
       ]
     },
     "song-lyrics": { enabled: false },
@@ -22,113 +27,141 @@ const nested = {
   }
 }
 
-const save = (expectedVersion: number | undefined, list: unknown) =>
-  PriceStore.use((store) => store.save(expectedVersion, list))
+const save = (expectedVersion: number | undefined, list: unknown) => PriceStore.use((store) => store.save(expectedVersion, list))
 
 /** The conflict a save must meet; anything else fails the case. */
 const conflictOf = (expectedVersion: number | undefined, list: unknown) =>
   Effect.flatMap(Effect.flip(save(expectedVersion, list)), (error) =>
-    error instanceof PriceListConflict ? Effect.succeed(error) : Effect.die(error))
+    error instanceof PriceListConflict ? Effect.succeed(error) : Effect.die(error)
+  )
 
 /** Whether `next` completes within `ms`. */
 const wokenWithin = (next: Effect.Effect<void>, ms: number) => Effect.map(Effect.timeoutOption(next, ms), Option.isSome)
 
 export const priceStoreCases = (test: Case) =>
   describe("PriceStore", () => {
-    test("an empty store has no list and no version", Effect.gen(function*() {
-      const store = yield* PriceStore
-      expect(yield* store.current).toBeUndefined()
-      expect(yield* store.version).toBeUndefined()
-    }))
+    test(
+      "an empty store has no list and no version",
+      Effect.gen(function* () {
+        const store = yield* PriceStore
+        expect(yield* store.current).toBeUndefined()
+        expect(yield* store.version).toBeUndefined()
+      })
+    )
 
-    test("the first save is version 1, read back whole with the time it was saved", Effect.gen(function*() {
-      const store = yield* PriceStore
-      const before = Date.now()
-      expect(yield* save(undefined, nested)).toEqual({ version: 1 })
-      const stored = defined(yield* store.current)
-      expect(stored).toEqual({ version: 1, list: nested, changedAt: expect.any(Date) })
-      // The store's clock, which may be another machine's: within a minute of this one.
-      expect(Math.abs(stored.changedAt.getTime() - before)).toBeLessThan(60_000)
-      expect(yield* store.version).toBe(1)
-    }))
+    test(
+      "the first save is version 1, read back whole with the time it was saved",
+      Effect.gen(function* () {
+        const store = yield* PriceStore
+        const before = Date.now()
+        expect(yield* save(undefined, nested)).toEqual({ version: 1 })
+        const stored = defined(yield* store.current)
+        expect(stored).toEqual({ version: 1, list: nested, changedAt: expect.any(Date) })
+        // The store's clock, which may be another machine's: within a minute of this one.
+        expect(Math.abs(stored.changedAt.getTime() - before)).toBeLessThan(60_000)
+        expect(yield* store.version).toBe(1)
+      })
+    )
 
-    test("each save is the next version and becomes the current list", Effect.gen(function*() {
-      const store = yield* PriceStore
-      for (let version = 1; version <= 4; version++) {
-        expect(yield* save(version === 1 ? undefined : version - 1, flat(version * 1_000))).toEqual({ version })
-        expect(yield* store.version).toBe(version)
-        expect((yield* store.current)?.list).toEqual(flat(version * 1_000))
-      }
-    }))
+    test(
+      "each save is the next version and becomes the current list",
+      Effect.gen(function* () {
+        const store = yield* PriceStore
+        for (let version = 1; version <= 4; version++) {
+          expect(yield* save(version === 1 ? undefined : version - 1, flat(version * 1_000))).toEqual({ version })
+          expect(yield* store.version).toBe(version)
+          expect((yield* store.current)?.list).toEqual(flat(version * 1_000))
+        }
+      })
+    )
 
-    test("a save not based on the current version is a conflict and writes nothing", Effect.gen(function*() {
-      const store = yield* PriceStore
-      yield* save(undefined, flat(1_000))
-      yield* save(1, flat(2_000))
-      const current = yield* store.current
+    test(
+      "a save not based on the current version is a conflict and writes nothing",
+      Effect.gen(function* () {
+        const store = yield* PriceStore
+        yield* save(undefined, flat(1_000))
+        yield* save(1, flat(2_000))
+        const current = yield* store.current
 
-      expect((yield* conflictOf(undefined, flat(9))).expectedVersion).toBeUndefined()
-      expect((yield* conflictOf(1, flat(9))).expectedVersion).toBe(1)
-      expect((yield* conflictOf(3, flat(9))).expectedVersion).toBe(3)
-      expect((yield* conflictOf(7, flat(9))).expectedVersion).toBe(7)
-      expect(yield* store.current).toEqual(current)
-      expect(yield* store.version).toBe(2)
-      // The history has no gap: the next save is still version 3.
-      expect(yield* save(2, flat(3_000))).toEqual({ version: 3 })
-    }))
+        expect((yield* conflictOf(undefined, flat(9))).expectedVersion).toBeUndefined()
+        expect((yield* conflictOf(1, flat(9))).expectedVersion).toBe(1)
+        expect((yield* conflictOf(3, flat(9))).expectedVersion).toBe(3)
+        expect((yield* conflictOf(7, flat(9))).expectedVersion).toBe(7)
+        expect(yield* store.current).toEqual(current)
+        expect(yield* store.version).toBe(2)
+        // The history has no gap: the next save is still version 3.
+        expect(yield* save(2, flat(3_000))).toEqual({ version: 3 })
+      })
+    )
 
-    test("a save onto an empty store based on a version is a conflict", Effect.gen(function*() {
-      yield* conflictOf(1, flat(9))
-      expect(yield* PriceStore.use((store) => store.current)).toBeUndefined()
-    }))
+    test(
+      "a save onto an empty store based on a version is a conflict",
+      Effect.gen(function* () {
+        yield* conflictOf(1, flat(9))
+        expect(yield* PriceStore.use((store) => store.current)).toBeUndefined()
+      })
+    )
 
-    test("of concurrent saves based on one version exactly one wins", Effect.gen(function*() {
-      const store = yield* PriceStore
-      /** Ten saves at once of lists `base + i`, based on `expectedVersion`; the index of the one that won. */
-      const race = (expectedVersion: number | undefined, base: number) =>
-        Effect.gen(function*() {
-          const results = yield* Effect.all(
-            Array.from({ length: 10 }, (_, i) => Effect.result(save(expectedVersion, flat(base + i)))),
-            { concurrency: "unbounded" }
-          )
-          const winners = results.flatMap((result, i) => Result.isSuccess(result) ? [i] : [])
-          expect(winners).toHaveLength(1)
-          const losers = results.filter((result) => Result.isFailure(result) && result.failure instanceof PriceListConflict)
-          expect(losers).toHaveLength(9)
-          return { winner: winners[0]!, saved: results[winners[0]!] }
+    test(
+      "of concurrent saves based on one version exactly one wins",
+      Effect.gen(function* () {
+        const store = yield* PriceStore
+        /** Ten saves at once of lists `base + i`, based on `expectedVersion`; the index of the one that won. */
+        const race = (expectedVersion: number | undefined, base: number) =>
+          Effect.gen(function* () {
+            const results = yield* Effect.all(
+              Array.from({ length: 10 }, (_, i) => Effect.result(save(expectedVersion, flat(base + i)))),
+              { concurrency: "unbounded" }
+            )
+            const winners = results.flatMap((result, i) => (Result.isSuccess(result) ? [i] : []))
+            expect(winners).toHaveLength(1)
+            const losers = results.filter((result) => Result.isFailure(result) && result.failure instanceof PriceListConflict)
+            expect(losers).toHaveLength(9)
+            return { winner: winners[0]!, saved: results[winners[0]!] }
+          })
+
+        const first = yield* race(undefined, 100)
+        expect(first.saved).toEqual(Result.succeed({ version: 1 }))
+        expect(yield* store.current).toMatchObject({ version: 1, list: flat(100 + first.winner) })
+
+        const second = yield* race(1, 200)
+        expect(second.saved).toEqual(Result.succeed({ version: 2 }))
+        expect(yield* store.current).toMatchObject({ version: 2, list: flat(200 + second.winner) })
+      })
+    )
+
+    test(
+      "a save wakes every subscriber; nothing else does",
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* PriceStore
+          const first = yield* store.subscribe
+          const second = yield* store.subscribe
+          expect(yield* wokenWithin(first, 200)).toBe(false)
+
+          yield* save(undefined, flat(1_000))
+          expect(yield* wokenWithin(first, 5_000)).toBe(true)
+          expect(yield* wokenWithin(second, 5_000)).toBe(true)
+
+          // Each subscriber is woken again by the next save, whoever read the last one.
+          yield* save(1, flat(2_000))
+          expect(yield* wokenWithin(second, 5_000)).toBe(true)
+          expect(yield* wokenWithin(first, 5_000)).toBe(true)
         })
+      )
+    )
 
-      const first = yield* race(undefined, 100)
-      expect(first.saved).toEqual(Result.succeed({ version: 1 }))
-      expect(yield* store.current).toMatchObject({ version: 1, list: flat(100 + first.winner) })
-
-      const second = yield* race(1, 200)
-      expect(second.saved).toEqual(Result.succeed({ version: 2 }))
-      expect(yield* store.current).toMatchObject({ version: 2, list: flat(200 + second.winner) })
-    }))
-
-    test("a save wakes every subscriber; nothing else does", Effect.scoped(Effect.gen(function*() {
-      const store = yield* PriceStore
-      const first = yield* store.subscribe
-      const second = yield* store.subscribe
-      expect(yield* wokenWithin(first, 200)).toBe(false)
-
-      yield* save(undefined, flat(1_000))
-      expect(yield* wokenWithin(first, 5_000)).toBe(true)
-      expect(yield* wokenWithin(second, 5_000)).toBe(true)
-
-      // Each subscriber is woken again by the next save, whoever read the last one.
-      yield* save(1, flat(2_000))
-      expect(yield* wokenWithin(second, 5_000)).toBe(true)
-      expect(yield* wokenWithin(first, 5_000)).toBe(true)
-    })))
-
-    test("a subscriber that stopped waiting still hears the next save", Effect.scoped(Effect.gen(function*() {
-      const store = yield* PriceStore
-      const next = yield* store.subscribe
-      expect(yield* wokenWithin(next, 100)).toBe(false)
-      const waiting = yield* Effect.forkChild(next)
-      yield* save(undefined, flat(1_000))
-      yield* Effect.timeout(Fiber.join(waiting), "5 seconds")
-    })))
+    test(
+      "a subscriber that stopped waiting still hears the next save",
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* PriceStore
+          const next = yield* store.subscribe
+          expect(yield* wokenWithin(next, 100)).toBe(false)
+          const waiting = yield* Effect.forkChild(next)
+          yield* save(undefined, flat(1_000))
+          yield* Effect.timeout(Fiber.join(waiting), "5 seconds")
+        })
+      )
+    )
   })

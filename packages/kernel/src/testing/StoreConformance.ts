@@ -65,7 +65,7 @@ export const suite = <R = never>(
       // Without a corrupt hook the auditor's case is not defined (every store in this repository gives one).
       if (corrupt === undefined) return
       it.live("catches a cached balance that disagrees with the journal", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const ledger = yield* LedgerStore
           const clean = yield* fundedAccount(2 * USD, "clean")
           const tampered = yield* fundedAccount(5 * USD, "tampered")
@@ -76,12 +76,16 @@ export const suite = <R = never>(
           expect(findings[0]?.journal).toEqual({ balanceMicros: 5 * USD, reservedMicros: 0 })
           expect(findings[0]?.cached).not.toEqual(findings[0]?.journal)
           expect(findings.some((finding) => finding.accountId === clean)).toBe(false)
-        }).pipe(Effect.provide(makeLayer())))
+        }).pipe(Effect.provide(makeLayer()))
+      )
     })
 
     describe("model-based", () => {
-      it("random operation sequences keep the books equal to a reference model", () =>
-        check(makeLayer, { runs: options.modelRuns ?? 25, steps: options.modelSteps ?? 30 }), 300_000)
+      it(
+        "random operation sequences keep the books equal to a reference model",
+        () => check(makeLayer, { runs: options.modelRuns ?? 25, steps: options.modelSteps ?? 30 }),
+        300_000
+      )
     })
   })
 }

@@ -30,7 +30,7 @@ const image: StoredAsset = {
 
 /** Admits a task and walks it to `running` under one lease. */
 const running = (accountId: AccountId, overrides: Parameters<typeof newTask>[1] = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const task = yield* admitted(admission(newTask(accountId, overrides)))
     const claim = yield* claimTask(task.id, at(1))
@@ -59,7 +59,7 @@ const finish = (
 
 /** A transition the store must refuse, by a result other than Done or by failing, writing nothing. */
 const expectRefused = (request: TransitionRequest) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const exit = yield* Effect.exit((yield* TaskStore).transition(request))
     if (Exit.isSuccess(exit)) expect(exit.value._tag).not.toBe("Done")
   })
@@ -71,307 +71,425 @@ const done = (result: TransitionResult): TaskRecord => {
 
 export const taskCases = (test: Case) => {
   describe("TaskStore reads", () => {
-    test("tasks are read only by their account, newest first", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const mine = yield* fundedAccount(10 * USD)
-      const theirs = yield* fundedAccount(10 * USD, "theirs")
-      const ids: Array<string> = []
-      for (let i = 0; i < 3; i++) ids.push((yield* admitted(admission(newTask(mine, { createdAt: at(i) })))).id)
-      const foreign = yield* admitted(admission(newTask(theirs)))
-      expect(yield* store.get(mine, foreign.id)).toBeUndefined()
-      expect(yield* store.get(mine, Ids.makeTaskId())).toBeUndefined()
-      expect((yield* store.list(mine, 100)).map((task) => task.id)).toEqual(ids.slice().reverse())
-      expect((yield* store.list(mine, 2)).map((task) => task.id)).toEqual([ids[2], ids[1]])
-      expect((yield* store.list(theirs, 100)).map((task) => task.id)).toEqual([foreign.id])
-    }))
+    test(
+      "tasks are read only by their account, newest first",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const mine = yield* fundedAccount(10 * USD)
+        const theirs = yield* fundedAccount(10 * USD, "theirs")
+        const ids: Array<string> = []
+        for (let i = 0; i < 3; i++) ids.push((yield* admitted(admission(newTask(mine, { createdAt: at(i) })))).id)
+        const foreign = yield* admitted(admission(newTask(theirs)))
+        expect(yield* store.get(mine, foreign.id)).toBeUndefined()
+        expect(yield* store.get(mine, Ids.makeTaskId())).toBeUndefined()
+        expect((yield* store.list(mine, 100)).map((task) => task.id)).toEqual(ids.slice().reverse())
+        expect((yield* store.list(mine, 2)).map((task) => task.id)).toEqual([ids[2], ids[1]])
+        expect((yield* store.list(theirs, 100)).map((task) => task.id)).toEqual([foreign.id])
+      })
+    )
 
-    test("listByStatus pages through one status across accounts, by id", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const mine = yield* fundedAccount(10 * USD)
-      const theirs = yield* fundedAccount(10 * USD, "theirs")
-      const queued: Array<string> = []
-      for (let i = 0; i < 3; i++) {
-        queued.push((yield* admitted(admission(newTask(mine, { createdAt: at(i) })))).id)
-        queued.push((yield* admitted(admission(newTask(theirs, { createdAt: at(i) })))).id)
-      }
-      const { task, leaseToken } = yield* running(mine, { createdAt: at(9) })
-      done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
+    test(
+      "listByStatus pages through one status across accounts, by id",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const mine = yield* fundedAccount(10 * USD)
+        const theirs = yield* fundedAccount(10 * USD, "theirs")
+        const queued: Array<string> = []
+        for (let i = 0; i < 3; i++) {
+          queued.push((yield* admitted(admission(newTask(mine, { createdAt: at(i) })))).id)
+          queued.push((yield* admitted(admission(newTask(theirs, { createdAt: at(i) })))).id)
+        }
+        const { task, leaseToken } = yield* running(mine, { createdAt: at(9) })
+        done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
 
-      const pages: Array<ReadonlyArray<string>> = []
-      let afterId: TaskRecord["id"] | undefined
-      for (;;) {
-        const page = yield* store.listByStatus("queued", 4, afterId)
-        if (page.length === 0) break
-        expect(page.every((record) => record.status === "queued")).toBe(true)
-        pages.push(page.map((record) => record.id))
-        afterId = page.at(-1)?.id
-      }
-      expect(pages.map((page) => page.length)).toEqual([4, 2])
-      expect(pages.flat()).toEqual(queued.slice().sort())
-      expect((yield* store.listByStatus("reconciliation_required", 10)).map((record) => record.id)).toEqual([task.id])
-      expect(yield* store.listByStatus("succeeded", 10)).toEqual([])
-    }))
+        const pages: Array<ReadonlyArray<string>> = []
+        let afterId: TaskRecord["id"] | undefined
+        for (;;) {
+          const page = yield* store.listByStatus("queued", 4, afterId)
+          if (page.length === 0) break
+          expect(page.every((record) => record.status === "queued")).toBe(true)
+          pages.push(page.map((record) => record.id))
+          afterId = page.at(-1)?.id
+        }
+        expect(pages.map((page) => page.length)).toEqual([4, 2])
+        expect(pages.flat()).toEqual(queued.slice().sort())
+        expect((yield* store.listByStatus("reconciliation_required", 10)).map((record) => record.id)).toEqual([task.id])
+        expect(yield* store.listByStatus("succeeded", 10)).toEqual([])
+      })
+    )
   })
 
   describe("TaskStore claims and leases", () => {
-    test("claim leases claimable tasks oldest first and counts attempts", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const older = yield* admitted(admission(newTask(accountId, { createdAt: at(0) })))
-      const newer = yield* admitted(admission(newTask(accountId, { createdAt: at(1) })))
-      const claims = yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 30_000, now: at(2) })
-      expect(claims.map((claim) => claim.task.id)).toEqual([older.id])
-      expect(claims[0]?.task.attempts).toBe(1)
-      expect(claims[0]?.leaseExpiresAt).toEqual(at(32))
+    test(
+      "claim leases claimable tasks oldest first and counts attempts",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const older = yield* admitted(admission(newTask(accountId, { createdAt: at(0) })))
+        const newer = yield* admitted(admission(newTask(accountId, { createdAt: at(1) })))
+        const claims = yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 30_000, now: at(2) })
+        expect(claims.map((claim) => claim.task.id)).toEqual([older.id])
+        expect(claims[0]?.task.attempts).toBe(1)
+        expect(claims[0]?.leaseExpiresAt).toEqual(at(32))
 
-      const rest = yield* store.claim({ workerId: "w2", limit: 10, leaseMs: 30_000, now: at(3) })
-      expect(rest.map((claim) => claim.task.id)).toEqual([newer.id])
-      expect(rest[0]?.leaseToken).not.toBe(claims[0]?.leaseToken)
-      expect(yield* store.claim({ workerId: "w3", limit: 10, leaseMs: 30_000, now: at(4) })).toEqual([])
-    }))
-
-    test("claim serves only the models asked for", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const song = yield* admitted(admission(newTask(accountId, { model: "song-lyrics" })))
-      yield* admitted(admission(newTask(accountId, { model: "other-model" })))
-      const claims = yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(1), models: ["song-lyrics"] })
-      expect(claims.map((claim) => claim.task.id)).toEqual([song.id])
-      expect(yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(1), models: [] })).toEqual([])
-    }))
-
-    test("a lapsed lease is taken over and the old holder can no longer write", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const task = yield* admitted(admission(newTask(accountId)))
-      const first = defined((yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 10_000, now: at(0) }))[0])
-      done(yield* store.transition({
-        taskId: task.id, leaseToken: first.leaseToken, from: "queued", to: "submitting", now: at(1), keepLease: true
-      }))
-      expect(yield* store.renew(task.id, first.leaseToken, at(20))).toBe(true)
-      // Still held until at(20): nobody can take it.
-      expect(yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(15) })).toEqual([])
-
-      const second = defined((yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(21) }))[0])
-      expect(second.task.id).toBe(task.id)
-      expect(second.task.status).toBe("submitting")
-      expect(second.task.attempts).toBe(2)
-      expect(second.leaseToken).not.toBe(first.leaseToken)
-
-      expect(yield* store.renew(task.id, first.leaseToken, at(60))).toBe(false)
-      expect(yield* store.transition({
-        taskId: task.id, leaseToken: first.leaseToken, from: "submitting", to: "running", now: at(22), keepLease: true
-      })).toEqual({ _tag: "LeaseLost" })
-      expect(yield* store.renew(task.id, second.leaseToken, at(60))).toBe(true)
-      done(yield* store.transition({
-        taskId: task.id, leaseToken: second.leaseToken, from: "submitting", to: "running", now: at(23), keepLease: true
-      }))
-    }))
-
-    test("a lease renewed into the past is given up: another worker claims the task at once", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const task = yield* admitted(admission(newTask(accountId)))
-      const first = defined((yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 10_000, now: at(0) }))[0])
-      expect(yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) })).toEqual([])
-      expect(yield* store.renew(task.id, first.leaseToken, new Date(0))).toBe(true)
-      const second = defined((yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) }))[0])
-      expect(second.task.id).toBe(task.id)
-      expect(yield* store.renew(task.id, first.leaseToken, at(30))).toBe(false)
-    }))
-
-    test("a transition is a compare-and-set on the lease and the status", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const task = yield* admitted(admission(newTask(accountId)))
-      const claim = yield* claimTask(task.id, at(0))
-      const base = { taskId: task.id, now: at(1), keepLease: true } as const
-      yield* expectRefused({ ...base, leaseToken: "not-the-token", from: "queued", to: "submitting" })
-      yield* expectRefused({ ...base, leaseToken: claim.leaseToken, from: "submitting", to: "running" })
-      yield* expectRefused({ ...base, taskId: Ids.makeTaskId(), leaseToken: claim.leaseToken, from: "queued", to: "submitting" })
-      expect(defined(yield* store.get(accountId, task.id)).status).toBe("queued")
-
-      const moved = done(yield* store.transition({ ...base, leaseToken: claim.leaseToken, from: "queued", to: "submitting" }))
-      expect(moved.status).toBe("submitting")
-      expect(moved.updatedAt).toEqual(at(1))
-    }))
-
-    test("transitions the state machine forbids are refused", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const task = yield* admitted(admission(newTask(accountId)))
-      const claim = yield* claimTask(task.id, at(0))
-      const illegal = yield* store.transition({
-        taskId: task.id,
-        leaseToken: claim.leaseToken,
-        from: "queued",
-        to: "succeeded",
-        now: at(1),
-        chargeMicros: price(USD),
-        keepLease: false
+        const rest = yield* store.claim({ workerId: "w2", limit: 10, leaseMs: 30_000, now: at(3) })
+        expect(rest.map((claim) => claim.task.id)).toEqual([newer.id])
+        expect(rest[0]?.leaseToken).not.toBe(claims[0]?.leaseToken)
+        expect(yield* store.claim({ workerId: "w3", limit: 10, leaseMs: 30_000, now: at(4) })).toEqual([])
       })
-      expect(illegal).toEqual({ _tag: "IllegalTransition", from: "queued", to: "succeeded" })
-      expect(defined(yield* store.get(accountId, task.id)).status).toBe("queued")
-      yield* expectBalances(accountId, { balance: 10 * USD, reserved: USD })
-    }))
+    )
 
-    test("transitionAll judges each request on its own, in order", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(10 * USD)
-      const a = yield* admitted(admission(newTask(accountId, { createdAt: at(0) })))
-      const b = yield* admitted(admission(newTask(accountId, { createdAt: at(1) })))
-      const claims = yield* store.claim({ workerId: "w", limit: 10, leaseMs: 60_000, now: at(2) })
-      const ca = defined(claims.find((claim) => claim.task.id === a.id))
-      const cb = defined(claims.find((claim) => claim.task.id === b.id))
-      const results = yield* store.transitionAll([
-        { taskId: a.id, leaseToken: ca.leaseToken, from: "queued", to: "submitting", now: at(3), keepLease: true },
-        { taskId: b.id, leaseToken: "stale", from: "queued", to: "submitting", now: at(3), keepLease: true },
-        { taskId: b.id, leaseToken: cb.leaseToken, from: "queued", to: "running", now: at(3), keepLease: true },
-        { taskId: b.id, leaseToken: cb.leaseToken, from: "queued", to: "failed", now: at(3), keepLease: false }
-      ])
-      expect(results.map((result) => result._tag)).toEqual(["Done", "LeaseLost", "IllegalTransition", "Done"])
-      expect(defined(yield* store.get(accountId, a.id)).status).toBe("submitting")
-      expect(defined(yield* store.get(accountId, b.id)).status).toBe("failed")
-      yield* expectBalances(accountId, { balance: 10 * USD, reserved: USD })
-      expect(yield* store.transitionAll([])).toEqual([])
-    }))
+    test(
+      "claim serves only the models asked for",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const song = yield* admitted(admission(newTask(accountId, { model: "song-lyrics" })))
+        yield* admitted(admission(newTask(accountId, { model: "other-model" })))
+        const claims = yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(1), models: ["song-lyrics"] })
+        expect(claims.map((claim) => claim.task.id)).toEqual([song.id])
+        expect(yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(1), models: [] })).toEqual([])
+      })
+    )
+
+    test(
+      "a lapsed lease is taken over and the old holder can no longer write",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        const first = defined((yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 10_000, now: at(0) }))[0])
+        done(
+          yield* store.transition({
+            taskId: task.id,
+            leaseToken: first.leaseToken,
+            from: "queued",
+            to: "submitting",
+            now: at(1),
+            keepLease: true
+          })
+        )
+        expect(yield* store.renew(task.id, first.leaseToken, at(20))).toBe(true)
+        // Still held until at(20): nobody can take it.
+        expect(yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(15) })).toEqual([])
+
+        const second = defined((yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(21) }))[0])
+        expect(second.task.id).toBe(task.id)
+        expect(second.task.status).toBe("submitting")
+        expect(second.task.attempts).toBe(2)
+        expect(second.leaseToken).not.toBe(first.leaseToken)
+
+        expect(yield* store.renew(task.id, first.leaseToken, at(60))).toBe(false)
+        expect(
+          yield* store.transition({
+            taskId: task.id,
+            leaseToken: first.leaseToken,
+            from: "submitting",
+            to: "running",
+            now: at(22),
+            keepLease: true
+          })
+        ).toEqual({ _tag: "LeaseLost" })
+        expect(yield* store.renew(task.id, second.leaseToken, at(60))).toBe(true)
+        done(
+          yield* store.transition({
+            taskId: task.id,
+            leaseToken: second.leaseToken,
+            from: "submitting",
+            to: "running",
+            now: at(23),
+            keepLease: true
+          })
+        )
+      })
+    )
+
+    test(
+      "a lease renewed into the past is given up: another worker claims the task at once",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        const first = defined((yield* store.claim({ workerId: "w1", limit: 1, leaseMs: 10_000, now: at(0) }))[0])
+        expect(yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) })).toEqual([])
+        expect(yield* store.renew(task.id, first.leaseToken, new Date(0))).toBe(true)
+        const second = defined((yield* store.claim({ workerId: "w2", limit: 1, leaseMs: 10_000, now: at(1) }))[0])
+        expect(second.task.id).toBe(task.id)
+        expect(yield* store.renew(task.id, first.leaseToken, at(30))).toBe(false)
+      })
+    )
+
+    test(
+      "a transition is a compare-and-set on the lease and the status",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        const claim = yield* claimTask(task.id, at(0))
+        const base = { taskId: task.id, now: at(1), keepLease: true } as const
+        yield* expectRefused({ ...base, leaseToken: "not-the-token", from: "queued", to: "submitting" })
+        yield* expectRefused({ ...base, leaseToken: claim.leaseToken, from: "submitting", to: "running" })
+        yield* expectRefused({
+          ...base,
+          taskId: Ids.makeTaskId(),
+          leaseToken: claim.leaseToken,
+          from: "queued",
+          to: "submitting"
+        })
+        expect(defined(yield* store.get(accountId, task.id)).status).toBe("queued")
+
+        const moved = done(yield* store.transition({ ...base, leaseToken: claim.leaseToken, from: "queued", to: "submitting" }))
+        expect(moved.status).toBe("submitting")
+        expect(moved.updatedAt).toEqual(at(1))
+      })
+    )
+
+    test(
+      "transitions the state machine forbids are refused",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        const claim = yield* claimTask(task.id, at(0))
+        const illegal = yield* store.transition({
+          taskId: task.id,
+          leaseToken: claim.leaseToken,
+          from: "queued",
+          to: "succeeded",
+          now: at(1),
+          chargeMicros: price(USD),
+          keepLease: false
+        })
+        expect(illegal).toEqual({ _tag: "IllegalTransition", from: "queued", to: "succeeded" })
+        expect(defined(yield* store.get(accountId, task.id)).status).toBe("queued")
+        yield* expectBalances(accountId, { balance: 10 * USD, reserved: USD })
+      })
+    )
+
+    test(
+      "transitionAll judges each request on its own, in order",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const a = yield* admitted(admission(newTask(accountId, { createdAt: at(0) })))
+        const b = yield* admitted(admission(newTask(accountId, { createdAt: at(1) })))
+        const claims = yield* store.claim({ workerId: "w", limit: 10, leaseMs: 60_000, now: at(2) })
+        const ca = defined(claims.find((claim) => claim.task.id === a.id))
+        const cb = defined(claims.find((claim) => claim.task.id === b.id))
+        const results = yield* store.transitionAll([
+          { taskId: a.id, leaseToken: ca.leaseToken, from: "queued", to: "submitting", now: at(3), keepLease: true },
+          { taskId: b.id, leaseToken: "stale", from: "queued", to: "submitting", now: at(3), keepLease: true },
+          { taskId: b.id, leaseToken: cb.leaseToken, from: "queued", to: "running", now: at(3), keepLease: true },
+          { taskId: b.id, leaseToken: cb.leaseToken, from: "queued", to: "failed", now: at(3), keepLease: false }
+        ])
+        expect(results.map((result) => result._tag)).toEqual(["Done", "LeaseLost", "IllegalTransition", "Done"])
+        expect(defined(yield* store.get(accountId, a.id)).status).toBe("submitting")
+        expect(defined(yield* store.get(accountId, b.id)).status).toBe("failed")
+        yield* expectBalances(accountId, { balance: 10 * USD, reserved: USD })
+        expect(yield* store.transitionAll([])).toEqual([])
+      })
+    )
   })
 
   describe("TaskStore settlement", () => {
-    test("success charges the reservation once and keeps the assets", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
-      const succeeded = done(yield* store.transition(finish(task.id, leaseToken, "succeeded", {
-        chargeMicros: price(2 * USD),
-        assets: [image]
-      })))
-      expect(succeeded).toMatchObject({
-        status: "succeeded",
-        chargedMicros: 2 * USD,
-        upstreamRef: "upstream-42",
-        updatedAt: at(10),
-        assets: [image]
+    test(
+      "success charges the reservation once and keeps the assets",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
+        const succeeded = done(
+          yield* store.transition(
+            finish(task.id, leaseToken, "succeeded", {
+              chargeMicros: price(2 * USD),
+              assets: [image]
+            })
+          )
+        )
+        expect(succeeded).toMatchObject({
+          status: "succeeded",
+          chargedMicros: 2 * USD,
+          upstreamRef: "upstream-42",
+          updatedAt: at(10),
+          assets: [image]
+        })
+        yield* expectBalances(accountId, { balance: 3 * USD, reserved: 0 })
+
+        yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(2 * USD) }))
+        yield* expectRefused(finish(task.id, leaseToken, "failed"))
+        yield* expectBalances(accountId, { balance: 3 * USD, reserved: 0 })
+        const entries = yield* entriesOfTask(accountId, task.id)
+        expect(entries.map((entry) => [entry.kind, entry.amountMicros])).toEqual([
+          ["charge", 2 * USD],
+          ["reserve", 2 * USD]
+        ])
+        expect(yield* store.get(accountId, task.id)).toEqual(succeeded)
       })
-      yield* expectBalances(accountId, { balance: 3 * USD, reserved: 0 })
+    )
 
-      yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(2 * USD) }))
-      yield* expectRefused(finish(task.id, leaseToken, "failed"))
-      yield* expectBalances(accountId, { balance: 3 * USD, reserved: 0 })
-      const entries = yield* entriesOfTask(accountId, task.id)
-      expect(entries.map((entry) => [entry.kind, entry.amountMicros])).toEqual([["charge", 2 * USD], ["reserve", 2 * USD]])
-      expect(yield* store.get(accountId, task.id)).toEqual(succeeded)
-    }))
-
-    test("a partial charge releases the remainder in the same step", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId, {
-        priceMicros: price(4 * 250_000),
-        unitMicros: price(250_000),
-        quantity: 4,
-        settlement: "perDeliveredUnit"
+    test(
+      "a partial charge releases the remainder in the same step",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId, {
+          priceMicros: price(4 * 250_000),
+          unitMicros: price(250_000),
+          quantity: 4,
+          settlement: "perDeliveredUnit"
+        })
+        const succeeded = done(
+          yield* store.transition(
+            finish(task.id, leaseToken, "succeeded", {
+              chargeMicros: price(750_000)
+            })
+          )
+        )
+        expect(succeeded.chargedMicros).toBe(750_000)
+        yield* expectBalances(accountId, { balance: 4_250_000, reserved: 0 })
+        const kinds = (yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros])
+        expect(kinds.slice().sort()).toEqual(
+          [
+            ["charge", 750_000],
+            ["release", 250_000],
+            ["reserve", USD]
+          ].sort()
+        )
       })
-      const succeeded = done(yield* store.transition(finish(task.id, leaseToken, "succeeded", {
-        chargeMicros: price(750_000)
-      })))
-      expect(succeeded.chargedMicros).toBe(750_000)
-      yield* expectBalances(accountId, { balance: 4_250_000, reserved: 0 })
-      const kinds = (yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros])
-      expect(kinds.slice().sort()).toEqual([["charge", 750_000], ["release", 250_000], ["reserve", USD]].sort())
-    }))
+    )
 
-    test("a charge larger than the reservation, or a success without one, is refused", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId)
-      const entriesBefore = yield* allEntries(accountId)
-      yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD + 1) }))
-      yield* expectRefused(finish(task.id, leaseToken, "succeeded"))
-      expect(defined(yield* store.get(accountId, task.id)).status).toBe("running")
-      expect(yield* allEntries(accountId)).toEqual(entriesBefore)
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
-      // The lease survived the refusals.
-      done(yield* store.transition(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) })))
-    }))
+    test(
+      "a charge larger than the reservation, or a success without one, is refused",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId)
+        const entriesBefore = yield* allEntries(accountId)
+        yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD + 1) }))
+        yield* expectRefused(finish(task.id, leaseToken, "succeeded"))
+        expect(defined(yield* store.get(accountId, task.id)).status).toBe("running")
+        expect(yield* allEntries(accountId)).toEqual(entriesBefore)
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
+        // The lease survived the refusals.
+        done(yield* store.transition(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) })))
+      })
+    )
 
-    test("failure releases the reservation once", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId)
-      const failed = done(yield* store.transition(finish(task.id, leaseToken, "failed", { errorCode: "UPSTREAM_ERROR" })))
-      expect(failed).toMatchObject({ status: "failed", errorCode: "UPSTREAM_ERROR", chargedMicros: null })
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: 0 })
-      yield* expectRefused(finish(task.id, leaseToken, "failed"))
-      yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) }))
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: 0 })
-      const kinds = (yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros])
-      expect(kinds).toEqual([["release", USD], ["reserve", USD]])
-    }))
+    test(
+      "failure releases the reservation once",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId)
+        const failed = done(yield* store.transition(finish(task.id, leaseToken, "failed", { errorCode: "UPSTREAM_ERROR" })))
+        expect(failed).toMatchObject({ status: "failed", errorCode: "UPSTREAM_ERROR", chargedMicros: null })
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: 0 })
+        yield* expectRefused(finish(task.id, leaseToken, "failed"))
+        yield* expectRefused(finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) }))
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: 0 })
+        const kinds = (yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros])
+        expect(kinds).toEqual([
+          ["release", USD],
+          ["reserve", USD]
+        ])
+      })
+    )
 
-    test("reconciliation_required keeps the reservation until resolved", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
-      const held = done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required", {
-        errorCode: "OUTCOME_UNKNOWN"
-      })))
-      expect(held).toMatchObject({ status: "reconciliation_required", errorCode: "OUTCOME_UNKNOWN" })
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: 2 * USD })
-      expect(yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(3600) })).toEqual([])
-      yield* expectRefused({ ...finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) }), from: "reconciliation_required" })
+    test(
+      "reconciliation_required keeps the reservation until resolved",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
+        const held = done(
+          yield* store.transition(
+            finish(task.id, leaseToken, "reconciliation_required", {
+              errorCode: "OUTCOME_UNKNOWN"
+            })
+          )
+        )
+        expect(held).toMatchObject({ status: "reconciliation_required", errorCode: "OUTCOME_UNKNOWN" })
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: 2 * USD })
+        expect(yield* store.claim({ workerId: "w", limit: 10, leaseMs: 1000, now: at(3600) })).toEqual([])
+        yield* expectRefused({
+          ...finish(task.id, leaseToken, "succeeded", { chargeMicros: price(USD) }),
+          from: "reconciliation_required"
+        })
 
-      const resolved = defined(yield* store.resolve({
-        taskId: task.id,
-        to: "succeeded",
-        now: at(20),
-        chargeMicros: price(USD),
-        assets: [image],
-        errorCode: null
-      }))
-      expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: USD, errorCode: null, assets: [image], updatedAt: at(20) })
-      yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
-      expect(yield* store.resolve({ taskId: task.id, to: "failed", now: at(21) })).toBeUndefined()
-      yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
-    }))
+        const resolved = defined(
+          yield* store.resolve({
+            taskId: task.id,
+            to: "succeeded",
+            now: at(20),
+            chargeMicros: price(USD),
+            assets: [image],
+            errorCode: null
+          })
+        )
+        expect(resolved).toMatchObject({
+          status: "succeeded",
+          chargedMicros: USD,
+          errorCode: null,
+          assets: [image],
+          updatedAt: at(20)
+        })
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+        expect(yield* store.resolve({ taskId: task.id, to: "failed", now: at(21) })).toBeUndefined()
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+      })
+    )
 
-    test("resolve fails a held task and releases, and touches nothing else", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId)
-      done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
-      const other = yield* admitted(admission(newTask(accountId, { createdAt: at(5) })))
-      expect(yield* store.resolve({ taskId: other.id, to: "failed", now: at(6) })).toBeUndefined()
-      expect(yield* store.resolve({ taskId: Ids.makeTaskId(), to: "failed", now: at(6) })).toBeUndefined()
-      const failed = defined(yield* store.resolve({ taskId: task.id, to: "failed", now: at(7), errorCode: "UPSTREAM_LOST" }))
-      expect(failed).toMatchObject({ status: "failed", errorCode: "UPSTREAM_LOST", chargedMicros: null })
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
-    }))
+    test(
+      "resolve fails a held task and releases, and touches nothing else",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId)
+        done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
+        const other = yield* admitted(admission(newTask(accountId, { createdAt: at(5) })))
+        expect(yield* store.resolve({ taskId: other.id, to: "failed", now: at(6) })).toBeUndefined()
+        expect(yield* store.resolve({ taskId: Ids.makeTaskId(), to: "failed", now: at(6) })).toBeUndefined()
+        const failed = defined(yield* store.resolve({ taskId: task.id, to: "failed", now: at(7), errorCode: "UPSTREAM_LOST" }))
+        expect(failed).toMatchObject({ status: "failed", errorCode: "UPSTREAM_LOST", chargedMicros: null })
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
+      })
+    )
 
-    test("resolving with a charge above the reservation is refused", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(5 * USD)
-      const { task, leaseToken } = yield* running(accountId)
-      done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
-      const exit = yield* Effect.exit(store.resolve({ taskId: task.id, to: "succeeded", now: at(20), chargeMicros: price(USD + 1) }))
-      if (Exit.isSuccess(exit)) expect(exit.value).toBeUndefined()
-      expect(defined(yield* store.get(accountId, task.id)).status).toBe("reconciliation_required")
-      yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
-    }))
+    test(
+      "resolving with a charge above the reservation is refused",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId)
+        done(yield* store.transition(finish(task.id, leaseToken, "reconciliation_required")))
+        const exit = yield* Effect.exit(
+          store.resolve({ taskId: task.id, to: "succeeded", now: at(20), chargeMicros: price(USD + 1) })
+        )
+        if (Exit.isSuccess(exit)) expect(exit.value).toBeUndefined()
+        expect(defined(yield* store.get(accountId, task.id)).status).toBe("reconciliation_required")
+        yield* expectBalances(accountId, { balance: 5 * USD, reserved: USD })
+      })
+    )
   })
 
   describe("TaskStore.awaitWork", () => {
-    test("returns after its wait when nothing happens", Effect.gen(function*() {
-      yield* (yield* TaskStore).awaitWork(20)
-    }))
+    test(
+      "returns after its wait when nothing happens",
+      Effect.gen(function* () {
+        yield* (yield* TaskStore).awaitWork(20)
+      })
+    )
 
-    test("wakes up on an admission", Effect.gen(function*() {
-      const store = yield* TaskStore
-      const accountId = yield* fundedAccount(USD)
-      const waiting = yield* Effect.forkChild(store.awaitWork(600_000))
-      yield* Effect.sleep("50 millis")
-      yield* admitted(admission(newTask(accountId)))
-      yield* Fiber.join(waiting).pipe(Effect.timeout("10 seconds"))
-    }))
+    test(
+      "wakes up on an admission",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(USD)
+        const waiting = yield* Effect.forkChild(store.awaitWork(600_000))
+        yield* Effect.sleep("50 millis")
+        yield* admitted(admission(newTask(accountId)))
+        yield* Fiber.join(waiting).pipe(Effect.timeout("10 seconds"))
+      })
+    )
   })
 }

@@ -20,7 +20,7 @@ const withAccounts = (options?: Accounts.Options) =>
 
 describe("Accounts", () => {
   it.effect("creates an account with a key shown once and opening credits", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account, key } = yield* accounts.create({ name: "acme", credits: Money.micros(5_000_000) })
       expect(key.secret).toMatch(/^tm_[A-Za-z0-9_-]{43}$/)
@@ -30,10 +30,11 @@ describe("Accounts", () => {
       expect(JSON.stringify(yield* accounts.listKeys(account.id))).not.toContain(key.secret)
       expect((yield* (yield* Ledger).balances(account.id)).balanceMicros).toBe(5_000_000)
       expect(yield* accounts.get(account.id)).toEqual(account)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("authenticates a key into the caller it stands for", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account } = yield* accounts.create({ name: "acme" })
       const key = yield* accounts.createKey(account.id, { name: "ro", scopes: ["jobs:read"], usageLimit: 7 })
@@ -43,10 +44,11 @@ describe("Accounts", () => {
         scopes: ["jobs:read"],
         keyUsageLimit: 7
       })
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("refuses malformed and unknown keys alike, saying what to send and naming no header", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       yield* accounts.create({ name: "acme" })
       for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`, `tm_${"a".repeat(43)}`]) {
@@ -55,10 +57,11 @@ describe("Accounts", () => {
         expect(error.message).toContain("send a valid key")
         expect(error.message).not.toMatch(/authorization|x-api-key/i)
       }
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("refuses a revoked key with the reason", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account, key } = yield* accounts.create({ name: "acme" })
       expect(yield* accounts.revokeKey(account.id, key.record.id)).toBe(true)
@@ -66,10 +69,11 @@ describe("Accounts", () => {
       expect(error).toBeInstanceOf(Errors.PermissionDenied)
       expect(error.message).toMatch(/revoked.*create a new key/)
       expect(error.message).not.toContain(key.secret)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("limits a key's requests per minute and says when to retry", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account } = yield* accounts.create({ name: "acme" })
       const key = yield* accounts.createKey(account.id, { rateLimitPerMinute: 2 })
@@ -81,10 +85,11 @@ describe("Accounts", () => {
       expect(error.retryAfterSeconds).toBe(40)
       yield* TestClock.adjust("40 seconds")
       yield* accounts.authenticate(key.secret)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("keys without their own limit get the configured default", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { key } = yield* accounts.create({ name: "acme" })
       yield* accounts.authenticate(key.secret)
@@ -92,39 +97,52 @@ describe("Accounts", () => {
       const error = yield* Effect.flip(accounts.authenticate(key.secret))
       expect(error).toBeInstanceOf(Errors.ApiKeyRateLimited)
       expect(error.retryAfterSeconds).toBe(1)
-    }).pipe(Effect.provide(withAccounts({ defaultRateLimitPerMinute: 1 }))))
+    }).pipe(Effect.provide(withAccounts({ defaultRateLimitPerMinute: 1 })))
+  )
 
   it.effect("compares the stored hash itself rather than trusting the store's lookup", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { key } = yield* accounts.create({ name: "acme" })
       const error = yield* Effect.flip(accounts.authenticate(key.secret))
       expect(error).toBeInstanceOf(Errors.AuthRequired)
-    }).pipe(Effect.provide(withStore((store) => ({
-      ...store,
-      authenticate: (hash, now) =>
-        Effect.map(store.authenticate(hash, now), (found) =>
-          found === undefined ? undefined : { ...found, key: { ...found.key, hash: "0".repeat(64) } })
-    })))))
+    }).pipe(
+      Effect.provide(
+        withStore((store) => ({
+          ...store,
+          authenticate: (hash, now) =>
+            Effect.map(store.authenticate(hash, now), (found) =>
+              found === undefined ? undefined : { ...found, key: { ...found.key, hash: "0".repeat(64) } }
+            )
+        }))
+      )
+    )
+  )
 
   it.effect("an unreachable store is AUTH_UNAVAILABLE", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { key } = yield* accounts.create({ name: "acme" })
       const error = yield* Effect.flip(accounts.authenticate(key.secret))
       expect(error).toBeInstanceOf(Errors.AuthUnavailable)
-    }).pipe(Effect.provide(withStore((store) => ({
-      ...store,
-      authenticate: () => Effect.fail(new StoreUnavailable({ message: "connection refused" }))
-    })))))
+    }).pipe(
+      Effect.provide(
+        withStore((store) => ({
+          ...store,
+          authenticate: () => Effect.fail(new StoreUnavailable({ message: "connection refused" }))
+        }))
+      )
+    )
+  )
 
   it.effect("an unknown account is AccountNotFound", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const missing = Ids.makeAccountId()
       expect(yield* Effect.flip(accounts.get(missing))).toEqual(new Accounts.AccountNotFound({ accountId: missing }))
       expect(yield* Effect.flip(accounts.createKey(missing))).toBeInstanceOf(Accounts.AccountNotFound)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 })
 
 describe("Accounts.authenticateWithin", () => {
@@ -139,7 +157,7 @@ describe("Accounts.authenticateWithin", () => {
   }
 
   it.effect("a passing key gives its caller and the write's result; the write gets the key's check", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account } = yield* accounts.create({ name: "acme" })
       const key = yield* accounts.createKey(account.id, { usageLimit: 3 })
@@ -149,16 +167,19 @@ describe("Accounts.authenticateWithin", () => {
         caller: { accountId: account.id, apiKeyId: key.record.id, scopes: Scopes.all, keyUsageLimit: 3 },
         result: "written"
       })
-      expect(checks).toEqual([{
-        hash: createHash("sha256").update(key.secret).digest("hex"),
-        now: new Date(5_000),
-        scope: "jobs:create",
-        defaultRateLimitPerMinute: 7
-      }])
-    }).pipe(Effect.provide(withAccounts({ defaultRateLimitPerMinute: 7 }))))
+      expect(checks).toEqual([
+        {
+          hash: createHash("sha256").update(key.secret).digest("hex"),
+          now: new Date(5_000),
+          scope: "jobs:create",
+          defaultRateLimitPerMinute: 7
+        }
+      ])
+    }).pipe(Effect.provide(withAccounts({ defaultRateLimitPerMinute: 7 })))
+  )
 
   it.effect("a refused key is the refusal, whatever the write answered", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account, key } = yield* accounts.create({ name: "acme" })
       const readOnly = yield* accounts.createKey(account.id, { scopes: Scopes.readOnly })
@@ -175,10 +196,11 @@ describe("Accounts.authenticateWithin", () => {
       yield* accounts.revokeKey(account.id, key.record.id)
       expect(yield* within(key.secret)).toBeInstanceOf(Errors.PermissionDenied)
       expect(checks.length).toBe(5)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("refuses for the first reason: revoked, then over the rate, then the scope", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { account } = yield* accounts.create({ name: "acme" })
       const options = { scopes: Scopes.readOnly, rateLimitPerMinute: 1 }
@@ -193,24 +215,26 @@ describe("Accounts.authenticateWithin", () => {
       yield* within(revoked.secret)
       // Revoked, over its rate and lacking the scope: the revocation is said first.
       expect(yield* within(revoked.secret)).toBeInstanceOf(Errors.PermissionDenied)
-    }).pipe(Effect.provide(withAccounts())))
+    }).pipe(Effect.provide(withAccounts()))
+  )
 
   it.effect("a malformed key is AUTH_REQUIRED without calling the write; the write's own failure is the answer", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const { key } = yield* accounts.create({ name: "acme" })
       let writes = 0
       const counted = () => Effect.sync(() => (writes++, [undefined, "written"] as const))
       for (const presented of ["", "tm_short", `sk_${"a".repeat(43)}`]) {
-        expect(yield* Effect.flip(accounts.authenticateWithin(presented, "jobs:create", counted)))
-          .toBeInstanceOf(Errors.AuthRequired)
+        expect(yield* Effect.flip(accounts.authenticateWithin(presented, "jobs:create", counted))).toBeInstanceOf(
+          Errors.AuthRequired
+        )
       }
       expect(writes).toBe(0)
 
       const outage = new StoreUnavailable({ message: "connection refused" })
-      expect(yield* Effect.flip(accounts.authenticateWithin(key.secret, "jobs:create", () => Effect.fail(outage))))
-        .toBe(outage)
-    }).pipe(Effect.provide(withAccounts())))
+      expect(yield* Effect.flip(accounts.authenticateWithin(key.secret, "jobs:create", () => Effect.fail(outage)))).toBe(outage)
+    }).pipe(Effect.provide(withAccounts()))
+  )
 })
 
 describe("KeyCheck.refusal", () => {

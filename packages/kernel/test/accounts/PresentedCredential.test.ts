@@ -12,15 +12,21 @@ describe("PresentedCredential.fromHeaders", () => {
 
   it("takes x-api-key, trimmed, when there is no Bearer credential", () => {
     expect(PresentedCredential.fromHeaders({ "x-api-key": ` ${KEY} ` })).toEqual({ secret: KEY, header: "x-api-key" })
-    expect(PresentedCredential.fromHeaders({ authorization: "Basic dXNlcjpwYXNz", "x-api-key": KEY }))
-      .toEqual({ secret: KEY, header: "x-api-key" })
-    expect(PresentedCredential.fromHeaders({ authorization: "Bearer ", "x-api-key": KEY }))
-      .toEqual({ secret: KEY, header: "x-api-key" })
+    expect(PresentedCredential.fromHeaders({ authorization: "Basic dXNlcjpwYXNz", "x-api-key": KEY })).toEqual({
+      secret: KEY,
+      header: "x-api-key"
+    })
+    expect(PresentedCredential.fromHeaders({ authorization: "Bearer ", "x-api-key": KEY })).toEqual({
+      secret: KEY,
+      header: "x-api-key"
+    })
   })
 
   it("takes exactly one of the two: Bearer wins when both are sent", () => {
-    expect(PresentedCredential.fromHeaders({ authorization: "Bearer tm_unknown", "x-api-key": KEY }))
-      .toEqual({ secret: "tm_unknown", header: "authorization" })
+    expect(PresentedCredential.fromHeaders({ authorization: "Bearer tm_unknown", "x-api-key": KEY })).toEqual({
+      secret: "tm_unknown",
+      header: "authorization"
+    })
   })
 
   it("keeps a credential with inner spaces whole, for the key check to refuse", () => {
@@ -28,16 +34,14 @@ describe("PresentedCredential.fromHeaders", () => {
   })
 
   it("finds none without a header, with an empty one, or with another scheme", () => {
-    for (
-      const headers of [
-        {},
-        { authorization: "Bearer" },
-        { authorization: "Bearer   " },
-        { authorization: "Basic dXNlcjpwYXNz" },
-        { authorization: `Bearer${KEY}` },
-        { "x-api-key": "  " }
-      ]
-    ) {
+    for (const headers of [
+      {},
+      { authorization: "Bearer" },
+      { authorization: "Bearer   " },
+      { authorization: "Basic dXNlcjpwYXNz" },
+      { authorization: `Bearer${KEY}` },
+      { "x-api-key": "  " }
+    ]) {
       expect(PresentedCredential.fromHeaders(headers), JSON.stringify(headers)).toBeUndefined()
     }
   })

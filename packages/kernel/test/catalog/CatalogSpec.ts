@@ -20,8 +20,7 @@ const str = (name: string, extra: Extra = {}): ExpectedField => ({
   required: false,
   ...extra
 })
-const opt = (name: string, options: ReadonlyArray<string>, extra: Extra = {}): ExpectedField =>
-  str(name, { options, ...extra })
+const opt = (name: string, options: ReadonlyArray<string>, extra: Extra = {}): ExpectedField => str(name, { options, ...extra })
 const media = (name: string, required: boolean): ExpectedField => ({ name, type: "string", media: true, required })
 const mediaList = (maxItems: number, required: boolean, allowedCounts?: ReadonlyArray<number>): ExpectedField => ({
   name: "imageUrls",

@@ -35,7 +35,7 @@ const INSIDE = [
 
 layer(Catalog.layer)("media URLs at admission", (it) => {
   it.effect("refuses URLs that point inside, naming the field", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
       for (const url of INSIDE) {
         const single = yield* Effect.flip(catalog.validate(SINGLE, { prompt: "a slow pan", imageUrl: url }))
@@ -45,10 +45,11 @@ layer(Catalog.layer)("media URLs at admission", (it) => {
         const list = yield* Effect.flip(catalog.validate(LIST, { prompt: "sharpen", imageUrls: [URL_OK, url] }))
         expect(list.message, url).toMatch(/^input\.imageUrls\[1\]: must be an https URL of a public host/)
       }
-    }))
+    })
+  )
 
   it.effect("says what is wrong with the URL", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
       const message = (url: string) =>
         Effect.map(Effect.flip(catalog.validate(SINGLE, { prompt: "a slow pan", imageUrl: url })), (error) => error.message)
@@ -56,15 +57,24 @@ layer(Catalog.layer)("media URLs at admission", (it) => {
       expect(yield* message("https://localhost/a.png")).toContain("local host")
       expect(yield* message("https://user:secret@cdn.example.com/a.png")).toContain("credentials")
       // Other schemes keep the general rule alone, not both messages.
-      expect(yield* message("http://127.0.0.1/a.png")).toBe("input.imageUrl: must be an https URL or a media reference (media:<uuid>)")
-    }))
+      expect(yield* message("http://127.0.0.1/a.png")).toBe(
+        "input.imageUrl: must be an https URL or a media reference (media:<uuid>)"
+      )
+    })
+  )
 
   it.effect("admits public https URLs, whatever their host name's words", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
-      for (const url of [URL_OK, "https://93.184.215.14/a.png", "https://[2606:4700::1111]/a.png", "https://localhost.example.com/a.png"]) {
+      for (const url of [
+        URL_OK,
+        "https://93.184.215.14/a.png",
+        "https://[2606:4700::1111]/a.png",
+        "https://localhost.example.com/a.png"
+      ]) {
         const single = yield* catalog.validate(SINGLE, { prompt: "a slow pan", imageUrl: url })
         expect(single.input.imageUrl).toBe(url)
       }
-    }))
+    })
+  )
 })

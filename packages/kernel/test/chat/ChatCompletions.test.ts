@@ -42,7 +42,9 @@ interface Fake {
 
 const fake = (script: {
   readonly complete?: (call: ChatCall) => Effect.Effect<ChatReply, ChatProvider.ChatProviderError>
-  readonly stream?: (call: ChatCall) => Effect.Effect<Stream.Stream<ChatStreamPart, ChatProvider.ChatProviderError>, ChatProvider.ChatProviderError>
+  readonly stream?: (
+    call: ChatCall
+  ) => Effect.Effect<Stream.Stream<ChatStreamPart, ChatProvider.ChatProviderError>, ChatProvider.ChatProviderError>
 }): Fake => {
   const state: Fake = {
     calls: [],
@@ -99,15 +101,22 @@ const create = (caller: Caller, ask: Ask = {}) => {
 }
 
 const onlyRequest = (caller: Caller) =>
-  Effect.map(ChatBilling.ChatBilling.use((billing) => billing.list(caller, { limit: 100 })), (page) => {
-    expect(page.requests).toHaveLength(1)
-    return page.requests[0]!
-  })
+  Effect.map(
+    ChatBilling.ChatBilling.use((billing) => billing.list(caller, { limit: 100 })),
+    (page) => {
+      expect(page.requests).toHaveLength(1)
+      return page.requests[0]!
+    }
+  )
 
 /** The ledger movements of the account's chat requests, oldest first. */
 const chatEntries = (accountId: AccountId) =>
   Effect.map(allEntries(accountId), (entries) =>
-    entries.filter((entry) => entry.chatRequestId !== null).map((entry) => [entry.kind, entry.amountMicros]).reverse())
+    entries
+      .filter((entry) => entry.chatRequestId !== null)
+      .map((entry) => [entry.kind, entry.amountMicros])
+      .reverse()
+  )
 
 const reply = (content: string, usage?: { promptTokens: number; completionTokens: number }): ChatReply => ({
   message: { role: "assistant", content },
@@ -124,7 +133,7 @@ const delta = (content: string, finishReason: string | null = null): ChatStreamP
 describe("ChatCompletions.create, not streamed", () => {
   it.effect("reserves before the call, sends the cap, charges the reported usage and releases the rest", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("Oslo.", { promptTokens: 14, completionTokens: 3 })) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const created = yield* create(caller, { maxTokens: 50, options: { temperature: 0 } })
@@ -139,7 +148,11 @@ describe("ChatCompletions.create, not streamed", () => {
         chargedMicros: charge
       })
       const reserved = costOf(PROMPT_ESTIMATE, 50)
-      expect(yield* chatEntries(accountId)).toEqual([["reserve", reserved], ["charge", charge], ["release", reserved - charge]])
+      expect(yield* chatEntries(accountId)).toEqual([
+        ["reserve", reserved],
+        ["charge", charge],
+        ["release", reserved - charge]
+      ])
       expect(yield* onlyRequest(caller)).toMatchObject({
         id: created.request.id,
         status: "succeeded",
@@ -155,7 +168,7 @@ describe("ChatCompletions.create, not streamed", () => {
 
   it.effect("applies the default cap: 4096, or what the context leaves", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("ok", { promptTokens: 1, completionTokens: 1 })) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
       yield* create(caller, {})
       expect(upstream.calls[0]?.maxTokens).toBe(ChatCompletions.DEFAULT_MAX_TOKENS)
@@ -167,18 +180,21 @@ describe("ChatCompletions.create, not streamed", () => {
 
   it.effect("charges counted tokens when the upstream reports no usage", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("The capital of Norway is Oslo.")) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
       const created = yield* create(caller, { maxTokens: 50 })
       const completion = ChatTokens.countText("o200k_base", "The capital of Norway is Oslo.")
-      expect(created._tag === "Completion" && created.usage).toEqual({ promptTokens: PROMPT_ESTIMATE, completionTokens: completion })
+      expect(created._tag === "Completion" && created.usage).toEqual({
+        promptTokens: PROMPT_ESTIMATE,
+        completionTokens: completion
+      })
       expect((yield* onlyRequest(caller)).chargedMicros).toBe(costOf(PROMPT_ESTIMATE, completion))
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
 
   it.effect("never charges more than the reservation, whatever the upstream reports", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("x", { promptTokens: 5000, completionTokens: 5000 })) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
       yield* create(caller, { maxTokens: 10 })
       const record = yield* onlyRequest(caller)
@@ -190,14 +206,17 @@ describe("ChatCompletions.create, not streamed", () => {
 
   it.effect("upstream failures charge nothing and map to the spec's codes", () => {
     const failures = [
-      [new ChatProvider.ChatProviderError({ reason: "RateLimited", message: "slow down", retryAfterSeconds: 7 }), "UPSTREAM_RATE_LIMITED"],
+      [
+        new ChatProvider.ChatProviderError({ reason: "RateLimited", message: "slow down", retryAfterSeconds: 7 }),
+        "UPSTREAM_RATE_LIMITED"
+      ],
       [new ChatProvider.ChatProviderError({ reason: "Unavailable", message: "500" }), "UPSTREAM_ERROR"],
       [new ChatProvider.ChatProviderError({ reason: "Timeout", message: "slow" }), "UPSTREAM_ERROR"],
       [new ChatProvider.ChatProviderError({ reason: "InvalidRequest", message: "bad tool schema" }), "INVALID_REQUEST"]
     ] as const
     let next = 0
     const upstream = fake({ complete: () => Effect.fail(failures[next++]![0]) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       for (const [, code] of failures) {
@@ -219,7 +238,7 @@ describe("ChatCompletions.create, not streamed", () => {
 
   it.effect("refuses before any upstream call: unknown, unrouted, unpriced, too long, unaffordable", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("never")) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10)
       const caller = callerOf(accountId)
       const codeOf = (ask: Ask) => Effect.map(Effect.flip(create(caller, ask)), (e) => ("code" in e ? e.code : e._tag))
@@ -245,7 +264,7 @@ describe("ChatCompletions.create, not streamed", () => {
           Effect.onInterrupt(() => Effect.sync(() => (interrupted = true)))
         )
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const fiber = yield* Effect.forkChild(Effect.scoped(create(caller, { maxTokens: 10 })))
@@ -265,19 +284,21 @@ describe("ChatCompletions.create, streamed", () => {
   it.effect("passes deltas through, then a usage chunk with the charge", () => {
     const upstream = fake({
       stream: () =>
-        Effect.succeed(Stream.fromIterable<ChatStreamPart>([
-          { _tag: "Delta", delta: { role: "assistant", content: "" }, finishReason: null },
-          delta("Os"),
-          delta("lo."),
-          delta("", "stop"),
-          { _tag: "Usage", usage: { promptTokens: 14, completionTokens: 3 } }
-        ]))
+        Effect.succeed(
+          Stream.fromIterable<ChatStreamPart>([
+            { _tag: "Delta", delta: { role: "assistant", content: "" }, finishReason: null },
+            delta("Os"),
+            delta("lo."),
+            delta("", "stop"),
+            { _tag: "Usage", usage: { promptTokens: 14, completionTokens: 3 } }
+          ])
+        )
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
-      expect(all.map((event) => event._tag === "Delta" ? event.delta : event._tag)).toEqual([
+      expect(all.map((event) => (event._tag === "Delta" ? event.delta : event._tag))).toEqual([
         { role: "assistant", content: "" },
         { content: "Os" },
         { content: "lo." },
@@ -293,12 +314,17 @@ describe("ChatCompletions.create, streamed", () => {
   })
 
   it.effect("counts the delivered text when the upstream stream reports no usage", () => {
-    const upstream = fake({ stream: () => Effect.succeed(Stream.fromIterable([delta("Oslo is"), delta(" the capital.", "stop")])) })
-    return Effect.gen(function*() {
+    const upstream = fake({
+      stream: () => Effect.succeed(Stream.fromIterable([delta("Oslo is"), delta(" the capital.", "stop")]))
+    })
+    return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
       const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
       const completion = ChatTokens.countText("o200k_base", "Oslo is the capital.")
-      expect(all.at(-1)).toMatchObject({ _tag: "Finished", usage: { promptTokens: PROMPT_ESTIMATE, completionTokens: completion } })
+      expect(all.at(-1)).toMatchObject({
+        _tag: "Finished",
+        usage: { promptTokens: PROMPT_ESTIMATE, completionTokens: completion }
+      })
       expect((yield* onlyRequest(caller)).chargedMicros).toBe(costOf(PROMPT_ESTIMATE, completion))
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
@@ -308,7 +334,7 @@ describe("ChatCompletions.create, streamed", () => {
     const upstream = fake({
       stream: () => Effect.succeed(Stream.concat(Stream.fromIterable([delta("Oslo is")]), Stream.fail(cut)))
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const all = yield* Effect.flatMap(create(caller, { stream: true, maxTokens: 20 }), events)
@@ -323,11 +349,13 @@ describe("ChatCompletions.create, streamed", () => {
     const upstream = fake({
       stream: () => Effect.succeed(Stream.fail(new ChatProvider.ChatProviderError({ reason: "Timeout", message: "idle" })))
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const all = yield* Effect.flatMap(create(caller, { stream: true }), events)
-      expect(all).toEqual([{ _tag: "Failed", error: expect.objectContaining({ code: "UPSTREAM_ERROR" }), usage: null, chargedMicros: 0 }])
+      expect(all).toEqual([
+        { _tag: "Failed", error: expect.objectContaining({ code: "UPSTREAM_ERROR" }), usage: null, chargedMicros: 0 }
+      ])
       expect(yield* onlyRequest(caller)).toMatchObject({ status: "failed", chargedMicros: 0 })
       yield* expectBalances(accountId, { balance: USD, reserved: 0 })
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
@@ -338,7 +366,7 @@ describe("ChatCompletions.create, streamed", () => {
       stream: () =>
         Effect.fail(new ChatProvider.ChatProviderError({ reason: "RateLimited", message: "429", retryAfterSeconds: 3 }))
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const error = yield* Effect.flip(create(callerOf(accountId), { stream: true }))
       expect(error).toMatchObject({ code: "UPSTREAM_RATE_LIMITED", retryAfterSeconds: 3 })
@@ -348,10 +376,10 @@ describe("ChatCompletions.create, streamed", () => {
   })
 
   it.effect("a caller that disconnects mid-stream closes the upstream and pays for the delivered part", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const parts = yield* Queue.unbounded<ChatStreamPart>()
       const upstream = fake({ stream: () => Effect.succeed(Stream.fromQueue(parts)) })
-      return yield* Effect.gen(function*() {
+      return yield* Effect.gen(function* () {
         const accountId = yield* fundedAccount(USD)
         const caller = callerOf(accountId)
         const seen = yield* Queue.unbounded<ChatCompletions.ChatEvent>()
@@ -374,11 +402,12 @@ describe("ChatCompletions.create, streamed", () => {
         expect(upstream.closed).toBe(1)
         yield* expectBalances(accountId, { balance: USD - charge, reserved: 0 })
       }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
-    }))
+    })
+  )
 
   it.effect("a stream that is never consumed is settled when its scope closes", () => {
     const upstream = fake({ stream: () => Effect.succeed(Stream.fromIterable([delta("hi", "stop")])) })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       yield* Effect.scoped(create(caller, { stream: true }))
@@ -391,15 +420,16 @@ describe("ChatCompletions.create, streamed", () => {
 
 describe("ChatCompletions.models", () => {
   it.effect("lists the models that are priced and have an upstream", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const list = yield* ChatCompletions.ChatCompletions.use((chat) => chat.models)
       expect(list.map((model) => model.id)).toEqual([MODEL])
-    }).pipe(Effect.provide(layerFor(fake({})))))
+    }).pipe(Effect.provide(layerFor(fake({}))))
+  )
 })
 
 describe("ChatBilling.sweepAtStart", () => {
   it.effect("releases the requests a dead process left open, once they are stale", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accountId = yield* fundedAccount(USD)
       const caller = callerOf(accountId)
       const billing = yield* ChatBilling.ChatBilling
@@ -409,5 +439,6 @@ describe("ChatBilling.sweepAtStart", () => {
       expect(yield* ChatBilling.sweepAtStart()).toBe(1)
       expect(yield* billing.get(caller, opened.id)).toMatchObject({ status: "failed", chargedMicros: 0, errorCode: "ABANDONED" })
       yield* expectBalances(accountId, { balance: USD, reserved: 0 })
-    }).pipe(Effect.provide(layerFor(fake({})))))
+    }).pipe(Effect.provide(layerFor(fake({}))))
+  )
 })

@@ -35,33 +35,44 @@ describe("ChatPrices.decode", () => {
   })
 
   it("requires ordered tiers ending with one open tier, and rates that never fall", () => {
-    expect(problemsOf(entry([{ upToPromptTokens: 10, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 }])))
-      .toEqual(["models.m.tiers[0].upToPromptTokens: the last tier must be null (open-ended)"])
-    expect(problemsOf(entry([
-      { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 },
-      { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 }
-    ]))).toEqual(["models.m.tiers[0].upToPromptTokens: only the last tier may be null"])
-    expect(problemsOf(entry([
-      { upToPromptTokens: 100, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 },
-      { upToPromptTokens: 50, promptMicrosPerMillion: 2, completionMicrosPerMillion: 2 },
-      { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 3 }
-    ]))).toEqual([
+    expect(problemsOf(entry([{ upToPromptTokens: 10, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 }]))).toEqual([
+      "models.m.tiers[0].upToPromptTokens: the last tier must be null (open-ended)"
+    ])
+    expect(
+      problemsOf(
+        entry([
+          { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 },
+          { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 }
+        ])
+      )
+    ).toEqual(["models.m.tiers[0].upToPromptTokens: only the last tier may be null"])
+    expect(
+      problemsOf(
+        entry([
+          { upToPromptTokens: 100, promptMicrosPerMillion: 1, completionMicrosPerMillion: 1 },
+          { upToPromptTokens: 50, promptMicrosPerMillion: 2, completionMicrosPerMillion: 2 },
+          { upToPromptTokens: null, promptMicrosPerMillion: 1, completionMicrosPerMillion: 3 }
+        ])
+      )
+    ).toEqual([
       "models.m.tiers[1].upToPromptTokens: must be greater than the previous tier's",
       "models.m.tiers[2]: rates may not be lower than the previous tier's (a larger prompt never costs less)"
     ])
   })
 
   it("refuses rates that could overflow the safe-integer range", () => {
-    expect(problemsOf({
-      models: {
-        m: {
-          enabled: true,
-          provider: "local",
-          contextLength: 10_000_000,
-          tiers: [{ upToPromptTokens: null, promptMicrosPerMillion: 2 ** 52, completionMicrosPerMillion: 0 }]
+    expect(
+      problemsOf({
+        models: {
+          m: {
+            enabled: true,
+            provider: "local",
+            contextLength: 10_000_000,
+            tiers: [{ upToPromptTokens: null, promptMicrosPerMillion: 2 ** 52, completionMicrosPerMillion: 0 }]
+          }
         }
-      }
-    })).toEqual(["models.m.tiers: a request as long as the context would cost more than the largest safe amount"])
+      })
+    ).toEqual(["models.m.tiers: a request as long as the context would cost more than the largest safe amount"])
   })
 })
 
@@ -83,8 +94,9 @@ describe("ChatPrices.cost", () => {
     expect(ChatPrices.cost([tier(null, 400_000, 0)], { promptTokens: 3, completionTokens: 0 })).toBe(2)
     expect(ChatPrices.cost(tiered, { promptTokens: 0, completionTokens: 0 })).toBe(0)
     // Above 200k prompt tokens the whole request moves to the higher tier.
-    expect(ChatPrices.cost(tiered, { promptTokens: 200_001, completionTokens: 1000 }))
-      .toBe(Math.ceil((200_001 * 2_500_000 + 1000 * 15_000_000) / 1_000_000))
+    expect(ChatPrices.cost(tiered, { promptTokens: 200_001, completionTokens: 1000 })).toBe(
+      Math.ceil((200_001 * 2_500_000 + 1000 * 15_000_000) / 1_000_000)
+    )
   })
 
   it("is exact where floats are not", () => {
@@ -95,16 +107,15 @@ describe("ChatPrices.cost", () => {
   })
 
   it("never falls when the prompt grows (what makes a high estimate's reservation enough)", () => {
-    fc.assert(fc.property(
-      fc.nat({ max: 400_000 }),
-      fc.nat({ max: 400_000 }),
-      fc.nat({ max: 100_000 }),
-      (a, b, completion) => {
+    fc.assert(
+      fc.property(fc.nat({ max: 400_000 }), fc.nat({ max: 400_000 }), fc.nat({ max: 100_000 }), (a, b, completion) => {
         const [small, large] = a <= b ? [a, b] : [b, a]
-        return ChatPrices.cost(tiered, { promptTokens: small, completionTokens: completion }) <=
+        return (
+          ChatPrices.cost(tiered, { promptTokens: small, completionTokens: completion }) <=
           ChatPrices.cost(tiered, { promptTokens: large, completionTokens: completion })
-      }
-    ))
+        )
+      })
+    )
   })
 
   it("costUpTo caps at the reservation, however large the counts", () => {

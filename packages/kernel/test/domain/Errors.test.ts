@@ -31,10 +31,13 @@ describe("Errors", () => {
   })
 
   it.effect("fails an Effect as a yieldable tagged error", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(Effect.gen(function*() {
-        return yield* new Errors.JobNotFound({ message: "No task." })
-      }))
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        Effect.gen(function* () {
+          return yield* new Errors.JobNotFound({ message: "No task." })
+        })
+      )
       expect(error._tag).toBe("JobNotFound")
-    }))
+    })
+  )
 })

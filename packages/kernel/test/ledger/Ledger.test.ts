@@ -18,7 +18,7 @@ const account = (name: string) =>
 
 describe("Ledger", () => {
   it.effect("moves credits and reports them", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const ledger = yield* Ledger.Ledger
       const id = yield* account("acme")
       yield* ledger.grant(id, micros(3_000_000), { note: "top-up", externalRef: "pay_1" })
@@ -33,20 +33,22 @@ describe("Ledger", () => {
       })
       expect(yield* ledger.balances(id)).toEqual(adjusted.balances)
       expect(yield* ledger.audit).toEqual([])
-    }).pipe(Effect.provide(layer)))
+    }).pipe(Effect.provide(layer))
+  )
 
   it.effect("an unknown account is AccountNotFound", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const ledger = yield* Ledger.Ledger
       const missing = Ids.makeAccountId()
       const notFound = new AccountNotFound({ accountId: missing })
       expect(yield* Effect.flip(ledger.grant(missing, micros(1)))).toEqual(notFound)
       expect(yield* Effect.flip(ledger.balances(missing))).toEqual(notFound)
       expect(yield* Effect.flip(ledger.usage(missing, { limit: 10 }))).toEqual(notFound)
-    }).pipe(Effect.provide(layer)))
+    }).pipe(Effect.provide(layer))
+  )
 
   it.effect("usage pages through the entries newest first, at most 100 a page", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const ledger = yield* Ledger.Ledger
       const id = yield* account("acme")
       for (let i = 1; i <= 102; i++) yield* ledger.grant(id, micros(i))
@@ -58,10 +60,11 @@ describe("Ledger", () => {
       expect(second.entries.map((entry) => entry.amountMicros)).toEqual([2, 1])
       expect(second.nextCursor).toBeNull()
       expect((yield* ledger.usage(id, { limit: 0 })).entries.length).toBe(1)
-    }).pipe(Effect.provide(layer)))
+    }).pipe(Effect.provide(layer))
+  )
 
   it.effect("a cursor of another account is REQUEST_NOT_FOUND", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const ledger = yield* Ledger.Ledger
       const mine = yield* account("mine")
       const theirs = yield* account("theirs")
@@ -71,5 +74,6 @@ describe("Ledger", () => {
       expect(cursor).toBeDefined()
       const error = yield* Effect.flip(ledger.usage(mine, { limit: 1, before: cursor }))
       expect(error).toBeInstanceOf(Errors.RequestNotFound)
-    }).pipe(Effect.provide(layer)))
+    }).pipe(Effect.provide(layer))
+  )
 })

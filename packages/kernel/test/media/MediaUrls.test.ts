@@ -45,7 +45,7 @@ describe("MediaUrls", () => {
   })
 
   it.effect("a rotation: links of the previous secret are still accepted, new ones are signed with the current", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const previous = Redacted.make("the-secret-before-the-rotation-0000")
       const old = MediaUrls.make({ baseUrl: "https://a.test", secret: previous })
       const rotated = MediaUrls.make({ baseUrl: "https://a.test", secret, previousSecret: previous })
@@ -56,9 +56,11 @@ describe("MediaUrls", () => {
       expect(yield* old.verify(newLink)).toEqual({ _tag: "Invalid" })
       // Once the previous secret is dropped, its links stop working.
       expect(yield* MediaUrls.make({ baseUrl: "https://a.test", secret }).verify(oldLink)).toEqual({ _tag: "Invalid" })
-      expect(() => MediaUrls.make({ baseUrl: "https://a.test", secret, previousSecret: Redacted.make("short") }))
-        .toThrow(RangeError)
-    }))
+      expect(() => MediaUrls.make({ baseUrl: "https://a.test", secret, previousSecret: Redacted.make("short") })).toThrow(
+        RangeError
+      )
+    })
+  )
 
   it("wants a long secret and a usable base URL", () => {
     expect(() => MediaUrls.make({ baseUrl: "https://a.test", secret: Redacted.make("short") })).toThrow(RangeError)
@@ -66,7 +68,7 @@ describe("MediaUrls", () => {
   })
 
   it.effect("the service signs absolute links on its clock, valid for the configured time", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const links = MediaUrls.make({ baseUrl: "https://api.example.com/", secret, ttlMs: 60_000 })
       const link = yield* links.sign(accountId, reference)
       expect(link.startsWith("https://api.example.com/api/v1/media-links/")).toBe(true)
@@ -74,5 +76,6 @@ describe("MediaUrls", () => {
       expect((yield* links.verify(path))._tag).toBe("Valid")
       yield* TestClock.adjust("60 seconds")
       expect(yield* links.verify(path)).toEqual({ _tag: "Expired" })
-    }))
+    })
+  )
 })

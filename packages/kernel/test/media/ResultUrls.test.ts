@@ -53,7 +53,7 @@ describe("ResultUrls", () => {
   })
 
   it.effect("the service signs on its clock, for the configured time, and states the expiry the link carries", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const links = ResultUrls.make({ secret, ttlMs: 60_000 })
       yield* TestClock.setTime(at.getTime() + 400)
       const link = yield* links.sign(accountId, resultId)
@@ -64,10 +64,11 @@ describe("ResultUrls", () => {
       expect((yield* links.verify(link.path))._tag).toBe("Valid")
       yield* TestClock.adjust("1 second")
       expect((yield* links.verify(link.path))._tag).toBe("Expired")
-    }))
+    })
+  )
 
   it.effect("a link signed under a longer TTL lives no longer than the TTL in force", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* TestClock.setTime(at.getTime())
       const long = yield* ResultUrls.make({ secret, ttlMs: 24 * 3_600_000 }).sign(accountId, resultId)
       const current = ResultUrls.make({ secret, ttlMs: 3_600_000 })
@@ -77,10 +78,11 @@ describe("ResultUrls", () => {
       expect((yield* current.verify(justPast))._tag).toBe("Valid")
       const beyond = ResultUrls.signedPath(secret, accountId, resultId, new Date(at.getTime() + 3_600_000 + 61_000))
       expect(yield* current.verify(beyond)).toEqual({ _tag: "Invalid" })
-    }))
+    })
+  )
 
   it.effect("a rotation: the previous secret's links are accepted, links are signed with the current one", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* TestClock.setTime(at.getTime())
       const previous = Redacted.make("the-secret-before-the-rotation-0000")
       const old = yield* ResultUrls.make({ secret: previous }).sign(accountId, resultId)
@@ -92,12 +94,14 @@ describe("ResultUrls", () => {
       // The previous secret's media links never open a result either.
       const media = MediaUrls.signedPath(previous, accountId, `media:${resultId}` as MediaReference.MediaReference, inAnHour)
       expect(yield* rotated.verify(media.replace(MediaUrls.PATH_PREFIX, ResultUrls.PATH_PREFIX))).toEqual({ _tag: "Invalid" })
-    }))
+    })
+  )
 
   it.effect("defaults to links of one hour", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* TestClock.setTime(at.getTime())
       const link = yield* ResultUrls.make({ secret }).sign(accountId, resultId)
       expect(link.expiresAt).toEqual(inAnHour)
-    }))
+    })
+  )
 })

@@ -36,16 +36,58 @@ const policy: AddressPolicy.Policy = {
 
 describe("IP addresses", () => {
   it("are public when global unicast, IPv6 forms of IPv4 judged by the IPv4 address", () => {
-    for (const address of ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"]) {
+    for (const address of [
+      "93.184.215.14",
+      "8.8.8.8",
+      "2606:4700::1111",
+      "::ffff:8.8.8.8",
+      "64:ff9b::808:808",
+      "2002:808:808::1"
+    ]) {
       expect(AddressPolicy.isPublicAddress(address), address).toBe(true)
     }
     for (const address of [
-      "0.0.0.0", "10.0.0.1", "100.64.0.1", "100.127.255.254", "127.0.0.1", "127.255.255.254", "169.254.169.254", "172.16.0.1",
-      "172.31.255.255", "192.0.0.170", "192.0.2.1", "192.168.0.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "224.0.0.1",
-      "239.255.255.250", "240.0.0.1", "255.255.255.255",
-      "::", "::1", "::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:10.0.0.1", "::ffff:192.168.0.1", "::ffff:169.254.169.254",
-      "::127.0.0.1", "64:ff9b::7f00:1", "2002:c0a8:1::1", "fc00::1", "fd00:ec2::254", "fe80::1", "fe80::1%eth0", "fec0::1",
-      "ff02::1", "2001:db8::1", "2001::1", "100::1", "not an address", "localhost", "[::1]"
+      "0.0.0.0",
+      "10.0.0.1",
+      "100.64.0.1",
+      "100.127.255.254",
+      "127.0.0.1",
+      "127.255.255.254",
+      "169.254.169.254",
+      "172.16.0.1",
+      "172.31.255.255",
+      "192.0.0.170",
+      "192.0.2.1",
+      "192.168.0.1",
+      "198.18.0.1",
+      "198.51.100.1",
+      "203.0.113.1",
+      "224.0.0.1",
+      "239.255.255.250",
+      "240.0.0.1",
+      "255.255.255.255",
+      "::",
+      "::1",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      "::ffff:10.0.0.1",
+      "::ffff:192.168.0.1",
+      "::ffff:169.254.169.254",
+      "::127.0.0.1",
+      "64:ff9b::7f00:1",
+      "2002:c0a8:1::1",
+      "fc00::1",
+      "fd00:ec2::254",
+      "fe80::1",
+      "fe80::1%eth0",
+      "fec0::1",
+      "ff02::1",
+      "2001:db8::1",
+      "2001::1",
+      "100::1",
+      "not an address",
+      "localhost",
+      "[::1]"
     ]) {
       expect(AddressPolicy.isPublicAddress(address), address).toBe(false)
     }
@@ -160,10 +202,12 @@ describe("resolving a host", () => {
   })
 
   it("permits loopback answers only under the tests' policy", async () => {
-    await expect(AddressPolicy.resolveChecked("loopback.example.com", { ...policy, allowLoopbackForTests: true })).resolves.toEqual([v4("127.0.0.1")])
-    await expect(AddressPolicy.resolveChecked("private.example.com", { ...policy, allowLoopbackForTests: true })).rejects.toBeInstanceOf(
-      AddressPolicy.AddressRefused
-    )
+    await expect(
+      AddressPolicy.resolveChecked("loopback.example.com", { ...policy, allowLoopbackForTests: true })
+    ).resolves.toEqual([v4("127.0.0.1")])
+    await expect(
+      AddressPolicy.resolveChecked("private.example.com", { ...policy, allowLoopbackForTests: true })
+    ).rejects.toBeInstanceOf(AddressPolicy.AddressRefused)
   })
 
   it("uses the system resolver and public-only answers by default", () => {

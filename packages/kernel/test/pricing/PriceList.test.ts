@@ -60,24 +60,27 @@ describe("PriceList.quantityOf", () => {
 
 describe("PriceList.load", () => {
   it("accepts flat prices, rate cards, lists, null for an omittable field and a quantity field", () => {
-    expect(problemsOf({
-      models: {
-        "test-song": { enabled: true, priceMicros: 5000 },
-        "test-image": {
-          enabled: true,
-          rateCard: [
-            { when: { resolution: ["1k", "2k"], aspectRatio: [null, "1:1"] }, priceMicros: 30000, quantityField: "numImages" },
-            { when: { resolution: ["1k", "2k"], aspectRatio: "16:9" }, priceMicros: 35000, quantityField: "numImages" },
-            { when: { resolution: "4k" }, priceMicros: 10000, quantityField: "duration", settlement: "fixed" }
-          ]
+    expect(
+      problemsOf({
+        models: {
+          "test-song": { enabled: true, priceMicros: 5000 },
+          "test-image": {
+            enabled: true,
+            rateCard: [
+              { when: { resolution: ["1k", "2k"], aspectRatio: [null, "1:1"] }, priceMicros: 30000, quantityField: "numImages" },
+              { when: { resolution: ["1k", "2k"], aspectRatio: "16:9" }, priceMicros: 35000, quantityField: "numImages" },
+              { when: { resolution: "4k" }, priceMicros: 10000, quantityField: "duration", settlement: "fixed" }
+            ]
+          }
         }
-      }
-    })).toEqual([])
+      })
+    ).toEqual([])
   })
 
   it("accepts entries that cannot be quoted: disabled, or without any price", () => {
-    expect(problemsOf({ models: { "test-song": { enabled: true }, "test-image": { enabled: false, priceMicros: 1 } } }))
-      .toEqual([])
+    expect(problemsOf({ models: { "test-song": { enabled: true }, "test-image": { enabled: false, priceMicros: 1 } } })).toEqual(
+      []
+    )
   })
 
   it("reports every schema problem at once, each with its path", () => {
@@ -105,9 +108,11 @@ describe("PriceList.load", () => {
     expect(problemsOf({ models: { "no-such-model": { enabled: true, priceMicros: 1 } } })).toEqual([
       "models.no-such-model: no model has this slug"
     ])
-    expect(problemsOf({
-      models: { "test-image": { enabled: true, priceMicros: 1, rateCard: [{ when: {}, priceMicros: 1 }] } }
-    })).toEqual([expect.stringMatching(/^models\.test-image: give priceMicros or rateCard, not both/)])
+    expect(
+      problemsOf({
+        models: { "test-image": { enabled: true, priceMicros: 1, rateCard: [{ when: {}, priceMicros: 1 }] } }
+      })
+    ).toEqual([expect.stringMatching(/^models\.test-image: give priceMicros or rateCard, not both/)])
   })
 
   it("refuses when-fields the model does not have, values outside their options and untestable fields", () => {
@@ -131,33 +136,41 @@ describe("PriceList.load", () => {
   })
 
   it("refuses a rate card under which some input matches no rule, naming the combination", () => {
-    const problems = problemsOf(withCard([
-      { when: { resolution: "1k" }, priceMicros: 1 },
-      { when: { resolution: "2k" }, priceMicros: 2 }
-    ]))
+    const problems = problemsOf(
+      withCard([
+        { when: { resolution: "1k" }, priceMicros: 1 },
+        { when: { resolution: "2k" }, priceMicros: 2 }
+      ])
+    )
     expect(problems).toEqual([`models.test-image.rateCard: no rule matches resolution "4k"`])
   })
 
   it("counts an omitted field as a value of its own", () => {
-    const problems = problemsOf(withCard([
-      { when: { aspectRatio: "1:1" }, priceMicros: 1 },
-      { when: { aspectRatio: "16:9" }, priceMicros: 2 }
-    ]))
+    const problems = problemsOf(
+      withCard([
+        { when: { aspectRatio: "1:1" }, priceMicros: 1 },
+        { when: { aspectRatio: "16:9" }, priceMicros: 2 }
+      ])
+    )
     expect(problems).toEqual([`models.test-image.rateCard: no rule matches aspectRatio omitted`])
   })
 
   it("refuses a rate card under which some input matches several rules, naming them", () => {
-    const problems = problemsOf(withCard([
-      { when: {}, priceMicros: 1 },
-      { when: { resolution: "4k" }, priceMicros: 2 }
-    ]))
+    const problems = problemsOf(
+      withCard([
+        { when: {}, priceMicros: 1 },
+        { when: { resolution: "4k" }, priceMicros: 2 }
+      ])
+    )
     expect(problems).toEqual([`models.test-image.rateCard: more than one rule matches: rules 0 and 1 all match resolution "4k"`])
   })
 
   it("summarises many failing combinations", () => {
     const problems = problemsOf(withCard([{ when: { resolution: "1k", duration: 6 }, priceMicros: 1 }]))
     expect(problems).toHaveLength(1)
-    expect(problems[0]).toMatch(/^models\.test-image\.rateCard: no rule matches resolution "2k", duration 6; .*; and 26 more combinations$/)
+    expect(problems[0]).toMatch(
+      /^models\.test-image\.rateCard: no rule matches resolution "2k", duration 6; .*; and 26 more combinations$/
+    )
   })
 
   it("refuses quantity fields that are not always a whole number of at least 1", () => {
@@ -186,12 +199,14 @@ describe("PriceList.load", () => {
   })
 
   it("accepts a positive daily budget on any entry and refuses any other amount, naming it", () => {
-    expect(problemsOf({
-      models: {
-        "test-song": { enabled: true, priceMicros: 5000, dailyBudgetMicros: 100_000_000 },
-        "test-image": { enabled: false, dailyBudgetMicros: Number.MAX_SAFE_INTEGER }
-      }
-    })).toEqual([])
+    expect(
+      problemsOf({
+        models: {
+          "test-song": { enabled: true, priceMicros: 5000, dailyBudgetMicros: 100_000_000 },
+          "test-image": { enabled: false, dailyBudgetMicros: Number.MAX_SAFE_INTEGER }
+        }
+      })
+    ).toEqual([])
     const budgetOf = (dailyBudgetMicros: unknown) =>
       problemsOf({ models: { "test-song": { enabled: true, priceMicros: 5000, dailyBudgetMicros } } })
     for (const bad of [0, -1, 1.5, Number.MAX_SAFE_INTEGER + 1, 1e300]) {
@@ -205,26 +220,36 @@ describe("PriceList.load", () => {
   })
 
   it.effect("reports the problems of every model together, in one PriceListInvalid", () =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(PriceList.load({
-        models: {
-          "test-image": { enabled: true, rateCard: [{ when: { resolution: "1k" }, priceMicros: 1 }] },
-          "test-song": { enabled: true, rateCard: [{ when: { mood: "sad" }, priceMicros: 1 }] },
-          "nope": { enabled: false }
-        }
-      }, models))
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        PriceList.load(
+          {
+            models: {
+              "test-image": { enabled: true, rateCard: [{ when: { resolution: "1k" }, priceMicros: 1 }] },
+              "test-song": { enabled: true, rateCard: [{ when: { mood: "sad" }, priceMicros: 1 }] },
+              nope: { enabled: false }
+            }
+          },
+          models
+        )
+      )
       expect(error._tag).toBe("PriceListInvalid")
       expect(error.problems).toHaveLength(3)
       expect(error.message).toContain("- models.nope: no model has this slug")
-    }))
+    })
+  )
 })
 
 describe("PriceList.toPublic", () => {
   it("lists every model in Catalog order with a from-price, the rate card and availability", () => {
-    const list = Result.getOrThrow(PriceList.decode(withCard([
-      { when: { resolution: ["1k", "2k"] }, priceMicros: 7000, quantityField: "numImages" },
-      { when: { resolution: "4k" }, priceMicros: 1000, quantityField: "duration" }
-    ])))
+    const list = Result.getOrThrow(
+      PriceList.decode(
+        withCard([
+          { when: { resolution: ["1k", "2k"] }, priceMicros: 7000, quantityField: "numImages" },
+          { when: { resolution: "4k" }, priceMicros: 1000, quantityField: "duration" }
+        ])
+      )
+    )
     expect(PriceList.toPublic(list, models)).toEqual({
       models: [
         { model: "test-image", enabled: true, currency: "USD", priceMicros: 6000, rateCard: list.models["test-image"]!.rateCard },
@@ -234,26 +259,34 @@ describe("PriceList.toPublic", () => {
   })
 
   it("takes the smallest quantity a rule's when lets through", () => {
-    const list = Result.getOrThrow(PriceList.decode(withCard([
-      { when: { numImages: "1" }, priceMicros: 9000, quantityField: "numImages" },
-      { when: { numImages: ["2", "3"] }, priceMicros: 4000, quantityField: "numImages" }
-    ])))
+    const list = Result.getOrThrow(
+      PriceList.decode(
+        withCard([
+          { when: { numImages: "1" }, priceMicros: 9000, quantityField: "numImages" },
+          { when: { numImages: ["2", "3"] }, priceMicros: 4000, quantityField: "numImages" }
+        ])
+      )
+    )
     expect(PriceList.toPublic(list, [model]).models[0]!.priceMicros).toBe(8000)
   })
 
   it("leaves daily budgets out: they are the operator's", () => {
-    const list = Result.getOrThrow(PriceList.decode({
-      models: { "test-song": { enabled: true, priceMicros: 10, dailyBudgetMicros: 1_000 } }
-    }))
+    const list = Result.getOrThrow(
+      PriceList.decode({
+        models: { "test-song": { enabled: true, priceMicros: 10, dailyBudgetMicros: 1_000 } }
+      })
+    )
     expect(PriceList.toPublic(list, [other]).models).toEqual([
       { model: "test-song", enabled: true, currency: "USD", priceMicros: 10 }
     ])
   })
 
   it("shows a disabled or unpriced model as not enabled", () => {
-    const list = Result.getOrThrow(PriceList.decode({
-      models: { "test-image": { enabled: false, priceMicros: 10 }, "test-song": { enabled: true } }
-    }))
+    const list = Result.getOrThrow(
+      PriceList.decode({
+        models: { "test-image": { enabled: false, priceMicros: 10 }, "test-song": { enabled: true } }
+      })
+    )
     expect(PriceList.toPublic(list, models).models).toEqual([
       { model: "test-image", enabled: false, currency: "USD", priceMicros: 10 },
       { model: "test-song", enabled: false, currency: "USD", priceMicros: null }
@@ -263,12 +296,13 @@ describe("PriceList.toPublic", () => {
 
 describe("the shipped default price list", () => {
   it.effect("loads clean against the real Catalog and prices every one of its models", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { models: all } = yield* Catalog.Catalog
       const list = yield* PriceList.load(defaultPrices, all)
       expect(Object.keys(list.models).sort()).toEqual(all.map((m) => m.slug).sort())
       expect(all).toHaveLength(33)
       const view = PriceList.toPublic(list, all)
       expect(view.models.every((entry) => entry.enabled && entry.priceMicros !== null && entry.priceMicros > 0)).toBe(true)
-    }).pipe(Effect.provide(Catalog.layer)))
+    }).pipe(Effect.provide(Catalog.layer))
+  )
 })

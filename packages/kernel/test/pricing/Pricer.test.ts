@@ -9,37 +9,39 @@ import * as Money from "../../src/domain/Money.ts"
 import * as PriceList from "../../src/pricing/PriceList.ts"
 import * as Pricer from "../../src/pricing/Pricer.ts"
 
-const list = Result.getOrThrow(PriceList.decode({
-  models: {
-    flat: { enabled: true, priceMicros: 5000 },
-    card: {
-      enabled: true,
-      rateCard: [
-        { when: { resolution: ["1k", "2k"] }, priceMicros: 30000 },
-        { when: { resolution: "4k" }, priceMicros: 45000 }
-      ]
-    },
-    perImage: {
-      enabled: true,
-      rateCard: [{ when: {}, priceMicros: 20000, quantityField: "numImages", settlement: "perDeliveredUnit" }]
-    },
-    perSecond: {
-      enabled: true,
-      rateCard: [
-        { when: { resolution: "480p" }, priceMicros: 50000, quantityField: "duration" },
-        { when: { resolution: "720p" }, priceMicros: 80000, quantityField: "duration" }
-      ]
-    },
-    off: { enabled: false, priceMicros: 5000 },
-    unpriced: { enabled: true }
-  }
-}))
+const list = Result.getOrThrow(
+  PriceList.decode({
+    models: {
+      flat: { enabled: true, priceMicros: 5000 },
+      card: {
+        enabled: true,
+        rateCard: [
+          { when: { resolution: ["1k", "2k"] }, priceMicros: 30000 },
+          { when: { resolution: "4k" }, priceMicros: 45000 }
+        ]
+      },
+      perImage: {
+        enabled: true,
+        rateCard: [{ when: {}, priceMicros: 20000, quantityField: "numImages", settlement: "perDeliveredUnit" }]
+      },
+      perSecond: {
+        enabled: true,
+        rateCard: [
+          { when: { resolution: "480p" }, priceMicros: 50000, quantityField: "duration" },
+          { when: { resolution: "720p" }, priceMicros: 80000, quantityField: "duration" }
+        ]
+      },
+      off: { enabled: false, priceMicros: 5000 },
+      unpriced: { enabled: true }
+    }
+  })
+)
 
 const quote = (slug: string, input: ModelInput = {}) => Pricer.quote(list, slug, input)
 
 describe("Pricer.quote", () => {
   it.effect("quotes a flat price per task", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       expect(yield* quote("flat", { prompt: "x" })).toEqual({
         model: "flat",
         priceMicros: 5000,
@@ -47,17 +49,19 @@ describe("Pricer.quote", () => {
         quantity: 1,
         settlement: "fixed"
       })
-    }))
+    })
+  )
 
   it.effect("quotes the one rule whose when matches", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       expect((yield* quote("card", { resolution: "1k" })).priceMicros).toBe(30000)
       expect((yield* quote("card", { resolution: "2k" })).priceMicros).toBe(30000)
       expect((yield* quote("card", { resolution: "4k" })).priceMicros).toBe(45000)
-    }))
+    })
+  )
 
   it.effect("multiplies by the quantity field, whether a numeric string or an integer", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       expect(yield* quote("perImage", { numImages: "3" })).toEqual({
         model: "perImage",
         priceMicros: 60000,
@@ -72,10 +76,11 @@ describe("Pricer.quote", () => {
         quantity: 10,
         settlement: "fixed"
       })
-    }))
+    })
+  )
 
   it.effect("refuses absent, disabled and unpriced models with MODEL_PRICE_UNAVAILABLE naming the model", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       for (const slug of ["absent", "off", "unpriced"]) {
         const error = yield* Effect.flip(quote(slug))
         expect(error._tag).toBe("ModelPriceUnavailable")
@@ -84,10 +89,11 @@ describe("Pricer.quote", () => {
         expect(error.message).toContain(`Model ${slug}`)
       }
       expect((yield* Effect.flip(quote("off"))).message).toContain("disabled")
-    }))
+    })
+  )
 
   it.effect("refuses an input outside the model's values instead of guessing a price", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const unmatched = yield* Effect.flip(quote("card", { resolution: "8k" }))
       expect(unmatched.code).toBe("INVALID_MODEL_INPUT")
       expect(unmatched.message).toContain(`resolution="8k"`)
@@ -96,20 +102,28 @@ describe("Pricer.quote", () => {
       expect(badQuantity.message).toMatch(/^input\.numImages: /)
       const overflow = yield* Effect.flip(quote("perImage", { numImages: String(Number.MAX_SAFE_INTEGER) }))
       expect(overflow.code).toBe("INVALID_MODEL_INPUT")
-    }))
+    })
+  )
 })
 
 describe("Pricer.checkExpected", () => {
-  const fixed: Pricer.Quote = { model: "flat", priceMicros: Money.micros(40000), unitMicros: Money.micros(40000), quantity: 1, settlement: "fixed" }
+  const fixed: Pricer.Quote = {
+    model: "flat",
+    priceMicros: Money.micros(40000),
+    unitMicros: Money.micros(40000),
+    quantity: 1,
+    settlement: "fixed"
+  }
 
   it.effect("passes when no price was shown or the shown price is the quote", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* Pricer.checkExpected(fixed, undefined)
       yield* Pricer.checkExpected(fixed, 40000)
-    }))
+    })
+  )
 
   it.effect("fails with PRICE_CHANGED giving both amounts when they differ", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(Pricer.checkExpected(fixed, 30000))
       expect(error._tag).toBe("PriceChanged")
       expect(error.code).toBe("PRICE_CHANGED")
@@ -117,11 +131,17 @@ describe("Pricer.checkExpected", () => {
       expect(error.message).toContain("40000")
       expect(error.message).toContain("0.040000 USD")
       expect(error.message).toContain("30000 micros (0.030000 USD)")
-    }))
+    })
+  )
 })
 
 describe("Pricer.settle", () => {
-  const perUnit = { priceMicros: Money.micros(100000), unitMicros: Money.micros(20000), quantity: 5, settlement: "perDeliveredUnit" } as const
+  const perUnit = {
+    priceMicros: Money.micros(100000),
+    unitMicros: Money.micros(20000),
+    quantity: 5,
+    settlement: "perDeliveredUnit"
+  } as const
 
   it("charges only the units delivered, never more than reserved", () => {
     expect(Pricer.settle(perUnit, 5)).toBe(100000)
@@ -131,7 +151,12 @@ describe("Pricer.settle", () => {
   })
 
   it("charges a fixed quote as quoted", () => {
-    const fixed = { priceMicros: Money.micros(800000), unitMicros: Money.micros(80000), quantity: 10, settlement: "fixed" } as const
+    const fixed = {
+      priceMicros: Money.micros(800000),
+      unitMicros: Money.micros(80000),
+      quantity: 10,
+      settlement: "fixed"
+    } as const
     expect(Pricer.settle(fixed, 0)).toBe(800000)
     expect(Pricer.settle(fixed, 3)).toBe(800000)
   })
@@ -146,7 +171,7 @@ const ECONOMY = "gamma-imagine-2-0-text-to-image-economy"
 const ALPHA = "alpha-2-text-to-image-economy"
 
 const quoteValidated = (slug: string, raw: unknown) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { input } = yield* (yield* Catalog.Catalog).validate(slug, raw)
     return yield* (yield* Pricer.Pricer).quote(slug, input)
   })
@@ -154,11 +179,12 @@ const quoteValidated = (slug: string, raw: unknown) =>
 /** The problems of a change refused as an invalid list; any other failure fails the test. */
 const problemsOf = (change: Effect.Effect<void, Pricer.ChangeError>) =>
   Effect.flatMap(Effect.flip(change), (error) =>
-    error._tag === "PriceListInvalid" ? Effect.succeed(error.problems) : Effect.die(error))
+    error._tag === "PriceListInvalid" ? Effect.succeed(error.problems) : Effect.die(error)
+  )
 
 describe("the Pricer service", () => {
   it.effect("quotes Catalog-validated input with the shipped defaults, defaults applied", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const one = yield* quoteValidated(ECONOMY, { prompt: "a fox" })
       expect(one).toMatchObject({ priceMicros: 20000, unitMicros: 20000, quantity: 1, settlement: "perDeliveredUnit" })
       const four = yield* quoteValidated(ECONOMY, { prompt: "a fox", numImages: "4" })
@@ -167,12 +193,12 @@ describe("the Pricer service", () => {
       expect(pricer.settle(four, 3)).toBe(60000)
       expect((yield* quoteValidated(ALPHA, { prompt: "a fox" })).priceMicros).toBe(40000)
       expect((yield* quoteValidated(ALPHA, { prompt: "a fox", resolution: "4k" })).priceMicros).toBe(100000)
-      expect((yield* quoteValidated("delta-omni-flash-text-to-video-economy", { prompt: "waves" })).priceMicros)
-        .toBe(600000)
-    }).pipe(Effect.provide(Pricer.layerDefault.pipe(Layer.provideMerge(Catalog.layer)))))
+      expect((yield* quoteValidated("delta-omni-flash-text-to-video-economy", { prompt: "waves" })).priceMicros).toBe(600000)
+    }).pipe(Effect.provide(Pricer.layerDefault.pipe(Layer.provideMerge(Catalog.layer))))
+  )
 
   it.effect("replaces the list at run time; an invalid replacement changes nothing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const pricer = yield* Pricer.Pricer
       expect((yield* quoteValidated(ALPHA, { prompt: "a fox" })).priceMicros).toBe(1000)
 
@@ -183,20 +209,29 @@ describe("the Pricer service", () => {
       expect(refused._tag).toBe("PriceListInvalid")
       expect((yield* quoteValidated(ALPHA, { prompt: "a fox" })).priceMicros).toBe(2000)
       expect(yield* pricer.current).toEqual({ models: { [ALPHA]: { enabled: true, priceMicros: 2000 } } })
-    }).pipe(Effect.provide(
-      Pricer.layer({ models: { [ALPHA]: { enabled: true, priceMicros: 1000 } } }).pipe(Layer.provideMerge(Catalog.layer))
-    )))
+    }).pipe(
+      Effect.provide(
+        Pricer.layer({ models: { [ALPHA]: { enabled: true, priceMicros: 1000 } } }).pipe(Layer.provideMerge(Catalog.layer))
+      )
+    )
+  )
 
   it.effect("sets and disables one model for the admin path, checked like a whole list", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const pricer = yield* Pricer.Pricer
       expect((yield* Effect.flip(quoteValidated(ECONOMY, { prompt: "a fox" }))).code).toBe("MODEL_PRICE_UNAVAILABLE")
 
       yield* pricer.setModel(ECONOMY, { enabled: true, rateCard: [{ when: {}, priceMicros: 10, quantityField: "numImages" }] })
       expect((yield* quoteValidated(ECONOMY, { prompt: "a fox", numImages: "12" })).priceMicros).toBe(120)
 
-      const refused = yield* problemsOf(pricer.setModel(ECONOMY, { enabled: true, rateCard: [{ when: { numImages: "13" }, priceMicros: 1 }] }))
-      expect(refused).toEqual([expect.stringMatching(/^models\.gamma-imagine-2-0-text-to-image-economy\.rateCard\[0\]\.when\.numImages: "13" never occurs/)])
+      const refused = yield* problemsOf(
+        pricer.setModel(ECONOMY, { enabled: true, rateCard: [{ when: { numImages: "13" }, priceMicros: 1 }] })
+      )
+      expect(refused).toEqual([
+        expect.stringMatching(
+          /^models\.gamma-imagine-2-0-text-to-image-economy\.rateCard\[0\]\.when\.numImages: "13" never occurs/
+        )
+      ])
 
       yield* pricer.disable(ECONOMY)
       expect((yield* Effect.flip(quoteValidated(ECONOMY, { prompt: "a fox" }))).message).toContain("disabled")
@@ -209,10 +244,11 @@ describe("the Pricer service", () => {
       const view = yield* pricer.prices
       expect(view.models).toHaveLength(33)
       expect(view.models.find((entry) => entry.model === ECONOMY)).toMatchObject({ enabled: false, priceMicros: 10 })
-    }).pipe(Effect.provide(Pricer.layer({ models: {} }).pipe(Layer.provideMerge(Catalog.layer)))))
+    }).pipe(Effect.provide(Pricer.layer({ models: {} }).pipe(Layer.provideMerge(Catalog.layer))))
+  )
 
   it.effect("updates part of one model's entry from the list in force; budgetOf reads the budget", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const pricer = yield* Pricer.Pricer
       expect(yield* pricer.budgetOf(ALPHA)).toBeUndefined()
       yield* pricer.updateModel(ALPHA, (entry) => ({ ...entry, dailyBudgetMicros: 5_000_000 }))
@@ -221,24 +257,36 @@ describe("the Pricer service", () => {
       expect((yield* quoteValidated(ALPHA, { prompt: "a fox" })).priceMicros).toBe(1000)
 
       // A model not listed is given to `update` as undefined.
-      yield* pricer.updateModel("song-lyrics", (entry) => ({ enabled: entry === undefined ? false : entry.enabled, dailyBudgetMicros: 7 }))
+      yield* pricer.updateModel("song-lyrics", (entry) => ({
+        enabled: entry === undefined ? false : entry.enabled,
+        dailyBudgetMicros: 7
+      }))
       expect((yield* pricer.current).models["song-lyrics"]).toEqual({ enabled: false, dailyBudgetMicros: 7 })
 
       const refused = yield* problemsOf(pricer.updateModel(ALPHA, (entry) => ({ ...entry, dailyBudgetMicros: 0 })))
       expect(refused).toEqual([expect.stringMatching(new RegExp(`^models\\.${ALPHA}\\.dailyBudgetMicros: `))])
       expect(yield* pricer.budgetOf(ALPHA)).toBe(5_000_000)
       expect(yield* pricer.budgetOf("no-such-model")).toBeUndefined()
-    }).pipe(Effect.provide(
-      Pricer.layer({ models: { [ALPHA]: { enabled: true, priceMicros: 1000 } } }).pipe(Layer.provideMerge(Catalog.layer))
-    )))
+    }).pipe(
+      Effect.provide(
+        Pricer.layer({ models: { [ALPHA]: { enabled: true, priceMicros: 1000 } } }).pipe(Layer.provideMerge(Catalog.layer))
+      )
+    )
+  )
 
   it.effect("fails to build with PriceListInvalid when the list does not fit the Catalog", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(
-        Effect.provide(Pricer.Pricer.use(Effect.succeed), Pricer.layer({ models: { [ALPHA]: { enabled: true, rateCard: [{ when: { resolution: "1k" }, priceMicros: 1 }] } } }).pipe(Layer.provide(Catalog.layer)))
+        Effect.provide(
+          Pricer.Pricer.use(Effect.succeed),
+          Pricer.layer({
+            models: { [ALPHA]: { enabled: true, rateCard: [{ when: { resolution: "1k" }, priceMicros: 1 }] } }
+          }).pipe(Layer.provide(Catalog.layer))
+        )
       )
       expect(error.problems).toEqual([`models.${ALPHA}.rateCard: no rule matches resolution "2k"; resolution "4k"`])
-    }))
+    })
+  )
 })
 
 describe("Pricer.layerFromFile", () => {
@@ -248,21 +296,26 @@ describe("Pricer.layerFromFile", () => {
     writeFileSync(path, text)
     return path
   }
-  const build = (path: string) => Effect.provide(Pricer.Pricer.use(Effect.succeed), Pricer.layerFromFile(path).pipe(Layer.provide(Catalog.layer)))
+  const build = (path: string) =>
+    Effect.provide(Pricer.Pricer.use(Effect.succeed), Pricer.layerFromFile(path).pipe(Layer.provide(Catalog.layer)))
 
   it.effect("reads and checks a JSON price list file", () =>
-    Effect.gen(function*() {
-      const pricer = yield* build(fileWith("ok.json", JSON.stringify({ models: { "song-lyrics": { enabled: true, priceMicros: 7000 } } })))
+    Effect.gen(function* () {
+      const pricer = yield* build(
+        fileWith("ok.json", JSON.stringify({ models: { "song-lyrics": { enabled: true, priceMicros: 7000 } } }))
+      )
       expect((yield* pricer.quote("song-lyrics", { prompt: "rain" })).priceMicros).toBe(7000)
-    }))
+    })
+  )
 
   it.effect("fails with PriceListInvalid for a missing file, a file that is not JSON, or an invalid list", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const missing = yield* Effect.flip(build(join(dir, "missing.json")))
       expect(missing.problems[0]).toMatch(/missing\.json: cannot be read as JSON: .*ENOENT/)
       const notJson = yield* Effect.flip(build(fileWith("bad.json", "{ models: ")))
       expect(notJson.problems[0]).toMatch(/bad\.json: cannot be read as JSON: SyntaxError/)
       const invalid = yield* Effect.flip(build(fileWith("invalid.json", JSON.stringify({ models: { nope: { enabled: true } } }))))
       expect(invalid.problems).toEqual(["models.nope: no model has this slug"])
-    }))
+    })
+  )
 })

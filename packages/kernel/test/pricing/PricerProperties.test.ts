@@ -17,21 +17,26 @@ const valueOf = (field: Catalog.FieldInfo): fc.Arbitrary<unknown> => {
   if (field.type === "integer") return fc.integer({ min: field.minimum ?? 0, max: field.maximum ?? 100 })
   if (field.type === "array") {
     const counts = field.allowedCounts ?? Array.from({ length: field.maxItems ?? 1 }, (_, i) => i + 1)
-    return fc.constantFrom(...counts.filter((n) => n >= (field.minItems ?? 0)))
+    return fc
+      .constantFrom(...counts.filter((n) => n >= (field.minItems ?? 0)))
       .chain((n) => fc.array(fc.constantFrom(...MEDIA), { minLength: n, maxLength: n }))
   }
   if (field.media) return fc.constantFrom(...MEDIA)
-  return fc.string({ minLength: Math.max(field.minLength ?? 0, 1), maxLength: Math.min(field.maxLength ?? 60, 60) })
+  return fc
+    .string({ minLength: Math.max(field.minLength ?? 0, 1), maxLength: Math.min(field.maxLength ?? 60, 60) })
     .filter((text) => text.trim().length > 0)
 }
 
 /** A model and any valid input for it, fields with a default or optional left out at random. */
-const modelAndInput = fc.constantFrom(...catalog.models).chain((model) =>
-  fc.record(
-    Object.fromEntries(model.fields.map((field) => [field.name, valueOf(field)])),
-    { requiredKeys: model.fields.filter((f) => f.required && f.default === undefined).map((f) => f.name) }
-  ).map((input) => ({ model, input }))
-)
+const modelAndInput = fc
+  .constantFrom(...catalog.models)
+  .chain((model) =>
+    fc
+      .record(Object.fromEntries(model.fields.map((field) => [field.name, valueOf(field)])), {
+        requiredKeys: model.fields.filter((f) => f.required && f.default === undefined).map((f) => f.name)
+      })
+      .map((input) => ({ model, input }))
+  )
 
 describe("quotes from the shipped price list", () => {
   it("are non-negative safe integers, consistent and deterministic for every model and valid input", () => {
@@ -60,9 +65,11 @@ const small: PriceList.PricedModel = {
   ]
 }
 const everyInput = ["1k", "2k", "4k"].flatMap((resolution) =>
-  ["1", "2", "3"].flatMap((numImages) =>
-    [{ resolution, numImages }, { resolution, numImages, style: "a" }, { resolution, numImages, style: "b" }]
-  )
+  ["1", "2", "3"].flatMap((numImages) => [
+    { resolution, numImages },
+    { resolution, numImages, style: "a" },
+    { resolution, numImages, style: "b" }
+  ])
 )
 
 const condition = (values: ReadonlyArray<string | null>) =>
@@ -73,39 +80,45 @@ const when = fc.record(
 )
 const price = fc.integer({ min: 0, max: 1_000_000 })
 const randomCard = fc.array(
-  fc.record({ when, priceMicros: price, quantityField: fc.constantFrom(undefined, "numImages") })
+  fc
+    .record({ when, priceMicros: price, quantityField: fc.constantFrom(undefined, "numImages") })
     .map(({ quantityField, ...rule }) => (quantityField === undefined ? rule : { ...rule, quantityField })),
   { minLength: 1, maxLength: 4 }
 )
 
 /** Splits a field's values into non-empty groups. */
 const partition = (values: ReadonlyArray<string | null>) =>
-  fc.array(fc.integer({ min: 0, max: 2 }), { minLength: values.length, maxLength: values.length }).map((groupOf) =>
-    [0, 1, 2].map((g) => values.filter((_, i) => groupOf[i] === g)).filter((group) => group.length > 0)
-  )
+  fc
+    .array(fc.integer({ min: 0, max: 2 }), { minLength: values.length, maxLength: values.length })
+    .map((groupOf) => [0, 1, 2].map((g) => values.filter((_, i) => groupOf[i] === g)).filter((group) => group.length > 0))
 
 /** One rule per cell of a grid of partitions (a valid card), sometimes with a rule dropped or widened. */
-const gridCard = fc.tuple(
-  fc.subarray(["resolution", "numImages", "style"] as const, { minLength: 1, maxLength: 2 }),
-  partition(["1k", "2k", "4k"]),
-  partition(["1", "2", "3"]),
-  partition(["a", "b", null]),
-  fc.constantFrom("exact", "drop", "widen"),
-  price
-).map(([fields, resolution, numImages, style, mutation, priceMicros]) => {
-  const groups = { resolution, numImages, style }
-  const cells = fields.reduce<Array<Record<string, ReadonlyArray<string | null>>>>(
-    (partial, field) => partial.flatMap((cell) => groups[field].map((group) => ({ ...cell, [field]: group }))),
-    [{}]
+const gridCard = fc
+  .tuple(
+    fc.subarray(["resolution", "numImages", "style"] as const, { minLength: 1, maxLength: 2 }),
+    partition(["1k", "2k", "4k"]),
+    partition(["1", "2", "3"]),
+    partition(["a", "b", null]),
+    fc.constantFrom("exact", "drop", "widen"),
+    price
   )
-  const rules = cells.map((when) => ({ when, priceMicros }))
-  if (mutation === "drop" && rules.length > 1) rules.pop()
-  if (mutation === "widen" && rules.length > 1) {
-    const [field, values] = Object.entries(rules[0]!.when)[0]!
-    rules[1] = { ...rules[1]!, when: { ...rules[1]!.when, [field]: [...new Set([...(rules[1]!.when[field] ?? []), ...values])] } }
-  }
-  return rules
-})
+  .map(([fields, resolution, numImages, style, mutation, priceMicros]) => {
+    const groups = { resolution, numImages, style }
+    const cells = fields.reduce<Array<Record<string, ReadonlyArray<string | null>>>>(
+      (partial, field) => partial.flatMap((cell) => groups[field].map((group) => ({ ...cell, [field]: group }))),
+      [{}]
+    )
+    const rules = cells.map((when) => ({ when, priceMicros }))
+    if (mutation === "drop" && rules.length > 1) rules.pop()
+    if (mutation === "widen" && rules.length > 1) {
+      const [field, values] = Object.entries(rules[0]!.when)[0]!
+      rules[1] = {
+        ...rules[1]!,
+        when: { ...rules[1]!.when, [field]: [...new Set([...(rules[1]!.when[field] ?? []), ...values])] }
+      }
+    }
+    return rules
+  })
 const rateCard = fc.oneof(randomCard, gridCard)
 
 describe("the exactly-one-rule check", () => {

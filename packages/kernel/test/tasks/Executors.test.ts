@@ -27,7 +27,7 @@ describe("Executors", () => {
   })
 
   it.effect("reports the room left per model and provider, counting tasks waiting for a permit", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const executors = Executors.make({
         adapters: [adapter("p", ["m1", "m2"], 3), adapter("q", ["n"])],
         modelConcurrency: { m1: 2 }
@@ -48,21 +48,24 @@ describe("Executors", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll([...held, m2])
       expect(yield* executors.capacity).toEqual({ total: Infinity, models: ["m1", "m2", "n"] })
-    }))
+    })
+  )
 
   it.effect("bounds the total of a provider's tasks across its models", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const executors = Executors.make({ adapters: [adapter("p", ["m1", "m2"], 2)] })
       const gate = yield* Deferred.make<void>()
       let running = 0
       let most = 0
-      const task = Effect.gen(function*() {
+      const task = Effect.gen(function* () {
         running++
         most = Math.max(most, running)
         yield* Deferred.await(gate)
         running--
       })
-      const fibers = yield* Effect.forEach(["m1", "m2", "m1", "m2"], (model) => Effect.forkChild(executors.withPermit(model)(task)))
+      const fibers = yield* Effect.forEach(["m1", "m2", "m1", "m2"], (model) =>
+        Effect.forkChild(executors.withPermit(model)(task))
+      )
       yield* Effect.yieldNow
       expect(running).toBe(2)
       expect(yield* executors.capacity).toEqual({ total: 0, models: [] })
@@ -70,5 +73,6 @@ describe("Executors", () => {
       yield* Fiber.joinAll(fibers)
       expect(most).toBe(2)
       expect(yield* executors.capacity).toEqual({ total: 2, models: ["m1", "m2"] })
-    }))
+    })
+  )
 })

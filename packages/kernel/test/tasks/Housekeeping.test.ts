@@ -31,7 +31,7 @@ const recordingStore = <A>(base: Layer.Layer<A | MemoryStore.Stores>, failures =
   const purges: Array<Purge> = []
   const layer = Layer.effect(
     TaskStore,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const store = yield* TaskStore
       return TaskStore.of({
         ...store,
@@ -43,7 +43,8 @@ const recordingStore = <A>(base: Layer.Layer<A | MemoryStore.Stores>, failures =
               return Effect.fail(new StoreUnavailable({ message: "database unreachable" }))
             }
             return Effect.tap(store.purgeIdempotencyKeys(expiredBefore, limit), (deleted) =>
-              Effect.sync(() => void purges.push({ ...base, deleted })))
+              Effect.sync(() => void purges.push({ ...base, deleted }))
+            )
           })
       })
     })
@@ -61,7 +62,7 @@ const logged = () => {
 
 /** Admits one task per expiry (minutes from now, on the test clock); the requests, to retry them. */
 const admitExpiring = (minutes: ReadonlyArray<number>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     const accountId = yield* fundedAccount(100 * USD)
     return yield* Effect.forEach(minutes, (minute) => {
@@ -75,9 +76,7 @@ const admitExpiring = (minutes: ReadonlyArray<number>) =>
 /** Whether the key of `request` is still stored: asked at its admission time, when it was live. */
 const stored = (request: ReturnType<typeof admission>) =>
   Effect.map(
-    TaskStore.use((store) =>
-      store.findIdempotent(request.task.accountId, request.idempotencyKey, request.task.createdAt)
-    ),
+    TaskStore.use((store) => store.findIdempotent(request.task.accountId, request.idempotencyKey, request.task.createdAt)),
     (found) => found !== undefined
   )
 
@@ -85,7 +84,7 @@ describe("Housekeeping", () => {
   it.effect("purges keys expired for the grace period at start and every interval, in chunks, and logs it", () => {
     const { purges, layer } = recordingStore(MemoryStore.layer)
     const logs = logged()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const start = yield* Clock.currentTimeMillis
       const expiring = yield* admitExpiring([1, 1, 2, 3, 4])
       const [live] = yield* admitExpiring([24 * 60])
@@ -118,7 +117,7 @@ describe("Housekeeping", () => {
 
   it.effect("stops a pass at its first short statement, and defaults to 1000 a statement", () => {
     const { purges, layer } = recordingStore(MemoryStore.layer)
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       yield* admitExpiring([1, 2])
       yield* TestClock.adjust(10 * MINUTE)
       expect(yield* Housekeeping.purgeIdempotencyKeys()).toBe(2)
@@ -129,14 +128,15 @@ describe("Housekeeping", () => {
   it.effect("logs a failed pass and purges at the next one", () => {
     const { purges, layer } = recordingStore(MemoryStore.layer, 1)
     const logs = logged()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const [request] = yield* admitExpiring([1])
       yield* TestClock.adjust(10 * MINUTE)
       const fiber = yield* Effect.forkChild(Housekeeping.run({ intervalMs: MINUTE }))
       yield* TestClock.adjust(0)
       expect(purges.map((purge) => purge.deleted)).toEqual(["failed"])
-      expect(logs.lines.map((line) => [line.level, line.message[0]]))
-        .toEqual([["Warn", "Purging expired Idempotency-Keys failed"]])
+      expect(logs.lines.map((line) => [line.level, line.message[0]])).toEqual([
+        ["Warn", "Purging expired Idempotency-Keys failed"]
+      ])
       expect(yield* stored(request)).toBe(true)
 
       yield* TestClock.adjust(MINUTE)
@@ -148,7 +148,7 @@ describe("Housekeeping", () => {
 
   it.effect("runs in every worker process, beside the task worker and the reconciler", () => {
     const { purges, layer } = recordingStore(services([]))
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const [request] = yield* admitExpiring([1])
       yield* TestClock.adjust(10 * MINUTE)
       yield* Effect.forkChild(TaskWorker.serve())
@@ -169,7 +169,7 @@ const storeOutput = (task: NewTask, output: ProviderOutput) =>
 
 /** Admits the task and moves it from queued along `path` under one lease, succeeding with `assets`. */
 const settle = (task: NewTask, path: ReadonlyArray<TaskStatus>, assets: ReadonlyArray<StoredAsset> = []) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     yield* admitted(admission(task))
     const { leaseToken } = yield* claimTask(task.id, task.createdAt)
@@ -193,14 +193,16 @@ const settle = (task: NewTask, path: ReadonlyArray<TaskStatus>, assets: Readonly
  * A succeeded task whose asset names one file, and two orphans: a second copy of its output,
  * as a worker that lost the task leaves one, and a file of a task that failed.
  */
-const namedAndOrphans = Effect.gen(function*() {
+const namedAndOrphans = Effect.gen(function* () {
   const accountId = yield* fundedAccount(10 * USD)
   const succeeded = newTask(accountId)
   const named = yield* storeOutput(succeeded, png(1))
   const copy = yield* storeOutput(succeeded, png(2))
-  yield* settle(succeeded, ["submitting", "succeeded"], [
-    { id: "asset-1", type: "image", resultId: named, mimeType: "image/png" }
-  ])
+  yield* settle(
+    succeeded,
+    ["submitting", "succeeded"],
+    [{ id: "asset-1", type: "image", resultId: named, mimeType: "image/png" }]
+  )
   const failed = newTask(accountId)
   yield* settle(failed, ["failed"])
   const lost = yield* storeOutput(failed, png(3))
@@ -210,10 +212,11 @@ const namedAndOrphans = Effect.gen(function*() {
 /** Whether the record and the file of each result are still there. */
 const present = (accountId: AccountId, ids: ReadonlyArray<ResultId>) =>
   Effect.forEach(ids, (id) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const record = yield* MediaStore.use((media) => media.getResult(accountId, id))
       return { record: record !== undefined, file: (yield* storedFile(id)) !== undefined }
-    }))
+    })
+  )
 
 const both = { record: true, file: true }
 const neither = { record: false, file: false }
@@ -223,7 +226,7 @@ const fileLeft = { record: false, file: true }
 const failingRemovals = (failures: number) =>
   Layer.effect(
     BlobStore,
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const blobs = yield* BlobStore
       let failed = 0
       return BlobStore.of({
@@ -239,7 +242,7 @@ const failingRemovals = (failures: number) =>
 describe("Housekeeping of orphaned result files", () => {
   it.effect("sweeps files past the grace period hourly in every worker process, keeps the named ones, logs how many", () => {
     const logs = logged()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, failed, named, orphans } = yield* namedAndOrphans
       yield* TestClock.adjust(MINUTE)
       // A batch of one, to see the sweep go on until a batch comes back short.
@@ -268,7 +271,7 @@ describe("Housekeeping of orphaned result files", () => {
 
   it.effect("logs and leaves a file it cannot remove, and stops the sweep there", () => {
     const logs = logged()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, named, orphans } = yield* namedAndOrphans
       yield* TestClock.adjust(2 * HOUR)
       expect(yield* Housekeeping.sweepOrphanResults({ batchSize: 1 })).toEqual({ records: 1, removed: 0 })

@@ -11,8 +11,11 @@ import type { FakeScript } from "./TaskWorkerSupport.ts"
 import { admitTask, fakeProvider, png, read, services, upstreamError, waitForStatus } from "./TaskWorkerSupport.ts"
 
 /** A task whose worker sent it and lost the answer: in reconciliation_required, reservation held. */
-const inReconciliation = (accountId: AccountId, options: { readonly upstreamRef?: string; readonly task?: Partial<NewTask> } = {}) =>
-  Effect.gen(function*() {
+const inReconciliation = (
+  accountId: AccountId,
+  options: { readonly upstreamRef?: string; readonly task?: Partial<NewTask> } = {}
+) =>
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const { task } = yield* admitTask(options.task ?? {}, accountId)
     const claims = yield* store.claim({ workerId: "w", limit: 100, leaseMs: 60_000, now: new Date() })
@@ -52,7 +55,7 @@ const reconcileAll = (options: Reconciler.Options = {}) =>
 describe("Reconciler", () => {
   it.live("settles a task whose upstream job succeeded: results stored, charged once", () => {
     const { fake, layer } = withFake({ lookup: [{ upstreamId: "job-3" }], poll: [{ _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       yield* expectBalances(accountId, { balance: 10 * USD, reserved: USD })
@@ -76,12 +79,14 @@ describe("Reconciler", () => {
   it.live("fails a task whose result link the address policy refuses, charging nothing", () => {
     const { layer } = withFake({
       lookup: [{ upstreamId: "job-5" }],
-      poll: [{
-        _tag: "Succeeded",
-        outputs: [{ type: "image", url: "https://169.254.169.254/latest/meta-data/iam", contentType: "image/png" }]
-      }]
+      poll: [
+        {
+          _tag: "Succeeded",
+          outputs: [{ type: "image", url: "https://169.254.169.254/latest/meta-data/iam", contentType: "image/png" }]
+        }
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       expect(yield* reconcileAll()).toEqual({ examined: 1, succeeded: 0, failed: 1, left: 0 })
@@ -95,7 +100,7 @@ describe("Reconciler", () => {
       lookup: [{ upstreamId: "job-4" }],
       poll: [{ _tag: "Failed", errorCode: "UPSTREAM_CONTENT_POLICY", message: "no" }]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       expect(yield* reconcileAll()).toEqual({ examined: 1, succeeded: 0, failed: 1, left: 0 })
@@ -106,7 +111,7 @@ describe("Reconciler", () => {
 
   it.live("polls a known upstream job directly, even where the adapter cannot look jobs up", () => {
     const { fake, layer } = withFake({ poll: [{ _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId, { upstreamRef: "job-known" })
       expect((yield* reconcileAll()).succeeded).toBe(1)
@@ -117,7 +122,7 @@ describe("Reconciler", () => {
 
   it.live("leaves a task it cannot look up to an operator, reservation kept", () => {
     const { fake, layer } = withFake({})
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       const reconciler = yield* Reconciler.make()
@@ -131,7 +136,7 @@ describe("Reconciler", () => {
 
   it.live("releases a task the upstream never received, once that answer has held long enough", () => {
     const { layer } = withFake({ lookup: [undefined] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       expect((yield* reconcileAll({ notFoundAfterMs: 60_000 })).left).toBe(1)
@@ -146,7 +151,7 @@ describe("Reconciler", () => {
 
   it.live("waits for a job still running, and fails it once its deadline has passed", () => {
     const { fake, layer } = withFake({ lookup: [{ upstreamId: "job-slow" }], poll: [{ _tag: "Pending" }], cancel: true })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const patient = yield* inReconciliation(accountId)
       const late = yield* inReconciliation(accountId, { task: { deadlineAt: new Date(Date.now() + 40) } })
@@ -162,7 +167,7 @@ describe("Reconciler", () => {
 
   it.live("leaves a task for the next pass when the upstream cannot be reached", () => {
     const { layer } = withFake({ lookup: [upstreamError("Retryable", { status: 503 })] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       const outcome = yield* (yield* Reconciler.make()).reconcile(yield* read(accountId, task.id))
@@ -173,11 +178,13 @@ describe("Reconciler", () => {
 
   it.live("changes nothing when an operator resolved the task first", () => {
     const { layer } = withFake({ lookup: [{ upstreamId: "job-5" }], poll: [{ _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       const task = yield* inReconciliation(accountId)
       const stale = yield* read(accountId, task.id)
-      yield* TaskStore.use((store) => store.resolve({ taskId: task.id, to: "failed", now: new Date(), errorCode: "OPERATOR_RELEASED" }))
+      yield* TaskStore.use((store) =>
+        store.resolve({ taskId: task.id, to: "failed", now: new Date(), errorCode: "OPERATOR_RELEASED" })
+      )
       const outcome = yield* (yield* Reconciler.make()).reconcile(stale)
       expect(outcome._tag).toBe("Skipped")
       expect(yield* read(accountId, task.id)).toMatchObject({ status: "failed", errorCode: "OPERATOR_RELEASED" })
@@ -187,7 +194,7 @@ describe("Reconciler", () => {
 
   it.live("walks every page of tasks awaiting reconciliation", () => {
     const { layer } = withFake({ lookup: [{ upstreamId: "job" }], poll: [{ _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       for (let i = 0; i < 5; i++) yield* inReconciliation(accountId)
       expect(yield* reconcileAll({ pageSize: 2 })).toEqual({ examined: 5, succeeded: 5, failed: 0, left: 0 })
@@ -197,7 +204,7 @@ describe("Reconciler", () => {
 
   it.live("runs passes periodically in the background", () => {
     const { layer } = withFake({ lookup: [{ upstreamId: "job" }], poll: [{ _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(10 * USD)
       yield* Effect.forkScoped(Reconciler.run({ intervalMs: 10 }))
       yield* Effect.sleep(30)

@@ -81,10 +81,13 @@ const zone = (answers: { readonly [host: string]: string }, allowLoopbackForTest
 /** The tests' policy: `localhost` is the test server, loopback allowed. */
 const loopback = zone({ localhost: "127.0.0.2" }, true)
 /** Production rules, with names an attacker controls pointing inside. */
-const strict = zone({ "evil.example.com": "127.0.0.2", "private.example.com": "10.0.0.1", "v6.example.com": "::ffff:127.0.0.2" }, false)
+const strict = zone(
+  { "evil.example.com": "127.0.0.2", "private.example.com": "10.0.0.1", "v6.example.com": "::ffff:127.0.0.2" },
+  false
+)
 
 const fetchUnder = (policy: AddressPolicy.Policy, url: string) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const response = yield* PublicFetch.get(url)
     return { status: response.status, bytes: (yield* Effect.promise(() => response.arrayBuffer())).byteLength }
   }).pipe(Effect.scoped, Effect.provide(Layer.succeed(AddressPolicy.AddressPolicy, policy)))
@@ -96,53 +99,64 @@ const reset = () => {
 
 describe("PublicFetch", () => {
   it.effect("connects to the address it vetted, resolving the name once", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       reset()
       expect(yield* fetchUnder(loopback, `http://localhost:${port}/a.png`)).toEqual({ status: 200, bytes: 100 })
       expect(asked).toEqual(["localhost"])
       expect(hits).toEqual([{ host: `localhost:${port}`, path: "/a.png" }])
-    }))
+    })
+  )
 
   it.effect.each([
     ["evil.example.com", "non-public address (127.0.0.2)"],
     ["private.example.com", "non-public address (10.0.0.1)"],
     ["v6.example.com", "non-public address (::ffff:127.0.0.2)"]
   ])("refuses %s, which resolves inside, and never connects", ([host, reason]) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       reset()
       const error = yield* Effect.flip(fetchUnder(strict, `https://${host}:${port}/a.png`))
       expect(error).toBeInstanceOf(PublicFetch.Refused)
       expect(error.message).toContain(reason)
       expect(asked).toEqual([host])
       expect(hits).toEqual([])
-    }))
+    })
+  )
 
   it.effect("refuses http, credentials and loopback literals without resolving", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       reset()
-      for (const url of [`http://cdn.example.com/a.png`, `https://u:p@cdn.example.com/a.png`, `https://127.0.0.2:${port}/a.png`]) {
+      for (const url of [
+        `http://cdn.example.com/a.png`,
+        `https://u:p@cdn.example.com/a.png`,
+        `https://127.0.0.2:${port}/a.png`
+      ]) {
         const error = yield* Effect.flip(fetchUnder(strict, url))
         expect(error, url).toBeInstanceOf(PublicFetch.Refused)
       }
       expect(asked).toEqual([])
       expect(hits).toEqual([])
-    }))
+    })
+  )
 
   it.effect("follows no redirect: a 3xx is refused", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       reset()
       const error = yield* Effect.flip(fetchUnder(loopback, `http://localhost:${port}/moved.png`))
       expect(error).toBeInstanceOf(PublicFetch.Refused)
       expect(error.message).toContain("redirect (HTTP 302)")
       expect(hits.map((hit) => hit.path)).toEqual(["/moved.png"])
-    }))
+    })
+  )
 
   it.effect("has a dispatcher that itself connects nowhere but the vetted addresses", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       reset()
       const vetted = zone({ "public.example.com": "93.184.215.14", "other.example.com": "127.0.0.2" }, false)
       // A transport that sends the request elsewhere with the same dispatcher.
-      const elsewhere = (target: string): typeof globalThis.fetch => (_url, init) => globalThis.fetch(target, init)
+      const elsewhere =
+        (target: string): typeof globalThis.fetch =>
+        (_url, init) =>
+          globalThis.fetch(target, init)
       for (const target of [`http://127.0.0.2:${port}/a.png`, `http://other.example.com:${port}/a.png`]) {
         const error = yield* Effect.flip(
           PublicFetch.get("https://public.example.com/a.png", { fetch: elsewhere(target) }).pipe(
@@ -154,10 +168,11 @@ describe("PublicFetch", () => {
       }
       expect(asked).toEqual(["public.example.com", "public.example.com"])
       expect(hits).toEqual([])
-    }))
+    })
+  )
 
   it.effect("refuses a port other than the allowed ones", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(
         PublicFetch.get(`https://cdn.example.com:8443/a.png`, { ports: [443] }).pipe(
           Effect.scoped,
@@ -165,7 +180,8 @@ describe("PublicFetch", () => {
         )
       )
       expect(error).toMatchObject({ _tag: "Refused", message: "https://cdn.example.com:8443/a.png is not on port 443" })
-    }))
+    })
+  )
 })
 
 describe("storing a result", () => {
@@ -176,32 +192,33 @@ describe("storing a result", () => {
     )
 
   it.effect("downloads a file from a vetted address", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const [asset] = yield* store(loopback, `http://localhost:${port}/a.png`)
       expect(asset).toMatchObject({ type: "video", mimeType: "video/mp4" })
-    }))
+    })
+  )
 
   it.effect("refuses, as DownloadRefused, a host resolving inside, http and a redirect", () =>
-    Effect.gen(function*() {
-      for (
-        const [policy, url] of [
-          [strict, `https://evil.example.com:${port}/a.png`],
-          [strict, `https://private.example.com/a.png`],
-          [strict, `http://cdn.example.com/a.png`],
-          [loopback, `http://localhost:${port}/moved.png`]
-        ] as const
-      ) {
+    Effect.gen(function* () {
+      for (const [policy, url] of [
+        [strict, `https://evil.example.com:${port}/a.png`],
+        [strict, `https://private.example.com/a.png`],
+        [strict, `http://cdn.example.com/a.png`],
+        [loopback, `http://localhost:${port}/moved.png`]
+      ] as const) {
         const error = yield* Effect.flip(store(policy, url))
         expect(error._tag, url).toBe("DownloadRefused")
       }
-    }))
+    })
+  )
 
   it.effect("stops reading a body past the cap and aborts the download", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const error = yield* Effect.flip(store(loopback, `http://localhost:${port}/big.mp4`, 4 * BIG))
       expect(error._tag).toBe("BlobTooLarge")
       expect(yield* Effect.promise(() => bigAborted)).toBe(true)
-    }))
+    })
+  )
 })
 
 describe("the worker", () => {
@@ -214,9 +231,11 @@ describe("the worker", () => {
       return new Response(new Uint8Array(10))
     }
     const fake = fakeProvider({
-      poll: [{ _tag: "Succeeded", outputs: [{ type: "image", url: "https://private.example.com/a.png", contentType: "image/png" }] }]
+      poll: [
+        { _tag: "Succeeded", outputs: [{ type: "image", url: "https://private.example.com/a.png", contentType: "image/png" }] }
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run({ ...fast, fetch }))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -230,7 +249,7 @@ describe("the worker", () => {
     const fake = fakeProvider({
       poll: [{ _tag: "Succeeded", outputs: [{ type: "image", url: `http://localhost:${port}/a.png`, contentType: "image/png" }] }]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)

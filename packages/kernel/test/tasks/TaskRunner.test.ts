@@ -32,7 +32,7 @@ import {
 
 describe("TaskRunner.submit", () => {
   it.effect("admits a queued task at the quoted price, with defaults applied", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       yield* TestClock.adjust("10 seconds")
@@ -50,16 +50,20 @@ describe("TaskRunner.submit", () => {
         deadlineAt: new Date(10_000 + 15 * 60_000)
       })
       expect(yield* reserved(who)).toBe(80_000)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a retry with the same key and request replays, spelled-out defaults included", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       const first = yield* runner.submit(who, submission())
-      const again = yield* runner.submit(who, submission({
-        input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" }
-      }))
+      const again = yield* runner.submit(
+        who,
+        submission({
+          input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" }
+        })
+      )
       expect(again).toEqual({ task: first.task, replayed: true })
       expect(yield* reserved(who)).toBe(80_000)
 
@@ -68,10 +72,11 @@ describe("TaskRunner.submit", () => {
       const priced = yield* Effect.flip(runner.submit(who, submission({ expectedPriceMicros: 80_000 })))
       expect(priced).toBeInstanceOf(Errors.IdempotencyConflict)
       expect(yield* reserved(who)).toBe(80_000)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("keys are kept for the configured time, then admit anew", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       const first = yield* runner.submit(who, submission())
@@ -81,19 +86,18 @@ describe("TaskRunner.submit", () => {
       const later = yield* runner.submit(who, submission())
       expect(later.replayed).toBe(false)
       expect(later.task.id).not.toBe(first.task.id)
-    }).pipe(Effect.provide(layerWith({ idempotencyTtl: "1 hour" }))))
+    }).pipe(Effect.provide(layerWith({ idempotencyTtl: "1 hour" })))
+  )
 
   it.effect("refusals before admission reserve nothing and keep nothing under the key", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(50_000)
       const changed = yield* Effect.flip(runner.submit(who, submission({ expectedPriceMicros: 70_000 })))
       expect(changed).toBeInstanceOf(Errors.PriceChanged)
       const invalid = yield* Effect.flip(runner.submit(who, submission({ input: { prompt: "" } })))
       expect(invalid).toBeInstanceOf(Errors.InvalidModelInput)
-      expect(yield* Effect.flip(runner.submit(who, submission({ model: "no-such-model" })))).toBeInstanceOf(
-        Errors.ModelNotFound
-      )
+      expect(yield* Effect.flip(runner.submit(who, submission({ model: "no-such-model" })))).toBeInstanceOf(Errors.ModelNotFound)
       const unserved = yield* Effect.flip(runner.submit(who, submission({ model: UNSERVED, input: { prompt: "rain" } })))
       expect(unserved).toBeInstanceOf(Errors.ExecutionUnavailable)
       const poor = yield* Effect.flip(runner.submit(who, submission()))
@@ -105,11 +109,12 @@ describe("TaskRunner.submit", () => {
       yield* Ledger.Ledger.use((ledger) => ledger.grant(who.accountId, micros(30_000)))
       const admitted = yield* runner.submit(who, submission({ expectedPriceMicros: 80_000 }))
       expect(admitted.replayed).toBe(false)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a retry after the price changed replays; another input conflicts; a new key is PRICE_CHANGED", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const pricer = yield* Pricer.Pricer
       const who = yield* caller(1_000_000)
@@ -141,7 +146,7 @@ describe("TaskRunner.submit", () => {
 
   it.effect("a retry after the model lost its executor or was disabled replays; a new key is refused", () => {
     const served = new Set([TEXT_TO_IMAGE])
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const pricer = yield* Pricer.Pricer
       const who = yield* caller(1_000_000)
@@ -162,7 +167,7 @@ describe("TaskRunner.submit", () => {
   })
 
   it.effect("an expired key replays nothing: the refusal stands", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       const request = submission({ expectedPriceMicros: 80_000 })
@@ -170,10 +175,11 @@ describe("TaskRunner.submit", () => {
       yield* (yield* Pricer.Pricer).setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: 90_000 })
       yield* TestClock.adjust("1 hour")
       expect(yield* Effect.flip(runner.submit(who, request))).toBeInstanceOf(Errors.PriceChanged)
-    }).pipe(Effect.provide(layerWith({ idempotencyTtl: "1 hour" }))))
+    }).pipe(Effect.provide(layerWith({ idempotencyTtl: "1 hour" })))
+  )
 
   it.effect("media references must be the caller's, and a foreign one reads as missing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       const other = yield* caller(1_000_000)
@@ -191,10 +197,11 @@ describe("TaskRunner.submit", () => {
       expect(yield* reserved(who)).toBe(0)
 
       expect((yield* edit([own, "https://example.com/a.png"], "k3")).task.status).toBe("queued")
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("limits map to their errors with Retry-After", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(10_000_000)
       yield* runner.submit(who, submission({ idempotencyKey: "a" }))
@@ -202,10 +209,11 @@ describe("TaskRunner.submit", () => {
       const busy = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "c" })))
       expect(busy).toBeInstanceOf(Errors.ConcurrencyLimited)
       expect(busy).toMatchObject({ retryAfterSeconds: 5 })
-    }).pipe(Effect.provide(layerWith({ maxUnfinishedTasks: 2 }))))
+    }).pipe(Effect.provide(layerWith({ maxUnfinishedTasks: 2 })))
+  )
 
   it.effect("submissions per minute are limited", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(10_000_000)
       yield* runner.submit(who, submission({ idempotencyKey: "a" }))
@@ -213,31 +221,34 @@ describe("TaskRunner.submit", () => {
       const limited = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
       expect(limited).toBeInstanceOf(Errors.RateLimited)
       expect(limited).toMatchObject({ retryAfterSeconds: 45 })
-    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 1 }))))
+    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 1 })))
+  )
 
   it.effect("a key's usage limit is API_KEY_USAGE_EXCEEDED", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(10_000_000, { usageLimit: 1 })
       yield* runner.submit(who, submission({ idempotencyKey: "a" }))
       const exceeded = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
       expect(exceeded).toBeInstanceOf(Errors.ApiKeyUsageExceeded)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("an account in payment review cannot submit", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(100_000)
       yield* Ledger.Ledger.use((ledger) => ledger.refund(who.accountId, micros(200_000)))
       const review = yield* Effect.flip(runner.submit(who, submission()))
       expect(review).toBeInstanceOf(Errors.PaymentReviewRequired)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 })
 
 describe("TaskRunner.submit with a presented key", () => {
   it.effect("admits in one store call under the key's account and answers its caller", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { usageLimit: 5 })
       yield* TestClock.adjust("10 seconds")
@@ -257,10 +268,13 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(yield* reserved(who)).toBe(80_000)
       expect(counting.calls).toEqual({ authenticate: 0, admitKeyed: 1, admit: 0, findIdempotent: 0 })
 
-      const again = yield* runner.submit(keyed(secret), submission({
-        input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" },
-        expectedPriceMicros: 80_000
-      }))
+      const again = yield* runner.submit(
+        keyed(secret),
+        submission({
+          input: { resolution: "1k", aspectRatio: "9:16", prompt: "a lighthouse at dusk" },
+          expectedPriceMicros: 80_000
+        })
+      )
       expect(again).toEqual({ task: first.task, replayed: true })
       const conflict = yield* Effect.flip(runner.submit(keyed(secret), submission({ input: { prompt: "a fox" } })))
       expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
@@ -272,7 +286,7 @@ describe("TaskRunner.submit with a presented key", () => {
 
   it.effect("validates a submission once on every path: one call, a refusal a replay may answer, media, invalid input", () => {
     const counting = countingCatalog()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const own = yield* uploaded(who)
@@ -294,7 +308,7 @@ describe("TaskRunner.submit with a presented key", () => {
 
   it.effect("unknown and malformed keys are AUTH_REQUIRED on either path; malformed ones never reach the store", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { caller: who } = yield* keyOf(1_000_000)
       const unknown = `tm_${"a".repeat(43)}`
@@ -309,7 +323,7 @@ describe("TaskRunner.submit with a presented key", () => {
   })
 
   it.effect("a revoked key is PERMISSION_DENIED ahead of input errors and replays", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
@@ -321,10 +335,11 @@ describe("TaskRunner.submit with a presented key", () => {
         expect(denied.message).toMatch(/revoked/)
       }
       expect(yield* reserved(who)).toBe(80_000)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a key over its rate is API_KEY_RATE_LIMITED on either path, both counted in one window", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { rateLimitPerMinute: 2 })
       yield* runner.submit(keyed(secret), submission({ idempotencyKey: "a" }))
@@ -341,10 +356,11 @@ describe("TaskRunner.submit with a presented key", () => {
       yield* TestClock.adjust("40 seconds")
       expect((yield* runner.submit(keyed(secret), submission({ idempotencyKey: "b" }))).replayed).toBe(false)
       expect(yield* reserved(who)).toBe(160_000)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a key without jobs:create is INSUFFICIENT_SCOPE on either path, after the reasons that come first", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000, { scopes: Scope.readOnly })
@@ -357,10 +373,11 @@ describe("TaskRunner.submit with a presented key", () => {
 
       yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
       expect(yield* Effect.flip(runner.submit(keyed(secret), submission()))).toBeInstanceOf(Errors.PermissionDenied)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("with a good key, input errors are submit's", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const refusals = [
@@ -375,11 +392,12 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(yield* reserved(who)).toBe(0)
       // None of them kept the Idempotency-Key.
       expect((yield* runner.submit(keyed(secret), submission())).replayed).toBe(false)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a submission with media references takes authenticate then admit; a foreign one is INVALID_MODEL_INPUT", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const { caller: other } = yield* keyOf(1_000_000)
@@ -402,7 +420,7 @@ describe("TaskRunner.submit with a presented key", () => {
 
   it.effect("a retry after the price changed replays through authenticate and submit; a new key is PRICE_CHANGED", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const pricer = yield* Pricer.Pricer
       const { secret, caller: who } = yield* keyOf(1_000_000)
@@ -422,7 +440,7 @@ describe("TaskRunner.submit with a presented key", () => {
   })
 
   it.effect("admission refusals come through the one call as submit answers them", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(100_000, { usageLimit: 1 })
@@ -444,24 +462,27 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(limited).toBeInstanceOf(Errors.RateLimited)
       expect(limited).toMatchObject({ retryAfterSeconds: 45 })
       expect(yield* reserved(who)).toBe(160_000)
-    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 2 }))))
+    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 2 })))
+  )
 
   it.effect("a store outage in the one call is EXECUTION_TEMPORARILY_UNAVAILABLE, to retry with the same key", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const refused = yield* Effect.flip(runner.submit(keyed(secret), submission()))
       expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
       expect(refused).toMatchObject({ retryAfterSeconds: 1, message: expect.stringContaining("same Idempotency-Key") })
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "before")))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "before"))))
+  )
 
   it.effect("an admission whose answer was lost replays on the retry with the same key, reserved once", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
-      expect(yield* Effect.flip(runner.submit(keyed(secret), submission())))
-        .toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
+      expect(yield* Effect.flip(runner.submit(keyed(secret), submission()))).toBeInstanceOf(
+        Errors.ExecutionTemporarilyUnavailable
+      )
       const price = yield* reserved(who)
       expect(price).toBeGreaterThan(0)
       failing = false
@@ -469,23 +490,30 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(retry.replayed).toBe(true)
       expect(yield* reserved(who)).toBe(price)
       expect(yield* runner.list(who)).toHaveLength(1)
-    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "after")))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "after"))))
+  )
 
   it.effect("a store outage admitting after the key was judged (media references) is EXECUTION_TEMPORARILY_UNAVAILABLE", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const reference = yield* uploaded(who)
-      const refused = yield* Effect.flip(runner.submit(keyed(secret), submission({
-        model: EDIT,
-        input: { prompt: "make it blue", imageUrls: [reference] }
-      })))
+      const refused = yield* Effect.flip(
+        runner.submit(
+          keyed(secret),
+          submission({
+            model: EDIT,
+            input: { prompt: "make it blue", imageUrls: [reference] }
+          })
+        )
+      )
       expect(refused).toBeInstanceOf(Errors.ExecutionTemporarilyUnavailable)
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith({}, storeFailing("admit", "before")))))
+    }).pipe(Effect.provide(layerWith({}, storeFailing("admit", "before"))))
+  )
 
   it.effect("a string the store cannot hold is INVALID_MODEL_INPUT naming it, and nothing is stored", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       for (const prompt of ["a\u0000b", "\ud800", "x\udc00"]) {
@@ -496,10 +524,11 @@ describe("TaskRunner.submit with a presented key", () => {
       }
       expect(yield* runner.list(who)).toEqual([])
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a write the store refuses for its data is INVALID_REQUEST, never a retry, in the one call", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const refused = yield* Effect.flip(runner.submit(keyed(secret), submission()))
@@ -512,10 +541,11 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(unknown).toBeInstanceOf(Errors.AuthRequired)
       const { secret: readOnly } = yield* keyOf(1_000_000, { scopes: ["jobs:read"] })
       expect(yield* Effect.flip(runner.submit(keyed(readOnly), submission()))).toBeInstanceOf(Errors.InsufficientScope)
-    }).pipe(Effect.provide(layerWith({}, storeRefusing("admitKeyed")))))
+    }).pipe(Effect.provide(layerWith({}, storeRefusing("admitKeyed"))))
+  )
 
   it.effect("a write the store refuses for its data is INVALID_REQUEST after the key was judged too", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const { secret, caller: who } = yield* keyOf(1_000_000)
       const reference = yield* uploaded(who)
@@ -523,7 +553,8 @@ describe("TaskRunner.submit with a presented key", () => {
       expect(yield* Effect.flip(runner.submit(keyed(secret), withMedia))).toBeInstanceOf(Errors.InvalidRequest)
       expect(yield* Effect.flip(runner.submit(who, submission()))).toBeInstanceOf(Errors.InvalidRequest)
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith({}, storeRefusing("admit")))))
+    }).pipe(Effect.provide(layerWith({}, storeRefusing("admit"))))
+  )
 })
 
 /** Which admissions a store double affects: a caller's (`admit`) or a key's (`admitKeyed`). */
@@ -537,7 +568,7 @@ const storeRefusing = (door: Door) =>
     TaskStore,
     Effect.map(TaskStore, (store) => {
       const refused = Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
-      return TaskStore.of({ ...store, admit: (request) => affects(door, request) ? refused : store.admit(request) })
+      return TaskStore.of({ ...store, admit: (request) => (affects(door, request) ? refused : store.admit(request)) })
     })
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 
@@ -558,7 +589,7 @@ const storeFailing = (door: Door, when: "before" | "after") => {
         !failing ? call : when === "before" ? Effect.fail(lost) : Effect.andThen(call, Effect.fail(lost))
       return TaskStore.of({
         ...store,
-        admit: (request) => affects(door, request) ? fail(store.admit(request)) : store.admit(request)
+        admit: (request) => (affects(door, request) ? fail(store.admit(request)) : store.admit(request))
       })
     })
   ).pipe(Layer.provideMerge(MemoryStore.layer))
@@ -566,7 +597,7 @@ const storeFailing = (door: Door, when: "before" | "after") => {
 
 describe("TaskRunner reads", () => {
   it.effect("get finds only the caller's tasks; other ids are JOB_NOT_FOUND", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(1_000_000)
       const other = yield* caller(1_000_000)
@@ -578,10 +609,11 @@ describe("TaskRunner reads", () => {
       const foreign = yield* Effect.flip(runner.get(other, task.id))
       expect(foreign).toBeInstanceOf(Errors.JobNotFound)
       expect(foreign.message).not.toContain(who.accountId)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("list returns the caller's latest 100, newest first", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const who = yield* caller(100_000_000)
       const ids: Array<string> = []
@@ -591,7 +623,8 @@ describe("TaskRunner reads", () => {
       }
       const listed = yield* runner.list(who)
       expect(listed.map((task) => task.id)).toEqual(ids.slice(2).reverse())
-    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 1000, maxUnfinishedTasks: 1000 }))))
+    }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 1000, maxUnfinishedTasks: 1000 })))
+  )
 })
 
 describe("Fingerprint", () => {

@@ -55,52 +55,63 @@ const lost = new StoreUnavailable({ message: "connection lost" })
 const outageStores = () => {
   const down = { admit: false, take: false, giveBack: false }
   const unless = <A>(switched: keyof typeof down, call: () => Effect.Effect<A, StoreUnavailable>) =>
-    Effect.suspend(() => down[switched] ? Effect.fail(lost) : call())
+    Effect.suspend(() => (down[switched] ? Effect.fail(lost) : call()))
   const stores = Layer.mergeAll(
-    Layer.effect(TaskStore, Effect.map(TaskStore, (store) =>
-      TaskStore.of({ ...store, admit: (request) => unless("admit", () => store.admit(request)) }))),
-    Layer.effect(BudgetStore, Effect.map(BudgetStore, (store) =>
-      BudgetStore.of({
-        ...store,
-        take: (share) => unless("take", () => store.take(share)),
-        giveBack: (share) => unless("giveBack", () => store.giveBack(share))
-      })))
+    Layer.effect(
+      TaskStore,
+      Effect.map(TaskStore, (store) =>
+        TaskStore.of({ ...store, admit: (request) => unless("admit", () => store.admit(request)) })
+      )
+    ),
+    Layer.effect(
+      BudgetStore,
+      Effect.map(BudgetStore, (store) =>
+        BudgetStore.of({
+          ...store,
+          take: (share) => unless("take", () => store.take(share)),
+          giveBack: (share) => unless("giveBack", () => store.giveBack(share))
+        })
+      )
+    )
   ).pipe(Layer.provideMerge(MemoryStore.layer))
   return { down, stores }
 }
 
 describe("TaskRunner and a model's daily budget", () => {
-  it.effect("past the budget, over all accounts, a submission is PLATFORM_BUDGET_EXCEEDED until 00:00 UTC, nothing reserved", () =>
-    Effect.gen(function*() {
-      const runner = yield* TaskRunner.TaskRunner
-      yield* budgeted(2 * PRICE + PRICE / 2)
-      const who = yield* caller(1_000_000)
-      const other = yield* caller(1_000_000)
-      yield* runner.submit(who, submission({ idempotencyKey: "a" }))
-      yield* runner.submit(other, submission({ idempotencyKey: "a" }))
+  it.effect(
+    "past the budget, over all accounts, a submission is PLATFORM_BUDGET_EXCEEDED until 00:00 UTC, nothing reserved",
+    () =>
+      Effect.gen(function* () {
+        const runner = yield* TaskRunner.TaskRunner
+        yield* budgeted(2 * PRICE + PRICE / 2)
+        const who = yield* caller(1_000_000)
+        const other = yield* caller(1_000_000)
+        yield* runner.submit(who, submission({ idempotencyKey: "a" }))
+        yield* runner.submit(other, submission({ idempotencyKey: "a" }))
 
-      const refused = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
-      expect(refused).toBeInstanceOf(Errors.PlatformBudgetExceeded)
-      expect(refused).toMatchObject({ status: 503, code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 4 * 3_600 })
-      expect(refused.message).toContain(`Model ${TEXT_TO_IMAGE} is unavailable until 00:00 UTC`)
-      expect(yield* reserved(who)).toBe(PRICE)
-      expect(yield* runner.list(who)).toHaveLength(1)
-      expect(yield* spent()).toBe(2 * PRICE)
-      // A model without a budget is not held back.
-      expect((yield* runner.submit(who, { ...UNBUDGETED, idempotencyKey: "c" })).replayed).toBe(false)
+        const refused = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
+        expect(refused).toBeInstanceOf(Errors.PlatformBudgetExceeded)
+        expect(refused).toMatchObject({ status: 503, code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 4 * 3_600 })
+        expect(refused.message).toContain(`Model ${TEXT_TO_IMAGE} is unavailable until 00:00 UTC`)
+        expect(yield* reserved(who)).toBe(PRICE)
+        expect(yield* runner.list(who)).toHaveLength(1)
+        expect(yield* spent()).toBe(2 * PRICE)
+        // A model without a budget is not held back.
+        expect((yield* runner.submit(who, { ...UNBUDGETED, idempotencyKey: "c" })).replayed).toBe(false)
 
-      yield* TestClock.adjust(`${4 * 3_600 - 1} seconds`)
-      const lastSecond = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
-      expect(lastSecond).toMatchObject({ code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 1 })
-      // The refusal kept nothing under the key: at midnight it admits.
-      yield* TestClock.adjust("1 second")
-      expect((yield* runner.submit(who, submission({ idempotencyKey: "b" }))).replayed).toBe(false)
-      expect(yield* spent(NEXT_DAY)).toBe(PRICE)
-      expect(yield* spent()).toBe(2 * PRICE)
-    }).pipe(Effect.provide(layerWith())))
+        yield* TestClock.adjust(`${4 * 3_600 - 1} seconds`)
+        const lastSecond = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
+        expect(lastSecond).toMatchObject({ code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 1 })
+        // The refusal kept nothing under the key: at midnight it admits.
+        yield* TestClock.adjust("1 second")
+        expect((yield* runner.submit(who, submission({ idempotencyKey: "b" }))).replayed).toBe(false)
+        expect(yield* spent(NEXT_DAY)).toBe(PRICE)
+        expect(yield* spent()).toBe(2 * PRICE)
+      }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("refusals before the store take nothing: a changed price, no executor, a foreign media reference", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       for (const model of [TEXT_TO_IMAGE, UNSERVED, EDIT]) yield* budgeted(10 * PRICE, model)
       const who = yield* caller(1_000_000)
@@ -114,10 +125,11 @@ describe("TaskRunner and a model's daily budget", () => {
         expect(yield* Effect.flip(runner.submit(who, request))).toBeInstanceOf(refusal)
       }
       for (const model of [TEXT_TO_IMAGE, UNSERVED, EDIT]) expect(yield* spent(DAY, model)).toBe(0)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a share is given back when the admission refuses, replays or conflicts", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)
       const poor = yield* caller(PRICE - 1)
@@ -134,10 +146,11 @@ describe("TaskRunner and a model's daily budget", () => {
       expect(busy).toBeInstanceOf(Errors.ConcurrencyLimited)
       expect(yield* spent()).toBe(PRICE)
       expect(yield* reserved(who)).toBe(PRICE)
-    }).pipe(Effect.provide(layerWith({ maxUnfinishedTasks: 1 }))))
+    }).pipe(Effect.provide(layerWith({ maxUnfinishedTasks: 1 })))
+  )
 
   it.effect("a retry of an admitted key replays when the budget is spent; a new key is refused", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(PRICE)
       const who = yield* caller(1_000_000)
@@ -147,36 +160,40 @@ describe("TaskRunner and a model's daily budget", () => {
       expect(yield* runner.submit(who, submission())).toEqual({ task: first.task, replayed: true })
       const conflict = yield* Effect.flip(runner.submit(who, submission({ input: { prompt: "a fox" } })))
       expect(conflict).toBeInstanceOf(Errors.IdempotencyConflict)
-      expect(yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "key-2" }))))
-        .toBeInstanceOf(Errors.PlatformBudgetExceeded)
+      expect(yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "key-2" })))).toBeInstanceOf(
+        Errors.PlatformBudgetExceeded
+      )
       const other = yield* caller(1_000_000)
       expect(yield* Effect.flip(runner.submit(other, submission()))).toBeInstanceOf(Errors.PlatformBudgetExceeded)
       expect(yield* reserved(who)).toBe(PRICE)
       expect(yield* reserved(other)).toBe(0)
       expect(yield* spent()).toBe(PRICE)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("a lowered budget applies to the next submission; a removed one admits again", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       const pricer = yield* Pricer.Pricer
       yield* budgeted(10 * PRICE)
       const who = yield* caller(1_000_000)
       yield* runner.submit(who, submission({ idempotencyKey: "a" }))
       yield* budgeted(PRICE + PRICE / 2)
-      expect(yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" }))))
-        .toBeInstanceOf(Errors.PlatformBudgetExceeded)
+      expect(yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))).toBeInstanceOf(
+        Errors.PlatformBudgetExceeded
+      )
 
       yield* pricer.setModel(TEXT_TO_IMAGE, { enabled: true, priceMicros: PRICE })
       expect(yield* pricer.budgetOf(TEXT_TO_IMAGE)).toBeUndefined()
       expect((yield* runner.submit(who, submission({ idempotencyKey: "b" }))).replayed).toBe(false)
       // Without a budget nothing is counted.
       expect(yield* spent()).toBe(PRICE)
-    }).pipe(Effect.provide(layerWith())))
+    }).pipe(Effect.provide(layerWith()))
+  )
 
   it.effect("an admission that failed on the store keeps its share: the task may have been admitted", () => {
     const { down, stores } = outageStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)
       const who = yield* caller(1_000_000)
@@ -197,7 +214,7 @@ describe("TaskRunner and a model's daily budget", () => {
   })
 
   it.effect("an admission the store refused for its data gives its share back: nothing was admitted", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)
       const who = yield* caller(1_000_000)
@@ -205,15 +222,27 @@ describe("TaskRunner and a model's daily budget", () => {
       expect(refused).toBeInstanceOf(Errors.InvalidRequest)
       expect(yield* spent()).toBe(0)
       expect(yield* reserved(who)).toBe(0)
-    }).pipe(Effect.provide(layerWith({}, Layer.effect(TaskStore, Effect.map(TaskStore, (store) =>
-      TaskStore.of({
-        ...store,
-        admit: () => Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
-      }))).pipe(Layer.provideMerge(MemoryStore.layer))))))
+    }).pipe(
+      Effect.provide(
+        layerWith(
+          {},
+          Layer.effect(
+            TaskStore,
+            Effect.map(TaskStore, (store) =>
+              TaskStore.of({
+                ...store,
+                admit: () => Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
+              })
+            )
+          ).pipe(Layer.provideMerge(MemoryStore.layer))
+        )
+      )
+    )
+  )
 
   it.effect("a share that cannot be given back leaves the admission's answer as it was", () => {
     const { down, stores } = outageStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)
       const poor = yield* caller(PRICE - 1)
@@ -228,7 +257,7 @@ describe("TaskRunner and a model's daily budget", () => {
 describe("TaskRunner.submit with a presented key and a model's daily budget", () => {
   it.effect("a budgeted model authenticates first; a refused key takes nothing; other models keep the one call", () => {
     const counting = countingStores()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const runner = yield* TaskRunner.TaskRunner
       yield* budgeted(10 * PRICE)

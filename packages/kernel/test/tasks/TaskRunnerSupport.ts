@@ -27,12 +27,7 @@ export const layerWith = (
   Layer.mergeAll(
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED, ...options }).pipe(Layer.provideMerge(Accounts.layer())),
     Ledger.layer
-  ).pipe(
-    Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(catalog),
-    Layer.provideMerge(stores),
-    Layer.orDie
-  )
+  ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(catalog), Layer.provideMerge(stores), Layer.orDie)
 
 /** The memory store, counting the store calls that authentication and admission make (`admitKeyed`: a key's admit). */
 export const countingStores = () => {
@@ -40,12 +35,11 @@ export const countingStores = () => {
   const counted = Layer.mergeAll(
     Layer.effect(
       TaskStore,
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const store = yield* TaskStore
         return TaskStore.of({
           ...store,
-          admit: (request) =>
-            Effect.suspend(() => (isKeyed(request) ? calls.admitKeyed++ : calls.admit++, store.admit(request))),
+          admit: (request) => Effect.suspend(() => (isKeyed(request) ? calls.admitKeyed++ : calls.admit++, store.admit(request))),
           findIdempotent: (...args) => Effect.suspend(() => (calls.findIdempotent++, store.findIdempotent(...args)))
         })
       })
@@ -56,7 +50,8 @@ export const countingStores = () => {
         AccountStore.of({
           ...store,
           authenticate: (hash, now) => Effect.suspend(() => (calls.authenticate++, store.authenticate(hash, now)))
-        }))
+        })
+      )
     )
   ).pipe(Layer.provideMerge(MemoryStore.layer))
   return { calls, stores: counted }
@@ -64,7 +59,7 @@ export const countingStores = () => {
 
 /** A key of a new account holding `credits` micros, and the caller it stands for; nothing authenticated yet. */
 export const keyOf = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const { account } = yield* accounts.create({ name: "acme", credits: micros(credits) })
     const { record, secret } = yield* accounts.createKey(account.id, keyOptions)
@@ -79,11 +74,13 @@ export const keyOf = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
 
 /** A caller of a new account holding `credits` micros. */
 export const caller = (credits: number, keyOptions: Accounts.KeyOptions = {}) =>
-  Effect.flatMap(keyOf(credits, keyOptions), ({ secret }) =>
-    Accounts.Accounts.use((accounts) => accounts.authenticate(secret)))
+  Effect.flatMap(keyOf(credits, keyOptions), ({ secret }) => Accounts.Accounts.use((accounts) => accounts.authenticate(secret)))
 
 export const reserved = (who: Accounts.Caller) =>
-  Effect.map(Ledger.Ledger.use((ledger) => ledger.balances(who.accountId)), (balances) => balances.reservedMicros)
+  Effect.map(
+    Ledger.Ledger.use((ledger) => ledger.balances(who.accountId)),
+    (balances) => balances.reservedMicros
+  )
 
 export const submission = (overrides: Partial<TaskRunner.Submission> = {}): TaskRunner.Submission => ({
   model: TEXT_TO_IMAGE,
@@ -94,7 +91,7 @@ export const submission = (overrides: Partial<TaskRunner.Submission> = {}): Task
 
 /** A media upload of the caller's account, as POST /api/v1/media records it. */
 export const uploaded = (who: Accounts.Caller) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const reference = MediaReference.make()
     yield* MediaStore.use((store) =>
       store.putMedia({
@@ -122,7 +119,8 @@ export const countingCatalog = () => {
       Catalog.Catalog.of({
         ...shipped,
         validate: (model, input) => Effect.suspend(() => (calls.validate++, shipped.validate(model, input)))
-      }))
+      })
+    )
   ).pipe(Layer.provide(Catalog.layer))
   return { calls, catalog }
 }

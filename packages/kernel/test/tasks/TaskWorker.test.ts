@@ -43,7 +43,7 @@ describe("TaskWorker", () => {
       submit: [{ _tag: "Accepted", upstreamId: "job-7" }],
       poll: [{ _tag: "Pending" }, { _tag: "Pending", progress: 0.5 }, { _tag: "Succeeded", outputs: [png(3)] }]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -72,7 +72,7 @@ describe("TaskWorker", () => {
     const fake = fakeProvider({
       submit: [{ _tag: "Completed", upstreamId: "sync-1", outputs: [png(1), png(2)] }]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -88,7 +88,7 @@ describe("TaskWorker", () => {
     const fake = fakeProvider({
       poll: [{ _tag: "Pending" }, { _tag: "Failed", errorCode: "UPSTREAM_CONTENT_POLICY", message: "refused" }]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -100,7 +100,7 @@ describe("TaskWorker", () => {
 
   it.live("charges per delivered image when fewer were delivered than quoted", () => {
     const fake = fakeProvider({ poll: [{ _tag: "Succeeded", outputs: [png(1), png(2), png(3)] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask({
         priceMicros: micros(1_000_000),
         unitMicros: micros(250_000),
@@ -113,11 +113,7 @@ describe("TaskWorker", () => {
       expect(done.chargedMicros).toBe(750_000)
       expect(done.assets).toHaveLength(3)
       yield* expectBalances(accountId, { balance: 10 * USD - 750_000, reserved: 0 })
-      expect(kindsOf(yield* entriesOfTask(accountId, task.id))).toEqual([
-        "charge 750000",
-        "release 250000",
-        "reserve 1000000"
-      ])
+      expect(kindsOf(yield* entriesOfTask(accountId, task.id))).toEqual(["charge 750000", "release 250000", "reserve 1000000"])
     }).pipe(Effect.provide(services([fake.adapter])))
   })
 
@@ -128,12 +124,16 @@ describe("TaskWorker", () => {
         upstreamError("Retryable", { status: 503 }),
         { _tag: "Accepted", upstreamId: "job-9" }
       ],
-      poll: [upstreamError("RateLimited", { status: 429 }), upstreamError("OutcomeUnknown"), {
-        _tag: "Succeeded",
-        outputs: [png()]
-      }]
+      poll: [
+        upstreamError("RateLimited", { status: 429 }),
+        upstreamError("OutcomeUnknown"),
+        {
+          _tag: "Succeeded",
+          outputs: [png()]
+        }
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       const started = Date.now()
       yield* Effect.forkScoped(TaskWorker.run(fast))
@@ -152,7 +152,7 @@ describe("TaskWorker", () => {
     const fake = fakeProvider({
       submit: [upstreamError("Terminal", { errorCode: "UPSTREAM_REJECTED_INPUT", status: 422 })]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -164,7 +164,7 @@ describe("TaskWorker", () => {
 
   it.live("fails a running task at its deadline, cancels it upstream and releases it", () => {
     const fake = fakeProvider({ poll: [{ _tag: "Pending" }], cancel: true })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask({ deadlineAt: new Date(Date.now() + 200) })
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -177,7 +177,7 @@ describe("TaskWorker", () => {
 
   it.live("fails a task still rate limited at its deadline", () => {
     const fake = fakeProvider({ submit: [upstreamError("RateLimited", { status: 429 })] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask({ deadlineAt: new Date(Date.now() + 150) })
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -189,7 +189,7 @@ describe("TaskWorker", () => {
 
   it.live("fails a queued task already past its deadline without sending it", () => {
     const fake = fakeProvider({})
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask({ deadlineAt: new Date(Date.now() - 1) })
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -200,7 +200,7 @@ describe("TaskWorker", () => {
 
   it.live("keeps the reservation of a submission with an unknown outcome and never resends it", () => {
     const fake = fakeProvider({ submit: [upstreamError("OutcomeUnknown")] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitForStatus(accountId, task.id, "reconciliation_required")
@@ -216,7 +216,7 @@ describe("TaskWorker", () => {
 
   it.live("a stopped worker gives its leases up, so another worker resumes the task at once", () => {
     const fake = fakeProvider({ poll: [() => Effect.never] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       const worker = yield* Effect.forkScoped(TaskWorker.run(fast))
       yield* waitForStatus(accountId, task.id, "running")
@@ -232,7 +232,7 @@ describe("TaskWorker", () => {
 
   it.live("fails a success that delivered nothing", () => {
     const fake = fakeProvider({ poll: [{ _tag: "Succeeded", outputs: [] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run(fast))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -253,19 +253,25 @@ describe("TaskWorker", () => {
       return body === undefined ? new Response("gone", { status: 404 }) : new Response(body)
     }
     const fake = fakeProvider({
-      submit: [{ _tag: "Accepted", upstreamId: "song-1" }, { _tag: "Accepted", upstreamId: "song-2" }],
-      poll: [(call) =>
-        Effect.succeed({
-          _tag: "Succeeded",
-          outputs: fake.calls.poll[call]!.upstreamId === "song-1"
-            ? [
-              { type: "audio", url: "https://cdn.upstream.test/a.mp3", contentType: "audio/mpeg" },
-              { type: "text", text: "la la la", contentType: "text/plain; charset=utf-8" }
-            ]
-            : [{ type: "audio", url: "https://cdn.upstream.test/big.mp3", contentType: "audio/mpeg" }]
-        })]
+      submit: [
+        { _tag: "Accepted", upstreamId: "song-1" },
+        { _tag: "Accepted", upstreamId: "song-2" }
+      ],
+      poll: [
+        (call) =>
+          Effect.succeed({
+            _tag: "Succeeded",
+            outputs:
+              fake.calls.poll[call]!.upstreamId === "song-1"
+                ? [
+                    { type: "audio", url: "https://cdn.upstream.test/a.mp3", contentType: "audio/mpeg" },
+                    { type: "text", text: "la la la", contentType: "text/plain; charset=utf-8" }
+                  ]
+                : [{ type: "audio", url: "https://cdn.upstream.test/big.mp3", contentType: "audio/mpeg" }]
+          })
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const first = yield* admitTask()
       const second = yield* admitTask({ createdAt: new Date(Date.now() + 1) }, first.accountId)
       yield* Effect.forkScoped(TaskWorker.run({ ...fast, fetch, maxResultBytes: 1000 }))
@@ -289,9 +295,11 @@ describe("TaskWorker", () => {
     const fetch: typeof globalThis.fetch = async () =>
       ++attempts < 3 ? new Response("busy", { status: 503 }) : new Response(new Uint8Array([1, 2, 3]))
     const fake = fakeProvider({
-      poll: [{ _tag: "Succeeded", outputs: [{ type: "video", url: "https://cdn.upstream.test/v.mp4", contentType: "video/mp4" }] }]
+      poll: [
+        { _tag: "Succeeded", outputs: [{ type: "video", url: "https://cdn.upstream.test/v.mp4", contentType: "video/mp4" }] }
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run({ ...fast, fetch }))
       const done = yield* waitFor(accountId, task.id, finished)
@@ -306,7 +314,7 @@ describe("TaskWorker", () => {
     const model = "epsilon-3-1-fast-image-to-video-channel-low-price"
     const fake = fakeProvider({ models: [model] })
     const upload = MediaReference.make()
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask({
         model,
         input: { prompt: "waves", imageUrls: [upload, "https://example.com/b.png"] }
@@ -333,23 +341,27 @@ describe("TaskWorker", () => {
     const polls = new Map<string, number>()
     // Each job is pending on its first poll and done on its second.
     const fake = fakeProvider({
-      submit: [(call) =>
-        Effect.sync(() => {
-          under++
-          most = Math.max(most, under)
-          return { _tag: "Accepted", upstreamId: `job-${fake.calls.submit[call]!.reference}` } as const
-        })],
-      poll: [(call) =>
-        Effect.suspend((): Effect.Effect<PollResult> => {
-          const job = fake.calls.poll[call]!.upstreamId
-          const seen = (polls.get(job) ?? 0) + 1
-          polls.set(job, seen)
-          if (seen === 1) return Effect.as(Effect.sleep(20), { _tag: "Pending" })
-          under--
-          return Effect.succeed({ _tag: "Succeeded", outputs: [png()] })
-        })]
+      submit: [
+        (call) =>
+          Effect.sync(() => {
+            under++
+            most = Math.max(most, under)
+            return { _tag: "Accepted", upstreamId: `job-${fake.calls.submit[call]!.reference}` } as const
+          })
+      ],
+      poll: [
+        (call) =>
+          Effect.suspend((): Effect.Effect<PollResult> => {
+            const job = fake.calls.poll[call]!.upstreamId
+            const seen = (polls.get(job) ?? 0) + 1
+            polls.set(job, seen)
+            if (seen === 1) return Effect.as(Effect.sleep(20), { _tag: "Pending" })
+            under--
+            return Effect.succeed({ _tag: "Succeeded", outputs: [png()] })
+          })
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const first = yield* admitTask()
       const tasks = [first.task]
       for (let i = 0; i < 4; i++) tasks.push((yield* admitTask({}, first.accountId)).task)
@@ -377,9 +389,10 @@ describe("TaskWorker writes", () => {
             if (requests.length > 1) mixedBatches++
             return Effect.die(new StoreRefused({ message: "the database refused the request's data", code: "22P05" }))
           }
-        }))
+        })
+      )
     ).pipe(Layer.provideMerge(services([fake.adapter])))
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const healthy = yield* admitTask()
       const bad = yield* admitTask({}, healthy.accountId)
       poisoned = bad.task.id

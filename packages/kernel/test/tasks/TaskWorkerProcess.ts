@@ -30,7 +30,7 @@ const services = Layer.mergeAll(
 )
 
 Effect.runFork(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* Effect.sync(() => process.stdout.write("ready\n"))
     return yield* TaskWorker.run({
       workerId: env("WORKER_ID"),
@@ -43,9 +43,11 @@ Effect.runFork(
     })
   }).pipe(
     Effect.provide(services),
-    Effect.tapCause((cause) => Effect.sync(() => {
-      console.error(cause)
-      process.exit(1)
-    }))
+    Effect.tapCause((cause) =>
+      Effect.sync(() => {
+        console.error(cause)
+        process.exit(1)
+      })
+    )
   )
 )

@@ -31,7 +31,7 @@ const WORKER = join(import.meta.dirname, "TaskWorkerProcess.ts")
 
 /** A fresh schema with its stores, a blob directory and a fake upstream, all gone with the scope. */
 const environment = (initial: (reference: string) => Upstream.JobState) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const schema = `test_workers_${randomUUID().replaceAll("-", "").slice(0, 16)}`
     yield* Effect.addFinalizer(() =>
       SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
@@ -69,7 +69,7 @@ const environment = (initial: (reference: string) => Upstream.JobState) =>
             stdio: ["ignore", "pipe", "pipe"]
           })
           let errors = ""
-          child.stderr!.on("data", (chunk) => errors += String(chunk))
+          child.stderr!.on("data", (chunk) => (errors += String(chunk)))
           child.stdout!.on("data", (chunk) => {
             if (String(chunk).includes("ready")) resume(Effect.succeed(child))
           })
@@ -91,7 +91,7 @@ const kill = (child: ChildProcess) =>
 
 /** Reads a task through the test's own store until `done` holds, or dies after `timeoutMs`. */
 const waitFor = (accountId: AccountId, taskId: TaskId, done: (task: TaskRecord) => boolean, timeoutMs = 20_000) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const until = Date.now() + timeoutMs
     for (;;) {
@@ -103,21 +103,24 @@ const waitFor = (accountId: AccountId, taskId: TaskId, done: (task: TaskRecord) 
   })
 
 const admitOne = (accountId: AccountId) =>
-  admitted(admission(newTask(accountId, {
-    model: MODEL,
-    createdAt: new Date(),
-    deadlineAt: new Date(Date.now() + 3_600_000)
-  })))
+  admitted(
+    admission(
+      newTask(accountId, {
+        model: MODEL,
+        createdAt: new Date(),
+        deadlineAt: new Date(Date.now() + 3_600_000)
+      })
+    )
+  )
 
 describe("TaskWorker processes on PostgreSQL", () => {
   for (const moment of ["running", "submitting"] as const) {
     it.live(
       `a worker killed after the upstream accepted (task ${moment}): completed once, submitted once, charged once`,
       () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const { startWorker, stores, upstream, blobDir } = yield* environment(() => "pending")
-          const use = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | BlobStore.BlobStore>) =>
-            Effect.provide(effect, stores)
+          const use = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | BlobStore.BlobStore>) => Effect.provide(effect, stores)
           const accountId = yield* use(fundedAccount(10 * USD))
           const task = yield* use(admitOne(accountId))
           // "submitting": the upstream takes the job but its answer never reaches the worker.
@@ -135,7 +138,9 @@ describe("TaskWorker processes on PostgreSQL", () => {
           expect(done.attempts).toBe(2)
           expect(done.chargedMicros).toBe(USD)
           yield* use(expectBalances(accountId, { balance: 9 * USD, reserved: 0 }))
-          const charges = (yield* use(allEntries(accountId))).filter((entry) => entry.taskId === task.id && entry.kind === "charge")
+          const charges = (yield* use(allEntries(accountId))).filter(
+            (entry) => entry.taskId === task.id && entry.kind === "charge"
+          )
           expect(charges).toHaveLength(1)
           const result = yield* use(MediaStore.use((media) => media.getResult(accountId, done.assets[0]!.resultId!)))
           expect(existsSync(join(blobDir, result!.blobKey))).toBe(true)
@@ -147,21 +152,23 @@ describe("TaskWorker processes on PostgreSQL", () => {
   it.live(
     "two worker processes drain 1,000 tasks: each runs once, succeeded ones charged once, failed ones released",
     () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // Jobs whose reference ends in 0-3 fail upstream; the others succeed at once.
         const { startWorker, stores, upstream } = yield* environment((reference) =>
           /[0-3]$/.test(reference) ? "failed" : "succeeded"
         )
-        const use = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | BlobStore.BlobStore>) =>
-          Effect.provide(effect, stores)
+        const use = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | BlobStore.BlobStore>) => Effect.provide(effect, stores)
         const accountId = yield* use(fundedAccount(2_000 * USD))
-        const ids = yield* use(Effect.forEach(Array.from({ length: 1_000 }), () => Effect.map(admitOne(accountId), (t) => t.id), {
-          concurrency: 8
-        }))
+        const ids = yield* use(
+          Effect.forEach(Array.from({ length: 1_000 }), () => Effect.map(admitOne(accountId), (t) => t.id), {
+            concurrency: 8
+          })
+        )
 
         yield* Effect.all([startWorker("one", 5_000), startWorker("two", 5_000)], { concurrency: 2 })
-        const tasks = yield* use(Effect.forEach(ids, (id) =>
-          waitFor(accountId, id, (t) => t.status === "succeeded" || t.status === "failed", 60_000)))
+        const tasks = yield* use(
+          Effect.forEach(ids, (id) => waitFor(accountId, id, (t) => t.status === "succeeded" || t.status === "failed", 60_000))
+        )
 
         expect(upstream.submissions.size).toBe(1_000)
         expect([...upstream.submissions.values()].every((count) => count === 1)).toBe(true)

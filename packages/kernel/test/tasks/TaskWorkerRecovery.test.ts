@@ -31,13 +31,21 @@ const finished = (task: TaskRecord) => task.status === "succeeded" || task.statu
 
 /** Plays a worker that claims the task with a short lease, takes it to `upTo`, then dies. */
 const dyingWorker = (upTo: "submitting" | "running", upstreamId = "job-1") =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const store = yield* TaskStore
     const claims = yield* store.claim({ workerId: "dying", limit: 10, leaseMs: 50, now: new Date() })
     expect(claims).toHaveLength(1)
     const claim = claims[0]!
     const step = (from: TaskRecord["status"], to: TaskRecord["status"], extra: { upstreamRef?: string } = {}) =>
-      store.transition({ taskId: claim.task.id, leaseToken: claim.leaseToken, from, to, now: new Date(), keepLease: true, ...extra })
+      store.transition({
+        taskId: claim.task.id,
+        leaseToken: claim.leaseToken,
+        from,
+        to,
+        now: new Date(),
+        keepLease: true,
+        ...extra
+      })
     expect((yield* step("queued", "submitting"))._tag).toBe("Done")
     if (upTo === "running") expect((yield* step("submitting", "running", { upstreamRef: upstreamId }))._tag).toBe("Done")
     // Its lease lapses.
@@ -48,7 +56,7 @@ const dyingWorker = (upTo: "submitting" | "running", upstreamId = "job-1") =>
 describe("TaskWorker recovery", () => {
   it.live("takes over a lapsed lease, resumes polling, and refuses the first worker's late write", () => {
     const fake = fakeProvider({ poll: [{ _tag: "Pending" }, { _tag: "Succeeded", outputs: [png()] }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       const first: Claim = yield* dyingWorker("running", "job-1")
       yield* Effect.forkScoped(TaskWorker.run(fast))
@@ -81,7 +89,7 @@ describe("TaskWorker recovery", () => {
 
   it.live("resumes a task left in submitting by finding its upstream job, without sending it again", () => {
     const fake = fakeProvider({ lookup: [{ upstreamId: "job-found" }] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* dyingWorker("submitting")
       yield* Effect.forkScoped(TaskWorker.run(fast))
@@ -95,7 +103,7 @@ describe("TaskWorker recovery", () => {
 
   it.live("sends a task left in submitting when the upstream's lookup says it never arrived", () => {
     const fake = fakeProvider({ lookup: [undefined] })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* dyingWorker("submitting")
       yield* Effect.forkScoped(TaskWorker.run(fast))
@@ -108,7 +116,7 @@ describe("TaskWorker recovery", () => {
 
   it.live("sends a task left in submitting to reconciliation when its upstream cannot be searched", () => {
     const fake = fakeProvider({})
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* dyingWorker("submitting")
       yield* Effect.forkScoped(TaskWorker.run(fast))
@@ -124,16 +132,18 @@ describe("TaskWorker recovery", () => {
     // A store where the lease is taken away at the first renewal, and nothing is offered twice.
     const stolen = Layer.effect(
       TaskStore,
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const store = yield* TaskStore
         let offered = false
         return TaskStore.of({
           ...store,
           claim: (options) =>
-            offered ? Effect.succeed([]) : Effect.map(store.claim(options), (claims) => {
-              offered = claims.length > 0
-              return claims
-            }),
+            offered
+              ? Effect.succeed([])
+              : Effect.map(store.claim(options), (claims) => {
+                  offered = claims.length > 0
+                  return claims
+                }),
           renew: () => Effect.succeed(false)
         })
       })
@@ -144,7 +154,7 @@ describe("TaskWorker recovery", () => {
       Executors.layer({ adapters: [fake.adapter] }),
       MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
     )
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const { accountId, task } = yield* admitTask()
       yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 90 }))
       yield* waitForStatus(accountId, task.id, "running")
@@ -156,117 +166,131 @@ describe("TaskWorker recovery", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.live("a worker that loses its task while storing outputs leaves orphans, which housekeeping sweeps after the grace period", () => {
-    const fake = fakeProvider({
-      poll: [{ _tag: "Succeeded", outputs: [png(1)] }, { _tag: "Succeeded", outputs: [png(2)] }]
-    })
-    // The first worker cannot renew its lease (cut off from the store), and its first result
-    // record waits for the test: the second worker takes the task over meanwhile.
-    const firstLeases = new Set<string>()
-    const stalled = Deferred.makeUnsafe<ResultId>()
-    const release = Deferred.makeUnsafe<void>()
-    const firstWrite = Deferred.makeUnsafe<TransitionResult["_tag"]>()
-    const stores = Layer.mergeAll(
-      Layer.effect(
-        TaskStore,
-        Effect.gen(function*() {
-          const store = yield* TaskStore
-          return TaskStore.of({
-            ...store,
-            claim: (options) =>
-              Effect.tap(store.claim(options), (claims) =>
-                Effect.sync(() => {
-                  if (options.workerId === "first") for (const claim of claims) firstLeases.add(claim.leaseToken)
-                })),
-            renew: (taskId, leaseToken, until) =>
-              firstLeases.has(leaseToken)
-                ? Effect.fail(new StoreUnavailable({ message: "cut off" }))
-                : store.renew(taskId, leaseToken, until),
-            transitionAll: (requests) =>
-              Effect.tap(store.transitionAll(requests), (results) =>
-                Effect.sync(() =>
-                  requests.forEach((request, i) => {
-                    if (firstLeases.has(request.leaseToken) && request.to === "succeeded") {
-                      Deferred.doneUnsafe(firstWrite, Effect.succeed(results[i]!._tag))
-                    }
+  it.live(
+    "a worker that loses its task while storing outputs leaves orphans, which housekeeping sweeps after the grace period",
+    () => {
+      const fake = fakeProvider({
+        poll: [
+          { _tag: "Succeeded", outputs: [png(1)] },
+          { _tag: "Succeeded", outputs: [png(2)] }
+        ]
+      })
+      // The first worker cannot renew its lease (cut off from the store), and its first result
+      // record waits for the test: the second worker takes the task over meanwhile.
+      const firstLeases = new Set<string>()
+      const stalled = Deferred.makeUnsafe<ResultId>()
+      const release = Deferred.makeUnsafe<void>()
+      const firstWrite = Deferred.makeUnsafe<TransitionResult["_tag"]>()
+      const stores = Layer.mergeAll(
+        Layer.effect(
+          TaskStore,
+          Effect.gen(function* () {
+            const store = yield* TaskStore
+            return TaskStore.of({
+              ...store,
+              claim: (options) =>
+                Effect.tap(store.claim(options), (claims) =>
+                  Effect.sync(() => {
+                    if (options.workerId === "first") for (const claim of claims) firstLeases.add(claim.leaseToken)
                   })
-                ))
-          })
-        })
-      ),
-      Layer.effect(
-        MediaStore,
-        Effect.gen(function*() {
-          const media = yield* MediaStore
-          let first = true
-          return MediaStore.of({
-            ...media,
-            putResult: (record) =>
-              Effect.suspend(() => {
-                if (!first) return media.putResult(record)
-                first = false
-                return Deferred.succeed(stalled, record.id).pipe(
-                  Effect.andThen(Deferred.await(release)),
-                  Effect.andThen(media.putResult(record))
+                ),
+              renew: (taskId, leaseToken, until) =>
+                firstLeases.has(leaseToken)
+                  ? Effect.fail(new StoreUnavailable({ message: "cut off" }))
+                  : store.renew(taskId, leaseToken, until),
+              transitionAll: (requests) =>
+                Effect.tap(store.transitionAll(requests), (results) =>
+                  Effect.sync(() =>
+                    requests.forEach((request, i) => {
+                      if (firstLeases.has(request.leaseToken) && request.to === "succeeded") {
+                        Deferred.doneUnsafe(firstWrite, Effect.succeed(results[i]!._tag))
+                      }
+                    })
+                  )
                 )
-              })
+            })
           })
-        })
+        ),
+        Layer.effect(
+          MediaStore,
+          Effect.gen(function* () {
+            const media = yield* MediaStore
+            let first = true
+            return MediaStore.of({
+              ...media,
+              putResult: (record) =>
+                Effect.suspend(() => {
+                  if (!first) return media.putResult(record)
+                  first = false
+                  return Deferred.succeed(stalled, record.id).pipe(
+                    Effect.andThen(Deferred.await(release)),
+                    Effect.andThen(media.putResult(record))
+                  )
+                })
+            })
+          })
+        )
+      ).pipe(Layer.provideMerge(MemoryStore.layer))
+      const layer = Layer.mergeAll(
+        stores,
+        Catalog.layer,
+        Executors.layer({ adapters: [fake.adapter] }),
+        MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
       )
-    ).pipe(Layer.provideMerge(MemoryStore.layer))
-    const layer = Layer.mergeAll(
-      stores,
-      Catalog.layer,
-      Executors.layer({ adapters: [fake.adapter] }),
-      MediaUrls.layer({ baseUrl: "https://api.test", secret: SECRET })
-    )
-    return Effect.gen(function*() {
-      const { accountId, task } = yield* admitTask()
-      // One task at a time, so that the first worker cannot claim the task back itself.
-      yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "first", maxTasks: 1 }))
-      const lost = yield* Deferred.await(stalled)
-      yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "second" }))
-      const done = yield* waitForStatus(accountId, task.id, "succeeded")
-      const won = done.assets[0]!.resultId!
-      expect(done.attempts).toBe(2)
+      return Effect.gen(function* () {
+        const { accountId, task } = yield* admitTask()
+        // One task at a time, so that the first worker cannot claim the task back itself.
+        yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "first", maxTasks: 1 }))
+        const lost = yield* Deferred.await(stalled)
+        yield* Effect.forkScoped(TaskWorker.run({ ...fast, leaseMs: 200, workerId: "second" }))
+        const done = yield* waitForStatus(accountId, task.id, "succeeded")
+        const won = done.assets[0]!.resultId!
+        expect(done.attempts).toBe(2)
 
-      yield* Deferred.succeed(release, undefined)
-      expect(yield* Deferred.await(firstWrite)).toBe("LeaseLost")
-      expect(yield* read(accountId, task.id)).toEqual(done)
-      yield* expectBalances(accountId, { balance: 9 * USD, reserved: 0 })
-      expect(yield* storedFile(lost)).toEqual([...png(1).bytes!])
-      expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toMatchObject({ taskId: task.id })
+        yield* Deferred.succeed(release, undefined)
+        expect(yield* Deferred.await(firstWrite)).toBe("LeaseLost")
+        expect(yield* read(accountId, task.id)).toEqual(done)
+        yield* expectBalances(accountId, { balance: 9 * USD, reserved: 0 })
+        expect(yield* storedFile(lost)).toEqual([...png(1).bytes!])
+        expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toMatchObject({ taskId: task.id })
 
-      // Within the grace period nothing goes; past it, exactly the loser's file.
-      expect(yield* Housekeeping.sweepOrphanResults()).toEqual({ records: 0, removed: 0 })
-      const anHourOn = yield* TestClock.make()
-      yield* anHourOn.setTime(Date.now() + Housekeeping.defaults.orphanResultGraceMs + 1_000)
-      expect(yield* Housekeeping.sweepOrphanResults().pipe(Effect.provideService(Clock.Clock, anHourOn)))
-        .toEqual({ records: 1, removed: 1 })
-      expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toBeUndefined()
-      expect(yield* storedFile(lost)).toBeUndefined()
-      expect(yield* MediaStore.use((media) => media.getResult(accountId, won))).toMatchObject({ taskId: task.id })
-      expect(yield* storedFile(won)).toEqual([...png(2).bytes!])
-    }).pipe(Effect.provide(layer))
-  })
+        // Within the grace period nothing goes; past it, exactly the loser's file.
+        expect(yield* Housekeeping.sweepOrphanResults()).toEqual({ records: 0, removed: 0 })
+        const anHourOn = yield* TestClock.make()
+        yield* anHourOn.setTime(Date.now() + Housekeeping.defaults.orphanResultGraceMs + 1_000)
+        expect(yield* Housekeeping.sweepOrphanResults().pipe(Effect.provideService(Clock.Clock, anHourOn))).toEqual({
+          records: 1,
+          removed: 1
+        })
+        expect(yield* MediaStore.use((media) => media.getResult(accountId, lost))).toBeUndefined()
+        expect(yield* storedFile(lost)).toBeUndefined()
+        expect(yield* MediaStore.use((media) => media.getResult(accountId, won))).toMatchObject({ taskId: task.id })
+        expect(yield* storedFile(won)).toEqual([...png(2).bytes!])
+      }).pipe(Effect.provide(layer))
+    }
+  )
 
   it.live("two workers draining one queue run each task exactly once", () => {
     const submitted = new Map<string, number>()
     const fake = fakeProvider({
-      submit: [(call) =>
-        Effect.sync(() => {
-          const reference = fake.calls.submit[call]!.reference
-          submitted.set(reference, (submitted.get(reference) ?? 0) + 1)
-          return { _tag: "Accepted", upstreamId: `job-${reference}` } as const
-        })],
-      poll: [(call) =>
-        Effect.succeed(
-          fake.calls.poll[call]!.reference.endsWith("0")
-            ? { _tag: "Failed", errorCode: "UPSTREAM_FAILED", message: "no" } as const
-            : { _tag: "Succeeded", outputs: [png()] } as const
-        )]
+      submit: [
+        (call) =>
+          Effect.sync(() => {
+            const reference = fake.calls.submit[call]!.reference
+            submitted.set(reference, (submitted.get(reference) ?? 0) + 1)
+            return { _tag: "Accepted", upstreamId: `job-${reference}` } as const
+          })
+      ],
+      poll: [
+        (call) =>
+          Effect.succeed(
+            fake.calls.poll[call]!.reference.endsWith("0")
+              ? ({ _tag: "Failed", errorCode: "UPSTREAM_FAILED", message: "no" } as const)
+              : ({ _tag: "Succeeded", outputs: [png()] } as const)
+          )
+      ]
     })
-    return Effect.gen(function*() {
+    return Effect.gen(function* () {
       const accountId = yield* fundedAccount(300 * USD)
       const ids: Array<TaskRecord["id"]> = []
       for (let i = 0; i < 200; i++) ids.push((yield* admitTask({}, accountId)).task.id)

@@ -28,13 +28,15 @@ export const SECRET = Redacted.make("a-test-secret-that-is-long-enough-0123")
 export type Answer<A> = A | ProviderError | ((call: number) => Effect.Effect<A, ProviderError>)
 
 /** Answers calls in order; the last answer repeats. */
-const scripted = <A>(answers: ReadonlyArray<Answer<A>>) => (call: number): Effect.Effect<A, ProviderError> => {
-  if (answers.length === 0) return Effect.die(new Error("fake provider: no scripted answer"))
-  const answer = answers[Math.min(call, answers.length - 1)] as Answer<A>
-  if (answer instanceof ProviderError) return Effect.fail(answer)
-  if (typeof answer === "function") return (answer as (call: number) => Effect.Effect<A, ProviderError>)(call)
-  return Effect.succeed(answer)
-}
+const scripted =
+  <A>(answers: ReadonlyArray<Answer<A>>) =>
+  (call: number): Effect.Effect<A, ProviderError> => {
+    if (answers.length === 0) return Effect.die(new Error("fake provider: no scripted answer"))
+    const answer = answers[Math.min(call, answers.length - 1)] as Answer<A>
+    if (answer instanceof ProviderError) return Effect.fail(answer)
+    if (typeof answer === "function") return (answer as (call: number) => Effect.Effect<A, ProviderError>)(call)
+    return Effect.succeed(answer)
+  }
 
 export interface FakeScript {
   readonly models?: ReadonlyArray<string>
@@ -65,12 +67,8 @@ export const fakeProvider = (script: FakeScript): { readonly adapter: ProviderV1
     maxConcurrency: script.maxConcurrency,
     submit: (request) => Effect.suspend(() => submit(calls.submit.push(request) - 1)),
     poll: (request) => Effect.suspend(() => poll(calls.poll.push(request) - 1)),
-    lookup: lookup === undefined
-      ? undefined
-      : (request) => Effect.suspend(() => lookup(calls.lookup.push(request) - 1)),
-    cancel: script.cancel === true
-      ? (request) => Effect.sync(() => void calls.cancel.push(request))
-      : undefined
+    lookup: lookup === undefined ? undefined : (request) => Effect.suspend(() => lookup(calls.lookup.push(request) - 1)),
+    cancel: script.cancel === true ? (request) => Effect.sync(() => void calls.cancel.push(request)) : undefined
   }
   return { adapter, calls }
 }
@@ -111,10 +109,7 @@ export const upstreamDns: AddressPolicy.Policy = {
 }
 
 /** Every service the worker needs, over a fresh memory store. */
-export const services = (
-  adapters: ReadonlyArray<ProviderV1>,
-  modelConcurrency?: { readonly [model: string]: number }
-) =>
+export const services = (adapters: ReadonlyArray<ProviderV1>, modelConcurrency?: { readonly [model: string]: number }) =>
   Layer.mergeAll(
     MemoryStore.layer,
     Catalog.layer,
@@ -125,15 +120,19 @@ export const services = (
 
 /** An account with 10 USD and one admitted task on it, deadline an hour away unless given. */
 export const admitTask = (overrides: Partial<NewTask> = {}, accountId?: AccountId) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const account = accountId ?? (yield* fundedAccount(10 * USD))
     const createdAt = new Date()
-    const task = yield* admitted(admission(newTask(account, {
-      model: MODEL,
-      createdAt,
-      deadlineAt: new Date(createdAt.getTime() + 3_600_000),
-      ...overrides
-    })))
+    const task = yield* admitted(
+      admission(
+        newTask(account, {
+          model: MODEL,
+          createdAt,
+          deadlineAt: new Date(createdAt.getTime() + 3_600_000),
+          ...overrides
+        })
+      )
+    )
     return { accountId: account, task }
   })
 
@@ -146,13 +145,8 @@ export const read = (accountId: AccountId, taskId: TaskId) =>
   )
 
 /** Waits (on real time) until the task satisfies `done`, failing the test after `timeoutMs`. */
-export const waitFor = (
-  accountId: AccountId,
-  taskId: TaskId,
-  done: (task: TaskRecord) => boolean,
-  timeoutMs = 5_000
-) =>
-  Effect.gen(function*() {
+export const waitFor = (accountId: AccountId, taskId: TaskId, done: (task: TaskRecord) => boolean, timeoutMs = 5_000) =>
+  Effect.gen(function* () {
     const until = Date.now() + timeoutMs
     for (;;) {
       const task = yield* read(accountId, taskId)
@@ -169,7 +163,7 @@ export const waitForStatus = (accountId: AccountId, taskId: TaskId, status: Task
 
 /** The bytes of a result's file, or undefined when there is none. */
 export const storedFile = (id: ResultId) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const body = yield* BlobStore.use((blobs) => blobs.read(Outputs.blobKeyOf(id)))
     if (body === undefined) return undefined
     return yield* Effect.promise(async () => {

@@ -48,10 +48,14 @@ export const serve = async (initial: (reference: string) => JobState): Promise<U
   let next = 0
   const view = (job: Job, base: string) =>
     job.state === "succeeded"
-      ? { id: job.id, status: job.state, outputs: [{ type: "image", url: `${base}/files/${job.id}.png`, contentType: "image/png" }] }
+      ? {
+          id: job.id,
+          status: job.state,
+          outputs: [{ type: "image", url: `${base}/files/${job.id}.png`, contentType: "image/png" }]
+        }
       : job.state === "failed"
-      ? { id: job.id, status: job.state, errorCode: "UPSTREAM_FAILED_BY_TEST" }
-      : { id: job.id, status: job.state }
+        ? { id: job.id, status: job.state, errorCode: "UPSTREAM_FAILED_BY_TEST" }
+        : { id: job.id, status: job.state }
 
   const server = createServer(async (request, response) => {
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -61,7 +65,7 @@ export const serve = async (initial: (reference: string) => JobState): Promise<U
       response.end(JSON.stringify(body))
     }
     if (request.method === "POST" && url.pathname === "/jobs") {
-      const body = await readBody(request) as { readonly reference: string }
+      const body = (await readBody(request)) as { readonly reference: string }
       upstream.submissions.set(body.reference, (upstream.submissions.get(body.reference) ?? 0) + 1)
       let job = byReference.get(body.reference)
       if (job === undefined) {
@@ -126,17 +130,18 @@ export const adapter = (baseUrl: string, models: ReadonlyArray<string>): Provide
           signal,
           headers: { "content-type": "application/json" },
           ...(body === undefined ? {} : { body: JSON.stringify(body) })
-        }).then(async (response) => ({ status: response.status, body: await response.json() as unknown })),
+        }).then(async (response) => ({ status: response.status, body: (await response.json()) as unknown })),
       // A submission whose connection fails may have arrived: only reads are safe to repeat.
-      catch: (cause) =>
-        new ProviderError({ reason: sending ? "OutcomeUnknown" : "Retryable", message: String(cause), cause })
-    }).pipe(Effect.flatMap((response) =>
-      response.status === 429
-        ? Effect.fail(new ProviderError({ reason: "RateLimited", message: "429", status: 429 }))
-        : response.status >= 500
-        ? Effect.fail(new ProviderError({ reason: "Retryable", message: `${response.status}`, status: response.status }))
-        : Effect.succeed(response)
-    ))
+      catch: (cause) => new ProviderError({ reason: sending ? "OutcomeUnknown" : "Retryable", message: String(cause), cause })
+    }).pipe(
+      Effect.flatMap((response) =>
+        response.status === 429
+          ? Effect.fail(new ProviderError({ reason: "RateLimited", message: "429", status: 429 }))
+          : response.status >= 500
+            ? Effect.fail(new ProviderError({ reason: "Retryable", message: `${response.status}`, status: response.status }))
+            : Effect.succeed(response)
+      )
+    )
   const terminal = (status: number) =>
     Effect.fail(new ProviderError({ reason: "Terminal", message: `HTTP ${status}`, status, errorCode: "UPSTREAM_REJECTED" }))
 
@@ -150,28 +155,32 @@ export const adapter = (baseUrl: string, models: ReadonlyArray<string>): Provide
         const job = response.body as JobView
         return Effect.succeed(
           job.status === "succeeded"
-            ? { _tag: "Completed", upstreamId: job.id, outputs: job.outputs ?? [] } as const
-            : { _tag: "Accepted", upstreamId: job.id } as const
+            ? ({ _tag: "Completed", upstreamId: job.id, outputs: job.outputs ?? [] } as const)
+            : ({ _tag: "Accepted", upstreamId: job.id } as const)
         )
       }),
     poll: ({ upstreamId }) =>
-      Effect.flatMap(call("GET", `/jobs/${upstreamId}`, undefined, false), (response): Effect.Effect<PollResult, ProviderError> => {
-        if (response.status !== 200) return terminal(response.status)
-        const job = response.body as JobView
-        return Effect.succeed(
-          job.status === "succeeded"
-            ? { _tag: "Succeeded", outputs: job.outputs ?? [] }
-            : job.status === "failed"
-            ? { _tag: "Failed", errorCode: job.errorCode ?? "UPSTREAM_FAILED", message: "failed upstream" }
-            : { _tag: "Pending" }
-        )
-      }),
+      Effect.flatMap(
+        call("GET", `/jobs/${upstreamId}`, undefined, false),
+        (response): Effect.Effect<PollResult, ProviderError> => {
+          if (response.status !== 200) return terminal(response.status)
+          const job = response.body as JobView
+          return Effect.succeed(
+            job.status === "succeeded"
+              ? { _tag: "Succeeded", outputs: job.outputs ?? [] }
+              : job.status === "failed"
+                ? { _tag: "Failed", errorCode: job.errorCode ?? "UPSTREAM_FAILED", message: "failed upstream" }
+                : { _tag: "Pending" }
+          )
+        }
+      ),
     lookup: ({ reference }) =>
       Effect.flatMap(call("GET", `/jobs?reference=${encodeURIComponent(reference)}`, undefined, false), (response) =>
         response.status === 404
           ? Effect.succeed(undefined)
           : response.status === 200
-          ? Effect.succeed({ upstreamId: (response.body as JobView).id })
-          : terminal(response.status))
+            ? Effect.succeed({ upstreamId: (response.body as JobView).id })
+            : terminal(response.status)
+      )
   }
 }

@@ -106,7 +106,8 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         if (!live(code.expiresAt, now)) return { _tag: "Invalid" }
         codes.set(hash, { ...code, redeemedAt: now })
         const client = clients.get(code.clientId)
-        if (client !== undefined && client.unusedExpiresAt !== null) clients.set(client.clientId, { ...client, unusedExpiresAt: null })
+        if (client !== undefined && client.unusedExpiresAt !== null)
+          clients.set(client.clientId, { ...client, unusedExpiresAt: null })
         const grant: Grant = {
           id: code.grantId,
           clientId: code.clientId,
@@ -150,7 +151,9 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         for (const grant of grants.values()) {
           if (grant.accountId !== accountId || grant.revokedAt !== null) continue
           const family = [...tokens.values()].filter((token) => token.grantId === grant.id)
-          const refresh = family.find((token) => token.kind === "refresh" && token.rotatedAt === null && live(token.expiresAt, now))
+          const refresh = family.find(
+            (token) => token.kind === "refresh" && token.rotatedAt === null && live(token.expiresAt, now)
+          )
           if (refresh === undefined) continue
           active.push({
             grant,
@@ -159,7 +162,9 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
             refreshExpiresAt: refresh.expiresAt
           })
         }
-        return active.sort((a, b) => b.grant.createdAt.getTime() - a.grant.createdAt.getTime() || (a.grant.id < b.grant.id ? -1 : 1))
+        return active.sort(
+          (a, b) => b.grant.createdAt.getTime() - a.grant.createdAt.getTime() || (a.grant.id < b.grant.id ? -1 : 1)
+        )
       }),
 
     insertSignInCode: (code) => Effect.sync(() => void signInCodes.set(code.hash, { ...code, used: false })),
@@ -218,8 +223,10 @@ export const makeMemoryStore = (): OAuthStore["Service"] => {
         sweep(grants, (grant) => !withTokens.has(grant.id))
         sweep(registrationCounts, (row) => !live(row.end, now))
         const inProgress = new Set([...pending.values(), ...codes.values()].map((row) => row.clientId))
-        sweep(clients, (client) =>
-          client.unusedExpiresAt !== null && !live(client.unusedExpiresAt, now) && !inProgress.has(client.clientId))
+        sweep(
+          clients,
+          (client) => client.unusedExpiresAt !== null && !live(client.unusedExpiresAt, now) && !inProgress.has(client.clientId)
+        )
         return removed
       })
   }

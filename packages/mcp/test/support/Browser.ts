@@ -51,10 +51,13 @@ export const launch = async (): Promise<Owner & { readonly browser: Browser }> =
       if (redirectUri === undefined) throw new Error("the authorization URL names no redirect_uri")
       const prefix = options.redirectPrefix ?? redirectUri
       let landed: URL | undefined
-      await page.route((url) => url.href.startsWith(prefix), async (route) => {
-        landed = new URL(route.request().url())
-        await route.fulfill({ status: 200, contentType: "text/plain", body: "signed in" })
-      })
+      await page.route(
+        (url) => url.href.startsWith(prefix),
+        async (route) => {
+          landed = new URL(route.request().url())
+          await route.fulfill({ status: 200, contentType: "text/plain", body: "signed in" })
+        }
+      )
       const response = await page.goto(authorizationUrl)
       if (response?.status() !== 200) throw new Error(`the sign-in page answered ${response?.status()}: ${await page.content()}`)
       await page.fill("#credential", credential)

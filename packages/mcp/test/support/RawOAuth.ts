@@ -16,9 +16,14 @@ export const register = async (base: string, metadata: Record<string, unknown> =
   const response = await fetch(`${base}/register`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_name: "Raw client", redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none", ...metadata })
+    body: JSON.stringify({
+      client_name: "Raw client",
+      redirect_uris: [REDIRECT_URI],
+      token_endpoint_auth_method: "none",
+      ...metadata
+    })
   })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }
 
 export interface SignInPage {
@@ -81,7 +86,7 @@ export const token = async (base: string, form: Record<string, string>, headers:
     headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
     body: new URLSearchParams(form)
   })
-  return { status: response.status, headers: response.headers, body: await response.json() as any }
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any }
 }
 
 export const revoke = async (base: string, form: Record<string, string>) => {
@@ -90,7 +95,7 @@ export const revoke = async (base: string, form: Record<string, string>) => {
     headers: { "content-type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams(form)
   })
-  return { status: response.status, body: await response.json() as any }
+  return { status: response.status, body: (await response.json()) as any }
 }
 
 /** The whole flow for a registered public client: the code, then the first token pair. */
@@ -123,7 +128,11 @@ export const signIn = async (
     resource: `${base}/mcp`
   })
   if (tokens.status !== 200) throw new Error(`token: ${tokens.status} ${JSON.stringify(tokens.body)}`)
-  return { code, verifier, tokens: tokens.body as { access_token: string; refresh_token: string; scope: string; expires_in: number } }
+  return {
+    code,
+    verifier,
+    tokens: tokens.body as { access_token: string; refresh_token: string; scope: string; expires_in: number }
+  }
 }
 
 /** A JSON-RPC call to /mcp with a bearer token (a 2025-11-25 initialize by default). */
@@ -153,6 +162,9 @@ export const mcpCall = async (
 
 /** The JSON-RPC message of a response that may be an SSE stream. */
 export const rpcResult = (text: string): any => {
-  const data = text.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6))
+  const data = text
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => line.slice(6))
   return JSON.parse(data.length > 0 ? data[data.length - 1]! : text)
 }

@@ -25,11 +25,13 @@ export const admin = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
 
 /** A new empty schema on PostgreSQL, dropped when the scope closes; its name. */
 export const freshSchema: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.orDie(Effect.gen(function*() {
-    const schema = schemaName()
-    yield* admin(SqlClient.SqlClient.use((sql) => sql`CREATE SCHEMA ${sql(schema)}`))
-    return schema
-  })),
+  Effect.orDie(
+    Effect.gen(function* () {
+      const schema = schemaName()
+      yield* admin(SqlClient.SqlClient.use((sql) => sql`CREATE SCHEMA ${sql(schema)}`))
+      return schema
+    })
+  ),
   (schema) => Effect.orDie(admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA ${sql(schema)} CASCADE`)))
 )
 
@@ -37,18 +39,19 @@ export const freshSchema: Effect.Effect<string, never, Scope.Scope> = Effect.acq
  * A client on PostgreSQL in a fresh schema; four connections, so that the concurrency cases of
  * the conformance suite really race.
  */
-export const postgres: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(Effect.map(
-  freshSchema,
-  (schema) => Layer.orDie(PgStore.client({ url, schema, maxConnections: 4 }))
-))
+export const postgres: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(
+  Effect.map(freshSchema, (schema) => Layer.orDie(PgStore.client({ url, schema, maxConnections: 4 })))
+)
 
 let pgliteDirectory: Promise<string> | undefined
 
 /** A client on this test file's PGlite, in a new schema. */
-export const pglite: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(Effect.map(
-  Effect.promise(() => pgliteDirectory ??= mkdtemp(join(tmpdir(), "taskmeter-oauth-pglite-"))),
-  (dataDir) => Layer.orDie(PgStore.clientEmbedded({ dataDir, schema: schemaName() }))
-))
+export const pglite: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(
+  Effect.map(
+    Effect.promise(() => (pgliteDirectory ??= mkdtemp(join(tmpdir(), "taskmeter-oauth-pglite-")))),
+    (dataDir) => Layer.orDie(PgStore.clientEmbedded({ dataDir, schema: schemaName() }))
+  )
+)
 
 /** Removes this test file's PGlite; call once the file's tests are done. */
 export const removePglite = async (): Promise<void> => {

@@ -9,7 +9,18 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { createServer as createHttpServer } from "node:http"
-import { Accounts, Catalog, Executors, Ledger, MediaUrls, Money, Pricer, ResultUrls, TaskRunner, TaskWorker } from "@taskmeter/kernel"
+import {
+  Accounts,
+  Catalog,
+  Executors,
+  Ledger,
+  MediaUrls,
+  Money,
+  Pricer,
+  ResultUrls,
+  TaskRunner,
+  TaskWorker
+} from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { Server, ServerConfig } from "@taskmeter/http"
 import { Simulated } from "@taskmeter/providers"
@@ -23,7 +34,7 @@ export const freePort = (): Promise<number> =>
     probe.once("error", reject)
     probe.listen(0, "127.0.0.1", () => {
       const address = probe.address()
-      probe.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+      probe.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
     })
   })
 
@@ -42,15 +53,21 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
   const secret = Redacted.make(randomUUID() + randomUUID())
   const kernel = Layer.mergeAll(
     Ledger.layer,
-    TaskRunner.layer({ executorAvailable: executors.executorAvailable, submissionsPerMinute: 1000, maxUnfinishedTasks: 100 }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 })))
+    TaskRunner.layer({
+      executorAvailable: executors.executorAvailable,
+      submissionsPerMinute: 1000,
+      maxUnfinishedTasks: 100
+    }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 })))
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
-    Layer.provideMerge(Layer.mergeAll(
-      Catalog.layer,
-      Layer.succeed(Executors.Executors, executors),
-      MediaUrls.layer({ baseUrl, secret }),
-      ResultUrls.layer({ secret })
-    )),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        Catalog.layer,
+        Layer.succeed(Executors.Executors, executors),
+        MediaUrls.layer({ baseUrl, secret }),
+        ResultUrls.layer({ secret })
+      )
+    ),
     Layer.provideMerge(MemoryStore.layer),
     Layer.provideMerge(oauthStore ?? OAuthStore.layerMemory)
   )
@@ -79,12 +96,14 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
 
   /** A new account holding `credits` micros, with an API key made with `keyOptions`. */
   const customer = (credits = 10_000_000, keyOptions: Accounts.KeyOptions = {}) =>
-    runtime.runPromise(Effect.gen(function*() {
-      const accounts = yield* Accounts.Accounts
-      const { account } = yield* accounts.create({ name: `acme-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
-      const key = yield* accounts.createKey(account.id, keyOptions)
-      return { accountId: account.id, keyId: key.record.id, secret: key.secret }
-    }))
+    runtime.runPromise(
+      Effect.gen(function* () {
+        const accounts = yield* Accounts.Accounts
+        const { account } = yield* accounts.create({ name: `acme-${randomUUID().slice(0, 8)}`, credits: Money.micros(credits) })
+        const key = yield* accounts.createKey(account.id, keyOptions)
+        return { accountId: account.id, keyId: key.record.id, secret: key.secret }
+      })
+    )
 
   const balances = (accountId: Ids.AccountId) => runtime.runPromise(Ledger.Ledger.use((ledger) => ledger.balances(accountId)))
 

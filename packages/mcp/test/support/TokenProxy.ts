@@ -22,16 +22,19 @@ export const start = (): Promise<TokenProxy> => {
       outgoing.writeHead(502).end()
       return
     }
-    const forwarded = request({
-      hostname: target.url.hostname,
-      port: target.url.port,
-      method: incoming.method,
-      path: incoming.url,
-      headers: { ...incoming.headers, authorization: `Bearer ${target.token}` }
-    }, (response) => {
-      outgoing.writeHead(response.statusCode ?? 502, response.headers)
-      response.pipe(outgoing)
-    })
+    const forwarded = request(
+      {
+        hostname: target.url.hostname,
+        port: target.url.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: { ...incoming.headers, authorization: `Bearer ${target.token}` }
+      },
+      (response) => {
+        outgoing.writeHead(response.statusCode ?? 502, response.headers)
+        response.pipe(outgoing)
+      }
+    )
     forwarded.on("error", () => {
       if (!outgoing.headersSent) outgoing.writeHead(502)
       outgoing.end()

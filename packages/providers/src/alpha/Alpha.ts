@@ -25,25 +25,29 @@ export type Slug = keyof typeof upstreamModels
 
 export interface Options extends ProviderConfig.FamilyOptions<Slug>, Pick<TaskMarket.Options, "callBackUrl"> {}
 
-const withResolution = (model: string) => (input: Catalog.ModelInput): TaskMarket.MarketRequest => ({
-  model,
-  input: {
-    prompt: Fields.string(input, "prompt"),
-    image_input: Fields.strings(input, "imageUrls"),
-    aspect_ratio: Fields.string(input, "aspectRatio"),
-    resolution: Fields.upperResolution(input),
-    output_format: "png"
-  }
-})
+const withResolution =
+  (model: string) =>
+  (input: Catalog.ModelInput): TaskMarket.MarketRequest => ({
+    model,
+    input: {
+      prompt: Fields.string(input, "prompt"),
+      image_input: Fields.strings(input, "imageUrls"),
+      aspect_ratio: Fields.string(input, "aspectRatio"),
+      resolution: Fields.upperResolution(input),
+      output_format: "png"
+    }
+  })
 
-const lite = (model: string) => (input: Catalog.ModelInput): TaskMarket.MarketRequest => ({
-  model,
-  input: {
-    prompt: Fields.string(input, "prompt"),
-    image_urls: Fields.strings(input, "imageUrls"),
-    aspect_ratio: Fields.string(input, "aspectRatio")
-  }
-})
+const lite =
+  (model: string) =>
+  (input: Catalog.ModelInput): TaskMarket.MarketRequest => ({
+    model,
+    input: {
+      prompt: Fields.string(input, "prompt"),
+      image_urls: Fields.strings(input, "imageUrls"),
+      aspect_ratio: Fields.string(input, "aspectRatio")
+    }
+  })
 
 export const make = (options: Options): Provider.ProviderV1 => {
   const ids: Record<Slug, string> = { ...upstreamModels, ...options.upstreamModels }

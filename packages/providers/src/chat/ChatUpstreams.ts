@@ -29,10 +29,14 @@ export const UPSTREAM = "upstream"
 /** Parses `a=b,c=d` into a model map; blank entries are skipped. */
 export const parseModels = (text: string): { readonly [chatModel: string]: string } =>
   Object.fromEntries(
-    text.split(",").map((pair) => pair.trim()).filter((pair) => pair.length > 0).map((pair) => {
-      const at = pair.indexOf("=")
-      return at < 0 ? [pair, pair] : [pair.slice(0, at).trim(), pair.slice(at + 1).trim()]
-    })
+    text
+      .split(",")
+      .map((pair) => pair.trim())
+      .filter((pair) => pair.length > 0)
+      .map((pair) => {
+        const at = pair.indexOf("=")
+        return at < 0 ? [pair, pair] : [pair.slice(0, at).trim(), pair.slice(at + 1).trim()]
+      })
   )
 
 const settings = Config.all({
@@ -56,11 +60,11 @@ const upstreamOptions = (config: Settings, baseUrl: string): OpenAiCompatible.Op
   capParameter: config.capParameter
 })
 
-const local = (config: Settings) => config.localEnabled ? [LocalChatModel.make({ tokenDelayMs: config.tokenDelayMs })] : []
+const local = (config: Settings) => (config.localEnabled ? [LocalChatModel.make({ tokenDelayMs: config.tokenDelayMs })] : [])
 
 /** The configured chat providers; the upstream's connections close with the scope (a layer's, when built in one). */
 export const scoped: Effect.Effect<ReadonlyArray<ChatProvider.ChatProviderV1>, Config.ConfigError, Scope.Scope> = Effect.gen(
-  function*() {
+  function* () {
     const config = yield* settings
     const upstream = Option.isSome(config.baseUrl)
       ? [yield* OpenAiCompatible.scoped(upstreamOptions(config, config.baseUrl.value))]

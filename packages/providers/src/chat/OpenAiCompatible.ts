@@ -58,16 +58,19 @@ export interface Options {
   readonly maxReplyBytes?: number | undefined
 }
 
-const fail = (reason: ChatProvider.ChatProviderErrorReason, message: string, extra: {
-  readonly status?: number | undefined
-  readonly retryAfterSeconds?: number | undefined
-  readonly cause?: unknown
-} = {}) => new ChatProvider.ChatProviderError({ reason, message, ...extra })
+const fail = (
+  reason: ChatProvider.ChatProviderErrorReason,
+  message: string,
+  extra: {
+    readonly status?: number | undefined
+    readonly retryAfterSeconds?: number | undefined
+    readonly cause?: unknown
+  } = {}
+) => new ChatProvider.ChatProviderError({ reason, message, ...extra })
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const count = (u: unknown): number | undefined =>
-  typeof u === "number" && Number.isSafeInteger(u) && u >= 0 ? u : undefined
+const count = (u: unknown): number | undefined => (typeof u === "number" && Number.isSafeInteger(u) && u >= 0 ? u : undefined)
 
 /** Usage as upstreams report it; undefined unless both counts are sound. */
 export const usageOf = (u: unknown): TokenUsage.TokenUsage | undefined => {
@@ -138,18 +141,22 @@ export const make = (options: Options): ChatProvider.ChatProviderV1 => build(opt
 /** `make`, its pooled connections closed when the scope closes (a layer's, when built in one). */
 export const scoped = (options: Options): Effect.Effect<ChatProvider.ChatProviderV1, never, Scope.Scope> =>
   Effect.map(
-    Effect.acquireRelease(Effect.sync(() => build(options)), ({ agent }) => Effect.promise(() => agent.close())),
+    Effect.acquireRelease(
+      Effect.sync(() => build(options)),
+      ({ agent }) => Effect.promise(() => agent.close())
+    ),
     ({ provider }) => provider
   )
 
 const build = (options: Options): { readonly provider: ChatProvider.ChatProviderV1; readonly agent: Agent } => {
   const baseUrl = options.baseUrl.replace(/\/+$/, "")
   const url = `${baseUrl}/chat/completions`
-  const apiKey = options.apiKey === undefined
-    ? undefined
-    : typeof options.apiKey === "string"
-    ? options.apiKey
-    : Redacted.value(options.apiKey)
+  const apiKey =
+    options.apiKey === undefined
+      ? undefined
+      : typeof options.apiKey === "string"
+        ? options.apiKey
+        : Redacted.value(options.apiKey)
   const capParameter = options.capParameter ?? "max_tokens"
   const requestTimeoutMs = options.requestTimeoutMs ?? 600_000
   const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 60_000
@@ -193,17 +200,20 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         orElse: () => Effect.fail(fail("Timeout", `the upstream did not answer within ${timeoutMs} ms`))
       }),
       Effect.flatMap((response) =>
-        response.ok ? Effect.succeed(response) : Effect.flatMap(
-          Effect.promise(() => CappedBody.readText(response, 64 * 1024).catch(() => "")),
-          (text) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              Effect.fail(classifyStatus(response.status, text, response.headers.get("retry-after"), now)))
-        )
+        response.ok
+          ? Effect.succeed(response)
+          : Effect.flatMap(
+              Effect.promise(() => CappedBody.readText(response, 64 * 1024).catch(() => "")),
+              (text) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  Effect.fail(classifyStatus(response.status, text, response.headers.get("retry-after"), now))
+                )
+            )
       )
     )
 
   const complete = (call: ChatProvider.ChatCall) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const response = yield* post(body(call, false), undefined, requestTimeoutMs)
       const text = yield* Effect.tryPromise({
         try: () => CappedBody.readText(response, maxReplyBytes),
@@ -224,13 +234,15 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         usage: usageOf(reply.usage)
       }
       return result
-    }).pipe(Effect.timeoutOrElse({
-      duration: requestTimeoutMs,
-      orElse: () => Effect.fail(fail("Timeout", `the upstream did not finish within ${requestTimeoutMs} ms`))
-    }))
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: requestTimeoutMs,
+        orElse: () => Effect.fail(fail("Timeout", `the upstream did not finish within ${requestTimeoutMs} ms`))
+      })
+    )
 
   const stream = (call: ChatProvider.ChatCall) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const controller = new AbortController()
       yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
       const response = yield* post(body(call, true), controller.signal, firstByteTimeoutMs)
@@ -242,10 +254,12 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         Stream.fromReadableStream({
           evaluate: () => bytes,
           onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-        }).pipe(Stream.timeoutOrElse({
-          duration: idleTimeoutMs,
-          orElse: () => Stream.fail(fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`))
-        }))
+        }).pipe(
+          Stream.timeoutOrElse({
+            duration: idleTimeoutMs,
+            orElse: () => Stream.fail(fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`))
+          })
+        )
       ).pipe(
         Stream.takeWhile((data) => {
           done = data.trim() === "[DONE]"
@@ -258,11 +272,13 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
           return Effect.succeed(parsed)
         }),
         Stream.flattenIterable,
-        Stream.concat(Stream.suspend(() =>
-          done || finished
-            ? Stream.empty
-            : Stream.fail(fail("Unavailable", "the upstream closed the stream before it finished"))
-        ))
+        Stream.concat(
+          Stream.suspend(() =>
+            done || finished
+              ? Stream.empty
+              : Stream.fail(fail("Unavailable", "the upstream closed the stream before it finished"))
+          )
+        )
       )
       return parts
     })

@@ -71,7 +71,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
   const requestUrl = (entry: FalModel, id: string) => `${baseUrl}/${entry.app}/requests/${encodeURIComponent(id)}`
 
   const result = (entry: FalModel, id: string) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const reply = yield* http.send("poll", { method: "GET", url: requestUrl(entry, id), headers })
       const body = yield* JsonBody.decode(Result, reply, "poll", "queue result")
       return Outputs.delivered(
@@ -87,14 +87,19 @@ export const make = (options: Options): Provider.ProviderV1 => {
 
   return TableAdapter.make(options, {
     submit: (entry, { input }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = entry.request(input)
-        const reply = yield* http.send("submit", { method: "POST", url: `${baseUrl}/${request.endpoint}`, headers, json: request.input })
+        const reply = yield* http.send("submit", {
+          method: "POST",
+          url: `${baseUrl}/${request.endpoint}`,
+          headers,
+          json: request.input
+        })
         const submitted = yield* JsonBody.decode(Submitted, reply, "submit", "queue submit")
         return { _tag: "Accepted" as const, upstreamId: submitted.request_id }
       }),
     poll: (entry, { upstreamId }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "GET", url: `${requestUrl(entry, upstreamId)}/status`, headers })
         const status = yield* JsonBody.decode(Status, reply, "poll", "queue status")
         if (status.status !== "COMPLETED") {
@@ -103,16 +108,17 @@ export const make = (options: Options): Provider.ProviderV1 => {
         if (status.error) {
           return {
             _tag: "Failed" as const,
-            errorCode: status.error_type && CONTENT_ERRORS.has(status.error_type)
-              ? UpstreamError.ErrorCodes.ContentRejected
-              : UpstreamError.ErrorCodes.GenerationFailed,
+            errorCode:
+              status.error_type && CONTENT_ERRORS.has(status.error_type)
+                ? UpstreamError.ErrorCodes.ContentRejected
+                : UpstreamError.ErrorCodes.GenerationFailed,
             message: status.error
           }
         }
         return yield* result(entry, upstreamId)
       }),
     cancel: (entry, { upstreamId }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "PUT", url: `${requestUrl(entry, upstreamId)}/cancel`, headers })
         // 400 ALREADY_COMPLETED: nothing is left to cancel.
         if (reply.status === 400) return

@@ -25,7 +25,11 @@ export const decode: JsonBody.Decode = (schema, reply, step, what) =>
       const message = envelope.msg ?? undefined
       return Effect.fail(
         envelope.code === UNAVAILABLE
-          ? new Provider.ProviderError({ reason: "Retryable", message: `upstream unavailable (${UNAVAILABLE}): ${message}`, status: UNAVAILABLE })
+          ? new Provider.ProviderError({
+              reason: "Retryable",
+              message: `upstream unavailable (${UNAVAILABLE}): ${message}`,
+              status: UNAVAILABLE
+            })
           : UpstreamError.fromStatus(envelope.code, { message })
       )
     }

@@ -42,12 +42,17 @@ export const make = (options: Options, defaultBaseUrl: string): TaskCalls => {
 
   return {
     create: (path, body, reference, what) =>
-      Effect.gen(function*() {
-        const reply = yield* http.send("submit", { method: "POST", url: `${baseUrl}${path}`, headers, json: { ...body, ...callBackUrl(reference) } })
+      Effect.gen(function* () {
+        const reply = yield* http.send("submit", {
+          method: "POST",
+          url: `${baseUrl}${path}`,
+          headers,
+          json: { ...body, ...callBackUrl(reference) }
+        })
         return (yield* Envelope.decode(Created, reply, "submit", what)).taskId
       }),
     record: (path, taskId, schema, what) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const url = new URL(`${baseUrl}${path}`)
         url.searchParams.set("taskId", taskId)
         const reply = yield* http.send("poll", { method: "GET", url: url.href, headers })

@@ -46,27 +46,39 @@ const outputsOf = (entry: MarketModel, resultJson: string | null | undefined, ke
   const parsed = Result.try(() => JSON.parse(resultJson ?? "") as unknown)
   const result = Result.isSuccess(parsed) ? Schema.decodeUnknownResult(ResultJson)(parsed.success) : parsed
   if (Result.isFailure(result)) {
-    return Effect.fail(UpstreamError.terminal(
-      UpstreamError.ErrorCodes.MalformedResult,
-      `the finished job's resultJson is not { resultUrls: [...] }: ${String(resultJson).slice(0, 200)}`
-    ))
+    return Effect.fail(
+      UpstreamError.terminal(
+        UpstreamError.ErrorCodes.MalformedResult,
+        `the finished job's resultJson is not { resultUrls: [...] }: ${String(resultJson).slice(0, 200)}`
+      )
+    )
   }
   const urls = result.success.resultUrls.slice(0, keep ?? Infinity)
-  return Effect.succeed(Outputs.delivered(urls.map((url) => Outputs.fromUrl(entry.output, url)), "the job succeeded without result URLs"))
+  return Effect.succeed(
+    Outputs.delivered(
+      urls.map((url) => Outputs.fromUrl(entry.output, url)),
+      "the job succeeded without result URLs"
+    )
+  )
 }
 
 export const make = (options: Options): Provider.ProviderV1 => {
   const tasks = TaskCalls.make(options, DEFAULT_BASE_URL)
   return TableAdapter.make(options, {
     submit: (entry, { input, reference }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = entry.request(input)
-        const taskId = yield* tasks.create("/api/v1/jobs/createTask", { model: request.model, input: request.input }, reference, "createTask")
+        const taskId = yield* tasks.create(
+          "/api/v1/jobs/createTask",
+          { model: request.model, input: request.input },
+          reference,
+          "createTask"
+        )
         const keep = entry.maxOutputs?.(input)
         return { _tag: "Accepted" as const, upstreamId: JobHandle.encode(taskId, keep === undefined ? {} : { keep }) }
       }),
     poll: (entry, { upstreamId }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const handle = JobHandle.decode(upstreamId)
         const record = yield* tasks.record("/api/v1/jobs/recordInfo", handle.id, Record, "recordInfo")
         switch (record.state) {

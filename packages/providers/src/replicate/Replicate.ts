@@ -67,12 +67,13 @@ export const make = (options: Options): Provider.ProviderV1 => {
 
   return TableAdapter.make(options, {
     submit: (entry, { input }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const request = entry.request(input)
         const reply = yield* http.send("submit", {
           method: "POST",
           url: `${baseUrl}/v1/models/${request.model}/predictions`,
-          headers: options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
+          headers:
+            options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
           json: { input: request.input }
         })
         const prediction = yield* JsonBody.decode(Prediction, reply, "submit", "prediction")
@@ -82,12 +83,12 @@ export const make = (options: Options): Provider.ProviderV1 => {
           : { _tag: "Accepted" as const, upstreamId: prediction.id }
       }),
     poll: (entry, { upstreamId }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "GET", url: predictionUrl(upstreamId), headers })
         return settled(entry, yield* JsonBody.decode(Prediction, reply, "poll", "prediction"))
       }),
     cancel: (_entry, { upstreamId }) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers })
         yield* JsonBody.expectOk(reply)
       })

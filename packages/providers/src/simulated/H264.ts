@@ -239,9 +239,10 @@ export const encode = (width: number, height: number, frames: Iterable<Frame>): 
   const sync: Array<boolean> = []
   let previous: Frame | undefined
   for (const frame of frames) {
-    const unit = previous === undefined
-      ? idr(frame, width, widthMbs, heightMbs)
-      : predicted(previous, frame, samples.length, width, widthMbs, heightMbs)
+    const unit =
+      previous === undefined
+        ? idr(frame, width, widthMbs, heightMbs)
+        : predicted(previous, frame, samples.length, width, widthMbs, heightMbs)
     samples.push(lengthPrefixed(unit))
     sync.push(previous === undefined)
     previous = frame

@@ -44,7 +44,8 @@ export const directory = (path: string): Journal => {
   const fileOf = (reference: string) => join(path, `${createHash("sha256").update(reference).digest("hex")}.job`)
   const find = (reference: string) =>
     Effect.tryPromise({
-      try: () => readFile(fileOf(reference), "utf8").catch((error) => isCode(error, "ENOENT") ? undefined : Promise.reject(error)),
+      try: () =>
+        readFile(fileOf(reference), "utf8").catch((error) => (isCode(error, "ENOENT") ? undefined : Promise.reject(error))),
       catch: unavailable
     })
   return {
@@ -67,7 +68,7 @@ export const directory = (path: string): Journal => {
       try: () =>
         readdir(path).then(
           (names) => names.filter((name) => name.endsWith(".job")).length,
-          (error) => isCode(error, "ENOENT") ? 0 : Promise.reject(error)
+          (error) => (isCode(error, "ENOENT") ? 0 : Promise.reject(error))
         ),
       catch: unavailable
     })

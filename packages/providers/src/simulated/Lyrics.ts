@@ -5,15 +5,58 @@
 import * as Seed from "./Seed.ts"
 
 const SUBJECTS = ["the city", "the river", "your voice", "the night", "this road", "the morning", "the tide", "our hearts"]
-const VERBS = ["calls me home", "keeps on turning", "burns so bright", "won't let go", "fades to gold", "sings along", "runs away", "holds the light"]
-const IMAGES = ["neon rain", "paper stars", "open skies", "silver lines", "summer haze", "falling snow", "distant drums", "broken clocks"]
+const VERBS = [
+  "calls me home",
+  "keeps on turning",
+  "burns so bright",
+  "won't let go",
+  "fades to gold",
+  "sings along",
+  "runs away",
+  "holds the light"
+]
+const IMAGES = [
+  "neon rain",
+  "paper stars",
+  "open skies",
+  "silver lines",
+  "summer haze",
+  "falling snow",
+  "distant drums",
+  "broken clocks"
+]
 const GENRES = ["indie pop", "synthwave", "folk", "lo-fi", "soul", "dream pop", "acoustic", "disco", "ambient", "rock"]
 const MOODS = ["warm", "melancholic", "upbeat", "dreamy", "energetic", "mellow", "nostalgic", "bright"]
 const VOICES = ["female vocals", "male vocals", "choir", "whispered vocals"]
 
 const STOPWORDS = new Set([
-  "about", "after", "also", "from", "have", "into", "just", "like", "make", "over", "song", "that", "their", "them",
-  "then", "there", "they", "this", "through", "very", "what", "when", "where", "which", "while", "with", "your"
+  "about",
+  "after",
+  "also",
+  "from",
+  "have",
+  "into",
+  "just",
+  "like",
+  "make",
+  "over",
+  "song",
+  "that",
+  "their",
+  "them",
+  "then",
+  "there",
+  "they",
+  "this",
+  "through",
+  "very",
+  "what",
+  "when",
+  "where",
+  "which",
+  "while",
+  "with",
+  "your"
 ])
 
 /** Up to `count` distinct words of four letters or more from the caller's text, common words left out. */
@@ -36,9 +79,9 @@ export const tags = (seed: string, instrumental = false): string => {
 
 const line = (random: Seed.Random, words: ReadonlyArray<string>) => {
   const subject = words.length > 0 && random.next() < 0.4 ? random.pick(words) : random.pick(SUBJECTS)
-  return sentence(random.next() < 0.5
-    ? `${subject} ${random.pick(VERBS)}`
-    : `under ${random.pick(IMAGES)}, ${subject} ${random.pick(VERBS)}`)
+  return sentence(
+    random.next() < 0.5 ? `${subject} ${random.pick(VERBS)}` : `under ${random.pick(IMAGES)}, ${subject} ${random.pick(VERBS)}`
+  )
 }
 
 const stanza = (random: Seed.Random, words: ReadonlyArray<string>, lines: number) =>

@@ -63,7 +63,7 @@ const avcC = (stream: Stream) =>
 
 const moov = (video: Video, duration: number, delta: number, chunkOffset: number) => {
   const { width, height, stream } = video
-  const syncSamples = stream.sync.flatMap((sync, index) => sync ? [index + 1] : [])
+  const syncSamples = stream.sync.flatMap((sync, index) => (sync ? [index + 1] : []))
   const sampleEntry = box(
     "avc1",
     zeros(6),

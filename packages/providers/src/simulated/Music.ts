@@ -24,8 +24,7 @@ export const melody = (seed: string, seconds: number): Int16Array => {
       const t = i / SAMPLE_RATE
       const envelope = Math.min(1, i / 200) * Math.exp((-3 * i) / noteLength)
       const time = (start + i) / SAMPLE_RATE
-      const value = (rest ? 0 : 0.45 * envelope * Math.sin(2 * Math.PI * lead * t)) +
-        0.2 * Math.sin(2 * Math.PI * bass * time)
+      const value = (rest ? 0 : 0.45 * envelope * Math.sin(2 * Math.PI * lead * t)) + 0.2 * Math.sin(2 * Math.PI * bass * time)
       samples[start + i] = Math.round(Math.max(-1, Math.min(1, value)) * 32_000)
     }
   }

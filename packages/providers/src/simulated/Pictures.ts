@@ -10,14 +10,14 @@ type Rgb = readonly [number, number, number]
 
 const colour = (random: Seed.Random): Rgb => [40 + random.int(200), 40 + random.int(200), 40 + random.int(200)]
 
-const mix = (a: Rgb, b: Rgb, t: number): Rgb => [
-  a[0] + (b[0] - a[0]) * t,
-  a[1] + (b[1] - a[1]) * t,
-  a[2] + (b[2] - a[2]) * t
-]
+const mix = (a: Rgb, b: Rgb, t: number): Rgb => [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t]
 
 /** Width and height for an aspect ratio ("16:9" or "1280x720"), the longer side `longSide`. */
-export const dimensions = (ratio: string, longSide: number, multipleOf = 1): { readonly width: number; readonly height: number } => {
+export const dimensions = (
+  ratio: string,
+  longSide: number,
+  multipleOf = 1
+): { readonly width: number; readonly height: number } => {
   const [w, h] = ratio.split(/[:x]/).map(Number) as [number, number]
   const valid = w > 0 && h > 0
   const scale = longSide / Math.max(valid ? w : 1, valid ? h : 1)
@@ -36,7 +36,7 @@ export const image = (seed: string, width: number, height: number): Uint8Array =
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const base = mix(from, to, (x / width + y / height) / 2)
-      const ring = 0.85 + 0.15 * Math.cos(Math.hypot(x - centre[0]!, y - centre[1]!) / period * Math.PI * 2)
+      const ring = 0.85 + 0.15 * Math.cos((Math.hypot(x - centre[0]!, y - centre[1]!) / period) * Math.PI * 2)
       const i = (y * width + x) * 3
       out[i] = Math.min(255, base[0] * ring)
       out[i + 1] = Math.min(255, base[1] * ring)
@@ -60,7 +60,11 @@ export function* videoFrames(seed: string, width: number, height: number, count:
   const to = colour(random)
   const ball = toYuv(colour(random))
   const bar = toYuv([235, 235, 235])
-  const background = { y: new Uint8Array(width * height), u: new Uint8Array(width * height / 4), v: new Uint8Array(width * height / 4) }
+  const background = {
+    y: new Uint8Array(width * height),
+    u: new Uint8Array((width * height) / 4),
+    v: new Uint8Array((width * height) / 4)
+  }
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const [luma, cb, cr] = toYuv(mix(from, to, (x / width + y / height) / 2))
@@ -75,7 +79,7 @@ export function* videoFrames(seed: string, width: number, height: number, count:
   const speed = [1.5 + random.next() * 2.5, 1 + random.next() * 2]
   const travel = [width - 2 * radius, height - 2 * radius - 8]
   // A triangle wave: the ball bounces between the edges.
-  const bounce = (t: number, span: number) => span <= 0 ? 0 : span - Math.abs((t % (2 * span)) - span)
+  const bounce = (t: number, span: number) => (span <= 0 ? 0 : span - Math.abs((t % (2 * span)) - span))
   for (let index = 0; index < count; index++) {
     const frame = { y: background.y.slice(), u: background.u.slice(), v: background.v.slice() }
     const cx = radius + bounce(index * speed[0]! * 4, travel[0]!)

@@ -70,8 +70,7 @@ export const make = (
   }
 }
 
-export const encode = (plan: Plan): string =>
-  PREFIX + Buffer.from(Schema.encodeSync(PlanJson)(plan)).toString("base64url")
+export const encode = (plan: Plan): string => PREFIX + Buffer.from(Schema.encodeSync(PlanJson)(plan)).toString("base64url")
 
 /** The plan of an upstream id this provider issued; undefined for any other string. */
 export const decode = (upstreamId: string): Plan | undefined => {

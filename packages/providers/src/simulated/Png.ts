@@ -33,10 +33,7 @@ export const encode = (width: number, height: number, rgb: Uint8Array): Uint8Arr
   header.writeUInt32BE(height, 4)
   header[8] = 8 // bit depth
   header[9] = 2 // colour type: truecolour
-  return new Uint8Array(Buffer.concat([
-    SIGNATURE,
-    chunk("IHDR", header),
-    chunk("IDAT", deflateSync(filtered)),
-    chunk("IEND", new Uint8Array(0))
-  ]))
+  return new Uint8Array(
+    Buffer.concat([SIGNATURE, chunk("IHDR", header), chunk("IDAT", deflateSync(filtered)), chunk("IEND", new Uint8Array(0))])
+  )
 }

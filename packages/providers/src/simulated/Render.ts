@@ -18,7 +18,12 @@ export const FPS = 8
 export const SONG_SECONDS = 6
 export const SONGS_PER_TASK = 2
 
-const metadata = (plan: Plan, extra: { readonly [key: string]: unknown }) => ({ simulated: true, model: plan.model, seed: plan.seed, ...extra })
+const metadata = (plan: Plan, extra: { readonly [key: string]: unknown }) => ({
+  simulated: true,
+  model: plan.model,
+  seed: plan.seed,
+  ...extra
+})
 
 export const outputs = (plan: Plan): ReadonlyArray<Provider.ProviderOutput> => {
   switch (plan.kind) {
@@ -35,12 +40,14 @@ export const outputs = (plan: Plan): ReadonlyArray<Provider.ProviderOutput> => {
       const { width, height } = Pictures.dimensions(plan.ratio ?? "16:9", LONG_SIDE, 16)
       const seconds = plan.seconds ?? 8
       const stream = H264.encode(width, height, Pictures.videoFrames(plan.seed, width, height, Math.round(seconds * FPS)))
-      return [{
-        type: "video",
-        contentType: "video/mp4",
-        bytes: Mp4.encode({ width, height, fps: FPS, stream }),
-        metadata: metadata(plan, { width, height, durationSeconds: seconds, fps: FPS, codec: "avc1.42C01E" })
-      }]
+      return [
+        {
+          type: "video",
+          contentType: "video/mp4",
+          bytes: Mp4.encode({ width, height, fps: FPS, stream }),
+          metadata: metadata(plan, { width, height, durationSeconds: seconds, fps: FPS, codec: "avc1.42C01E" })
+        }
+      ]
     }
     case "audio":
       return Array.from({ length: SONGS_PER_TASK }, (_, index) => ({
@@ -56,12 +63,14 @@ export const outputs = (plan: Plan): ReadonlyArray<Provider.ProviderOutput> => {
       }))
     case "text": {
       const text = Lyrics.lyrics(plan.seed, plan.topic ?? "")
-      return [{
-        type: "text",
-        contentType: "text/plain; charset=utf-8",
-        text,
-        metadata: metadata(plan, { title: Lyrics.title(plan.seed, plan.topic ?? "") })
-      }]
+      return [
+        {
+          type: "text",
+          contentType: "text/plain; charset=utf-8",
+          text,
+          metadata: metadata(plan, { title: Lyrics.title(plan.seed, plan.topic ?? "") })
+        }
+      ]
     }
   }
 }

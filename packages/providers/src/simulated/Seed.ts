@@ -7,7 +7,9 @@ import { createHash } from "node:crypto"
 const canonical = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`
   if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value).filter(([, item]) => item !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+    const entries = Object.entries(value)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonical(item)}`).join(",")}}`
   }
   return JSON.stringify(value) ?? "null"
@@ -15,7 +17,10 @@ const canonical = (value: unknown): string => {
 
 /** 32 lower-case hex digits identifying the model and input. */
 export const of = (model: string, input: unknown): string =>
-  createHash("sha256").update(`${model}\n${canonical(input)}`).digest("hex").slice(0, 32)
+  createHash("sha256")
+    .update(`${model}\n${canonical(input)}`)
+    .digest("hex")
+    .slice(0, 32)
 
 /** Where the seed falls in [0, 1): the failure draw. */
 export const fraction = (seed: string): number => Number.parseInt(seed.slice(0, 8), 16) / 0x1_0000_0000

@@ -35,7 +35,8 @@ export interface SimulatedProvider extends Provider.ProviderV1 {
 
 export const make = (options: Options = {}): SimulatedProvider => {
   const failureRate = options.failureRate ?? 0
-  if (!(failureRate >= 0 && failureRate <= 1)) throw new RangeError(`Simulated: failureRate must be within 0..1, not ${failureRate}`)
+  if (!(failureRate >= 0 && failureRate <= 1))
+    throw new RangeError(`Simulated: failureRate must be within 0..1, not ${failureRate}`)
   const definitions = new Map((options.catalog ?? ShippedCatalog.models).map((model) => [model.slug, model]))
   const served = options.models ?? [...definitions.keys()]
   for (const slug of served) {
@@ -45,32 +46,38 @@ export const make = (options: Options = {}): SimulatedProvider => {
   const journal = options.journal ?? Journal.memory()
   const delayOf = (category: Catalog.Category) => {
     const delay = options.delayMs
-    return typeof delay === "number" ? delay : delay?.[category] ?? 0
+    return typeof delay === "number" ? delay : (delay?.[category] ?? 0)
   }
 
   const definitionOf = (slug: string) => {
     const model = definitions.get(slug)
-    return model !== undefined && servedSet.has(slug) ? Effect.succeed(model) : Effect.fail(UpstreamError.unsupportedModel("simulated", slug))
+    return model !== undefined && servedSet.has(slug)
+      ? Effect.succeed(model)
+      : Effect.fail(UpstreamError.unsupportedModel("simulated", slug))
   }
 
   const planOf = (slug: string, upstreamId: string) => {
     const plan = Plan.decode(upstreamId)
     return plan !== undefined && plan.model === slug
       ? Effect.succeed(plan)
-      : Effect.fail(UpstreamError.terminal(UpstreamError.ErrorCodes.NotFound, `no simulated job ${upstreamId.slice(0, 60)} for ${slug}`))
+      : Effect.fail(
+          UpstreamError.terminal(UpstreamError.ErrorCodes.NotFound, `no simulated job ${upstreamId.slice(0, 60)} for ${slug}`)
+        )
   }
 
   const submit: Provider.ProviderV1["submit"] = ({ model, input, reference }) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const definition = yield* definitionOf(model)
       const now = yield* Clock.currentTimeMillis
       const seed = Seed.of(model, input)
-      const fresh = Plan.encode(Plan.make(definition, input, {
-        seed,
-        at: now,
-        ready: now + delayOf(definition.category),
-        fail: Seed.fraction(seed) < failureRate
-      }))
+      const fresh = Plan.encode(
+        Plan.make(definition, input, {
+          seed,
+          at: now,
+          ready: now + delayOf(definition.category),
+          fail: Seed.fraction(seed) < failureRate
+        })
+      )
       const upstreamId = yield* journal.record(reference, fresh)
       const plan = yield* planOf(model, upstreamId)
       return plan.ready <= now && !plan.fail
@@ -79,19 +86,23 @@ export const make = (options: Options = {}): SimulatedProvider => {
     })
 
   const poll: Provider.ProviderV1["poll"] = ({ model, upstreamId }) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* definitionOf(model)
       const plan = yield* planOf(model, upstreamId)
       const now = yield* Clock.currentTimeMillis
       if (now < plan.ready) return { _tag: "Pending" as const, progress: (now - plan.at) / (plan.ready - plan.at) }
       if (plan.fail) {
-        return { _tag: "Failed" as const, errorCode: UpstreamError.ErrorCodes.SimulatedFailure, message: "the simulated job failed (failureRate)" }
+        return {
+          _tag: "Failed" as const,
+          errorCode: UpstreamError.ErrorCodes.SimulatedFailure,
+          message: "the simulated job failed (failureRate)"
+        }
       }
       return { _tag: "Succeeded" as const, outputs: Render.outputs(plan) }
     })
 
   const lookup: SimulatedProvider["lookup"] = ({ model, reference }) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       yield* definitionOf(model)
       const upstreamId = yield* journal.find(reference)
       return upstreamId === undefined || Plan.decode(upstreamId)?.model !== model ? undefined : { upstreamId }
@@ -118,11 +129,13 @@ export const config: Config.Config<SimulatedProvider> = Config.all({
   failureRate: Config.Number("SIMULATED_FAILURE_RATE").pipe(Config.withDefault(0)),
   journalDir: Config.option(Config.String("SIMULATED_JOURNAL_DIR")),
   maxConcurrency: Config.option(Config.Int("SIMULATED_MAX_CONCURRENCY"))
-}).pipe(Config.map(({ delayMs, failureRate, journalDir, maxConcurrency }) =>
-  make({
-    delayMs,
-    failureRate,
-    journal: Option.match(journalDir, { onNone: () => Journal.memory(), onSome: Journal.directory }),
-    maxConcurrency: Option.getOrUndefined(maxConcurrency)
-  })
-))
+}).pipe(
+  Config.map(({ delayMs, failureRate, journalDir, maxConcurrency }) =>
+    make({
+      delayMs,
+      failureRate,
+      journal: Option.match(journalDir, { onNone: () => Journal.memory(), onSome: Journal.directory }),
+      maxConcurrency: Option.getOrUndefined(maxConcurrency)
+    })
+  )
+)

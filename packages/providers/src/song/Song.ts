@@ -72,11 +72,14 @@ export const make = (options: Options): Provider.ProviderV1 => {
 }
 
 /** `make` from SONG_API_KEY, SONG_BASE_URL, SONG_MAX_CONCURRENCY and SONG_CALLBACK_URL. */
-export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> => Config.all({
-  options: ProviderConfig.config("SONG", http),
-  callBackUrl: Config.option(Config.String("SONG_CALLBACK_URL"))
-}).pipe(Config.map(({ options, callBackUrl }) =>
-  make({ ...options, callBackUrl: callBackUrl._tag === "Some" ? callBackUrl.value : undefined })
-))
+export const configWith = (http?: HttpClient.HttpClient): Config.Config<Provider.ProviderV1> =>
+  Config.all({
+    options: ProviderConfig.config("SONG", http),
+    callBackUrl: Config.option(Config.String("SONG_CALLBACK_URL"))
+  }).pipe(
+    Config.map(({ options, callBackUrl }) =>
+      make({ ...options, callBackUrl: callBackUrl._tag === "Some" ? callBackUrl.value : undefined })
+    )
+  )
 
 export const config: Config.Config<Provider.ProviderV1> = configWith()

@@ -61,7 +61,8 @@ const MUSIC_PROGRESS = { PENDING: 0, TEXT_SUCCESS: 0.3, FIRST_SUCCESS: 0.6 } as 
 
 const failed = (status: string, message: string | null | undefined): Provider.PollResult => ({
   _tag: "Failed",
-  errorCode: status === "SENSITIVE_WORD_ERROR" ? UpstreamError.ErrorCodes.ContentRejected : UpstreamError.ErrorCodes.GenerationFailed,
+  errorCode:
+    status === "SENSITIVE_WORD_ERROR" ? UpstreamError.ErrorCodes.ContentRejected : UpstreamError.ErrorCodes.GenerationFailed,
   message: `${status}${message ? `: ${message}` : ""}`
 })
 
@@ -87,7 +88,9 @@ const music = (record: typeof MusicRecord.Type): Provider.PollResult => {
       return { _tag: "Pending", progress: MUSIC_PROGRESS[record.status] }
     case "CALLBACK_EXCEPTION":
     case "SUCCESS": {
-      const tracks = (record.response?.sunoData ?? []).filter((track) => typeof track.audioUrl === "string" && track.audioUrl !== "")
+      const tracks = (record.response?.sunoData ?? []).filter(
+        (track) => typeof track.audioUrl === "string" && track.audioUrl !== ""
+      )
       const outputs = tracks.map((track) =>
         Outputs.fromUrl("audio", track.audioUrl!, {
           metadata: {
@@ -113,9 +116,15 @@ const lyrics = (record: typeof LyricsRecord.Type): Provider.PollResult => {
     case "SUCCESS": {
       const first = (record.response?.data ?? []).find((lyric) => typeof lyric.text === "string" && lyric.text.trim() !== "")
       const title = first?.title?.trim()
-      const outputs = first === undefined
-        ? []
-        : [Outputs.text(title ? `${title}\n\n${first.text!.trim()}\n` : `${first.text!.trim()}\n`, title ? { title } : undefined)]
+      const outputs =
+        first === undefined
+          ? []
+          : [
+              Outputs.text(
+                title ? `${title}\n\n${first.text!.trim()}\n` : `${first.text!.trim()}\n`,
+                title ? { title } : undefined
+              )
+            ]
       return finished(record.status, record.errorMessage, outputs, "lyrics")
     }
     default:
@@ -123,16 +132,16 @@ const lyrics = (record: typeof LyricsRecord.Type): Provider.PollResult => {
   }
 }
 
-const path = (entry: SongModel) => entry.kind === "music" ? "/api/v1/generate" : "/api/v1/lyrics"
+const path = (entry: SongModel) => (entry.kind === "music" ? "/api/v1/generate" : "/api/v1/lyrics")
 
 export const make = (options: Options): Provider.ProviderV1 => {
   const tasks = TaskCalls.make(options, DEFAULT_BASE_URL)
   return TableAdapter.make(options, {
     submit: (entry, { input, reference }) =>
-      Effect.map(
-        tasks.create(path(entry), entry.request(input), reference, `${entry.kind} submit`),
-        (upstreamId) => ({ _tag: "Accepted" as const, upstreamId })
-      ),
+      Effect.map(tasks.create(path(entry), entry.request(input), reference, `${entry.kind} submit`), (upstreamId) => ({
+        _tag: "Accepted" as const,
+        upstreamId
+      })),
     poll: (entry, { upstreamId }) =>
       entry.kind === "music"
         ? Effect.map(tasks.record(`${path(entry)}/record-info`, upstreamId, MusicRecord, "music record-info"), music)

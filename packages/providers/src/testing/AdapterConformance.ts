@@ -39,7 +39,7 @@ export const runToEnd = (
   request: Provider.SubmitRequest,
   options: { readonly maxPolls?: number | undefined; readonly pollIntervalMs?: number | undefined } = {}
 ): Effect.Effect<Provider.PollResult | { readonly _tag: "NeverFinished" }, Provider.ProviderError> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const submitted = yield* adapter.submit(request)
     if (submitted._tag === "Completed") return { _tag: "Succeeded" as const, outputs: submitted.outputs }
     for (let poll = 0; poll < (options.maxPolls ?? 100); poll++) {
@@ -120,21 +120,23 @@ export const suite = (name: string, makeAdapter: () => Provider.ProviderV1, opti
     describe("runs every model it declares to a result of the model's category", () => {
       for (const slug of adapter.models) {
         it.live(slug, () =>
-          Effect.gen(function*() {
+          Effect.gen(function* () {
             const model = definitions.get(slug)!
             const input = inputOf(model)
             const result = yield* runToEnd(adapter, { model: slug, input, reference: reference(slug) }, options)
             expect(result._tag).toBe("Succeeded")
             if (result._tag === "Succeeded") expectOutputsOf(model, input, result.outputs)
-          }))
+          })
+        )
       }
     })
 
     it.live("refuses a model it does not serve with a Terminal ProviderError", () =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const error = yield* Effect.flip(adapter.submit({ model: "no-such-model", input: {}, reference: reference("unknown") }))
         expect(expectProviderError(error, "Terminal").errorCode).toBeTruthy()
-      }))
+      })
+    )
 
     const first = adapter.models[0]!
     const request = () => ({ model: first, input: inputOf(definitions.get(first)!), reference: reference("errors") })
@@ -143,12 +145,13 @@ export const suite = (name: string, makeAdapter: () => Provider.ProviderV1, opti
     if (adapter.lookup !== undefined) {
       const lookup = adapter.lookup
       it.live("finds an earlier submission by reference, and nothing for an unknown one", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const submission = request()
           const submitted = yield* adapter.submit(submission)
           expect(yield* lookup({ model: first, reference: submission.reference })).toEqual({ upstreamId: submitted.upstreamId })
           expect(yield* lookup({ model: first, reference: reference("never-sent") })).toBeUndefined()
-        }))
+        })
+      )
     }
 
     if (server === undefined) return
@@ -157,31 +160,35 @@ export const suite = (name: string, makeAdapter: () => Provider.ProviderV1, opti
 
     describe("classifies upstream HTTP failures", () => {
       it.live("a 5xx on submit is Retryable", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           everything(() => HttpResponse.json({ error: "boom" }, { status: 503 }))
           expectProviderError(yield* Effect.flip(adapter.submit(request())), "Retryable")
-        }))
+        })
+      )
 
       it.live("a 401 on submit is Terminal with an errorCode", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           everything(() => HttpResponse.json({ error: "bad key" }, { status: 401 }))
           expect(expectProviderError(yield* Effect.flip(adapter.submit(request())), "Terminal").errorCode).toBeTruthy()
-        }))
+        })
+      )
 
       it.live("a 429 on submit is RateLimited with Retry-After", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           everything(() => HttpResponse.json({ error: "slow down" }, { status: 429, headers: { "retry-after": "7" } }))
           expect(expectProviderError(yield* Effect.flip(adapter.submit(request())), "RateLimited").retryAfterMs).toBe(7000)
-        }))
+        })
+      )
 
       it.live("a connection lost on submit is OutcomeUnknown", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           everything(() => HttpResponse.error())
           expectProviderError(yield* Effect.flip(adapter.submit(request())), "OutcomeUnknown")
-        }))
+        })
+      )
 
       it.live("a 5xx or a lost connection on poll is Retryable", () =>
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const submission = request()
           const submitted = yield* adapter.submit(submission)
           const poll = adapter.poll({ model: first, upstreamId: submitted.upstreamId, reference: submission.reference })
@@ -190,7 +197,8 @@ export const suite = (name: string, makeAdapter: () => Provider.ProviderV1, opti
           server.resetHandlers()
           everything(() => HttpResponse.error())
           expectProviderError(yield* Effect.flip(poll), "Retryable")
-        }))
+        })
+      )
     })
   })
 }

@@ -28,6 +28,8 @@ const valueOf = (field: Catalog.FieldInfo): unknown => {
 }
 
 export const sampleInput = (model: Catalog.ModelDefinition): Catalog.ModelInput =>
-  Schema.decodeUnknownSync(model.inputSchema)(Object.fromEntries(
-    model.fields.filter((field) => field.required && field.default === undefined).map((field) => [field.name, valueOf(field)])
-  ))
+  Schema.decodeUnknownSync(model.inputSchema)(
+    Object.fromEntries(
+      model.fields.filter((field) => field.required && field.default === undefined).map((field) => [field.name, valueOf(field)])
+    )
+  )

@@ -116,24 +116,22 @@ export const make = (options: Options = {}): HttpClient => {
       headers,
       ...(request.json === undefined ? {} : { body: JSON.stringify(request.json) })
     }
-    return Effect.flatMap(
-      fetchWithin(step, request.url, init, what),
-      (response) =>
-        Effect.tryPromise({
-          try: () => CappedBody.readText(response, settings.maxJsonBytes),
-          catch: (error) => ({ error })
-        }).pipe(
-          Effect.map((text): Reply => ({ status: response.status, headers: response.headers, text })),
-          Effect.catch(({ error }) => {
-            // An error status is classified by itself; its body only explains it.
-            if (!response.ok) return Effect.succeed<Reply>({ status: response.status, headers: response.headers, text: "" })
-            return Effect.fail(
-              error instanceof CappedBody.BodyTooLarge
-                ? UpstreamError.malformed(step, `${what}: ${error.message}`)
-                : UpstreamError.fromTransport(step, error, `${what}: reading the response failed`)
-            )
-          })
-        )
+    return Effect.flatMap(fetchWithin(step, request.url, init, what), (response) =>
+      Effect.tryPromise({
+        try: () => CappedBody.readText(response, settings.maxJsonBytes),
+        catch: (error) => ({ error })
+      }).pipe(
+        Effect.map((text): Reply => ({ status: response.status, headers: response.headers, text })),
+        Effect.catch(({ error }) => {
+          // An error status is classified by itself; its body only explains it.
+          if (!response.ok) return Effect.succeed<Reply>({ status: response.status, headers: response.headers, text: "" })
+          return Effect.fail(
+            error instanceof CappedBody.BodyTooLarge
+              ? UpstreamError.malformed(step, `${what}: ${error.message}`)
+              : UpstreamError.fromTransport(step, error, `${what}: reading the response failed`)
+          )
+        })
+      )
     )
   }
 
@@ -146,4 +144,7 @@ export const make = (options: Options = {}): HttpClient => {
 
 /** `make`, closed when the scope closes (a layer's, when built in one). */
 export const scoped = (options: Options = {}): Effect.Effect<HttpClient, never, Scope.Scope> =>
-  Effect.acquireRelease(Effect.sync(() => make(options)), (client) => client.close)
+  Effect.acquireRelease(
+    Effect.sync(() => make(options)),
+    (client) => client.close
+  )

@@ -32,5 +32,4 @@ export const integer = (input: Catalog.ModelInput, field: string): number => {
 }
 
 /** "1k" -> "1K": the upper-case resolution names most upstreams use. */
-export const upperResolution = (input: Catalog.ModelInput, field = "resolution"): string =>
-  string(input, field).toUpperCase()
+export const upperResolution = (input: Catalog.ModelInput, field = "resolution"): string => string(input, field).toUpperCase()

@@ -30,10 +30,13 @@ export const expectOk = (reply: Reply): Effect.Effect<Reply, Provider.ProviderEr
   reply.status >= 200 && reply.status < 300
     ? Effect.succeed(reply)
     : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.fail(UpstreamError.fromStatus(reply.status, {
-        message: messageOf(reply.text),
-        retryAfterMs: UpstreamError.parseRetryAfter(reply.headers.get("retry-after"), now)
-      })))
+        Effect.fail(
+          UpstreamError.fromStatus(reply.status, {
+            message: messageOf(reply.text),
+            retryAfterMs: UpstreamError.parseRetryAfter(reply.headers.get("retry-after"), now)
+          })
+        )
+      )
 
 /** The schemas replies are decoded with: any that needs no services. */
 export type Decodable = Schema.Top & { readonly DecodingServices: never }

@@ -37,7 +37,8 @@ export const fromUrl = (
   options: { readonly contentType?: string | undefined; readonly metadata?: { readonly [key: string]: unknown } | undefined } = {}
 ): Provider.ProviderOutput => {
   const extension = extensionOf(url)
-  const contentType = allowed(type, options.contentType) ??
+  const contentType =
+    allowed(type, options.contentType) ??
     allowed(type, extension === undefined ? undefined : byExtension[extension]) ??
     Task.mimeTypesOf[type][0]!
   return { type, url, contentType, ...(options.metadata === undefined ? {} : { metadata: options.metadata }) }

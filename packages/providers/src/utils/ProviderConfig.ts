@@ -29,8 +29,7 @@ export interface Resolved {
   readonly maxConcurrency: number | undefined
 }
 
-const isClient = (http: AdapterOptions["http"]): http is HttpClient.HttpClient =>
-  http !== undefined && "send" in http
+const isClient = (http: AdapterOptions["http"]): http is HttpClient.HttpClient => http !== undefined && "send" in http
 
 /** Checks and normalizes the options; throws on a base URL that is not absolute http(s). */
 export const resolve = (options: AdapterOptions, defaultBaseUrl: string): Resolved => {
@@ -55,9 +54,11 @@ export const config = (prefix: string, http?: HttpClient.HttpClient): Config.Con
     apiKey: Config.Redacted(`${prefix}_API_KEY`),
     baseUrl: Config.option(Config.String(`${prefix}_BASE_URL`)),
     maxConcurrency: Config.option(Config.Int(`${prefix}_MAX_CONCURRENCY`))
-  }).pipe(Config.map(({ apiKey, baseUrl, maxConcurrency }) => ({
-    apiKey,
-    baseUrl: Option.getOrUndefined(baseUrl),
-    maxConcurrency: Option.getOrUndefined(maxConcurrency),
-    ...(http === undefined ? {} : { http })
-  })))
+  }).pipe(
+    Config.map(({ apiKey, baseUrl, maxConcurrency }) => ({
+      apiKey,
+      baseUrl: Option.getOrUndefined(baseUrl),
+      maxConcurrency: Option.getOrUndefined(maxConcurrency),
+      ...(http === undefined ? {} : { http })
+    }))
+  )

@@ -3,7 +3,7 @@ import { Catalog } from "@taskmeter/kernel"
 import { Effect } from "effect"
 
 export const models: ReadonlyArray<Catalog.ModelDefinition> = Effect.runSync(
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     return (yield* Catalog.Catalog).models
   }).pipe(Effect.provide(Catalog.layer))
 )

@@ -40,8 +40,10 @@ export const make = <Model>(options: Options<Model>, calls: Calls<Model>): Provi
     maxConcurrency: options.maxConcurrency,
     submit: (request) => Effect.flatMap(entryOf(request.model), (entry) => calls.submit(entry, request)),
     poll: (request) => Effect.flatMap(entryOf(request.model), (entry) => calls.poll(entry, request)),
-    ...(cancel === undefined ? {} : {
-      cancel: (request) => Effect.flatMap(entryOf(request.model), (entry) => cancel(entry, request))
-    })
+    ...(cancel === undefined
+      ? {}
+      : {
+          cancel: (request) => Effect.flatMap(entryOf(request.model), (entry) => cancel(entry, request))
+        })
   }
 }

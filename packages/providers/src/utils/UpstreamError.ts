@@ -112,10 +112,10 @@ export const fromTransport = (step: Step, error: unknown, what: string): Provide
   }
   return step === "submit"
     ? new Provider.ProviderError({
-      reason: "OutcomeUnknown",
-      message: `submission may have reached the upstream, ${text}`,
-      cause: error
-    })
+        reason: "OutcomeUnknown",
+        message: `submission may have reached the upstream, ${text}`,
+        cause: error
+      })
     : new Provider.ProviderError({ reason: "Retryable", message: text, cause: error })
 }
 
@@ -123,10 +123,10 @@ export const fromTransport = (step: Step, error: unknown, what: string): Provide
 export const malformed = (step: Step, message: string, cause?: unknown): Provider.ProviderError =>
   step === "submit"
     ? new Provider.ProviderError({
-      reason: "OutcomeUnknown",
-      message: `the upstream accepted the submission but its answer is unreadable: ${message}`,
-      cause
-    })
+        reason: "OutcomeUnknown",
+        message: `the upstream accepted the submission but its answer is unreadable: ${message}`,
+        cause
+      })
     : new Provider.ProviderError({ reason: "Retryable", message: `unreadable upstream answer: ${message}`, cause })
 
 /** A Terminal error with a code of `ErrorCodes`. */

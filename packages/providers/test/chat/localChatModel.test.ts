@@ -13,24 +13,31 @@ const callOf = (body: ChatProvider.JsonObject, maxTokens = 100): ChatProvider.Ch
   maxTokens
 })
 
-const weather = [{
-  type: "function",
-  function: {
-    name: "get_weather",
-    parameters: {
-      type: "object",
-      properties: { city: { type: "string" }, days: { type: "integer" }, metric: { type: "boolean" } },
-      required: ["city", "days"]
+const weather = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" }, days: { type: "integer" }, metric: { type: "boolean" } },
+        required: ["city", "days"]
+      }
     }
   }
-}]
+]
 
 const streamed = (call: ChatProvider.ChatCall) => Effect.scoped(Effect.flatMap(model.stream(call), Stream.runCollect))
 
 describe("LocalChatModel", () => {
   it.effect("answers deterministically and reports the tokens it read and wrote", () =>
-    Effect.gen(function*() {
-      const call = callOf({ messages: [{ role: "system", content: "be brief" }, { role: "user", content: "Hello there" }] })
+    Effect.gen(function* () {
+      const call = callOf({
+        messages: [
+          { role: "system", content: "be brief" },
+          { role: "user", content: "Hello there" }
+        ]
+      })
       const first = yield* model.complete(call)
       expect(yield* model.complete(call)).toEqual(first)
       expect(first.message).toEqual({ role: "assistant", content: "You said: Hello there", refusal: null })
@@ -40,10 +47,11 @@ describe("LocalChatModel", () => {
         promptTokens: 3 + (3 + count("system") + count("be brief")) + (3 + count("user") + count("Hello there")),
         completionTokens: count("You said: Hello there")
       })
-    }))
+    })
+  )
 
   it.effect("streams one token per chunk, the same answer, and its usage last", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const call = callOf({ messages: [{ role: "user", content: "Tell me about fjords" }] })
       const whole = yield* model.complete(call)
       const parts = yield* streamed(call)
@@ -53,18 +61,20 @@ describe("LocalChatModel", () => {
       expect(deltas.length - 2).toBe(whole.usage?.completionTokens)
       expect(deltas.at(-1)?.finishReason).toBe("stop")
       expect(parts.at(-1)).toEqual({ _tag: "Usage", usage: whole.usage })
-    }))
+    })
+  )
 
   it.effect("stops at the cap with finish reason length", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const reply = yield* model.complete(callOf({ messages: [{ role: "user", content: "one two three four five six" }] }, 4))
       expect(reply.finishReason).toBe("length")
       expect(reply.usage?.completionTokens).toBe(4)
       expect("You said: one two three four five six".startsWith(String(reply.message.content))).toBe(true)
-    }))
+    })
+  )
 
   it.effect("calls a tool when offered one, then reads its result", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const ask = { role: "user", content: "Oslo" }
       const reply = yield* model.complete(callOf({ messages: [ask], tools: weather }))
       expect(reply.finishReason).toBe("tool_calls")
@@ -74,29 +84,38 @@ describe("LocalChatModel", () => {
       const streamedCall = yield* streamed(callOf({ messages: [ask], tools: weather }))
       expect(streamedCall.flatMap((part) => (part._tag === "Delta" ? [part.finishReason] : [])).at(-1)).toBe("tool_calls")
 
-      const after = yield* model.complete(callOf({
-        messages: [ask, reply.message, { role: "tool", tool_call_id: call.id, content: "{\"temp\":4}" }],
-        tools: weather
-      }))
-      expect(after.message.content).toBe("The tool returned: {\"temp\":4}")
+      const after = yield* model.complete(
+        callOf({
+          messages: [ask, reply.message, { role: "tool", tool_call_id: call.id, content: '{"temp":4}' }],
+          tools: weather
+        })
+      )
+      expect(after.message.content).toBe('The tool returned: {"temp":4}')
       const none = yield* model.complete(callOf({ messages: [ask], tools: weather, tool_choice: "none" }))
       expect(none.message.content).toBe("You said: Oslo")
-    }))
+    })
+  )
 
   it("never reads more prompt tokens than the kernel's reservation estimate", () =>
-    fc.assert(fc.property(
-      fc.array(
-        fc.record({
-          role: fc.constantFrom("system", "user", "assistant", "developer"),
-          content: fc.oneof(fc.string(), fc.string({ unit: "grapheme" }), fc.array(fc.record({ type: fc.constant("text"), text: fc.string() })))
-        }),
-        { minLength: 1, maxLength: 6 }
-      ),
-      fc.boolean(),
-      (messages, withTools) => {
-        const body = withTools ? { messages, tools: weather } : { messages }
-        const read = Effect.runSync(model.complete(callOf(body as ChatProvider.JsonObject))).usage!.promptTokens
-        return read <= ChatTokens.estimatePrompt("o200k_base", messages, withTools ? [weather] : [])
-      }
-    )))
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            role: fc.constantFrom("system", "user", "assistant", "developer"),
+            content: fc.oneof(
+              fc.string(),
+              fc.string({ unit: "grapheme" }),
+              fc.array(fc.record({ type: fc.constant("text"), text: fc.string() }))
+            )
+          }),
+          { minLength: 1, maxLength: 6 }
+        ),
+        fc.boolean(),
+        (messages, withTools) => {
+          const body = withTools ? { messages, tools: weather } : { messages }
+          const read = Effect.runSync(model.complete(callOf(body as ChatProvider.JsonObject))).usage!.promptTokens
+          return read <= ChatTokens.estimatePrompt("o200k_base", messages, withTools ? [weather] : [])
+        }
+      )
+    ))
 })

@@ -34,11 +34,13 @@ interface Seen {
 /** Answers POST /chat/completions with `respond`, recording each request. */
 const upstream = (respond: (seen: Seen) => Response | Promise<Response>) => {
   const seen: Array<Seen> = []
-  server.use(http.post(`${BASE}/chat/completions`, async ({ request }) => {
-    const one = { headers: request.headers, body: await request.json() as Record<string, unknown> }
-    seen.push(one)
-    return respond(one)
-  }))
+  server.use(
+    http.post(`${BASE}/chat/completions`, async ({ request }) => {
+      const one = { headers: request.headers, body: (await request.json()) as Record<string, unknown> }
+      seen.push(one)
+      return respond(one)
+    })
+  )
   return seen
 }
 
@@ -78,12 +80,11 @@ const event = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   event({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })
 
-const collect = (provider: ChatProvider.ChatProviderV1) =>
-  Effect.scoped(Effect.flatMap(provider.stream(call), Stream.runCollect))
+const collect = (provider: ChatProvider.ChatProviderV1) => Effect.scoped(Effect.flatMap(provider.stream(call), Stream.runCollect))
 
 describe("OpenAiCompatible.complete", () => {
   it.effect("sends the request with the upstream's model id and the cap, and reads the reply", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const seen = upstream(() =>
         HttpResponse.json({
           id: "x",
@@ -106,10 +107,11 @@ describe("OpenAiCompatible.complete", () => {
         max_tokens: 64
       })
       expect(seen[0]?.headers.get("authorization")).toBe("Bearer sk-test")
-    }))
+    })
+  )
 
   it.effect("sends max_completion_tokens to upstreams that want it; reports no usage when it is missing", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const seen = upstream(() =>
         HttpResponse.json({ choices: [{ message: { role: "assistant", content: "ok" }, finish_reason: "stop" }] })
       )
@@ -117,10 +119,11 @@ describe("OpenAiCompatible.complete", () => {
       expect(reply.usage).toBeUndefined()
       expect(seen[0]?.body).toMatchObject({ model: "other", max_completion_tokens: 64 })
       expect(seen[0]?.body).not.toHaveProperty("max_tokens")
-    }))
+    })
+  )
 
   it.effect("classifies statuses", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const answers = [
         new HttpResponse(JSON.stringify({ error: { message: "Rate limit reached" } }), {
           status: 429,
@@ -143,25 +146,28 @@ describe("OpenAiCompatible.complete", () => {
         ["Unavailable", undefined, undefined]
       ])
       expect(errors[2]?.message).toBe("tools[0].function.name is required")
-    }))
+    })
+  )
 
   it.live("times out an upstream that does not answer", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => new Promise<Response>(() => {}))
       const error = yield* Effect.flip(adapter({ requestTimeoutMs: 100 }).complete(call))
       expect(error.reason).toBe("Timeout")
-    }))
+    })
+  )
 
   it.effect("a network failure is Unavailable", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => HttpResponse.error())
       expect((yield* Effect.flip(adapter().complete(call))).reason).toBe("Unavailable")
-    }))
+    })
+  )
 })
 
 describe("OpenAiCompatible.stream", () => {
   it.effect("asks for usage and parses deltas, finish reason and usage, across any chunking", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const body = [
         ": keep-alive\n\n",
         chunk({ role: "assistant", content: "" }),
@@ -170,7 +176,9 @@ describe("OpenAiCompatible.stream", () => {
         chunk({}, "stop"),
         event({ id: "c1", choices: [], usage: { prompt_tokens: 12, completion_tokens: 2 } }),
         "data: [DONE]\n\n"
-      ].join("").replaceAll("\n", "\r\n")
+      ]
+        .join("")
+        .replaceAll("\n", "\r\n")
       // Cut the bytes at awkward places: inside "data:", inside JSON, between \r and \n.
       const pieces = [body.slice(0, 7), body.slice(7, 60), body.slice(60, 61), body.slice(61, 200), body.slice(200)]
       const seen = upstream(() => sse(pieces))
@@ -184,50 +192,59 @@ describe("OpenAiCompatible.stream", () => {
       ])
       expect(seen[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_tokens: 64 })
       expect(seen[0]?.headers.get("accept")).toBe("text/event-stream")
-    }))
+    })
+  )
 
   it.effect("a refused stream fails before any part", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => new HttpResponse("{}", { status: 429, headers: { "retry-after": "3" } }))
       const error = yield* Effect.flip(Effect.scoped(adapter().stream(call)))
       expect([error.reason, error.retryAfterSeconds]).toEqual(["RateLimited", 3])
-    }))
+    })
+  )
 
   it.effect("a stream cut mid-way fails after the parts it delivered", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => sse([chunk({ content: "Os" })], "error"))
       const parts: Array<ChatProvider.ChatStreamPart> = []
-      const error = yield* Effect.flip(Effect.scoped(Effect.flatMap(
-        adapter().stream(call),
-        (stream) => Stream.runForEach(stream, (part) => Effect.sync(() => parts.push(part)))
-      )))
+      const error = yield* Effect.flip(
+        Effect.scoped(
+          Effect.flatMap(adapter().stream(call), (stream) =>
+            Stream.runForEach(stream, (part) => Effect.sync(() => parts.push(part)))
+          )
+        )
+      )
       expect(parts).toEqual([{ _tag: "Delta", delta: { content: "Os" }, finishReason: null }])
       expect(error.reason).toBe("Unavailable")
-    }))
+    })
+  )
 
   it.effect("a stream closed before its finish reason fails; one closed after it without [DONE] is complete", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => sse([chunk({ content: "Os" })]))
       expect((yield* Effect.flip(collect(adapter()))).message).toContain("before it finished")
       server.resetHandlers()
       upstream(() => sse([chunk({ content: "Oslo." }, "stop")]))
       expect(yield* collect(adapter())).toHaveLength(1)
-    }))
+    })
+  )
 
   it.effect("an error event inside the stream fails it", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       upstream(() => sse([chunk({ content: "Os" }), event({ error: { message: "overloaded" } })]))
       const error = yield* Effect.flip(collect(adapter()))
       expect(error.reason).toBe("Unavailable")
       expect(error.message).toContain("overloaded")
-    }))
+    })
+  )
 
   it.live("an idle stream times out, and closing the scope cancels the upstream body", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let cancelled = false
       upstream(() => sse([chunk({ content: "Os" })], "hang", () => (cancelled = true)))
       const error = yield* Effect.flip(collect(adapter({ idleTimeoutMs: 100 })))
       expect(error.reason).toBe("Timeout")
       expect(cancelled).toBe(true)
-    }))
+    })
+  )
 })

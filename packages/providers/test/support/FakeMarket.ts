@@ -14,7 +14,7 @@ export interface Options {
   readonly results?: (model: string) => number
 }
 
-const extensionOf = (model: string) => /video/.test(model) ? "mp4" : "png"
+const extensionOf = (model: string) => (/video/.test(model) ? "mp4" : "png")
 
 export const fakeMarket = (base: string, options: Options = {}) => {
   const requests: Array<Recorded> = []
@@ -42,7 +42,14 @@ export const fakeMarket = (base: string, options: Options = {}) => {
       return HttpResponse.json({
         code: 200,
         msg: "success",
-        data: { taskId, model: job.model, state: "success", resultJson: JSON.stringify({ resultUrls }), failCode: "", failMsg: "" }
+        data: {
+          taskId,
+          model: job.model,
+          state: "success",
+          resultJson: JSON.stringify({ resultUrls }),
+          failCode: "",
+          failMsg: ""
+        }
       })
     })
   ]

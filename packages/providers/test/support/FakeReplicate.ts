@@ -21,7 +21,10 @@ export const fakeReplicate = (base: string, options: { readonly apiKey?: string;
       const seen = await record(request)
       requests.push(seen)
       if (request.headers.get("authorization") !== `Bearer ${options.apiKey ?? "test-key"}`) {
-        return HttpResponse.json({ title: "Unauthenticated", detail: "You did not pass a valid authentication token", status: 401 }, { status: 401 })
+        return HttpResponse.json(
+          { title: "Unauthenticated", detail: "You did not pass a valid authentication token", status: 401 },
+          { status: 401 }
+        )
       }
       const id = `pred${jobs.size + 1}`
       jobs.set(id, { model: `${params["owner"]}/${params["name"]}`, polls: 0 })

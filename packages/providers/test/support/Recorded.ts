@@ -10,7 +10,13 @@ export const record = async (request: Request): Promise<Recorded> => ({
   method: request.method,
   url: new URL(request.url),
   headers: request.headers,
-  body: request.method === "GET" ? undefined : await request.clone().json().catch(() => undefined)
+  body:
+    request.method === "GET"
+      ? undefined
+      : await request
+          .clone()
+          .json()
+          .catch(() => undefined)
 })
 
 export const CDN = "https://cdn.example.test/results"

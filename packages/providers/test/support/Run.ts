@@ -7,10 +7,14 @@ let counter = 0
 
 /** Submits the sample input of `model` (with `overrides`) and polls to the end. */
 export const run = (adapter: Provider.ProviderV1, model: string, overrides: Catalog.ModelInput = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const definition = ShippedModels.get(model)!
     const input = { ...SampleInputs.sampleInput(definition), ...overrides }
-    const result = yield* AdapterConformance.runToEnd(adapter, { model, input, reference: `task-${++counter}` }, { pollIntervalMs: 1 })
+    const result = yield* AdapterConformance.runToEnd(
+      adapter,
+      { model, input, reference: `task-${++counter}` },
+      { pollIntervalMs: 1 }
+    )
     return { input, result }
   })
 

@@ -27,9 +27,7 @@ export const make = (state: State): AccountStore.AccountStore["Service"] =>
         state.keysByHash.set(key.hash, key.id)
       }),
     listApiKeys: (accountId) =>
-      Effect.sync(() =>
-        Array.from(state.keys.values(), (row) => row.record).filter((key) => key.accountId === accountId)
-      ),
+      Effect.sync(() => Array.from(state.keys.values(), (row) => row.record).filter((key) => key.accountId === accountId)),
     revokeApiKey: (accountId, keyId, at) =>
       Effect.sync(() => {
         const row = state.keys.get(keyId)

@@ -26,10 +26,12 @@ export const make = (state: State): BlobStore.BlobStore["Service"] =>
           cause instanceof BlobStore.BlobTooLarge
             ? cause
             : new StoreError.StoreUnavailable({ message: "Blob store could not read the body", cause })
-      }).pipe(Effect.map((bytes) => {
-        state.blobs.set(key, bytes)
-        return { sizeBytes: bytes.byteLength, sha256: createHash("sha256").update(bytes).digest("hex") }
-      })),
+      }).pipe(
+        Effect.map((bytes) => {
+          state.blobs.set(key, bytes)
+          return { sizeBytes: bytes.byteLength, sha256: createHash("sha256").update(bytes).digest("hex") }
+        })
+      ),
     size: (key) => Effect.sync(() => state.blobs.get(key)?.byteLength),
     read: (key, range) =>
       Effect.sync(() => {

@@ -122,7 +122,10 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
           if (end < 0) return undefined
         }
         const start = Math.max(0, end - page.limit)
-        const requests = list.slice(start, end).reverse().map((row) => row.record)
+        const requests = list
+          .slice(start, end)
+          .reverse()
+          .map((row) => row.record)
         return { requests, nextCursor: start > 0 ? (requests.at(-1)?.id ?? null) : null }
       }),
     sweepStale: (openedBefore, now) =>

@@ -12,9 +12,7 @@ export const make = (state: State): LedgerStore.LedgerStore["Service"] => {
       Effect.sync((): LedgerStore.Movement | undefined => {
         const row = state.accounts.get(request.accountId)
         if (row === undefined) return undefined
-        const refKey = request.externalRef === undefined
-          ? undefined
-          : `${request.accountId} ${kind} ${request.externalRef}`
+        const refKey = request.externalRef === undefined ? undefined : `${request.accountId} ${kind} ${request.externalRef}`
         const earlier = refKey === undefined ? undefined : state.externalRefs.get(refKey)
         if (earlier !== undefined) return { entry: earlier, balances: balancesOf(row) }
         const entry = append(state, row, {
@@ -26,7 +24,8 @@ export const make = (state: State): LedgerStore.LedgerStore["Service"] => {
         if (refKey !== undefined) state.externalRefs.set(refKey, entry)
         after(row)
         return { entry, balances: balancesOf(row) }
-      }))
+      })
+    )
 
   return LedgerStore.LedgerStore.of({
     grant: change("grant", (row) => {

@@ -5,9 +5,11 @@ import type { State } from "./State.ts"
 /** A result is an orphan once its task is in a status no move leaves and none of its assets names it. */
 const isOrphan = (state: State, record: MediaStore.ResultRecord): boolean => {
   const task = state.tasks.get(record.taskId)?.record
-  return task !== undefined &&
+  return (
+    task !== undefined &&
     TaskStatus.transitions[task.status].length === 0 &&
     !task.assets.some((asset) => asset.resultId === record.id)
+  )
 }
 
 export const make = (state: State): MediaStore.MediaStore["Service"] =>

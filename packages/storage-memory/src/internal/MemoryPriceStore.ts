@@ -26,7 +26,8 @@ export const make = (state: State): Effect.Effect<PriceStore.PriceStore["Service
               const version = (expectedVersion ?? 0) + 1
               state.priceLists.push({ version, list: copy(list), changedAt: new Date(now) })
               return Effect.as(PubSub.publish(saves, undefined), { version })
-            })),
+            })
+          ),
         subscribe: Effect.map(PubSub.subscribe(saves), PubSub.take)
       })
     }

@@ -16,11 +16,7 @@ const claimable = (row: TaskRow, now: number): boolean =>
 const keyOf = (accountId: string, idempotencyKey: string): string => `${accountId} ${idempotencyKey}`
 
 export const make = (state: State, accounts: AccountStore.AccountStore["Service"]): TaskStore.TaskStore["Service"] => {
-  const findIdempotent = (
-    accountId: string,
-    idempotencyKey: string,
-    now: number
-  ): TaskStore.IdempotentSubmission | undefined => {
+  const findIdempotent = (accountId: string, idempotencyKey: string, now: number): TaskStore.IdempotentSubmission | undefined => {
     const earlier = state.idempotency.get(keyOf(accountId, idempotencyKey))
     if (earlier === undefined || earlier.expiresAt <= now) return undefined
     return { task: (state.tasks.get(earlier.taskId) as TaskRow).record, fingerprint: earlier.fingerprint }
@@ -33,9 +29,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     if (account === undefined) throw new Error(`No account ${task.accountId}`)
 
     const key = task.apiKeyId === null ? undefined : state.keys.get(task.apiKeyId)
-    const window = account.submissions !== null && now < account.submissions.start + RATE_WINDOW_MS
-      ? account.submissions
-      : null
+    const window = account.submissions !== null && now < account.submissions.start + RATE_WINDOW_MS ? account.submissions : null
     const available = account.balance - account.reserved
     const rules: { readonly [R in AdmissionRules.StoreRule]: () => Result | undefined } = {
       Idempotency: () => {
@@ -53,9 +47,9 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         window !== null && window.count >= limits.submissionsPerMinute
           ? { _tag: "RateLimited", retryAfterSeconds: Math.max(1, Math.ceil((window.start + RATE_WINDOW_MS - now) / 1000)) }
           : undefined,
-      Concurrency: () => unfinishedOf(account) >= limits.maxUnfinishedTasks ? { _tag: "ConcurrencyLimited" } : undefined,
-      PaymentReview: () => account.review ? { _tag: "PaymentReviewRequired" } : undefined,
-      Credits: () => available < task.priceMicros ? { _tag: "InsufficientCredits", availableMicros: available } : undefined
+      Concurrency: () => (unfinishedOf(account) >= limits.maxUnfinishedTasks ? { _tag: "ConcurrencyLimited" } : undefined),
+      PaymentReview: () => (account.review ? { _tag: "PaymentReviewRequired" } : undefined),
+      Credits: () => (available < task.priceMicros ? { _tag: "InsufficientCredits", availableMicros: available } : undefined)
     }
     for (const rule of AdmissionRules.inStore) {
       const answer = rules[rule]()
@@ -191,8 +185,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         return true
       }),
     transition: (request) => Effect.sync(() => transition(request)),
-    transitionAll: (requests) =>
-      Effect.sync(() => requests.map(transition)),
+    transitionAll: (requests) => Effect.sync(() => requests.map(transition)),
     listByStatus: (status, limit, afterId) =>
       Effect.sync(() =>
         Array.from(state.tasks.values(), (row) => row.record)
@@ -215,7 +208,6 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         }
         return row.record
       }),
-    awaitWork: (maxWaitMs) =>
-      Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
+    awaitWork: (maxWaitMs) => Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
   })
 }

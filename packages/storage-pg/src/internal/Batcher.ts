@@ -13,7 +13,7 @@ interface Entry<A, B, E> {
   readonly done: Deferred.Deferred<B, E>
 }
 
-export const make = Effect.fnUntraced(function*<A, B, E>(options: {
+export const make = Effect.fnUntraced(function* <A, B, E>(options: {
   readonly key: (item: A) => string
   readonly maxBatch: number
   readonly concurrency: number
@@ -49,28 +49,40 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
 
   const settle = (entries: ReadonlyArray<Entry<A, B, E>>, exit: Exit.Exit<ReadonlyArray<B>, E>) =>
     Effect.sync(() =>
-      entries.forEach((entry, index) => Deferred.doneUnsafe(entry.done, Exit.map(exit, (answers) => answers[index] as B)))
+      entries.forEach((entry, index) =>
+        Deferred.doneUnsafe(
+          entry.done,
+          Exit.map(exit, (answers) => answers[index] as B)
+        )
+      )
     )
 
   const runBatch = (entries: ReadonlyArray<Entry<A, B, E>>): Effect.Effect<void> =>
     Effect.flatMap(Effect.exit(options.run(entries.map((entry) => entry.item))), (exit) =>
       entries.length > 1 && Exit.isFailure(exit) && Cause.hasDies(exit.cause)
         ? Effect.forEach(entries, (entry) => runBatch([entry]), { discard: true })
-        : settle(entries, exit))
+        : settle(entries, exit)
+    )
 
-  const runner = Effect.forever(Effect.suspend(() => {
-    const wake = changed
-    const batch = next()
-    if (batch === undefined) return Deferred.await(wake)
-    return runBatch(batch.entries).pipe(Effect.ensuring(Effect.sync(() => {
-      for (const key of batch.keys) {
-        const count = (inFlight.get(key) ?? 1) - 1
-        if (count === 0) inFlight.delete(key)
-        else inFlight.set(key, count)
-      }
-      signal()
-    })))
-  }))
+  const runner = Effect.forever(
+    Effect.suspend(() => {
+      const wake = changed
+      const batch = next()
+      if (batch === undefined) return Deferred.await(wake)
+      return runBatch(batch.entries).pipe(
+        Effect.ensuring(
+          Effect.sync(() => {
+            for (const key of batch.keys) {
+              const count = (inFlight.get(key) ?? 1) - 1
+              if (count === 0) inFlight.delete(key)
+              else inFlight.set(key, count)
+            }
+            signal()
+          })
+        )
+      )
+    })
+  )
   for (let i = 0; i < options.concurrency; i++) yield* Effect.forkScoped(runner)
 
   return (item) =>
@@ -84,5 +96,6 @@ export const make = Effect.fnUntraced(function*<A, B, E>(options: {
           signal()
         }),
         () => Deferred.await(done)
-      ))
+      )
+    )
 })

@@ -50,7 +50,7 @@ const lock = (dataDir: string): Effect.Effect<void, Error, Scope.Scope> => {
     }
   }
   return Effect.acquireRelease(
-    Effect.tryPromise({ try: take, catch: (cause) => cause instanceof Error ? cause : new Error(String(cause)) }),
+    Effect.tryPromise({ try: take, catch: (cause) => (cause instanceof Error ? cause : new Error(String(cause))) }),
     () => Effect.promise(() => rm(path, { force: true }))
   )
 }
@@ -60,7 +60,7 @@ export const start = (options: {
   readonly port: number
   readonly schema: string | undefined
 }): Effect.Effect<Address, Error, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* lock(options.dataDir)
     const directory = join(options.dataDir, "pg")
     const db = yield* Effect.acquireRelease(

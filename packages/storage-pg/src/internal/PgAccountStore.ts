@@ -26,7 +26,7 @@ interface Authentication {
   readonly now: Date
 }
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   // Every request authenticates: one statement and one transaction per batch of them, as for admissions.
@@ -68,7 +68,7 @@ export const make = Effect.gen(function*() {
       Failures.run(
         "getAccount",
         sql<AccountRow>`SELECT id, name, created_at FROM accounts WHERE id = ${id}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toAccount(rows[0]))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toAccount(rows[0])))
         )
       ),
 

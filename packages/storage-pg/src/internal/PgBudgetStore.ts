@@ -11,7 +11,7 @@ import * as Failures from "./Failures.ts"
 
 type Int8 = bigint | number | string
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   return BudgetStore.BudgetStore.of({

@@ -54,9 +54,10 @@ const toRecord = (row: ChatRow): ChatStore.ChatRequestRecord => ({
   status: row.status as ChatStore.ChatRequestRecord["status"],
   reservedMicros: Money.micros(Number(row.reserved_micros)),
   chargedMicros: row.charged_micros === null ? null : Money.micros(Number(row.charged_micros)),
-  usage: row.prompt_tokens === null || row.completion_tokens === null
-    ? null
-    : { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens) },
+  usage:
+    row.prompt_tokens === null || row.completion_tokens === null
+      ? null
+      : { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens) },
   finishReason: row.finish_reason,
   errorCode: row.error_code,
   createdAt: row.created_at,
@@ -72,7 +73,7 @@ interface SettleRow extends ChatRow {
   readonly written: boolean
 }
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   const settle = (s: ChatStore.ChatSettlement) =>
@@ -92,26 +93,30 @@ export const make = Effect.gen(function*() {
             ${request.reservedMicros}::bigint, ${PgTypes.jsonb(request.tiers)}, ${request.createdAt},
             ${limits.requestsPerMinute}::integer, ${limits.maxOpenRequests}::integer, ${limits.keyUsageLimit}::integer
           ) o`
-      ).pipe(Effect.map((rows): ChatStore.OpenResult => {
-        const row = rows[0]!
-        switch (row.outcome) {
-          case "Opened":
-            return { _tag: "Opened", record: toRecord(row) }
-          default:
-            return toRefusal(row.outcome, row.detail)
-        }
-      })),
+      ).pipe(
+        Effect.map((rows): ChatStore.OpenResult => {
+          const row = rows[0]!
+          switch (row.outcome) {
+            case "Opened":
+              return { _tag: "Opened", record: toRecord(row) }
+            default:
+              return toRefusal(row.outcome, row.detail)
+          }
+        })
+      ),
 
     find: (id) =>
       Failures.run(
         "find chat request",
         sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c WHERE c.id = ${id}`
-      ).pipe(Effect.map((rows) => {
-        const row = rows[0]
-        return row === undefined
-          ? undefined
-          : { record: toRecord(row), accountId: row.account_id as Ids.AccountId, tiers: row.tiers }
-      })),
+      ).pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          return row === undefined
+            ? undefined
+            : { record: toRecord(row), accountId: row.account_id as Ids.AccountId, tiers: row.tiers }
+        })
+      ),
 
     settle: (s) =>
       Failures.run("settle chat request", settle(s)).pipe(
@@ -128,7 +133,7 @@ export const make = Effect.gen(function*() {
     list: (accountId, page) =>
       Failures.run(
         "list chat requests",
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           let beforeSeq: Int8 | null = null
           if (page.before !== undefined) {
             const cursor = yield* sql<{ readonly seq: Int8 }>`SELECT seq FROM chat_requests
@@ -149,7 +154,7 @@ export const make = Effect.gen(function*() {
     sweepStale: (openedBefore, now) =>
       Failures.run(
         "sweep stale chat requests",
-        Effect.gen(function*() {
+        Effect.gen(function* () {
           const stale = yield* sql<{ readonly id: string }>`SELECT id FROM chat_requests
             WHERE status = 'open' AND created_at < ${openedBefore} ORDER BY seq`
           let swept = 0

@@ -30,26 +30,29 @@ interface AuditRow {
 
 const entryColumns = "id, account_id, kind, amount_micros, task_id, chat_request_id, note, created_at"
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   const credit = (kind: "grant" | "refund" | "adjustment") => (change: LedgerStore.CreditChange) =>
     Failures.run(
       kind,
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql<CreditRow>`SELECT (c.entry).*, c.balance, c.reserved, c.review
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          sql<CreditRow>`SELECT (c.entry).*, c.balance, c.reserved, c.review
           FROM taskmeter_credit(${kind}, ${change.accountId}, ${change.amountMicros}::bigint, ${change.note}::text,
-            ${change.externalRef ?? null}::text, ${new Date(now)}) c`).pipe(
-          Effect.map((rows): LedgerStore.Movement | undefined => {
-            if (rows.length === 0) return undefined
-            const row = rows[0]
-            return { entry: toEntry(row), balances: toBalances(row.balance, row.reserved, row.review) }
-          })
-        )
+            ${change.externalRef ?? null}::text, ${new Date(now)}) c`
+      ).pipe(
+        Effect.map((rows): LedgerStore.Movement | undefined => {
+          if (rows.length === 0) return undefined
+          const row = rows[0]
+          return { entry: toEntry(row), balances: toBalances(row.balance, row.reserved, row.review) }
+        })
+      )
     )
 
   const entries: Context.Service.Shape<typeof LedgerStore.LedgerStore>["entries"] = (accountId, page) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       let beforeSeq: Int8 | null = null
       if (page.before !== undefined) {
         // By primary key alone, the owner checked here: see migration 0001 on plans.
@@ -77,12 +80,11 @@ export const make = Effect.gen(function*() {
     balances: (accountId) =>
       Failures.run(
         "balances",
-        sql<BalanceRow>`SELECT balance_micros, reserved_micros, payment_review FROM accounts WHERE id = ${accountId}`
-          .pipe(Effect.map((rows) =>
-            rows.length === 0
-              ? undefined
-              : toBalances(rows[0].balance_micros, rows[0].reserved_micros, rows[0].payment_review)
-          ))
+        sql<BalanceRow>`SELECT balance_micros, reserved_micros, payment_review FROM accounts WHERE id = ${accountId}`.pipe(
+          Effect.map((rows) =>
+            rows.length === 0 ? undefined : toBalances(rows[0].balance_micros, rows[0].reserved_micros, rows[0].payment_review)
+          )
+        )
       ),
 
     entries,
@@ -116,11 +118,13 @@ export const make = Effect.gen(function*() {
         WHERE a.balance_micros <> coalesce(j.balance, 0) OR a.reserved_micros <> coalesce(j.reserved, 0)
         ORDER BY a.seq`.pipe(
         Effect.map((rows) =>
-          rows.map((row): LedgerStore.AuditFinding => ({
-            accountId: row.id as LedgerStore.AuditFinding["accountId"],
-            cached: { balanceMicros: Number(row.cached_balance), reservedMicros: Number(row.cached_reserved) },
-            journal: { balanceMicros: Number(row.journal_balance), reservedMicros: Number(row.journal_reserved) }
-          }))
+          rows.map(
+            (row): LedgerStore.AuditFinding => ({
+              accountId: row.id as LedgerStore.AuditFinding["accountId"],
+              cached: { balanceMicros: Number(row.cached_balance), reservedMicros: Number(row.cached_reserved) },
+              journal: { balanceMicros: Number(row.journal_balance), reservedMicros: Number(row.journal_reserved) }
+            })
+          )
         )
       )
     )

@@ -18,7 +18,7 @@ const finalList = TaskStatus.TaskStatus.literals
   .map((status) => `'${status}'`)
   .join(", ")
 
-export const make = Effect.gen(function*() {
+export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   return MediaStore.MediaStore.of({
@@ -34,7 +34,7 @@ export const make = Effect.gen(function*() {
       Failures.run(
         "getMedia",
         sql<MediaRow>`SELECT * FROM media WHERE reference = ${reference} AND account_id = ${accountId}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toMedia(rows[0]))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toMedia(rows[0])))
         )
       ),
 
@@ -42,15 +42,15 @@ export const make = Effect.gen(function*() {
       references.length === 0
         ? Effect.succeed([])
         : Failures.run(
-          "missingMedia",
-          sql<{ readonly reference: string }>`SELECT reference FROM media
+            "missingMedia",
+            sql<{ readonly reference: string }>`SELECT reference FROM media
             WHERE account_id = ${accountId} AND reference = ANY(${references}::text[])`.pipe(
-            Effect.map((rows) => {
-              const owned = new Set(rows.map((row) => row.reference))
-              return references.filter((reference) => !owned.has(reference))
-            })
-          )
-        ),
+              Effect.map((rows) => {
+                const owned = new Set(rows.map((row) => row.reference))
+                return references.filter((reference) => !owned.has(reference))
+              })
+            )
+          ),
 
     putResult: (record) =>
       Failures.run(
@@ -64,19 +64,21 @@ export const make = Effect.gen(function*() {
       Failures.run(
         "getResult",
         sql<ResultRow>`SELECT * FROM results WHERE id = ${id} AND account_id = ${accountId}`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : toResult(rows[0]))
+          Effect.map((rows) => (rows.length === 0 ? undefined : toResult(rows[0])))
         )
       ),
 
     purgeOrphanResults: (createdBefore, limit) =>
-      limit < 1 ? Effect.succeed([]) : Failures.run(
-        "purgeOrphanResults",
-        // SKIP LOCKED passes over the records another purge holds, so purges never wait for each
-        // other, and a record deleted is answered by that one statement only. Locking only the
-        // results (OF p) leaves the task rows to the workers. The outer conditions keep the
-        // promise on their own, whatever the pick saw; a final task's status and assets cannot
-        // change in between anyway.
-        sql<{ readonly id: string; readonly blob_key: string }>`DELETE FROM results r
+      limit < 1
+        ? Effect.succeed([])
+        : Failures.run(
+            "purgeOrphanResults",
+            // SKIP LOCKED passes over the records another purge holds, so purges never wait for each
+            // other, and a record deleted is answered by that one statement only. Locking only the
+            // results (OF p) leaves the task rows to the workers. The outer conditions keep the
+            // promise on their own, whatever the pick saw; a final task's status and assets cannot
+            // change in between anyway.
+            sql<{ readonly id: string; readonly blob_key: string }>`DELETE FROM results r
           USING tasks t
           WHERE r.ctid = ANY(ARRAY(
               SELECT p.ctid FROM results p JOIN tasks pt ON pt.id = p.task_id
@@ -91,8 +93,8 @@ export const make = Effect.gen(function*() {
             AND r.created_at < ${createdBefore}
             AND NOT t.assets @> jsonb_build_array(jsonb_build_object('resultId', r.id))
           RETURNING r.id, r.blob_key`.pipe(
-          Effect.map((rows) => rows.map((row) => ({ id: row.id as Ids.ResultId, blobKey: row.blob_key })))
-        )
-      )
+              Effect.map((rows) => rows.map((row) => ({ id: row.id as Ids.ResultId, blobKey: row.blob_key })))
+            )
+          )
   })
 })

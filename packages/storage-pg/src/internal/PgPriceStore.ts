@@ -20,7 +20,7 @@ interface PriceListRow {
 }
 
 export const make = (wakeups: PriceWakeups) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
     return PriceStore.PriceStore.of({
@@ -28,14 +28,15 @@ export const make = (wakeups: PriceWakeups) =>
         "current price list",
         sql<PriceListRow>`SELECT version, list, created_at FROM price_lists ORDER BY version DESC LIMIT 1`.pipe(
           Effect.map(([row]) =>
-            row === undefined ? undefined : { version: Number(row.version), list: row.list, changedAt: row.created_at })
+            row === undefined ? undefined : { version: Number(row.version), list: row.list, changedAt: row.created_at }
+          )
         )
       ),
 
       version: Failures.run(
         "price list version",
         sql<{ readonly version: Int8 | null }>`SELECT max(version) AS version FROM price_lists`.pipe(
-          Effect.map(([row]) => row?.version == null ? undefined : Number(row.version))
+          Effect.map(([row]) => (row?.version == null ? undefined : Number(row.version)))
         )
       ),
 
@@ -52,7 +53,8 @@ export const make = (wakeups: PriceWakeups) =>
           Effect.flatMap(([row]) =>
             row === undefined
               ? Effect.fail(new PriceStore.PriceListConflict({ expectedVersion }))
-              : Effect.as(wakeups.announce, { version: Number(row.version) }))
+              : Effect.as(wakeups.announce, { version: Number(row.version) })
+          )
         )
       },
 

@@ -100,7 +100,7 @@ const move = (
     error_code: request.errorCode ?? null,
     upstream_ref: request.upstreamRef ?? null,
     assets: request.assets ?? null,
-    charge_micros: creditEffect === "charge" ? request.chargeMicros ?? null : null,
+    charge_micros: creditEffect === "charge" ? (request.chargeMicros ?? null) : null,
     keep_lease: request.keepLease,
     credit_effect: creditEffect,
     finishes: TaskStatus.isUnfinished(request.from) && !TaskStatus.isUnfinished(request.to)
@@ -133,16 +133,16 @@ const admissionJson = (request: TaskStore.AnyAdmissionRequest, index: number) =>
   ordinal: index + 1,
   ...(TaskStore.isKeyed(request)
     ? {
-      key_hash: request.key.hash,
-      now: request.key.now.toISOString(),
-      scope: request.key.scope,
-      default_rate_limit: request.key.defaultRateLimitPerMinute
-    }
+        key_hash: request.key.hash,
+        now: request.key.now.toISOString(),
+        scope: request.key.scope,
+        default_rate_limit: request.key.defaultRateLimitPerMinute
+      }
     : {
-      account_id: request.task.accountId,
-      api_key_id: request.task.apiKeyId,
-      key_usage_limit: request.limits.keyUsageLimit
-    }),
+        account_id: request.task.accountId,
+        api_key_id: request.task.apiKeyId,
+        key_usage_limit: request.limits.keyUsageLimit
+      }),
   task_id: request.task.id,
   model: request.task.model,
   input: request.task.input,
@@ -166,9 +166,11 @@ const admissionJson = (request: TaskStore.AnyAdmissionRequest, index: number) =>
 const batchKey = (request: TaskStore.AnyAdmissionRequest) =>
   TaskStore.isKeyed(request) ? `key ${request.key.hash}` : `account ${request.task.accountId}`
 
-const batchesPerKey = (key: string) => key.startsWith("key ") ? ADMISSION_BATCHES_PER_KEY : ADMISSION_BATCHES_PER_ACCOUNT
+const batchesPerKey = (key: string) => (key.startsWith("key ") ? ADMISSION_BATCHES_PER_KEY : ADMISSION_BATCHES_PER_ACCOUNT)
 
-const toAdmissionResult = (row: AdmitRow & { readonly outcome: TaskStore.AdmissionResult["_tag"] }): TaskStore.AdmissionResult => {
+const toAdmissionResult = (
+  row: AdmitRow & { readonly outcome: TaskStore.AdmissionResult["_tag"] }
+): TaskStore.AdmissionResult => {
   switch (row.outcome) {
     case "Admitted":
     case "Replayed":
@@ -181,7 +183,7 @@ const toAdmissionResult = (row: AdmitRow & { readonly outcome: TaskStore.Admissi
 }
 
 export const make = (wakeups: WorkWakeups) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))
 
@@ -241,7 +243,7 @@ export const make = (wakeups: WorkWakeups) =>
 
     /** Runs the moves and answers each in order: the task after the write, or undefined when its CAS failed. */
     const runMoves = (moves: ReadonlyArray<Move>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const written = new Map<number, TaskStore.TaskRecord>()
         for (const batch of rounds(moves)) {
           for (const row of yield* applyMoves(batch)) written.set(row.ordinal, toTask(row))
@@ -253,7 +255,7 @@ export const make = (wakeups: WorkWakeups) =>
       })
 
     const transitionAll = (requests: ReadonlyArray<TaskStore.TransitionRequest>) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const moves: Array<Move> = []
         const results: Array<TaskStore.TransitionResult | number> = requests.map((request, index) => {
           if (!TaskStatus.canTransition(request.from, request.to)) {
@@ -296,9 +298,10 @@ export const make = (wakeups: WorkWakeups) =>
               return admission
             }
             return {
-              authenticated: row?.window_started == null
-                ? undefined
-                : toAuthenticated(prefixedApiKeyRow(row, "key_"), row.window_started, row.window_requests as number),
+              authenticated:
+                row?.window_started == null
+                  ? undefined
+                  : toAuthenticated(prefixedApiKeyRow(row, "key_"), row.window_started, row.window_requests as number),
               admission
             }
           })
@@ -331,13 +334,15 @@ export const make = (wakeups: WorkWakeups) =>
         ),
 
       purgeIdempotencyKeys: (expiredBefore, limit) =>
-        limit < 1 ? Effect.succeed(0) : Failures.run(
-          "purgeIdempotencyKeys",
-          // The oldest expired keys through idempotency_keys_expires_at (migration 0008), deleted
-          // by ctid in the same statement. SKIP LOCKED passes over keys another purge holds, and
-          // over a key an admission is renewing; the outer expiry test keeps the promise that a
-          // live key is never deleted on its own, whatever the pick saw.
-          sql<{ readonly deleted: number }>`WITH purged AS (
+        limit < 1
+          ? Effect.succeed(0)
+          : Failures.run(
+              "purgeIdempotencyKeys",
+              // The oldest expired keys through idempotency_keys_expires_at (migration 0008), deleted
+              // by ctid in the same statement. SKIP LOCKED passes over keys another purge holds, and
+              // over a key an admission is renewing; the outer expiry test keeps the promise that a
+              // live key is never deleted on its own, whatever the pick saw.
+              sql<{ readonly deleted: number }>`WITH purged AS (
               DELETE FROM idempotency_keys k
               WHERE k.ctid = ANY(ARRAY(
                   SELECT p.ctid FROM idempotency_keys p
@@ -350,14 +355,14 @@ export const make = (wakeups: WorkWakeups) =>
               RETURNING 1
             )
             SELECT count(*)::integer AS deleted FROM purged`.pipe(Effect.map((rows) => rows[0]?.deleted ?? 0))
-        ),
+            ),
 
       get: (accountId, taskId) =>
         Failures.run(
           "get",
           // By primary key alone, the owner checked here: see migration 0001 on plans.
           sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.id = ${taskId}`.pipe(
-            Effect.map((rows) => rows.length === 0 || rows[0].account_id !== accountId ? undefined : toTask(rows[0]))
+            Effect.map((rows) => (rows.length === 0 || rows[0].account_id !== accountId ? undefined : toTask(rows[0])))
           )
         ),
 
@@ -369,10 +374,12 @@ export const make = (wakeups: WorkWakeups) =>
         ),
 
       claim: (options) =>
-        options.limit <= 0 ? Effect.succeed([]) : Effect.flatMap(wakeups.claimStarted, () =>
-          Failures.run(
-            "claim",
-            sql<TaskRow & { readonly seq: Int8 }>`WITH picked AS (
+        options.limit <= 0
+          ? Effect.succeed([])
+          : Effect.flatMap(wakeups.claimStarted, () =>
+              Failures.run(
+                "claim",
+                sql<TaskRow & { readonly seq: Int8 }>`WITH picked AS (
                 SELECT id FROM tasks
                 WHERE status IN (${sql.literal(unfinishedList)})
                   AND (lease_expires_at IS NULL OR lease_expires_at <= ${options.now})
@@ -389,17 +396,20 @@ export const make = (wakeups: WorkWakeups) =>
               FROM picked
               WHERE t.id = picked.id
               RETURNING ${taskColumns}, t.seq`
-          ).pipe(
-            Effect.map((rows) =>
-              [...rows]
-                .sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || Number(a.seq) - Number(b.seq))
-                .map((row): TaskStore.Claim => ({
-                  task: toTask(row),
-                  leaseToken: row.lease_token as string,
-                  leaseExpiresAt: row.lease_expires_at as Date
-                }))
-            )
-          )),
+              ).pipe(
+                Effect.map((rows) =>
+                  [...rows]
+                    .sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || Number(a.seq) - Number(b.seq))
+                    .map(
+                      (row): TaskStore.Claim => ({
+                        task: toTask(row),
+                        leaseToken: row.lease_token as string,
+                        leaseExpiresAt: row.lease_expires_at as Date
+                      })
+                    )
+                )
+              )
+            ),
 
       renew: (taskId, leaseToken, until) =>
         Failures.run(
@@ -409,7 +419,10 @@ export const make = (wakeups: WorkWakeups) =>
         ),
 
       transition: (request) =>
-        Failures.run("transition", Effect.map(transitionAll([request]), (results) => results[0])),
+        Failures.run(
+          "transition",
+          Effect.map(transitionAll([request]), (results) => results[0])
+        ),
 
       transitionAll: (requests) => Failures.run("transitionAll", transitionAll(requests)),
 
@@ -427,14 +440,14 @@ export const make = (wakeups: WorkWakeups) =>
       resolve: (resolution) =>
         TaskStatus.canTransition("reconciliation_required", resolution.to)
           ? Failures.run(
-            "resolve",
-            Effect.map(
-              Effect.suspend(() =>
-                runMoves([move(0, { ...resolution, leaseToken: null, from: "reconciliation_required", keepLease: false })])
-              ),
-              (written) => written[0]
+              "resolve",
+              Effect.map(
+                Effect.suspend(() =>
+                  runMoves([move(0, { ...resolution, leaseToken: null, from: "reconciliation_required", keepLease: false })])
+                ),
+                (written) => written[0]
+              )
             )
-          )
           : Effect.succeed(undefined),
 
       awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)

@@ -3,7 +3,17 @@
  * jsonb parsed) and their mapping to the kernel's records. Money columns are bigint in SQL and
  * safe integers in the kernel, so `Number` is exact here.
  */
-import type { AccountStore, Ids, LedgerStore, MediaReference, MediaStore, Money, Scope, TaskStatus, TaskStore } from "@taskmeter/kernel"
+import type {
+  AccountStore,
+  Ids,
+  LedgerStore,
+  MediaReference,
+  MediaStore,
+  Money,
+  Scope,
+  TaskStatus,
+  TaskStore
+} from "@taskmeter/kernel"
 
 type Int8 = bigint | number
 
@@ -56,7 +66,9 @@ export const prefixedApiKeyColumns = (alias: string, prefix: string): string =>
 
 /** The ApiKeyRow a `prefixedApiKeyColumns` selection holds. */
 export const prefixedApiKeyRow = (row: object, prefix: string): ApiKeyRow =>
-  Object.fromEntries(apiKeyColumnNames.map((column) => [column, (row as Record<string, unknown>)[`${prefix}${column}`]])) as unknown as ApiKeyRow
+  Object.fromEntries(
+    apiKeyColumnNames.map((column) => [column, (row as Record<string, unknown>)[`${prefix}${column}`]])
+  ) as unknown as ApiKeyRow
 
 export const toApiKey = (row: ApiKeyRow): AccountStore.ApiKeyRecord => ({
   id: row.id as Ids.ApiKeyId,
@@ -76,11 +88,7 @@ export const toApiKey = (row: ApiKeyRow): AccountStore.ApiKeyRecord => ({
 const KEY_WINDOW_MS = 60_000
 
 /** What a key's counted request answers: the key row and its window after the count. */
-export const toAuthenticated = (
-  key: ApiKeyRow,
-  windowStarted: Date,
-  requestsInWindow: number
-): AccountStore.Authenticated => ({
+export const toAuthenticated = (key: ApiKeyRow, windowStarted: Date, requestsInWindow: number): AccountStore.Authenticated => ({
   key: toApiKey(key),
   requestsInWindow,
   windowResetsAt: new Date(windowStarted.getTime() + KEY_WINDOW_MS)

@@ -32,7 +32,7 @@ export interface Wakeups {
 const PRICES = "prices"
 const WORK = ""
 
-export const make = Effect.fnUntraced(function*(options: {
+export const make = Effect.fnUntraced(function* (options: {
   readonly client: PgClient.PgClient
   /** The NOTIFY channel; undefined turns cross-process wake-ups off. */
   readonly channel: string | undefined
@@ -64,7 +64,13 @@ export const make = Effect.fnUntraced(function*(options: {
       pending = false
       return options.client.notify(channel, payload).pipe(
         Effect.ignore,
-        Effect.flatMap(() => pending ? notifyLoop : Effect.sync(() => { inFlight = false }))
+        Effect.flatMap(() =>
+          pending
+            ? notifyLoop
+            : Effect.sync(() => {
+                inFlight = false
+              })
+        )
       )
     })
     return Effect.flatMap(wakeLocal, () =>
@@ -75,7 +81,8 @@ export const make = Effect.fnUntraced(function*(options: {
         }
         inFlight = true
         return Effect.asVoid(Effect.forkIn(notifyLoop, scope))
-      }))
+      })
+    )
   }
 
   if (channel !== undefined) {
@@ -84,8 +91,9 @@ export const make = Effect.fnUntraced(function*(options: {
       Effect.flatMap(
         options.client.listen(channel).pipe(Effect.onExit(() => Deferred.succeed(answered, undefined))),
         (notifications) =>
-          Effect.forever(Effect.flatMap(Queue.take(notifications), (notification) =>
-            notification.payload === PRICES ? wakePrices : wakeWork))
+          Effect.forever(
+            Effect.flatMap(Queue.take(notifications), (notification) => (notification.payload === PRICES ? wakePrices : wakeWork))
+          )
       )
     )
     // A dropped listening connection is reopened; until then the polls cover.

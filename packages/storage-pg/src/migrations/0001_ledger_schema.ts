@@ -143,7 +143,7 @@ const statements = [
   `CREATE INDEX results_task ON results (task_id)`
 ]
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   for (const statement of statements) yield* sql.unsafe(statement).unprepared
 })

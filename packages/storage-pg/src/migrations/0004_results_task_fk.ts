@@ -8,11 +8,9 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-const statements = [
-  `ALTER TABLE results ADD CONSTRAINT results_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks (id)`
-]
+const statements = [`ALTER TABLE results ADD CONSTRAINT results_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks (id)`]
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   for (const statement of statements) yield* sql.unsafe(statement).unprepared
 })

@@ -165,7 +165,7 @@ const statements = [
   $fn$`
 ]
 
-export default Effect.gen(function*() {
+export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   for (const statement of statements) yield* sql.unsafe(statement).unprepared
 })

@@ -32,7 +32,8 @@ export const alpha = [
       prompt: boundedPrompt,
       aspectRatio: ModelField.enumOf(AR10, {
         default: "3:4",
-        description: "Aspect ratio of the output. The upstream model adapts the size to the input when no " +
+        description:
+          "Aspect ratio of the output. The upstream model adapts the size to the input when no " +
           "ratio reaches it, but the catalog applies its defaults, so omitting it means 3:4."
       }),
       resolution

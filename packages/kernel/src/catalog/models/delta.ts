@@ -46,8 +46,7 @@ export const delta = [
       prompt: ModelField.prompt({
         minLength: 1,
         maxLength: 2048,
-        default: "A cinematic wide shot of ocean waves rolling onto a beach at sunset, soft golden light, " +
-          "gentle camera pan."
+        default: "A cinematic wide shot of ocean waves rolling onto a beach at sunset, soft golden light, " + "gentle camera pan."
       }),
       duration,
       resolution,

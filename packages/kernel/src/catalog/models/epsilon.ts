@@ -4,7 +4,7 @@ import * as ModelField from "../ModelField.ts"
 import { VRES } from "./optionSets.ts"
 
 type Tier = "pro" | "fast"
-const label = (tier: Tier) => tier === "pro" ? "Pro" : "Fast"
+const label = (tier: Tier) => (tier === "pro" ? "Pro" : "Fast")
 
 const prompt = ModelField.prompt({ minLength: 5, maxLength: 8000 })
 const resolution = ModelField.enumOf(VRES, { required: true, default: "720p", description: "Video resolution." })
@@ -24,9 +24,9 @@ const startEnd = (tier: Tier) =>
     slug: `epsilon-3-1-${tier}-start-end-to-video-channel-low-price`,
     category: "video",
     title: `Epsilon 3.1 ${label(tier)} start and end frames to video (low price)`,
-    description: `Generate an 8 second video that starts on one image and optionally ends on another with Epsilon 3.1 ${
-      label(tier)
-    }.`,
+    description: `Generate an 8 second video that starts on one image and optionally ends on another with Epsilon 3.1 ${label(
+      tier
+    )}.`,
     outputs: "1 video asset",
     fields: {
       prompt,

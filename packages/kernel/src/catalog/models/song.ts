@@ -10,7 +10,8 @@ const single = (version: string, label: string, title: TextOptions) =>
     slug: `song-single-${version}`,
     category: "audio",
     title: `Song ${label} single song`,
-    description: `Compose a song (music with vocals, or instrumental) from a short description with Song ${label}; ` +
+    description:
+      `Compose a song (music with vocals, or instrumental) from a short description with Song ${label}; ` +
       "two alternatives per task.",
     outputs: TWO_SONGS,
     fields: {
@@ -23,7 +24,7 @@ const single = (version: string, label: string, title: TextOptions) =>
       title: ModelField.text({ ...title, description: "Song title; leave empty to let the model write one." }),
       make_instrumental: ModelField.enumOf(["true", "false"], {
         default: "false",
-        description: "\"true\" for music without vocals, as a string."
+        description: '"true" for music without vocals, as a string.'
       })
     }
   })
@@ -33,8 +34,8 @@ const custom = (version: string, label: string, tags: TextOptions) =>
     slug: `song-custom-${version}`,
     category: "audio",
     title: `Song ${label} custom song`,
-    description: `Compose a song (music) to your own lyrics, title and style tags with Song ${label}; ` +
-      "two alternatives per task.",
+    description:
+      `Compose a song (music) to your own lyrics, title and style tags with Song ${label}; ` + "two alternatives per task.",
     outputs: TWO_SONGS,
     fields: {
       title: ModelField.text({ required: true, minLength: 1, maxLength: 80, description: "Song title." }),

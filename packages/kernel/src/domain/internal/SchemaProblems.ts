@@ -10,7 +10,13 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key, i) => (typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join("")
 
 /** One formatted issue as `<path>: <message>`, or the message alone at the root. */
-export const describeIssue = ({ message, path = [] }: { readonly message: string; readonly path?: ReadonlyArray<Segment> | undefined }): string =>
+export const describeIssue = ({
+  message,
+  path = []
+}: {
+  readonly message: string
+  readonly path?: ReadonlyArray<Segment> | undefined
+}): string =>
   path.length === 0
     ? message
     : `${formatPath(path.map((segment) => (typeof segment === "object" ? segment.key : segment)))}: ${message}`
@@ -28,8 +34,7 @@ export const decodeAll = <S extends Schema.ConstraintDecoder<unknown>>(schema: S
         : SchemaIssue.defaultLeafHook(leaf)
   })
   return (raw: unknown): Result.Result<S["Type"], ReadonlyArray<string>> =>
-    Result.mapError(
-      decode(raw, { errors: "all", onExcessProperty: "error" }),
-      (error) => formatter(error.issue).issues.map(describeIssue)
+    Result.mapError(decode(raw, { errors: "all", onExcessProperty: "error" }), (error) =>
+      formatter(error.issue).issues.map(describeIssue)
     )
 }
