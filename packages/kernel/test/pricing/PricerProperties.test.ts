@@ -28,15 +28,13 @@ const valueOf = (field: Catalog.FieldInfo): fc.Arbitrary<unknown> => {
 }
 
 /** A model and any valid input for it, fields with a default or optional left out at random. */
-const modelAndInput = fc
-  .constantFrom(...catalog.models)
-  .chain((model) =>
-    fc
-      .record(Object.fromEntries(model.fields.map((field) => [field.name, valueOf(field)])), {
-        requiredKeys: model.fields.filter((f) => f.required && f.default === undefined).map((f) => f.name)
-      })
-      .map((input) => ({ model, input }))
-  )
+const modelAndInput = fc.constantFrom(...catalog.models).chain((model) =>
+  fc
+    .record(Object.fromEntries(model.fields.map((field) => [field.name, valueOf(field)])), {
+      requiredKeys: model.fields.filter((f) => f.required && f.default === undefined).map((f) => f.name)
+    })
+    .map((input) => ({ model, input }))
+)
 
 describe("quotes from the shipped price list", () => {
   it("are non-negative safe integers, consistent and deterministic for every model and valid input", () => {
