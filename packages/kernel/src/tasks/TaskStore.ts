@@ -1,15 +1,9 @@
 /**
  * Storage port for tasks: admission (idempotency, limits, reservation and insert as one atomic
- * unit), reads scoped to the owning account, and the queue that workers drain.
- *
- * Concurrency promises every store keeps, across processes sharing it:
- * - `admit`: of concurrent admissions with one (account, Idempotency-Key), exactly one inserts a
- *   task; the others replay it or conflict. Reservations never exceed available credits.
- * - `claim`: a task is held by at most one live lease at a time.
- * - `transition`/`transitionAll`: a compare-and-set on (task id, lease token, expected status);
- *   it changes exactly one row or nothing, so a worker whose lease was taken over can never
- *   overwrite the new owner's work. The credit effect of the new status (charge, release) is
- *   written in the same atomic unit, at most once per task.
+ * unit), reads scoped to the owning account, and the queue workers drain. Across processes: of
+ * concurrent admissions with one (account, Idempotency-Key) exactly one inserts; reservations never
+ * exceed available credits; a task has at most one live lease; `transition`/`transitionAll` are a
+ * compare-and-set on (id, lease token, status) with the credit effect in the same unit, once.
  */
 import { Context, Effect } from "effect"
 import type { AccountStore, Authenticated } from "../accounts/AccountStore.ts"

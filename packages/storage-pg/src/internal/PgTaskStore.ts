@@ -1,18 +1,9 @@
 /**
- * Tasks: admission, the queue and the state machine, each a single statement.
- *
- * - admit: one call of `taskmeter_admit_requests` (migration 0012) for all the admissions that
- *   arrived while the previous batch was written, a key's counted and checked first.
- * - findIdempotent: one SELECT of the key joined to its task.
- * - purgeIdempotencyKeys: one DELETE of the oldest expired keys, picked `FOR UPDATE SKIP LOCKED`.
- * - claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` pick, each claimed row getting a fresh
- *   lease token.
- * - transition, transitionAll, resolve: one data-modifying statement for the whole batch. It
- *   compare-and-sets every task on (id, expected status, lease token), then writes the credit
- *   effect of the rows it changed: the charge and released remainder (or the release) as
- *   journal entries, and one update of each touched account's cached figures. Which moves are
- *   legal and what each status does to credits come from the kernel's TaskStatus, passed in per
- *   request; the SQL only applies them.
+ * Tasks on PostgreSQL, each method one statement: `admit` one call of `taskmeter_admit_requests`
+ * (migration 0012) per batch, callers' and keys' requests alike; `claim` an UPDATE over a `FOR UPDATE
+ * SKIP LOCKED` pick with fresh lease tokens; `purgeIdempotencyKeys` a DELETE of the oldest expired
+ * keys, also SKIP LOCKED; transitions one data-modifying statement per batch that compare-and-sets
+ * each task and writes its credit effect, the legal moves passed in from TaskStatus.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,25 +1,9 @@
 /**
- * Accounts, API keys, tasks, the ledger journal, media and result metadata.
- *
- * The database holds the invariants it can state: amounts are non-negative except
- * adjustments, nothing is reserved below zero, a charge never exceeds its task's reservation,
- * a task or chat request has at most one reserve, one charge and one release entry, an
- * Idempotency-Key names at most one task per account, and every reference has a foreign key.
- * The cached `balance_micros`/`reserved_micros` of an account are what the journal adds up to;
- * the auditor recomputes them.
- *
- * `seq` columns record insertion order: the journal's order, and the tiebreak between rows with
- * equal timestamps (callers pass their own clock, so timestamps repeat).
- *
- * Idempotency keys have a table of their own, keyed by (account, key), naming the task they
- * admitted with the request's fingerprint and the key's expiry. When an expired key is reused,
- * admission points its row at the new task; the old task stays.
- *
- * Each hot lookup has exactly one index that can serve it. Statements inside functions and
- * prepared statements settle on a generic plan after a few runs, planned while the tables are
- * still small and without statistics; where two indexes fit, the planner may keep the one that
- * scans all of an account's rows and grows slower with every task (measured: an idempotency
- * lookup through the account index made each admission cost more than the one before).
+ * Accounts, API keys, tasks, the ledger journal, media and result metadata, with the invariants
+ * the database can state (non-negative amounts but adjustments, one reserve, charge and release per
+ * task or chat request, a charge within its reservation, foreign keys), `seq` columns for insertion
+ * order, Idempotency-Keys in a table of their own keyed by (account, key), and exactly one index per
+ * hot lookup. Why: docs/decisions.md, Storage; packages/storage-pg/README.md.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,18 +1,9 @@
 /**
- * The writes that must be one round trip each: admission, credit changes and key
- * authentication, as functions, so a caller sends one statement and the database does the
- * checks and writes in one transaction.
- *
- * `taskmeter_admit` takes the account row lock first (FOR NO KEY UPDATE, which still lets
- * foreign-key checks of other transactions through), so admissions of one account are
- * serialized and the Idempotency-Key check made under the lock sees every admission committed
- * before it: of concurrent admissions with one key exactly one inserts (and the key's primary
- * key would refuse a second).
- *
- * `taskmeter_authenticate` commits asynchronously (synchronous_commit off for its own
- * transaction only): it writes nothing but a rate-limit counter, and not waiting for the WAL
- * flush lets the next request of the same key take the row lock at once. A crash may forget
- * the last fraction of a second of counted requests, never money.
+ * Admission (`taskmeter_admit`), credit changes and key authentication (`taskmeter_authenticate`)
+ * as functions, one statement and one transaction each. `taskmeter_admit` takes the account row lock
+ * first (FOR NO KEY UPDATE), serializing one account's admissions so the Idempotency-Key check sees
+ * every one committed before it; `taskmeter_authenticate` commits asynchronously (it writes only a
+ * rate counter). Why: docs/decisions.md, Storage.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

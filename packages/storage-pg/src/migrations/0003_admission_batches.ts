@@ -1,14 +1,8 @@
 /**
- * Admission in batches: `taskmeter_admit_batch` runs `taskmeter_admit` for each admission of a
- * JSON array, in one transaction, and answers each by its ordinal.
- *
- * Admissions of one account are serialized by its row lock, held until the commit is flushed,
- * so one admission per transaction caps an account at one flush per admission, and dozens of
- * backends queueing on one row lock make it worse. A batch pays one round trip, one lock
- * acquisition per account and one flush for all its admissions. Each admission is still judged
- * on its own, in order (a second one with the same Idempotency-Key in the batch replays the
- * first). Accounts are locked in id order, so batches running side by side cannot deadlock on
- * each other.
+ * Admission in batches: `taskmeter_admit_batch` runs `taskmeter_admit` for each admission of a JSON
+ * array in one transaction, in order (a repeated Idempotency-Key in the batch replays the first),
+ * and answers each by its ordinal. Accounts are locked in id order, so concurrent batches cannot
+ * deadlock. Why batches: docs/decisions.md, Storage.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,15 +1,9 @@
 /**
- * Chat requests: their records, the per-account chat rate window, and the two writes that
- * must each be one transaction (open, settle) as functions.
- *
- * The database holds what it can state: a settled request has a charge of at most its
- * reservation and a completion time, an open one neither; every ledger entry that names a chat
- * request points at one (the journal's unique index already allows one reserve, one charge and
- * one release per chat request).
- *
- * Both functions lock the account row first (FOR NO KEY UPDATE), so the opens of one account
- * are serialized and never reserve more than is available. `taskmeter_chat_settle` also locks
- * the request row and writes only while it is open, so of concurrent settles exactly one writes.
+ * Chat requests: their records, the per-account chat rate window, and `open` and `settle` as one
+ * transaction each. A settled request has a charge within its reservation and a completion time, an
+ * open one neither; ledger entries naming a chat request point at one. Both lock the account row
+ * first (opens never over-reserve); settle writes only while the request is open, so exactly one
+ * concurrent settle writes.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,13 +1,8 @@
 /**
- * Authentication in batches: `taskmeter_authenticate_batch` counts one request for each
- * (hash, now) pair of two parallel arrays, in one statement and one transaction, and answers
- * each by its ordinal (1-based, the arrays' order); an unknown hash has no row.
- *
- * Each pair goes through `taskmeter_authenticate`, so a batch counts exactly as the same calls
- * made one by one: several requests of one key in a batch are counted one after the other, in
- * arrival order, and the window restarts where it would have. Keys are taken in hash order, so
- * batches running side by side (in this process or another) lock their window rows in one
- * order and cannot deadlock. The commit stays asynchronous, as for a single authentication.
+ * Authentication in batches: `taskmeter_authenticate_batch` counts one request for each (hash, now)
+ * pair of two parallel arrays through `taskmeter_authenticate`, in one statement and transaction,
+ * answering each by its 1-based ordinal (an unknown hash has no row). It counts exactly as the calls
+ * one by one would; keys are taken in hash order, so concurrent batches cannot deadlock.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,33 +1,9 @@
 /**
- * Admission batches that write in bulk, and authentication batches that write each key once.
- *
- * `taskmeter_admit_batch` (0003) ran `taskmeter_admit` for each admission: per admission a
- * handful of statements, a new version of the account row and of the key row. It now tries the
- * common case first, a batch whose admissions all pass (`taskmeter_admit_all`):
- *
- * 1. it locks the batch's accounts in id order, as every admission does;
- * 2. it inserts the tasks, their reserve entries and their Idempotency-Keys, each in one
- *    statement;
- * 3. it walks the admissions in order with the rules of `taskmeter_admit` (key usage, rate
- *    window, unfinished tasks, payment review, credits) kept in variables;
- * 4. it moves each account's figures and each key's usage count with one update.
- *
- * The lock comes first on purpose: inserting before it would let concurrent batches of one
- * account take foreign-key share locks on the account row while another holds it for update,
- * and PostgreSQL then records every such row in a multixact; with a few dozen batches at once
- * that made admissions some ten times slower (measured with 32 one-admission transactions of one
- * account).
- *
- * If anything does not pass, or a key is already used or repeated in the batch, the
- * subtransaction is rolled back whole and the batch is admitted exactly as before, admission
- * by admission through `taskmeter_admit`, which gives every refusal, replay and conflict its
- * answer. So the rules have one meaning: the fast path admits a batch only when admitting its
- * admissions one by one would admit every one of them, with the same figures (the storage-pg
- * tests compare the two on random batches).
- *
- * `taskmeter_authenticate_batch` now updates each key's window row once per batch instead of
- * once per request, counting the requests in arrival order exactly as `taskmeter_authenticate`
- * would one after another.
+ * Bulk admission: `taskmeter_admit_batch` first tries `taskmeter_admit_all`, which locks the batch's
+ * accounts in id order, inserts the tasks, reserve entries and Idempotency-Keys in one statement
+ * each, walks the admissions with `taskmeter_admit`'s rules, and moves each account's figures and
+ * key's count once; anything else rolls back to admission by admission. `taskmeter_authenticate_batch`
+ * updates each key's window once per batch. Why the lock comes first: docs/decisions.md, Storage.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,18 +1,9 @@
 /**
- * Purging expired Idempotency-Keys (TaskStore.purgeIdempotencyKeys).
- *
- * `idempotency_keys_expires_at` lets a purge find the oldest expired keys without reading the
- * table: a purge runs every few minutes and deletes what expired since, a small part of a
- * table that holds a day of admissions. A B-tree, not BRIN: keys deleted make room that new
- * keys fill, so the heap soon loses the order of expiry that BRIN summaries rely on. It costs
- * each admission one index entry (bench/RESULTS.md). Building it holds admissions back for as
- * long as it takes: 1.3 s for 2,000,000 keys here.
- *
- * `taskmeter_admit` (0002) is the same but for how it writes a reused key. It read the expired
- * key, then updated it: a purge deleting that key in between left the new task without a key,
- * so a retry of the same request would have been admitted a second time. It now upserts. The
- * bulk path (0007) needs no change: it inserts a key only where none exists (waiting out a purge
- * deleting one) and leaves every batch that meets an existing key to `taskmeter_admit`.
+ * Purging expired Idempotency-Keys (TaskStore.purgeIdempotencyKeys): the B-tree
+ * `idempotency_keys_expires_at` finds the oldest expired keys without reading the table, and
+ * `taskmeter_admit` now upserts a reused key, so a purge deleting it meanwhile cannot leave the new
+ * task without its key (the bulk path of 0007 needs no change). Why a B-tree: docs/decisions.md,
+ * Storage; its cost and build time: bench/RESULTS.md.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,22 +1,9 @@
 /**
- * Authentication inside admission: `taskmeter_admit_keyed_batch` counts each request in its
- * key's window and admits the requests whose key passes, in one statement and one transaction,
- * so a submission costs one round trip instead of two (TaskStore.admitWithKey).
- *
- * 1. `taskmeter_count_key_requests` counts the requests exactly as `taskmeter_authenticate_batch`
- *    (0007) did; that function is now it plus its asynchronous commit. The keyed batch does not
- *    take that setting: its transaction holds reservations, whose commit must be durable.
- * 2. A request is admitted only if its key passes the kernel's KeyCheck.refusal: not revoked,
- *    within its per-minute rate (the key's own, else the request's default) with this request
- *    counted, holding the request's scope. The account, key id and key usage limit come from
- *    the key row.
- * 3. The admissions go through `taskmeter_admit_admissions`, the body of
- *    `taskmeter_admit_batch` (0007) taking the records instead of JSON: the fast path when all
- *    pass, else `taskmeter_admit` one by one.
- *
- * Locks: the key's window row first, then accounts in id order, then key rows; plain
- * authentications take only window rows and plain admissions accounts then keys, so no two
- * transactions wait on each other in opposite orders.
+ * Authentication inside admission (TaskStore.admitWithKey): `taskmeter_admit_keyed_batch` counts each
+ * request in its key's window (`taskmeter_count_key_requests`, with a durable commit) and admits,
+ * through `taskmeter_admit_admissions`, those whose key passes KeyCheck.refusal, in one statement and
+ * transaction. Locks: the key's window row, then accounts in id order, then key rows, an order no
+ * other transaction reverses.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
