@@ -74,7 +74,7 @@ export class Accounts extends Context.Service<
     readonly authenticate: (presented: string) => Effect.Effect<Caller, AuthenticationError>
     /**
      * Authenticates a presented key for `scope` through a store write that checks the key itself
-     * and writes only if it passes (TaskStore.admitWithKey): `write` gets the KeyCheck and answers
+     * and writes only if it passes (TaskStore.admit of a key's request): `write` gets the KeyCheck and answers
      * what the store found for the key (undefined for an unknown hash) with its own result. The
      * answers are authenticate's, then INSUFFICIENT_SCOPE; the result is the write's, given only
      * when the key passed. A malformed key is refused before `write` runs.
