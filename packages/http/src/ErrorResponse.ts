@@ -1,15 +1,9 @@
 /**
- * The one place an HTTP error response is made: the spec's body `{ code, error }` (from
- * `Errors.errorBody`) with the error's status, and `Retry-After` on every 429 (and on a 503
- * that says when to retry). Routes mounted beside the API (chat, MCP, admin) use `fromError`
- * and `fromCause` too, so every error of the server has the same shape.
- *
- * A failure that is not an API error never reaches a client as a 500: request decoding
- * failures say which value to fix (INVALID_REQUEST, or INVALID_IDEMPOTENCY_KEY for that
- * header), an unknown route is 404 NOT_FOUND (`routeNotFound`; a path that is not valid
- * percent-encoded UTF-8 is 400 INVALID_REQUEST), a write the store refuses for
- * its data (StoreRefused) is INVALID_REQUEST, and an unreachable store or any other defect is
- * API_UNAVAILABLE (503), all logged with their cause.
+ * The one place an HTTP error response is made: the spec's body `{ code, error }` with the error's
+ * status and `Retry-After` on every 429 (and a 503 that says when), for the API and the routes beside
+ * it (`fromError`, `fromCause`). Nothing reaches a client as a 500: decoding failures and paths that
+ * are not valid percent-encoded UTF-8 are INVALID_REQUEST (or INVALID_IDEMPOTENCY_KEY), unknown routes
+ * 404 NOT_FOUND, StoreRefused INVALID_REQUEST, an unreachable store or other defect 503, logged.
  */
 import { Cause, Effect, SchemaIssue } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"

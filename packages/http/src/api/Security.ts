@@ -1,15 +1,8 @@
 /**
- * Authentication of the API: an API key sent as `Authorization: Bearer <key>` or as
- * `x-api-key: <key>` (Bearer wins when both are sent), and the scope each endpoint needs.
- *
- * The middleware declares the Bearer scheme; the `x-api-key` alternative is read by the same
- * middleware, so a request is authenticated exactly once (and counted once against the key's
- * rate limit). The OpenAPI document lists both schemes and, per operation, the scope
- * (OpenAPI 3.1 allows role names in the requirement of any scheme).
- *
- * POST /api/v1/jobs is behind `PresentedKey` instead: the same scheme and answers, but the key
- * is authenticated by the kernel within the admission (one store call for both), so the
- * middleware only finds it (see handlers/PresentedKey).
+ * Authentication of the API: an API key as `Authorization: Bearer <key>` or `x-api-key: <key>`
+ * (Bearer wins), read by one middleware so a request is authenticated and counted once, and the
+ * scope each endpoint needs; the OpenAPI document lists both schemes and each operation's scope.
+ * POST /api/v1/jobs uses `PresentedKey` instead (the key authenticated within the admission).
  */
 import { Context } from "effect"
 import type { Redacted } from "effect"

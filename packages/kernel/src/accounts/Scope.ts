@@ -1,14 +1,7 @@
 /**
- * API key scopes. The spec names `jobs:create` and `jobs:read`; the rest are ours:
- *
- * | scope        | grants                                                          |
- * |--------------|-----------------------------------------------------------------|
- * | jobs:create  | POST /api/v1/jobs, POST /api/v1/media (uploads feed submissions) |
- * | jobs:read    | GET /api/v1/jobs, GET /api/v1/jobs/{id}, GET /api/v1/results/{id} |
- * | usage:read   | GET /api/v1/usage, GET /api/v1/chat/requests[/{id}]              |
- * | chat:create  | POST /api/v1/chat/completions                                    |
- *
- * A key made without explicit scopes gets all of them; a read-only key is `jobs:read usage:read`.
+ * API key scopes: `jobs:create` (submit, upload) and `jobs:read` (jobs, results), named by the spec,
+ * and ours, `usage:read` (usage, chat request history) and `chat:create` (chat completions). A key
+ * made without explicit scopes gets all of them; a read-only key is `jobs:read usage:read`.
  */
 import { Schema } from "effect"
 
