@@ -1,33 +1,9 @@
 /**
- * Storage port of the built-in OAuth authorization server: registered clients, sign-ins in
- * progress, authorization codes, grants with their access and refresh tokens, one-time
- * sign-in codes, and the counts that limit client registration.
- *
- * Secrets never reach a store: codes, tokens, client secrets, CSRF tokens and sign-in codes are
- * random 256-bit values of which the store keeps only the lower-case hex SHA-256 (a plain hash
- * is enough for values of that entropy). A store looks them up by that hash.
- *
- * A grant is one approval: one client, one account, one resource, a set of scopes. Its tokens
- * form one family; revoking the grant ends every token of the family at once.
- *
- * Concurrency promises every store keeps, across processes sharing it:
- * - `takePending`: of concurrent callers for one sign-in, exactly one gets it.
- * - `redeemCode`: of concurrent redemptions of one code, exactly one creates the grant and its
- *   tokens; redeeming a code that was already redeemed revokes the grant the first redemption
- *   created (RFC 6749 §4.1.2).
- * - `rotateRefresh`: of concurrent rotations of one refresh token, exactly one issues the next
- *   pair; presenting a rotated refresh token again revokes its grant (reuse detection,
- *   RFC 9700 §4.14.2).
- * - `redeemSignInCode`: a sign-in code signs in at most once.
- * - `admitRegistration`: of concurrent registrations in one window, no more are admitted than
- *   the limits allow, per source and in total.
- * - `admitRequest`: of concurrent requests counted in one bucket and window, no more are
- *   admitted than its limit.
- * Each method is one atomic unit; expiry is judged against the `now` the caller passes.
- *
- * Implementations: `layerMemory` (one process) and `OAuthStorePg.layer` (PostgreSQL over
- * effect/sql, shared by every process of a deployment). Both pass
- * `@taskmeter/mcp/testing`'s `OAuthStoreConformance.suite`.
+ * Storage port of the built-in OAuth authorization server: clients, sign-ins in progress, codes,
+ * grants with their token families, one-time sign-in codes and the registration and request counts.
+ * Secrets are kept only as SHA-256 hex. Across processes, each method is one atomic unit judged at
+ * the caller's `now`: one winner per sign-in, code redemption (a second revokes the grant), refresh
+ * rotation (reuse revokes) and sign-in code, and counts within their limits. `layerMemory`; `OAuthStorePg`.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

@@ -1,17 +1,9 @@
 /**
- * HTTP for every adapter, written once: the global `fetch` (so that msw and other interceptors
- * see it) with an undici `Agent` as its dispatcher for connection pooling and the connect,
- * headers and body timeouts, plus an overall deadline per call. Failures come back as
- * classified `ProviderError`s (see `UpstreamError`), never as thrown exceptions.
- *
- * The agent comes from the undici release line that Node bundles (7.x on Node 24): a dispatcher
- * from another major rejects the handlers of Node's own fetch.
- *
- * @example
- * ```ts
- * const http = HttpClient.make({ headersTimeoutMs: 10_000 })
- * const reply = yield* http.send("submit", { method: "POST", url, headers, json: body })
- * ```
+ * HTTP for every adapter, written once: the global `fetch` (so msw and other interceptors see it)
+ * with an undici `Agent` dispatcher (pooling; connect, headers and body timeouts) from the undici
+ * line Node bundles (7.x on Node 24: another major's dispatcher rejects Node fetch's handlers), and
+ * an overall deadline per call. Failures are classified `ProviderError`s (`UpstreamError`), never
+ * thrown.
  */
 import { Effect, type Scope } from "effect"
 import type { Provider } from "@taskmeter/kernel"
