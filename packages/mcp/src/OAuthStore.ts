@@ -3,7 +3,7 @@
  * grants with their token families, one-time sign-in codes and the registration and request counts.
  * Secrets are kept only as SHA-256 hex. Across processes, each method is one atomic unit judged at
  * the caller's `now`: one winner per sign-in, code redemption (a second revokes the grant), refresh
- * rotation (reuse revokes) and sign-in code, and counts within their limits. `layerMemory`; `OAuthStorePg`.
+ * rotation (reuse revokes) and sign-in code, and counts within their limits. Implementations: `OAuthStoreLayers.layerMemory`, `OAuthStorePg`.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
