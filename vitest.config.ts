@@ -22,6 +22,9 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)],
     env: { TASKMETER_TEST_MISSING: Dependencies.encode(missing) },
     reporters: ["default", notRun],
+    // vitest's default is one worker fewer than the cores: one worker on these 2-core machines.
+    // The suites wait on PostgreSQL and child processes as much as they compute, so three overlap.
+    maxWorkers: 3,
     testTimeout: 30_000,
     hookTimeout: 60_000
   }
