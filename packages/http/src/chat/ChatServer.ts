@@ -1,17 +1,9 @@
 /**
- * The chat endpoints, mounted on the server's HttpRouter beside the API:
- *
- * | route                             | auth          | answers                                          |
- * |-----------------------------------|---------------|--------------------------------------------------|
- * | GET  /api/v1/chat/models          | none          | the callable models with their token prices       |
- * | POST /api/v1/chat/completions     | `chat:create` | a chat completion, or `text/event-stream` chunks |
- * | GET  /api/v1/chat/requests        | `usage:read`  | `{ requests, nextCursor }`, newest first          |
- * | GET  /api/v1/chat/requests/{id}   | `usage:read`  | one request's metadata, usage and charge          |
- *
- * The wire format is ChatWire's, so OpenAI SDKs work against `<server>/api/v1` unchanged: the
- * body is decoded by ChatRequestBody, the answers built by ChatResponses. Errors have the
- * spec's body `{ code, error }` (the server's global error middleware), with Retry-After on 429.
- * Routes only translate HTTP to ChatCompletions and ChatBilling calls.
+ * The chat endpoints on the server's HttpRouter beside the API: GET /api/v1/chat/models (public),
+ * POST /api/v1/chat/completions (`chat:create`; JSON or `text/event-stream` ending `data: [DONE]`),
+ * GET /api/v1/chat/requests and /{id} (`usage:read`), in ChatWire's format so OpenAI SDKs work
+ * against `<server>/api/v1` (bodies decoded by ChatRequestBody, answers built by ChatResponses).
+ * Errors are `{ code, error }` with Retry-After on 429; routes only translate HTTP to the kernel.
  */
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"

@@ -1,17 +1,9 @@
 /**
- * The kernel's chat services wired over the ChatStore, for a server to provide under
- * ChatServer's routes: ChatCompletions over ChatBilling, the chat price list and the upstreams.
- *
- * `layerConfig` reads the deployment's settings (environment variables by default) and, once
- * built, releases the reservations of chat requests a dead process left open
- * (ChatBilling.sweepAtStart):
- *
- * | variable                  | default                           | meaning                                  |
- * |---------------------------|-----------------------------------|------------------------------------------|
- * | CHAT_PRICES_FILE          | kernel/prices/default-chat-prices.json | the chat models and their token prices |
- * | CHAT_REQUESTS_PER_MINUTE  | 120                               | chat requests per account per minute     |
- * | CHAT_MAX_OPEN_REQUESTS    | 16                                | chat requests of an account at once      |
- * | CHAT_UPSTREAM_* / CHAT_LOCAL_* | see ChatUpstreams             | the upstreams                            |
+ * The kernel's chat services wired over the ChatStore for ChatServer's routes: ChatCompletions over
+ * ChatBilling, the chat price list and the upstreams. `layerConfig` reads the deployment's settings
+ * (CHAT_PRICES_FILE, CHAT_REQUESTS_PER_MINUTE, CHAT_MAX_OPEN_REQUESTS, CHAT_UPSTREAM_*, CHAT_LOCAL_*;
+ * see packages/http/README.md) and, once built, releases what a dead process left open
+ * (ChatBilling.sweepAtStart).
  */
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { ChatBilling, ChatCompletions, ChatPrices, ChatProvider } from "@taskmeter/kernel"

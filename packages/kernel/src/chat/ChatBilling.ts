@@ -1,29 +1,9 @@
 /**
- * The ChatBilling service: per-token billing of chat completions.
- *
- * `open` reserves the most a request can cost (prompt tokens estimated high, the tier chosen by
- * prompt size, plus max_tokens of completion) before any upstream call; `settle` charges what
- * the upstream reports and releases the rest in the same atomic unit. A request that ends in
- * any way is settled exactly once; requests left open by a dead process are released by
- * `sweepStale` at start. Records hold customer metadata only, never prompt or completion text.
- *
- * Prices are those in force when the request is opened (kept with the request), so a price
- * change never alters a request already running. The charge is `ChatPrices.costUpTo` of the
- * usage with the tier of the reported prompt size, capped at the reservation; a `failed`
- * request is charged nothing whatever its usage.
- *
- * Limits: each account may open `requestsPerMinute` chat requests per fixed one-minute window
- * (RATE_LIMITED with Retry-After) and hold `maxOpenRequests` at once (CONCURRENCY_LIMITED). They
- * are counted apart from task submissions: a chat request is short and a task may run for
- * minutes. Each chat request counts one use of the key's usage limit.
- *
- * @example
- * ```ts
- * const billing = yield* ChatBilling.ChatBilling
- * const request = yield* billing.open(caller, { model: "taskmeter-local", promptTokens: 120, maxTokens: 256 })
- * // ... call the upstream with max_tokens: 256 ...
- * yield* billing.settle(request.id, { status: "succeeded", usage: { promptTokens: 98, completionTokens: 40 }, finishReason: "stop" })
- * ```
+ * The ChatBilling service: per-token billing of chat completions. `open` reserves the most a
+ * request can cost (prompt estimated high, tier by prompt size, plus the completion cap) before any
+ * upstream call, within the account's chat limits; `settle` charges the reported usage at the prices
+ * kept from the open, capped at the reservation, and releases the rest, exactly once;
+ * `sweepStale` releases requests a dead process left open. Policy: docs/decisions.md, Chat.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"

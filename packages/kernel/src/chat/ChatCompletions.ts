@@ -1,32 +1,9 @@
 /**
- * The ChatCompletions service: one chat completion from request to settlement, in no wire
- * format: it takes a decoded ChatRequest and answers the upstream's message, or a stream of
- * ChatEvents, with the usage and the charge (http turns them into its wire format).
- *
- * Order of work: find the model in the chat price list and its configured upstream (else
- * MODEL_NOT_FOUND), check it is priced (MODEL_PRICE_UNAVAILABLE), estimate the prompt with the
- * model's tokenizer (ChatTokens), fix the completion cap, reserve through ChatBilling, and only
- * then call the upstream, sending it the same cap. Every request opened is settled exactly once:
- *
- * | how the request ends                          | status    | charged                                          |
- * |-----------------------------------------------|-----------|--------------------------------------------------|
- * | the upstream finished                         | succeeded | the upstream's usage; counted when it gave none  |
- * | the upstream refused or failed before output  | failed    | nothing (429 UPSTREAM_RATE_LIMITED, 502, 400)    |
- * | the upstream broke a stream after some output | partial   | the prompt and the completion delivered          |
- * | the client disconnected mid-stream            | partial   | the prompt and the completion delivered          |
- * | the client disconnected before any output     | failed    | nothing                                          |
- *
- * "Counted" means ChatTokens: the prompt at the same estimate that sized the reservation, the
- * completion as the tokens of what was delivered. The charge never exceeds the reservation.
- *
- * The completion cap: the request's `maxTokens` when given (at most the context length), else
- * `DEFAULT_MAX_TOKENS` or what of the context the prompt estimate leaves, if less. A prompt
- * estimated at the whole context or more is refused (INVALID_REQUEST).
- *
- * A disconnecting client interrupts the fiber: the upstream request is aborted (its Scope
- * closes), and the finalizers settle. A request also ends (as an upstream timeout) once it has
- * run for ChatBilling.MAX_REQUEST_MS. A process that dies leaves its requests open until
- * `ChatBilling.sweepAtStart` releases them, charging nothing.
+ * The ChatCompletions service: one chat completion from request to settlement, in no wire format:
+ * it takes a decoded ChatRequest, finds the model's price and upstream, estimates the prompt
+ * (ChatTokens), fixes the completion cap, reserves through ChatBilling, then calls the upstream with
+ * the same cap, answering its message or a stream of ChatEvents with usage and charge. Every opened
+ * request is settled exactly once; what each outcome is charged: docs/decisions.md, Chat.
  */
 import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Result, Scope, Stream } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"

@@ -1,29 +1,9 @@
 /**
- * The operator's chat price list: which chat models exist, which upstream serves each, and what
- * a million prompt and completion tokens cost, by prompt size. It is data (a JSON file, shipped
- * defaults in `prices/default-chat-prices.json`), checked whole when it is loaded.
- *
- * ```json
- * { "models": {
- *     "taskmeter-local": { "enabled": true, "provider": "local", "contextLength": 32768, "tiers": [
- *       { "upToPromptTokens": 16000, "promptMicrosPerMillion": 100000, "completionMicrosPerMillion": 400000 },
- *       { "upToPromptTokens": null, "promptMicrosPerMillion": 200000, "completionMicrosPerMillion": 800000 } ] }
- * } }
- * ```
- *
- * - `provider` names the configured chat upstream that serves the model (`local` is the offline
- *   model); a model whose provider is not configured is not callable and not listed.
- * - `tiers` are ordered by `upToPromptTokens` (inclusive), the last one open-ended (`null`). A
- *   request's prompt size chooses one tier, whose two rates then apply to all its tokens. Rates
- *   may not fall from one tier to the next: a larger prompt never costs less, which is what lets
- *   a reservation made on a high prompt estimate cover the final charge.
- * - A model that is listed but disabled, or has no `tiers`, answers MODEL_PRICE_UNAVAILABLE.
- * - `tokenizer` (default `o200k_base`) is the encoding used to estimate prompts and to count
- *   tokens the upstream did not report.
- *
- * Rounding. Rates are exact integers of micro-USD per million tokens. The cost of a request is
- * `ceil((promptTokens × promptRate + completionTokens × completionRate) / 1 000 000)` micro-USD,
- * computed in BigInt and rounded once, up, at the end: never a float, never rounded per token.
+ * The operator's chat price list (`prices/default-chat-prices.json`, checked whole at load): per
+ * chat model its `provider` (the configured upstream serving it; `local` is the offline model),
+ * `contextLength`, `tokenizer` (default `o200k_base`) and `tiers` of micro-USD per million prompt
+ * and completion tokens by prompt size, never falling from one tier to the next. `costUpTo` rounds
+ * once, up, in BigInt. The rules: docs/decisions.md, Chat.
  */
 import { readFile } from "node:fs/promises"
 import { Context, Effect, Layer, Result, Schema } from "effect"

@@ -1,28 +1,9 @@
 /**
- * The chat upstream interface, version 1: what an adapter for one chat upstream (any
- * OpenAI-compatible API, or the offline local model) implements so ChatCompletions can call it.
- *
- * Calls carry the caller's request in the common chat-completion wire format (messages, tools
- * and the sampling options ChatCompletions forwards, as plain JSON) and a completion-token cap
- * that the adapter must send upstream: it is what the request's reservation was sized for.
- * Replies come back in the same wire format (the assistant message, stream deltas), so
- * anything an upstream adds to a message passes through untouched.
- *
- * Errors are classified, never invented per adapter: an adapter maps an upstream's HTTP
- * status, its network failures and its timeouts onto one `ChatProviderError` reason.
- *
- * | reason         | caller sees                    | typical upstream cause                     |
- * |----------------|--------------------------------|--------------------------------------------|
- * | RateLimited    | 429 UPSTREAM_RATE_LIMITED      | 429 (retryAfterSeconds from Retry-After)   |
- * | InvalidRequest | 400 INVALID_REQUEST            | 400, 413, 422: the request itself is wrong |
- * | Unavailable    | 502 UPSTREAM_ERROR             | 5xx, 401/403/404 (our configuration), a network error, a malformed reply |
- * | Timeout        | 502 UPSTREAM_ERROR             | no answer, or a stream idle, for too long  |
- *
- * A failed call charges nothing. A stream that fails after delivering output is charged for
- * what it delivered (see ChatCompletions).
- *
- * Cancelling: interrupting `complete`, or closing the Scope of `stream`, aborts the upstream
- * request. That is how a client that disconnects stops the upstream from generating more.
+ * The chat upstream interface, version 1, that an adapter (any OpenAI-compatible API, or the offline
+ * local model) implements for ChatCompletions: the caller's request in the common chat-completion
+ * format plus a completion cap it must send upstream, replies in the same format. Failures are one
+ * `ChatProviderError` reason (RateLimited 429, InvalidRequest 400, Unavailable and Timeout 502).
+ * Interrupting `complete`, or closing the Scope of `stream`, aborts the upstream request.
  */
 import type { Effect, Scope, Stream } from "effect"
 import { Context, Data, Layer } from "effect"

@@ -1,23 +1,9 @@
 /**
- * Storage port for chat requests: the record of each request and its credit movements, which
- * are ledger entries carrying the request's `chatRequestId` (see LedgerStore for their effects).
- *
- * Promises every store keeps, across processes sharing it:
- * - `open` is one atomic unit: it checks, in this order, the key's usage limit, the account's
- *   chat rate (a fixed one-minute window per account, started by the first request in it) and
- *   concurrency (requests still open), payment review and available credits; only if all pass
- *   does it insert the record (status `open`) and a `reserve` entry of `reservedMicros`, and
- *   count one use on the key. Concurrent opens on one account never reserve more than is
- *   available. Anything but Opened writes nothing.
- * - `settle` ends an open request once: a `charge` entry of `chargeMicros` (when above zero,
- *   at most the reservation) and a `release` entry of the rest (when above zero), with the
- *   outcome written on the record, in one atomic unit. Of concurrent settles exactly one
- *   writes; the others, and any later one, get the record as it stands. A store enforces at
- *   most one charge and one release per chat request (a SQL store with unique indexes).
- * - `sweepStale` settles, as failed with nothing charged and errorCode ABANDONED, every request
- *   still open that was opened before the given time: the requests of a process that died.
- * - Reads are scoped by account: another account's request is indistinguishable from a
- *   missing one, and so is a cursor that names one.
+ * Storage port for chat requests: each request's record and its ledger entries (`chatRequestId`).
+ * Across processes: `open` checks the key's usage limit, the account's chat rate and open requests,
+ * payment review and credits, then inserts the record and its reserve, atomically, never
+ * over-reserving; `settle` writes the charge and release of an open request exactly once;
+ * `sweepStale` fails (ABANDONED) requests opened before a time. Reads are scoped by account.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

@@ -1,21 +1,9 @@
 /**
- * Token counting for chat billing, with the model family's real BPE encoding (`gpt-tokenizer`:
- * o200k_base for current models, cl100k_base for older ones).
- *
- * `estimatePrompt` sizes a reservation before the upstream is called, so it errs high:
- * - every text (message content, names, tool call ids, tool call names and arguments) is
- *   encoded exactly, special-token look-alikes as plain text;
- * - each message adds 4 tokens of framing (upstreams document 3), each content part 1 more
- *   (for the separator an upstream may put between parts), and the reply adds 3;
- * - tool definitions, `tool_choice` and `response_format` are counted as their JSON text,
- *   which is longer than the compact form upstreams inject;
- * - an image part counts as `IMAGE_TOKENS` (above what a high-detail image costs on the common
- *   upstreams), and any other non-text part as its JSON text (for inline audio or files that is
- *   far above their real cost).
- * The same estimate is charged for the prompt when an upstream reports no usage.
- *
- * `countCompletion` counts what was delivered to the caller: text, refusals, reasoning text and
- * tool calls (name and arguments, plus 3 tokens of framing each).
+ * Token counting for chat billing with the model family's BPE encoding (`gpt-tokenizer`:
+ * o200k_base, or cl100k_base for older models). `estimatePrompt` sizes a reservation before the
+ * upstream call and errs high (and is charged for the prompt when an upstream reports no usage);
+ * `countCompletion` counts what was delivered: text, refusals, reasoning and tool calls. How it
+ * errs high: docs/decisions.md, Chat.
  */
 import * as cl100k from "gpt-tokenizer/encoding/cl100k_base"
 import * as o200k from "gpt-tokenizer/encoding/o200k_base"

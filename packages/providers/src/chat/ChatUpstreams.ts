@@ -1,22 +1,9 @@
 /**
- * The chat upstreams a deployment runs, from configuration (environment variables by default):
- *
- * | variable                      | meaning                                                         |
- * |-------------------------------|-----------------------------------------------------------------|
- * | `CHAT_UPSTREAM_BASE_URL`      | an OpenAI-compatible API, e.g. `https://api.example.com/v1`; serves the price list's `provider: "upstream"` models |
- * | `CHAT_UPSTREAM_API_KEY`       | its key (sent as a Bearer token)                                 |
- * | `CHAT_UPSTREAM_MODELS`        | `chat-pro=upstream-model-id,chat-mini=other-id`: our id -> the upstream's (unlisted ids pass unchanged) |
- * | `CHAT_UPSTREAM_CAP_PARAMETER` | `max_tokens` (default) or `max_completion_tokens`                |
- * | `CHAT_LOCAL_ENABLED`          | the offline `local` model; default true                          |
- * | `CHAT_LOCAL_TOKEN_DELAY_MS`   | its pause between streamed tokens; default 0                     |
- *
- * With nothing set (a newcomer's `npm start`) only the local model is served.
- *
- * @example
- * ```ts
- * const providers = yield* ChatUpstreams.scoped
- * const layer = ChatProvider.layer(providers)
- * ```
+ * The chat upstreams a deployment runs, from configuration (`scoped`): an OpenAI-compatible API
+ * from `CHAT_UPSTREAM_BASE_URL`, `_API_KEY`, `_MODELS` (our id → the upstream's) and
+ * `_CAP_PARAMETER`, serving the price list's `provider: "upstream"` models, and the offline `local`
+ * model (`CHAT_LOCAL_ENABLED`, `CHAT_LOCAL_TOKEN_DELAY_MS`). With nothing set only the local model is
+ * served. The settings: packages/http/README.md, Configuration.
  */
 import { Config, Effect, Option, type Scope } from "effect"
 import type { ChatProvider } from "@taskmeter/kernel"

@@ -1,19 +1,9 @@
 /**
- * The offline chat upstream (`provider: "local"`): a deterministic model that needs no account
- * anywhere, so a fresh `npm start` offers chat. It does not understand language; it answers
- * by rule, the same way every time, and bills like any upstream:
- *
- * - when the request offers tools (and `tool_choice` is not "none") and the last message is the
- *   user's, it calls a tool: the one `tool_choice` names, else the first. Its arguments fill
- *   each required parameter (all of them when none is marked required) from the user's text:
- *   strings get the text, numbers 0, booleans false, arrays [] and objects {};
- * - after a tool message it answers `The tool returned: <its content>`;
- * - otherwise it answers `You said: <the last user text>`.
- *
- * Output is cut at the completion cap (finish reason `length`). Streams send one token per
- * chunk, `tokenDelayMs` apart (default 0). Usage is real for this model: the prompt tokens it
- * read (each message's role and text plus 3 tokens of framing, 3 for the reply, and the tool
- * definitions' JSON) and the completion tokens it emitted, counted with o200k_base.
+ * The offline chat upstream (`provider: "local"`): a deterministic model needing no account, so a
+ * fresh `npm start` offers chat. It answers by rule (a call of the offered tool when the user spoke
+ * last, `The tool returned: ...` after a tool message, else `You said: ...`), cut at the completion
+ * cap, streaming one token per chunk `tokenDelayMs` apart, and reports real usage counted with
+ * o200k_base.
  */
 import { createHash } from "node:crypto"
 import { Effect, Stream } from "effect"

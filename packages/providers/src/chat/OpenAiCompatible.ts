@@ -1,31 +1,9 @@
 /**
- * A chat upstream for any API that speaks the common chat-completion protocol
- * (`POST {baseUrl}/chat/completions`, Bearer key, SSE streaming): hosted APIs, gateways and
- * self-hosted servers alike. One adapter per upstream; each of our chat models maps to an
- * upstream model id (by default the same id).
- *
- * Requests go through the global `fetch` (so msw and other interceptors see them) with an
- * undici `Agent` as dispatcher for pooling and connect timeouts. The completion cap is sent
- * as `max_tokens` or, for upstreams that want it, `max_completion_tokens` (`capParameter`).
- * A streamed request always asks for `stream_options.include_usage`.
- *
- * Timeouts, each a `Timeout` error: `requestTimeoutMs` for a whole non-streamed call (default
- * 10 min), `firstByteTimeoutMs` until a stream's response starts (default 60 s) and
- * `idleTimeoutMs` between two pieces of a stream (default 60 s).
- *
- * Classification (see ChatProvider): 429 RateLimited with Retry-After; 400, 413, 422
- * InvalidRequest; any other status, a network failure, an error event inside the stream, a
- * reply that does not parse, or a stream that ends before its finish reason: Unavailable.
- *
- * @example
- * ```ts
- * const upstream = OpenAiCompatible.make({
- *   provider: "upstream",
- *   baseUrl: "https://api.example.com/v1",
- *   apiKey: Redacted.make(process.env.CHAT_UPSTREAM_API_KEY!),
- *   models: { "chat-pro": "example-pro-2" }
- * })
- * ```
+ * A chat upstream for any API speaking the common chat-completion protocol (`POST
+ * {baseUrl}/chat/completions`, Bearer key, SSE), each of our models mapped to an upstream id. Calls
+ * go through the global `fetch` with an undici `Agent` dispatcher; the cap is sent as `max_tokens` or
+ * `max_completion_tokens` (`capParameter`), streams ask for usage. Timeouts (`requestTimeoutMs`,
+ * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import { Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
