@@ -1,7 +1,7 @@
 /** The alpha image family: Pro (AR10, resolution) and 2 / 2 Lite (AR14). */
 import { define } from "../ModelDefinition.ts"
 import * as ModelField from "../ModelField.ts"
-import { AR10, AR14, RES } from "./optionSets.ts"
+import { AR10, AR14, RES } from "./OptionSets.ts"
 
 const imageUrls = ModelField.mediaUrls({ required: true, maxItems: 10, description: "Source images, up to 10." })
 const boundedPrompt = ModelField.prompt({ minLength: 1, maxLength: 20000 })

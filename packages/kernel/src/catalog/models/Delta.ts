@@ -1,7 +1,7 @@
 /** The delta video family: Omni Flash from text, from images, and video edit. */
 import { define } from "../ModelDefinition.ts"
 import * as ModelField from "../ModelField.ts"
-import { VRES } from "./optionSets.ts"
+import { VRES } from "./OptionSets.ts"
 
 const duration = ModelField.enumOf(["4", "6", "8", "10"], {
   required: true,

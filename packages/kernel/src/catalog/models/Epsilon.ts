@@ -1,7 +1,7 @@
 /** The epsilon 3.1 video family (low-price channel): Pro and Fast, from text, images or start/end frames. */
 import { define } from "../ModelDefinition.ts"
 import * as ModelField from "../ModelField.ts"
-import { VRES } from "./optionSets.ts"
+import { VRES } from "./OptionSets.ts"
 
 type Tier = "pro" | "fast"
 const label = (tier: Tier) => (tier === "pro" ? "Pro" : "Fast")

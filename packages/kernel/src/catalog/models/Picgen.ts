@@ -1,7 +1,7 @@
 /** The picgen image family: 2.5 (Sunburst and Flare share their fields) and 2.0. */
 import { define } from "../ModelDefinition.ts"
 import * as ModelField from "../ModelField.ts"
-import { AR10, RES } from "./optionSets.ts"
+import { AR10, RES } from "./OptionSets.ts"
 
 /**
  * The spec gives these prompts "1-20000, default empty string". An empty default would fail
