@@ -252,7 +252,10 @@ export const getModel = tool({
       const model = yield* catalog.get(args.model)
       const price = (yield* pricer.prices).models.find((entry) => entry.model === model.slug)
       if (price === undefined) {
-        return yield* new Errors.ModelPriceUnavailable({ message: `Model ${model.slug} has no price and cannot be submitted.` })
+        return yield* new Errors.ModelPriceUnavailable({
+          message: `Model ${model.slug} has no price and cannot be submitted.`,
+          model: model.slug
+        })
       }
       const quote =
         args.input === undefined

@@ -12,7 +12,10 @@ const isModelNotFound = Schema.is(Errors.ModelNotFound)
 /** The kernel's error with the API route that helps fix it, where there is one. */
 const withRoute = (error: unknown): unknown =>
   isModelNotFound(error)
-    ? new Errors.ModelNotFound({ message: `${error.message.replace(/\.$/, "")}: GET /api/v1/models lists them.` })
+    ? new Errors.ModelNotFound({
+        message: `${error.message.replace(/\.$/, "")}: GET /api/v1/models lists them.`,
+        ...(error.model === undefined ? {} : { model: error.model })
+      })
     : error
 
 export const layer: Layer.Layer<ErrorBoundary> = Layer.succeed(

@@ -43,7 +43,7 @@ export class Catalog extends Context.Service<
 
 const parseOptions = { errors: "all", onExcessProperty: "error" } as const
 
-const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string => {
+const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): ReadonlyArray<string> => {
   const fieldNames = model.fields.map((field) => field.name).join(", ")
   const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
     leafHook: (leaf) =>
@@ -53,15 +53,18 @@ const describeIssue = (model: ModelDefinition, issue: SchemaIssue.Issue): string
           ? `is not a field of ${model.slug} (its fields: ${fieldNames})`
           : SchemaIssue.defaultLeafHook(leaf)
   })
-  const lines = formatter(issue).issues.map(
+  return formatter(issue).issues.map(
     (entry) =>
       `${StorableText.formatPath(
         "input",
         (entry.path ?? []).map((segment) => (typeof segment === "object" ? segment.key : segment))
       )}: ${entry.message}`
   )
-  return ProblemList.join(lines)
 }
+
+/** INVALID_MODEL_INPUT for the model, its message and `problems` bounded alike. */
+const invalidInput = (model: string, problems: ReadonlyArray<string>) =>
+  new Errors.InvalidModelInput({ message: ProblemList.join(problems), model, problems: ProblemList.listed(problems) })
 
 const isRecord = (input: unknown): input is { readonly [key: string]: unknown } =>
   typeof input === "object" && input !== null && !Array.isArray(input)
@@ -82,7 +85,8 @@ export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"]
     return model === undefined
       ? Effect.fail(
           new Errors.ModelNotFound({
-            message: `No model has the slug ${JSON.stringify(slug)}; use the slug of a listed model.`
+            message: `No model has the slug ${JSON.stringify(slug)}; use the slug of a listed model.`,
+            model: slug
           })
         )
       : Effect.succeed(model)
@@ -91,16 +95,16 @@ export const make = (models: ReadonlyArray<ModelDefinition>): Catalog["Service"]
   const validate = (slug: string, input: unknown) =>
     Effect.flatMap(get(slug), (model) => {
       if (!isRecord(input)) {
-        return Effect.fail(new Errors.InvalidModelInput({ message: "input: must be a JSON object of the model's fields" }))
+        return Effect.fail(invalidInput(model.slug, ["input: must be a JSON object of the model's fields"]))
       }
       const unstorable = StorableText.findUnstorable(input, "input")
       if (unstorable !== undefined) {
-        return Effect.fail(new Errors.InvalidModelInput({ message: StorableText.describe(unstorable) }))
+        return Effect.fail(invalidInput(model.slug, [StorableText.describe(unstorable)]))
       }
       const decoded = Schema.decodeUnknownResult(model.inputSchema)(input, parseOptions)
       return Result.isSuccess(decoded)
         ? Effect.succeed({ model, input: decoded.success })
-        : Effect.fail(new Errors.InvalidModelInput({ message: describeIssue(model, decoded.failure.issue) }))
+        : Effect.fail(invalidInput(model.slug, describeIssue(model, decoded.failure.issue)))
     })
 
   const search = (query: string, category?: Category) => {

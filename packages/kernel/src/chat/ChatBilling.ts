@@ -91,10 +91,13 @@ export const make = (limits: Limits = defaultLimits) =>
         Effect.gen(function* () {
           const entry = yield* prices.lookup(request.model)
           if (entry === undefined) {
-            return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.` })
+            return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.`, model: request.model })
           }
           if (!ChatPrices.isPriced(entry)) {
-            return yield* new Errors.ModelPriceUnavailable({ message: `No price is configured for ${request.model}.` })
+            return yield* new Errors.ModelPriceUnavailable({
+              message: `No price is configured for ${request.model}.`,
+              model: request.model
+            })
           }
           const reservedMicros = ChatPrices.cost(entry.tiers, {
             promptTokens: request.promptTokens,
@@ -138,7 +141,9 @@ export const make = (limits: Limits = defaultLimits) =>
               return yield* new Errors.InsufficientCredits({
                 message:
                   `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
-                  `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`
+                  `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`,
+                requiredMicros: reservedMicros,
+                availableMicros: result.availableMicros
               })
           }
         }),

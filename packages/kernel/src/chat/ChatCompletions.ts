@@ -183,11 +183,15 @@ export const make = Effect.gen(function* () {
       const provider = entry === undefined ? undefined : providers.get(entry.provider)
       if (entry === undefined || provider === undefined) {
         return yield* new Errors.ModelNotFound({
-          message: `No chat model is called ${request.model}; use the id of a listed chat model.`
+          message: `No chat model is called ${request.model}; use the id of a listed chat model.`,
+          model: request.model
         })
       }
       if (!ChatPrices.isPriced(entry)) {
-        return yield* new Errors.ModelPriceUnavailable({ message: `No price is configured for ${request.model}.` })
+        return yield* new Errors.ModelPriceUnavailable({
+          message: `No price is configured for ${request.model}.`,
+          model: request.model
+        })
       }
       const tokenizer = entry.tokenizer ?? "o200k_base"
       const forward = request.forward

@@ -1,8 +1,8 @@
 /**
  * The error taxonomy of the service: one Schema-backed tagged error per code of the spec's
  * Errors table, carrying its `code`, HTTP status (`httpApiStatus`), a message that says what to
- * fix, and structured fields (`retryAfterSeconds`, sent as `Retry-After`). Each class encodes
- * to and decodes from the spec's body `{ code, error }`, so API definitions list the classes.
+ * fix, and structured fields (`retryAfterSeconds`, sent as `Retry-After`; the model and amounts,
+ * for callers of the kernel). Each encodes to and decodes from the spec's body `{ code, error }`.
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
@@ -44,31 +44,51 @@ export const ErrorBody = Schema.Struct({
 }).annotate({ identifier: "ErrorBody", description: "Every error response has this body." })
 export type ErrorBody = typeof ErrorBody.Type
 
+/**
+ * The fields every error has. The classes that say more are declared one by one with `onWire`:
+ * a `define` generic in added fields makes the classes' members unknown to the compiler (TS2509).
+ */
+const baseFields = <const Tag extends string>(tag: Tag) => ({
+  _tag: Schema.tag(tag),
+  message: Schema.String,
+  retryAfterSeconds: Schema.optionalKey(Schema.Number)
+})
+
+/**
+ * The error's own schema on the wire: only `{ code, error }` is sent; the structured fields are
+ * for servers to use. A body decodes to the `_tag` and `message` alone (`fromBody`), so the
+ * fields a class adds are optional.
+ */
+const onWire = <
+  S extends Schema.Struct<Schema.Struct.Fields> & Schema.Codec<{ readonly message: string }, { readonly message: string }>
+>(
+  code: ErrorCode,
+  Type: S,
+  fromBody: (message: string) => S["Encoded"]
+): S["Rebuild"] =>
+  Type.rebuild(
+    ErrorBody.pipe(
+      Schema.decodeTo(
+        Type,
+        SchemaTransformation.transformEffect({
+          decode: (body, options) =>
+            body.code === code
+              ? Effect.succeed(fromBody(body.error))
+              : Effect.fail(new SchemaIssue.InvalidValue({ expected: code }, body, options)),
+          encode: (error) => Effect.succeed({ code, error: error.message })
+        })
+      )
+    ).ast
+  )
+
 const define = <const Tag extends string, const Code extends ErrorCode, const Status extends number>(
   tag: Tag,
   code: Code,
   status: Status,
   condition: string
 ) => {
-  const Type = Schema.Struct({
-    _tag: Schema.tag(tag),
-    message: Schema.String,
-    retryAfterSeconds: Schema.optionalKey(Schema.Number)
-  })
-  // On the wire only `{ code, error }`: structured fields are for servers to use, not to send.
-  const wire = ErrorBody.pipe(
-    Schema.decodeTo(
-      Type,
-      SchemaTransformation.transformEffect({
-        decode: (body, options) =>
-          body.code === code
-            ? Effect.succeed({ _tag: tag, message: body.error })
-            : Effect.fail(new SchemaIssue.InvalidValue({ expected: code }, body, options)),
-        encode: (error) => Effect.succeed({ code, error: error.message })
-      })
-    )
-  )
-  return class ApiError extends Schema.Error<ApiError>(tag)(Type.rebuild(wire.ast), {
+  const Type = onWire(code, Schema.Struct(baseFields(tag)), (message) => ({ _tag: tag, message }))
+  return class ApiError extends Schema.Error<ApiError>(tag)(Type, {
     httpApiStatus: status,
     description: `${code}: ${condition}`
   }) {
@@ -120,12 +140,31 @@ export class InvalidIdempotencyKey extends define(
   400,
   "Idempotency-Key is not 1 to 128 printable ASCII characters."
 ) {}
-export class InvalidModelInput extends define(
-  "InvalidModelInput",
-  "INVALID_MODEL_INPUT",
-  400,
-  "input violates the model schema: unknown field, missing required field, or invalid value."
-) {}
+/** The model and the problems, at most ProblemList.MAX_LISTED of them (the message lists the same). */
+export class InvalidModelInput extends Schema.Error<InvalidModelInput>("InvalidModelInput")(
+  onWire(
+    "INVALID_MODEL_INPUT",
+    Schema.Struct({
+      ...baseFields("InvalidModelInput"),
+      model: Schema.optionalKey(Schema.String),
+      problems: Schema.optionalKey(Schema.Array(Schema.String))
+    }),
+    (message) => ({ _tag: "InvalidModelInput" as const, message })
+  ),
+  {
+    httpApiStatus: 400,
+    description: "INVALID_MODEL_INPUT: input violates the model schema: unknown field, missing required field, or invalid value."
+  }
+) {
+  static readonly code: "INVALID_MODEL_INPUT" = "INVALID_MODEL_INPUT"
+  static readonly status: 400 = 400
+  get code(): "INVALID_MODEL_INPUT" {
+    return InvalidModelInput.code
+  }
+  get status(): 400 {
+    return InvalidModelInput.status
+  }
+}
 /** The spec allows 400 or 413; 413 is what HTTP clients and proxies understand as "too large". */
 export class InputTooLarge extends define(
   "InputTooLarge",
@@ -139,7 +178,27 @@ export class RequestNotFound extends define(
   404,
   "No request with this id or cursor belongs to the account."
 ) {}
-export class ModelNotFound extends define("ModelNotFound", "MODEL_NOT_FOUND", 404, "No model has this slug.") {}
+/** The slug asked for. */
+export class ModelNotFound extends Schema.Error<ModelNotFound>("ModelNotFound")(
+  onWire(
+    "MODEL_NOT_FOUND",
+    Schema.Struct({
+      ...baseFields("ModelNotFound"),
+      model: Schema.optionalKey(Schema.String)
+    }),
+    (message) => ({ _tag: "ModelNotFound" as const, message })
+  ),
+  { httpApiStatus: 404, description: "MODEL_NOT_FOUND: No model has this slug." }
+) {
+  static readonly code: "MODEL_NOT_FOUND" = "MODEL_NOT_FOUND"
+  static readonly status: 404 = 404
+  get code(): "MODEL_NOT_FOUND" {
+    return ModelNotFound.code
+  }
+  get status(): 404 {
+    return ModelNotFound.status
+  }
+}
 export class JobNotFound extends define(
   "JobNotFound",
   "JOB_NOT_FOUND",
@@ -152,25 +211,78 @@ export class IdempotencyConflict extends define(
   409,
   "The Idempotency-Key was already used with different input."
 ) {}
-export class PriceChanged extends define("PriceChanged", "PRICE_CHANGED", 409, "The price differs from expectedPriceMicros.") {}
-export class ModelPriceUnavailable extends define(
-  "ModelPriceUnavailable",
-  "MODEL_PRICE_UNAVAILABLE",
-  409,
-  "No price is configured for the model, or it is disabled."
-) {}
+/** The model, the price the caller expected and the price now. */
+export class PriceChanged extends Schema.Error<PriceChanged>("PriceChanged")(
+  onWire(
+    "PRICE_CHANGED",
+    Schema.Struct({
+      ...baseFields("PriceChanged"),
+      model: Schema.optionalKey(Schema.String),
+      expectedPriceMicros: Schema.optionalKey(Schema.Number),
+      priceMicros: Schema.optionalKey(Schema.Number)
+    }),
+    (message) => ({ _tag: "PriceChanged" as const, message })
+  ),
+  { httpApiStatus: 409, description: "PRICE_CHANGED: The price differs from expectedPriceMicros." }
+) {
+  static readonly code: "PRICE_CHANGED" = "PRICE_CHANGED"
+  static readonly status: 409 = 409
+  get code(): "PRICE_CHANGED" {
+    return PriceChanged.code
+  }
+  get status(): 409 {
+    return PriceChanged.status
+  }
+}
+/** The model without a price. */
+export class ModelPriceUnavailable extends Schema.Error<ModelPriceUnavailable>("ModelPriceUnavailable")(
+  onWire(
+    "MODEL_PRICE_UNAVAILABLE",
+    Schema.Struct({
+      ...baseFields("ModelPriceUnavailable"),
+      model: Schema.optionalKey(Schema.String)
+    }),
+    (message) => ({ _tag: "ModelPriceUnavailable" as const, message })
+  ),
+  { httpApiStatus: 409, description: "MODEL_PRICE_UNAVAILABLE: No price is configured for the model, or it is disabled." }
+) {
+  static readonly code: "MODEL_PRICE_UNAVAILABLE" = "MODEL_PRICE_UNAVAILABLE"
+  static readonly status: 409 = 409
+  get code(): "MODEL_PRICE_UNAVAILABLE" {
+    return ModelPriceUnavailable.code
+  }
+  get status(): 409 {
+    return ModelPriceUnavailable.status
+  }
+}
 export class PaymentReviewRequired extends define(
   "PaymentReviewRequired",
   "PAYMENT_REVIEW_REQUIRED",
   409,
   "A refund left an uncovered balance; tasks cannot be submitted until it is covered."
 ) {}
-export class InsufficientCredits extends define(
-  "InsufficientCredits",
-  "INSUFFICIENT_CREDITS",
-  409,
-  "Available credits do not cover the task price."
-) {}
+/** What the task or request needs and what the account has. */
+export class InsufficientCredits extends Schema.Error<InsufficientCredits>("InsufficientCredits")(
+  onWire(
+    "INSUFFICIENT_CREDITS",
+    Schema.Struct({
+      ...baseFields("InsufficientCredits"),
+      requiredMicros: Schema.optionalKey(Schema.Number),
+      availableMicros: Schema.optionalKey(Schema.Number)
+    }),
+    (message) => ({ _tag: "InsufficientCredits" as const, message })
+  ),
+  { httpApiStatus: 409, description: "INSUFFICIENT_CREDITS: Available credits do not cover the task price." }
+) {
+  static readonly code: "INSUFFICIENT_CREDITS" = "INSUFFICIENT_CREDITS"
+  static readonly status: 409 = 409
+  get code(): "INSUFFICIENT_CREDITS" {
+    return InsufficientCredits.code
+  }
+  get status(): 409 {
+    return InsufficientCredits.status
+  }
+}
 export class RateLimited extends define(
   "RateLimited",
   "RATE_LIMITED",
@@ -196,12 +308,27 @@ export class UpstreamError extends define(
   502,
   "The model provider failed the request; nothing is charged."
 ) {}
-export class PlatformBudgetExceeded extends define(
-  "PlatformBudgetExceeded",
-  "PLATFORM_BUDGET_EXCEEDED",
-  503,
-  "The model is temporarily unavailable."
-) {}
+/** The model whose daily budget is spent. */
+export class PlatformBudgetExceeded extends Schema.Error<PlatformBudgetExceeded>("PlatformBudgetExceeded")(
+  onWire(
+    "PLATFORM_BUDGET_EXCEEDED",
+    Schema.Struct({
+      ...baseFields("PlatformBudgetExceeded"),
+      model: Schema.optionalKey(Schema.String)
+    }),
+    (message) => ({ _tag: "PlatformBudgetExceeded" as const, message })
+  ),
+  { httpApiStatus: 503, description: "PLATFORM_BUDGET_EXCEEDED: The model is temporarily unavailable." }
+) {
+  static readonly code: "PLATFORM_BUDGET_EXCEEDED" = "PLATFORM_BUDGET_EXCEEDED"
+  static readonly status: 503 = 503
+  get code(): "PLATFORM_BUDGET_EXCEEDED" {
+    return PlatformBudgetExceeded.code
+  }
+  get status(): 503 {
+    return PlatformBudgetExceeded.status
+  }
+}
 export class ExecutionTemporarilyUnavailable extends define(
   "ExecutionTemporarilyUnavailable",
   "EXECUTION_TEMPORARILY_UNAVAILABLE",

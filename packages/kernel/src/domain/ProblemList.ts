@@ -13,3 +13,7 @@ export const join = (problems: Iterable<string>, max: number = MAX_LISTED): stri
   const listed = distinct.slice(0, max).join("; ")
   return distinct.length > max ? `${listed}; and ${distinct.length - max} more` : listed
 }
+
+/** The problems `join` lists, each once: the first `max`. */
+export const listed = (problems: Iterable<string>, max: number = MAX_LISTED): ReadonlyArray<string> =>
+  [...new Set(problems)].slice(0, max)

@@ -31,6 +31,10 @@ export const Quote = Schema.Struct({
 }).annotate({ identifier: "Quote" })
 export type Quote = typeof Quote.Type
 
+/** INVALID_MODEL_INPUT of one problem. */
+const invalidInput = (model: string, problem: string) =>
+  new Errors.InvalidModelInput({ message: problem, model, problems: [problem] })
+
 /** Quotes a validated, defaulted input from a loaded price list. */
 export const quote = (
   list: PriceList.PriceList,
@@ -40,13 +44,17 @@ export const quote = (
   const entry = list.models[slug]
   if (entry === undefined) {
     return Effect.fail(
-      new Errors.ModelPriceUnavailable({ message: `Model ${slug} is not in the price list and cannot be submitted.` })
+      new Errors.ModelPriceUnavailable({
+        message: `Model ${slug} is not in the price list and cannot be submitted.`,
+        model: slug
+      })
     )
   }
   if (!entry.enabled) {
     return Effect.fail(
       new Errors.ModelPriceUnavailable({
-        message: `Model ${slug} is disabled in the price list and cannot be submitted at present.`
+        message: `Model ${slug} is disabled in the price list and cannot be submitted at present.`,
+        model: slug
       })
     )
   }
@@ -55,7 +63,10 @@ export const quote = (
     const price = entry.priceMicros
     return price === undefined
       ? Effect.fail(
-          new Errors.ModelPriceUnavailable({ message: `Model ${slug} has no price configured; it cannot be submitted.` })
+          new Errors.ModelPriceUnavailable({
+            message: `Model ${slug} has no price configured; it cannot be submitted.`,
+            model: slug
+          })
         )
       : Effect.succeed({ model: slug, priceMicros: price, unitMicros: price, quantity: 1, settlement: "fixed" })
   }
@@ -63,7 +74,7 @@ export const quote = (
   if (rule === undefined || others.length > 0) {
     const tested = [...new Set(rateCard.flatMap((rule) => Object.keys(rule.when)))]
     const values = tested.map((field) => `${field}=${JSON.stringify(input[field] ?? null)}`).join(", ")
-    return Effect.fail(new Errors.InvalidModelInput({ message: `input: ${values} is not a combination model ${slug} accepts` }))
+    return Effect.fail(invalidInput(slug, `input: ${values} is not a combination model ${slug} accepts`))
   }
   const settlement = rule.settlement ?? "fixed"
   if (rule.quantityField === undefined) {
@@ -71,9 +82,7 @@ export const quote = (
   }
   const quantity = PriceList.quantityOf(input[rule.quantityField])
   if (quantity === undefined || !Number.isSafeInteger(rule.priceMicros * quantity)) {
-    return Effect.fail(
-      new Errors.InvalidModelInput({ message: `input.${rule.quantityField}: must be a whole number within the model's range` })
-    )
+    return Effect.fail(invalidInput(slug, `input.${rule.quantityField}: must be a whole number within the model's range`))
   }
   return Effect.succeed({
     model: slug,
@@ -95,7 +104,10 @@ export const checkExpected = (quote: Quote, expectedPriceMicros: number | undefi
         new Errors.PriceChanged({
           message:
             `The price of ${quote.model} is now ${quote.priceMicros} micros (${Money.formatUsd(quote.priceMicros)} USD), ` +
-            `not the expected ${expectedPriceMicros} micros (${Money.formatUsd(expectedPriceMicros)} USD); show the new price and resubmit with expectedPriceMicros ${quote.priceMicros}.`
+            `not the expected ${expectedPriceMicros} micros (${Money.formatUsd(expectedPriceMicros)} USD); show the new price and resubmit with expectedPriceMicros ${quote.priceMicros}.`,
+          model: quote.model,
+          expectedPriceMicros,
+          priceMicros: quote.priceMicros
         })
       )
 

@@ -227,7 +227,9 @@ const refused = (
       return new Errors.InsufficientCredits({
         message:
           `Available credits are ${result.availableMicros} micros (${Money.formatUsd(result.availableMicros)} USD), ` +
-          `the task needs ${context.priceMicros} micros (${Money.formatUsd(context.priceMicros)} USD); add credits and retry.`
+          `the task needs ${context.priceMicros} micros (${Money.formatUsd(context.priceMicros)} USD); add credits and retry.`,
+        requiredMicros: context.priceMicros,
+        availableMicros: result.availableMicros
       })
   }
 }
@@ -237,7 +239,8 @@ const budgetExceeded = (model: string, now: number) =>
     message:
       `Model ${model} is unavailable until 00:00 UTC: the platform's daily budget for it is spent. ` +
       "Nothing was reserved; retry after midnight UTC or choose another model.",
-    retryAfterSeconds: secondsToNextDay(now)
+    retryAfterSeconds: secondsToNextDay(now),
+    model
   })
 
 export const make = (
@@ -265,14 +268,15 @@ export const make = (
         const missing = yield* media.missingMedia(caller.accountId, references)
         if (missing.length === 0) return
         // A reference of another account reads exactly like one that does not exist.
+        const problems = missing.map(
+          (reference) =>
+            `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+            "upload the file and send the media reference its upload returns"
+        )
         return yield* new Errors.InvalidModelInput({
-          message: ProblemList.join(
-            missing.map(
-              (reference) =>
-                `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
-                "upload the file and send the media reference its upload returns"
-            )
-          )
+          message: ProblemList.join(problems),
+          model: model.slug,
+          problems: ProblemList.listed(problems)
         })
       })
 

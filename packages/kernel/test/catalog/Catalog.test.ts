@@ -246,6 +246,11 @@ layer(Catalog.layer)("Catalog", (it) => {
       expect(error.message).not.toContain("input.unknown20:")
       expect(error.message).toMatch(/; and 19980 more$/)
       expect(error.message.length).toBeLessThan(4000)
+      // The structured problems are the same first 20.
+      expect(error).toMatchObject({ model: "song-lyrics" })
+      const problems = "problems" in error ? error.problems : undefined
+      expect(problems).toHaveLength(20)
+      expect(problems?.[19]).toMatch(/^input\.unknown19: is not a field/)
     })
   )
 

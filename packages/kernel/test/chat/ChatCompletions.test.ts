@@ -9,6 +9,7 @@ import * as ChatPrices from "../../src/chat/ChatPrices.ts"
 import * as ChatProvider from "../../src/chat/ChatProvider.ts"
 import type { ChatCall, ChatProviderV1, ChatReply, ChatStreamPart, JsonObject } from "../../src/chat/ChatProvider.ts"
 import * as ChatTokens from "../../src/chat/ChatTokens.ts"
+import * as Errors from "../../src/domain/Errors.ts"
 import type { AccountId } from "../../src/domain/Ids.ts"
 import * as Scopes from "../../src/accounts/Scope.ts"
 import { allEntries, expectBalances, expectBooksBalance, fundedAccount, USD } from "../../src/testing/Fixtures.ts"
@@ -249,6 +250,13 @@ describe("ChatCompletions.create, not streamed", () => {
       expect(yield* codeOf({ maxTokens: 8001 })).toBe("INVALID_REQUEST")
       expect(yield* codeOf({ messages: [{ role: "user", content: "word ".repeat(9000) }] })).toBe("INVALID_REQUEST")
       expect(yield* codeOf({ maxTokens: 1000 })).toBe("INSUFFICIENT_CREDITS")
+      // The kernel's caller gets the model and both amounts as fields.
+      expect(yield* Effect.flip(create(caller, { model: "nope" }))).toMatchObject({ model: "nope" })
+      expect(yield* Effect.flip(create(caller, { model: "test-unpriced" }))).toMatchObject({ model: "test-unpriced" })
+      const poor = yield* Effect.flip(create(caller, { maxTokens: 1000 }))
+      const amounts = poor instanceof Errors.InsufficientCredits ? [poor.requiredMicros, poor.availableMicros] : []
+      expect(amounts).toEqual([expect.any(Number), expect.any(Number)])
+      expect(amounts[0]).toBeGreaterThan(amounts[1] ?? Infinity)
       expect(upstream.calls).toEqual([])
       expect(yield* chatEntries(accountId)).toEqual([])
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))

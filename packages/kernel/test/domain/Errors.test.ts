@@ -10,6 +10,17 @@ describe("Errors", () => {
     expect(Errors.errorBody(limited)).toEqual({ code: "RATE_LIMITED", error: "Too many submissions." })
   })
 
+  it("sends none of the structured fields: a body decodes to the message alone", () => {
+    const changed = new Errors.PriceChanged({ message: "Now 5.", model: "m", expectedPriceMicros: 4, priceMicros: 5 })
+    expect(changed).toMatchObject({ model: "m", expectedPriceMicros: 4, priceMicros: 5 })
+    expect(Schema.encodeSync(Errors.PriceChanged)(changed)).toEqual({ code: "PRICE_CHANGED", error: "Now 5." })
+    const poor = new Errors.InsufficientCredits({ message: "Add credits.", requiredMicros: 8, availableMicros: 5 })
+    expect(Schema.encodeSync(Errors.InsufficientCredits)(poor)).toEqual({ code: "INSUFFICIENT_CREDITS", error: "Add credits." })
+    const decoded = Schema.decodeUnknownSync(Errors.PriceChanged)({ code: "PRICE_CHANGED", error: "Now 5." })
+    expect(decoded.model).toBeUndefined()
+    expect(decoded.priceMicros).toBeUndefined()
+  })
+
   it("decodes a body into its class only for that class's code", () => {
     const decoded = Schema.decodeUnknownSync(Errors.PriceChanged)({ code: "PRICE_CHANGED", error: "Now 5." })
     expect(decoded).toBeInstanceOf(Errors.PriceChanged)

@@ -18,3 +18,12 @@ describe("ProblemList.join", () => {
     expect(ProblemList.join(["a", "b", "a", "c"], 2)).toBe("a; b; and 1 more")
   })
 })
+
+describe("ProblemList.listed", () => {
+  it("is the problems join lists: distinct, the first 20", () => {
+    const problems = Array.from({ length: 20_000 }, (_, i) => `p${i % 25}`)
+    expect(ProblemList.listed(problems)).toEqual(problems.slice(0, 20))
+    expect(ProblemList.listed([...problems].reverse())).toHaveLength(20)
+    expect(ProblemList.listed(["a", "b", "a", "c"], 2)).toEqual(["a", "b"])
+  })
+})

@@ -112,6 +112,31 @@ describe("TaskRunner.submit", () => {
     }).pipe(Effect.provide(layerWith()))
   )
 
+  it.effect("refusals carry what the caller of the kernel branches on: the model, the problems, both amounts", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const who = yield* caller(50_000)
+      const changed = yield* Effect.flip(runner.submit(who, submission({ expectedPriceMicros: 70_000 })))
+      expect(changed).toBeInstanceOf(Errors.PriceChanged)
+      expect(changed).toMatchObject({ model: TEXT_TO_IMAGE, expectedPriceMicros: 70_000, priceMicros: 80_000 })
+      const invalid = yield* Effect.flip(runner.submit(who, submission({ input: { prompt: "" } })))
+      expect(invalid).toBeInstanceOf(Errors.InvalidModelInput)
+      expect(invalid).toMatchObject({ model: TEXT_TO_IMAGE, problems: [invalid.message] })
+      const missing = yield* Effect.flip(runner.submit(who, submission({ model: "no-such-model" })))
+      expect(missing).toBeInstanceOf(Errors.ModelNotFound)
+      expect(missing).toMatchObject({ model: "no-such-model" })
+      const poor = yield* Effect.flip(runner.submit(who, submission()))
+      expect(poor).toBeInstanceOf(Errors.InsufficientCredits)
+      expect(poor).toMatchObject({ requiredMicros: 80_000, availableMicros: 50_000 })
+      yield* (yield* Pricer.Pricer).disable(TEXT_TO_IMAGE)
+      const disabled = yield* Effect.flip(runner.submit(who, submission()))
+      expect(disabled).toBeInstanceOf(Errors.ModelPriceUnavailable)
+      expect(disabled).toMatchObject({ model: TEXT_TO_IMAGE })
+      // The wire carries none of them: `{ code, error }` only.
+      expect(Errors.errorBody(changed)).toEqual({ code: "PRICE_CHANGED", error: changed.message })
+    }).pipe(Effect.provide(layerWith()))
+  )
+
   it.effect("a retry after the price changed replays; another input conflicts; a new key is PRICE_CHANGED", () => {
     const counting = countingStores()
     return Effect.gen(function* () {
@@ -194,6 +219,7 @@ describe("TaskRunner.submit", () => {
       expect(foreignError).toBeInstanceOf(Errors.InvalidModelInput)
       expect(foreignError.message).toMatch(/^input\.imageUrls\[1\]: media:/)
       expect(foreignError.message.replace(foreign, "REF")).toBe(missingError.message.replace(missing, "REF"))
+      expect(foreignError).toMatchObject({ model: EDIT, problems: [foreignError.message] })
       expect(yield* reserved(who)).toBe(0)
 
       expect((yield* edit([own, "https://example.com/a.png"], "k3")).task.status).toBe("queued")

@@ -91,6 +91,7 @@ describe("TaskRunner and a model's daily budget", () => {
 
         const refused = yield* Effect.flip(runner.submit(who, submission({ idempotencyKey: "b" })))
         expect(refused).toBeInstanceOf(Errors.PlatformBudgetExceeded)
+        expect(refused).toMatchObject({ model: TEXT_TO_IMAGE })
         expect(refused).toMatchObject({ status: 503, code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 4 * 3_600 })
         expect(refused.message).toContain(`Model ${TEXT_TO_IMAGE} is unavailable until 00:00 UTC`)
         expect(yield* reserved(who)).toBe(PRICE)
