@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import { StoreConformance } from "@taskmeter/kernel/testing"
-import { corruptBalance, makeTemplate, pglite, removeTemplate } from "./TestDatabase.ts"
+import { closeSharedPglite, corruptBalance, openSharedPglite, pgliteSchema } from "./TestDatabase.ts"
 
 const parts = {
   // The model-based case alone takes a third of the suite's time.
@@ -20,12 +20,12 @@ type Covered = (typeof parts)[Part][number]
 type EveryGroup = [Exclude<StoreConformance.Group, Covered>] extends [never] ? true : false
 export const everyGroupCovered: EveryGroup = true
 
-/** Defines `part` of the suite on PGlite, with the migrated template its stores are copied from. */
+/** Defines `part` of the suite on one PGlite for the file, each case in a fresh schema. */
 export const suite = (part: Part): void => {
-  StoreConformance.suite(`storage-pg on PGlite (${part})`, () => pglite, {
+  StoreConformance.suite(`storage-pg on PGlite (${part})`, () => pgliteSchema, {
     corrupt: corruptBalance,
     groups: parts[part]
   })
-  beforeAll(makeTemplate)
-  afterAll(removeTemplate)
+  beforeAll(openSharedPglite)
+  afterAll(closeSharedPglite)
 }
