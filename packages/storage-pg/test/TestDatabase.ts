@@ -139,11 +139,12 @@ export const openSharedPglite = async (): Promise<void> => {
   shared = { context, scope }
 }
 
-/** Closes the file's PGlite; call once its tests are done. */
+/** Closes the file's PGlite and removes its template; call once its tests are done. */
 export const closeSharedPglite = async (): Promise<void> => {
   const closing = shared
   shared = undefined
   if (closing !== undefined) await Effect.runPromise(Scope.close(closing.scope, Exit.void))
+  await removeTemplate()
 }
 
 /**
