@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from "@effect/vitest"
 import { ChatStoreConformance } from "@taskmeter/kernel/testing"
-import { makeTemplate, pglite, removeTemplate } from "./TestDatabase.ts"
+import { closeSharedPglite, openSharedPglite, pgliteSchema } from "./TestDatabase.ts"
 
-ChatStoreConformance.suite("storage-pg on PGlite", () => pglite)
+ChatStoreConformance.suite("storage-pg on PGlite", () => pgliteSchema)
 
-beforeAll(makeTemplate)
-afterAll(removeTemplate)
+beforeAll(openSharedPglite)
+afterAll(closeSharedPglite)

@@ -27,6 +27,25 @@ import { taskCases } from "./TaskCases.ts"
 
 export type { Stores } from "./Case.ts"
 
+/** The suite's case groups, in the order they run; `Options.groups` picks some of them. */
+export const groups = [
+  "accounts",
+  "ledger",
+  "admission",
+  "keyedAdmission",
+  "idempotencyPurge",
+  "tasks",
+  "media",
+  "orphanResults",
+  "blobs",
+  "prices",
+  "budgets",
+  "auditor",
+  "model"
+] as const
+
+export type Group = (typeof groups)[number]
+
 export interface Options<R> {
   /**
    * Changes an account's cached balance behind the journal's back (the memory store through
@@ -37,6 +56,11 @@ export interface Options<R> {
   /** Random sequences in the model-based test (default 25) and their longest length (default 30). */
   readonly modelRuns?: number | undefined
   readonly modelSteps?: number | undefined
+  /**
+   * The groups to run (default all of them), so that a slow store can spread the suite over
+   * several test files that run in parallel.
+   */
+  readonly groups?: ReadonlyArray<Group> | undefined
 }
 
 export const suite = <R = never>(
@@ -48,44 +72,51 @@ export const suite = <R = never>(
     const test: Case = (title, body) =>
       it.live(title, () => Effect.andThen(body, expectBooksBalance).pipe(Effect.provide(makeLayer())))
 
-    accountStoreCases(test)
-    ledgerCases(test)
-    admissionCases(test)
-    keyedAdmissionCases(test)
-    idempotencyPurgeCases(test)
-    taskCases(test)
-    mediaCases(test)
-    orphanResultCases(test)
-    blobCases(test)
-    priceStoreCases(test)
-    budgetStoreCases(test)
+    const selected = (group: Group): boolean => options.groups === undefined || options.groups.includes(group)
+    const cases: Record<Exclude<Group, "auditor" | "model">, (test: Case) => void> = {
+      accounts: accountStoreCases,
+      ledger: ledgerCases,
+      admission: admissionCases,
+      keyedAdmission: keyedAdmissionCases,
+      idempotencyPurge: idempotencyPurgeCases,
+      tasks: taskCases,
+      media: mediaCases,
+      orphanResults: orphanResultCases,
+      blobs: blobCases,
+      prices: priceStoreCases,
+      budgets: budgetStoreCases
+    }
+    for (const [group, define] of Object.entries(cases)) if (selected(group as Group)) define(test)
 
-    describe("auditor", () => {
-      const corrupt = options.corrupt
-      // Without a corrupt hook the auditor's case is not defined (every store in this repository gives one).
-      if (corrupt === undefined) return
-      it.live("catches a cached balance that disagrees with the journal", () =>
-        Effect.gen(function* () {
-          const ledger = yield* LedgerStore
-          const clean = yield* fundedAccount(2 * USD, "clean")
-          const tampered = yield* fundedAccount(5 * USD, "tampered")
-          yield* expectBooksBalance
-          yield* corrupt(tampered)
-          const findings = yield* ledger.audit
-          expect(findings.map((finding) => finding.accountId)).toEqual([tampered])
-          expect(findings[0]?.journal).toEqual({ balanceMicros: 5 * USD, reservedMicros: 0 })
-          expect(findings[0]?.cached).not.toEqual(findings[0]?.journal)
-          expect(findings.some((finding) => finding.accountId === clean)).toBe(false)
-        }).pipe(Effect.provide(makeLayer()))
-      )
-    })
+    // Without a corrupt hook the auditor's case is not defined (every store in this repository gives one).
+    const corrupt = options.corrupt
+    if (corrupt !== undefined && selected("auditor")) {
+      describe("auditor", () => {
+        it.live("catches a cached balance that disagrees with the journal", () =>
+          Effect.gen(function* () {
+            const ledger = yield* LedgerStore
+            const clean = yield* fundedAccount(2 * USD, "clean")
+            const tampered = yield* fundedAccount(5 * USD, "tampered")
+            yield* expectBooksBalance
+            yield* corrupt(tampered)
+            const findings = yield* ledger.audit
+            expect(findings.map((finding) => finding.accountId)).toEqual([tampered])
+            expect(findings[0]?.journal).toEqual({ balanceMicros: 5 * USD, reservedMicros: 0 })
+            expect(findings[0]?.cached).not.toEqual(findings[0]?.journal)
+            expect(findings.some((finding) => finding.accountId === clean)).toBe(false)
+          }).pipe(Effect.provide(makeLayer()))
+        )
+      })
+    }
 
-    describe("model-based", () => {
-      it(
-        "random operation sequences keep the books equal to a reference model",
-        () => check(makeLayer, { runs: options.modelRuns ?? 25, steps: options.modelSteps ?? 30 }),
-        300_000
-      )
-    })
+    if (selected("model")) {
+      describe("model-based", () => {
+        it(
+          "random operation sequences keep the books equal to a reference model",
+          () => check(makeLayer, { runs: options.modelRuns ?? 25, steps: options.modelSteps ?? 30 }),
+          300_000
+        )
+      })
+    }
   })
 }

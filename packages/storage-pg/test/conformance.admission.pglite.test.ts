@@ -1,0 +1,3 @@
+import { suite } from "./ConformanceParts.ts"
+
+suite("admission")
