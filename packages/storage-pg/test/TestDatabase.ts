@@ -16,6 +16,7 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
+import { SessionSchema } from "../src/testing/index.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 
 export const url = Dependencies.databaseUrl
@@ -157,17 +158,7 @@ export const pgliteSchema = Layer.unwrap(
     if (shared === undefined) return yield* Effect.die(new Error("openSharedPglite has not run"))
     const clientLayer = Layer.succeedContext(shared.context)
     const schema = schemaName()
-    const select = Layer.effectDiscard(
-      Effect.acquireRelease(
-        SqlClient.SqlClient.use((sql) =>
-          Effect.andThen(sql`CREATE SCHEMA ${sql(schema)}`, sql`SET search_path TO ${sql(schema)}`)
-        ),
-        () =>
-          SqlClient.SqlClient.use((sql) =>
-            Effect.andThen(sql`SET search_path TO public`, sql`DROP SCHEMA ${sql(schema)} CASCADE`)
-          ).pipe(Effect.orDie)
-      ).pipe(Effect.orDie)
-    )
+    const select = SessionSchema.layer(schema)
     return Layer.mergeAll(
       PgStore.layerClient({ schema }).pipe(Layer.provideMerge(select), Layer.provideMerge(clientLayer)),
       blobs

@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgStore } from "@taskmeter/storage-pg"
+import { SessionSchema } from "@taskmeter/storage-pg/testing"
 import * as Dependencies from "../../../../test/Dependencies.ts"
 
 export const url = Dependencies.databaseUrl
@@ -89,17 +90,7 @@ export const sharedPglite: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(
     if (shared === undefined) return yield* Effect.die(new Error("openSharedPglite has not run"))
     const client = Layer.succeedContext(shared.context)
     const schema = schemaName()
-    const select = Layer.effectDiscard(
-      Effect.acquireRelease(
-        SqlClient.SqlClient.use((sql) =>
-          Effect.andThen(sql`CREATE SCHEMA ${sql(schema)}`, sql`SET search_path TO ${sql(schema)}`)
-        ),
-        () =>
-          SqlClient.SqlClient.use((sql) =>
-            Effect.andThen(sql`SET search_path TO public`, sql`DROP SCHEMA ${sql(schema)} CASCADE`)
-          ).pipe(Effect.orDie)
-      ).pipe(Effect.orDie)
-    )
+    const select = SessionSchema.layer(schema)
     return Layer.merge(client, select.pipe(Layer.provide(client)))
   })
 )

@@ -1,0 +1,1 @@
+export * as SessionSchema from "./SessionSchema.ts"
