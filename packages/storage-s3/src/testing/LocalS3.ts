@@ -24,6 +24,8 @@ export interface LocalS3 {
   readonly settings: S3Settings
   /** The environment a process needs to use this server as S3_BUCKET (credentials included). */
   readonly env: Readonly<Record<string, string>>
+  /** The keys of the bucket's objects under `prefix`. */
+  readonly objectKeys: (prefix?: string) => Promise<ReadonlyArray<string>>
   /** Multipart uploads begun and neither completed nor aborted. */
   readonly incompleteUploads: () => Promise<number>
   /** Stops listening (open connections are dropped); `resume` listens again on the same port. */
@@ -32,6 +34,8 @@ export interface LocalS3 {
   /** Stops the server and removes its files. */
   readonly close: () => Promise<void>
 }
+
+const OBJECT_SUFFIX = "._S3rver_object"
 
 const uploadsOf = (directory: string, bucket: string) => join(directory, bucket, "._S3rver_uploads")
 
@@ -43,7 +47,7 @@ const serve = async (directory: string, bucket: string, port: number): Promise<S
     const object = await getObject(bucketName, key, { start: 0 })
     if (object?.content) {
       object.content.destroy()
-      object.content = createReadStream(join(directory, bucketName, `${key}._S3rver_object`), { start: 0, end: 0 })
+      object.content = createReadStream(join(directory, bucketName, `${key}${OBJECT_SUFFIX}`), { start: 0, end: 0 })
       object.range = { start: 0, end: 0 }
     }
     return object
@@ -93,6 +97,13 @@ export const start = async (options: { readonly bucket?: string; readonly prefix
       S3_FORCE_PATH_STYLE: "true",
       AWS_ACCESS_KEY_ID: credentials.accessKeyId,
       AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey
+    },
+    objectKeys: async (prefix = "") => {
+      const entries = await readdir(join(directory, bucket, prefix), { recursive: true }).catch(() => [])
+      return entries
+        .filter((entry) => entry.endsWith(OBJECT_SUFFIX))
+        .map((entry) => `${prefix}${entry.slice(0, -OBJECT_SUFFIX.length)}`)
+        .sort()
     },
     incompleteUploads: () =>
       readdir(uploadsOf(directory, bucket)).then(
