@@ -69,8 +69,10 @@ describe("storage-s3 under faults", () => {
 })
 
 describe("storage-s3 at start", () => {
-  const startWith = (settings: typeof server.settings, credentials = LocalS3.credentials) =>
-    Effect.flip(Layer.build(S3Store.layer(settings, { credentials, maxAttempts: 1 })).pipe(Effect.scoped))
+  const startWith = (
+    settings: typeof server.settings,
+    credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } = LocalS3.credentials
+  ) => Effect.flip(Layer.build(S3Store.layer(settings, { credentials, maxAttempts: 1 })).pipe(Effect.scoped))
 
   it.live("a missing bucket or refused credentials fail the start with what to fix", () =>
     Effect.gen(function* () {
