@@ -3,7 +3,7 @@
  * S3_ENDPOINT, S3_REGION (default us-east-1), S3_FORCE_PATH_STYLE and S3_PRESIGNED_DOWNLOADS.
  * Credentials are the AWS SDK's default chain's and never pass through here.
  */
-import { Config, Option } from "effect"
+import { Config, ConfigProvider, Effect, Option } from "effect"
 
 export interface S3Settings {
   readonly bucket: string
@@ -33,8 +33,16 @@ export const config: Config.Config<Option.Option<S3Settings>> = Config.all({
   forcePathStyle: Config.Boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false)),
   presignedDownloads: Config.Boolean("S3_PRESIGNED_DOWNLOADS").pipe(Config.withDefault(false))
 }).pipe(
-  Config.map(({ bucket, prefix, ...rest }) =>
-    Option.map(bucket, (name): S3Settings => ({ ...rest, bucket: name, prefix: normalizePrefix(prefix) }))
+  Config.mapEffect(({ bucket, prefix, ...rest }) =>
+    Option.isNone(bucket) && rest.presignedDownloads
+      ? Effect.fail(
+          new Config.ConfigError(
+            new ConfigProvider.SourceError({
+              message: "S3_PRESIGNED_DOWNLOADS=true needs S3_BUCKET: without a bucket, downloads stream from DATA_DIR/blobs."
+            })
+          )
+        )
+      : Effect.succeed(Option.map(bucket, (name): S3Settings => ({ ...rest, bucket: name, prefix: normalizePrefix(prefix) })))
   )
 )
 
