@@ -9,7 +9,11 @@ import { BlobStore } from "@taskmeter/kernel"
 import { S3BlobStore, S3Client } from "@taskmeter/storage-s3"
 import { LocalS3 } from "@taskmeter/storage-s3/testing"
 import { Effect } from "effect"
+import { vi } from "vitest"
 import * as Dependencies from "../../../test/Dependencies.ts"
+
+// Each case runs the CLI (a Node process loading the AWS SDK) two or three times.
+vi.setConfig({ testTimeout: 120_000 })
 
 const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
 
