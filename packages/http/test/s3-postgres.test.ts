@@ -3,7 +3,8 @@
  * processes and one `taskmeter worker`, each with its own DATA_DIR, on one PostgreSQL schema and
  * one S3 bucket (a local s3rver). Media uploaded on one server serves a task submitted on the
  * other; the worker's result downloads from both; no blob file lands under any DATA_DIR. With
- * S3_PRESIGNED_DOWNLOADS a download is a 302 to S3, which serves the file and then expires.
+ * S3_PRESIGNED_DOWNLOADS a download is a 302 to S3, which serves the file and then expires. A bucket
+ * that does not exist stops a server or worker at start with what to fix.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
@@ -174,6 +175,23 @@ describe("servers and a worker sharing one S3 bucket and one PostgreSQL", () => 
       expect(worker.output()).toMatch(/blobs in S3 bucket/)
       expect(yield* Effect.forEach(dataDirs, blobFiles)).toEqual(dataDirs.map(() => []))
       expect((yield* Effect.promise(() => s3.objectKeys("e2e/"))).length).toBe(2)
+    })
+  )
+
+  it.live("a server or worker whose bucket does not exist stops at start, saying what to fix", () =>
+    Effect.gen(function* () {
+      for (const command of ["start", "worker"] as const) {
+        const failed = yield* Effect.flip(
+          launch(command, /taskmeter (is listening|worker:)/, {
+            S3_BUCKET: "no-such-bucket",
+            PUBLIC_URL: "http://127.0.0.1:8787"
+          })
+        )
+        expect(failed.message).toContain(`taskmeter ${command} exited 1`)
+        expect(failed.message).toContain(
+          `error: S3 bucket no-such-bucket under e2e/ at ${s3.endpoint} does not exist: create it, or fix S3_BUCKET, S3_ENDPOINT or S3_REGION.`
+        )
+      }
     })
   )
 
