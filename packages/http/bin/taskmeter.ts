@@ -13,13 +13,16 @@ import * as Shutdown from "../src/Shutdown.ts"
 // The server's modules load only for the commands that run it, so admin commands start fast.
 const main = Effect.promise(() => import("../src/main.ts"))
 
-const start = Command.make("start", {}, () => Effect.flatMap(main, (Main) => Main.start)).pipe(
-  Command.withDescription("Start the server (as `npm start`): API, admin service and workers.")
-)
+const start = Command.make("start", {}, () =>
+  Effect.flatMap(main, (Main) => Main.start).pipe(Effect.catchTag("S3NotReady", (error) => AdminCli.failWith(error.message)))
+).pipe(Command.withDescription("Start the server (as `npm start`): API, admin service and workers."))
 
 const worker = Command.make("worker", {}, () =>
   Effect.flatMap(main, (Main) => Main.worker).pipe(
-    Effect.catchTag("WorkerNotConfigured", (error) => AdminCli.failWith(error.message))
+    Effect.catchTags({
+      WorkerNotConfigured: (error) => AdminCli.failWith(error.message),
+      S3NotReady: (error) => AdminCli.failWith(error.message)
+    })
   )
 ).pipe(Command.withDescription("Run a task worker and the reconciler against DATABASE_URL, without an HTTP server."))
 

@@ -26,12 +26,14 @@ import {
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
+import { S3Settings, S3Store, StartupCheck } from "@taskmeter/storage-s3"
 import * as AdminFile from "./admin/AdminFile.ts"
 import * as AdminServer from "./admin/AdminServer.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
 import * as DataDir from "./DataDir.ts"
+import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -62,6 +64,8 @@ export interface Settings {
   readonly mcpAuthorizationsPerMinute: number
   /** MCP_SIGN_IN_MAX_DAYS: how long an MCP sign-in lasts at most, however often its tokens are refreshed. */
   readonly mcpSignInMaxDays: number
+  /** S3_BUCKET and the other S3_ settings: blobs in that bucket; none: under DATA_DIR/blobs. */
+  readonly s3: Option.Option<S3Settings.S3Settings>
 }
 
 /** The settings when nothing is configured. */
@@ -83,7 +87,8 @@ export const defaults: Settings = {
   mcpAllowedOrigins: [],
   mcpAllowedHosts: [],
   mcpAuthorizationsPerMinute: AuthorizeLimit.defaults.perSource,
-  mcpSignInMaxDays: 90
+  mcpSignInMaxDays: 90,
+  s3: Option.none()
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -154,28 +159,50 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDefault(defaults.mcpAllowedHosts)
   ),
   mcpAuthorizationsPerMinute: positive("MCP_AUTHORIZATIONS_PER_MINUTE", defaults.mcpAuthorizationsPerMinute),
-  mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays)
+  mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays),
+  s3: S3Settings.config
 })
 
 /**
- * PostgreSQL at DATABASE_URL, else PGlite with its files in `<dataDir>/pg`; blobs in
- * `<dataDir>/blobs`. The database's SqlClient is provided too, for `serverStorage`.
+ * Blobs in the S3 bucket of `settings.s3` (checked at start; with presigned downloads, the
+ * PresignedDownloads service too), else as files in `<dataDir>/blobs`.
  */
-export const storage = (dataDir: string, settings: Pick<Settings, "databaseUrl" | "databaseSchema">) =>
+export const blobStorage = (
+  dataDir: string,
+  settings: Pick<Settings, "s3" | "resultLinkTtlSeconds">
+): Layer.Layer<BlobStore.BlobStore, StartupCheck.S3NotReady> =>
+  Option.match(settings.s3, {
+    onNone: () => BlobStore.layerFileSystem(join(dataDir, "blobs")),
+    onSome: (s3) =>
+      s3.presignedDownloads
+        ? PresignedDownloads.layer(settings.resultLinkTtlSeconds).pipe(Layer.provideMerge(S3Store.layer(s3)))
+        : S3Store.layer(s3)
+  })
+
+/**
+ * PostgreSQL at DATABASE_URL, else PGlite with its files in `<dataDir>/pg`; blobs as
+ * `blobStorage` keeps them. The database's SqlClient is provided too, for `serverStorage`.
+ */
+export const storage = (
+  dataDir: string,
+  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds">
+) =>
   Layer.merge(
     Option.match(settings.databaseUrl, {
       onNone: () => PgStore.layerEmbedded({ dataDir, schema: Option.getOrUndefined(settings.databaseSchema) }),
       onSome: (url) => PgStore.layer({ url, schema: Option.getOrUndefined(settings.databaseSchema) })
     }),
-    BlobStore.layerFileSystem(join(dataDir, "blobs"))
+    blobStorage(dataDir, settings)
   )
 
 /**
  * What `server` keeps its data in: `storage`, and the MCP sign-in records (OAuthStorePg) in
  * the same database over the same client (PGlite's one connection included).
  */
-export const serverStorage = (dataDir: string, settings: Pick<Settings, "databaseUrl" | "databaseSchema">) =>
-  OAuthStorePg.layer.pipe(Layer.provideMerge(storage(dataDir, settings)))
+export const serverStorage = (
+  dataDir: string,
+  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds">
+) => OAuthStorePg.layer.pipe(Layer.provideMerge(storage(dataDir, settings)))
 
 /**
  * The media-link secret: configured, or derived from the operator token, so that every process
@@ -323,6 +350,15 @@ export const adminUrl: Effect.Effect<string, never, AdminServer.AdminListener> =
 
 const mcpUrlOf = (publicUrl: string): string => `${new URL(publicUrl).origin}/mcp`
 
+/** Where blobs are, for the banners: the bucket was written and read by the start-up check. */
+const blobsLine = (dataDir: string, settings: Pick<Settings, "s3">): string =>
+  Option.match(settings.s3, {
+    onNone: () => `files in ${join(dataDir, "blobs")} (set S3_BUCKET to keep them in S3)`,
+    onSome: (s3) =>
+      `${S3Settings.describe(s3)}: written and read at start` +
+      (s3.presignedDownloads ? "; result downloads redirect to presigned URLs" : "")
+  })
+
 const announce = (
   url: string,
   publicUrl: string,
@@ -345,6 +381,7 @@ const announce = (
           ? "PostgreSQL (DATABASE_URL)"
           : `PGlite in ${join(dataDir, "pg")} (set DATABASE_URL to use PostgreSQL)`
       }`,
+      `  blobs      ${blobsLine(dataDir, settings)}`,
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
       `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
       "",
@@ -395,10 +432,10 @@ export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")
 /**
  * What `taskmeter worker` runs: a task worker and the reconciler, without an HTTP server,
  * against the PostgreSQL at DATABASE_URL (PGlite cannot be shared between processes). Results
- * are written under DATA_DIR/blobs, which the servers must see too (same machine or a shared
- * disk). Media links are signed like the server's: with MEDIA_LINK_SECRET, or the operator
- * token of OPERATOR_TOKEN or the data directory's admin.json, whose address is also the
- * default PUBLIC_URL.
+ * go to the S3_BUCKET the servers use, else under DATA_DIR/blobs, which the servers must then
+ * see too (same machine). Media links are signed like the server's: with MEDIA_LINK_SECRET, or
+ * the operator token of OPERATOR_TOKEN or the data directory's admin.json, whose address is
+ * also the default PUBLIC_URL.
  */
 export const worker = Effect.scoped(
   Effect.gen(function* () {
@@ -429,10 +466,13 @@ export const worker = Effect.scoped(
       })
     }
     const executors = Executors.make({ adapters })
-    yield* Console.log(
-      `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; stop with Ctrl-C.`
-    )
-    return yield* TaskWorker.serve().pipe(
+    return yield* Effect.gen(function* () {
+      yield* Console.log(
+        `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; ` +
+          `blobs in ${blobsLine(dataDir, settings)}; stop with Ctrl-C.`
+      )
+      return yield* TaskWorker.serve()
+    }).pipe(
       Effect.provide(
         Layer.mergeAll(
           Catalog.layer,

@@ -498,6 +498,32 @@ const audit = Command.make("audit", {}, () =>
   )
 ).pipe(Command.withDescription("Recompute every account from its journal and list disagreements."))
 
+const blobsCopy = Command.make(
+  "copy",
+  { to: Flag.Literals("to", ["s3"]).pipe(Flag.withDescription("Where to: s3, the S3_BUCKET of the environment.")) },
+  () =>
+    Effect.gen(function* () {
+      const flags = yield* admin
+      // Loaded for this command only: the S3 client is not needed by the others.
+      const BlobsCopy = yield* Effect.promise(() => import("./BlobsCopy.ts"))
+      const summary = yield* BlobsCopy.run(flags.dataDir, flags.json).pipe(Effect.catch((error) => failWith(error.message)))
+      yield* Console.log(
+        flags.json
+          ? JSON.stringify(summary, null, 2)
+          : `${summary.copied} of ${summary.files} files copied (${(summary.bytesCopied / 1e6).toFixed(1)} MB), ` +
+              `${summary.skipped} already in the bucket, ${summary.failed.length} failed` +
+              summary.failed.map((f) => `\n  ${f.key}: ${f.message}`).join("")
+      )
+      if (summary.failed.length > 0) {
+        return yield* failWith(`${summary.failed.length} files were not copied; run the command again to retry them.`)
+      }
+    })
+).pipe(
+  Command.withDescription(
+    "Copy <data-dir>/blobs into the S3 bucket of S3_BUCKET (S3_PREFIX, S3_ENDPOINT, S3_REGION): resumable, files already there are skipped."
+  )
+)
+
 export const command = admin.pipe(
   Command.withSubcommands([
     Command.make("account").pipe(
@@ -514,6 +540,10 @@ export const command = admin.pipe(
     Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
     audit,
     signInCode,
+    Command.make("blobs").pipe(
+      Command.withDescription("Uploads and result files, run here rather than on the server."),
+      Command.withSubcommands([blobsCopy])
+    ),
     Command.make("mcp").pipe(
       Command.withDescription("The MCP endpoint."),
       Command.withSubcommands([

@@ -66,6 +66,13 @@ const downloadResponses = (operation: Record<string, any>) => {
         },
         content: full.content
       },
+      "302": {
+        description:
+          "Only with S3_PRESIGNED_DOWNLOADS=true: the file at a presigned object-storage URL (Location), with the same type and attachment disposition, valid for at most the result link's life.",
+        headers: {
+          location: header("The presigned URL; a credential until it expires, never cached (`Cache-Control: no-store`).")
+        }
+      },
       "304": {
         description: "Not modified: If-None-Match matched the ETag.",
         headers: { etag: bodyHeaders.etag }

@@ -1,14 +1,15 @@
 /**
  * GET (and HEAD) /api/v1/result-links/{uuid}?acct&exp&sig: a result file through a signed link with
  * no API key (ResultUrls signs them for the MCP tools). A valid link serves what GET
- * /api/v1/results/{id} serves, through FileDownload, cacheable privately until it expires; the
+ * /api/v1/results/{id} serves, through FileDownload (or a presigned S3 GET living no longer than
+ * the link: PresignedDownloads), cacheable privately until it expires; the
  * signature is checked before any store read, and every link that does not work is the same 404
  * JOB_NOT_FOUND. A raw route: the link is its credential, which the API's middleware has no place for.
  */
 import { Clock, Effect } from "effect"
 import { HttpRouter } from "effect/http"
 import { BlobStore, Errors, MediaStore, ResultUrls } from "@taskmeter/kernel"
-import * as FileDownload from "./FileDownload.ts"
+import * as PresignedDownloads from "./PresignedDownloads.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 /** The route's path, in the OpenAPI document's form. */
@@ -26,6 +27,7 @@ export const layer = HttpRouter.use((router) =>
     const links = yield* ResultUrls.ResultUrls
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
+    const presigned = yield* Effect.serviceOption(PresignedDownloads.PresignedDownloads)
     yield* router.add("GET", `${ResultUrls.PATH_PREFIX}:uuid`, (request) =>
       Effect.gen(function* () {
         const link = yield* links.verify(request.url)
@@ -34,7 +36,8 @@ export const layer = HttpRouter.use((router) =>
         if (result === undefined) return yield* notFound
         const now = yield* Clock.currentTimeMillis
         const secondsLeft = Math.max(0, Math.floor((link.expiresAt.getTime() - now) / 1000))
-        return yield* FileDownload.respond({
+        return yield* PresignedDownloads.respond(presigned, {
+          secondsLeft,
           blobs,
           file: result,
           request,

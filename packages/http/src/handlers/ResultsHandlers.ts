@@ -1,13 +1,14 @@
 /**
  * GET /api/v1/results/{id}: the bytes of one of the caller's result files, served by
- * FileDownload (ETag, single HTTP Range, If-None-Match).
+ * FileDownload (ETag, single HTTP Range, If-None-Match), or with S3_PRESIGNED_DOWNLOADS a 302 to
+ * a presigned S3 GET (PresignedDownloads).
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { BlobStore, Errors, Ids, MediaStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { CurrentCaller } from "../api/Security.ts"
-import * as FileDownload from "./FileDownload.ts"
+import * as PresignedDownloads from "./PresignedDownloads.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 const notFound = (id: string) =>
@@ -21,13 +22,14 @@ export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
   Effect.gen(function* () {
     const blobs = yield* BlobStore.BlobStore
     const media = yield* MediaStore.MediaStore
+    const presigned = yield* Effect.serviceOption(PresignedDownloads.PresignedDownloads)
     return handlers.handle("download", ({ params, request }) =>
       Effect.gen(function* () {
         const caller = yield* CurrentCaller
         if (!Ids.isResultId(params.id)) return yield* notFound(params.id)
         const result = yield* media.getResult(caller.accountId, params.id)
         if (result === undefined) return yield* notFound(params.id)
-        return yield* FileDownload.respond({
+        return yield* PresignedDownloads.respond(presigned, {
           blobs,
           file: result,
           request,

@@ -40,6 +40,8 @@ export class BlobStore extends Context.Service<
     /** The bytes of `key` (or of `range` within it); undefined when there is no such blob. */
     readonly read: (key: string, range?: ByteRange) => Effect.Effect<AsyncIterable<Uint8Array> | undefined, StoreUnavailable>
     readonly remove: (key: string) => Effect.Effect<void, StoreUnavailable>
+    /** Removes every key given, missing ones included, in calls of a bounded size (S3: 1,000 keys). */
+    readonly removeMany: (keys: ReadonlyArray<string>) => Effect.Effect<void, StoreUnavailable>
   }
 >()("@taskmeter/kernel/BlobStore") {}
 
@@ -109,7 +111,14 @@ export const makeFileSystem = (root: string): BlobStore["Service"] =>
         },
         catch: unavailable("read")
       }),
-    remove: (key) => Effect.tryPromise({ try: () => rm(pathOf(root, key), { force: true }), catch: unavailable("remove") })
+    remove: (key) => Effect.tryPromise({ try: () => rm(pathOf(root, key), { force: true }), catch: unavailable("remove") }),
+    removeMany: (keys) =>
+      Effect.tryPromise({
+        try: async () => {
+          for (const key of keys) await rm(pathOf(root, key), { force: true })
+        },
+        catch: unavailable("remove")
+      })
   })
 
 export const layerFileSystem = (root: string): Layer.Layer<BlobStore> => Layer.succeed(BlobStore, makeFileSystem(root))

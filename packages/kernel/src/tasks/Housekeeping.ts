@@ -50,14 +50,14 @@ export const purgeIdempotencyKeys = (options: Options = {}): Effect.Effect<numbe
 export interface Swept {
   /** Orphaned result records deleted. */
   readonly records: number
-  /** Their files removed from the BlobStore; the others were logged and left. */
+  /** Their files removed from the BlobStore; those of a batch that failed were logged and left. */
   readonly removed: number
 }
 
 /**
  * One sweep: deletes the orphaned result records created `orphanResultGraceMs` before now, in
- * batches of `batchSize`, and removes their files. Stops after a short batch, or after a batch
- * with a file it could not remove.
+ * batches of `batchSize`, and removes each batch's files in one `removeMany`. Stops after a short
+ * batch, or after a batch whose files it could not remove.
  */
 export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, StoreUnavailable, MediaStore | BlobStore> =>
   Effect.gen(function* () {
@@ -70,20 +70,18 @@ export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, 
     for (;;) {
       const purged = yield* media.purgeOrphanResults(cutoff, batchSize)
       records += purged.length
-      let left = 0
-      for (const { blobKey } of purged) {
-        const removal = yield* Effect.result(blobs.remove(blobKey))
-        if (removal._tag === "Success") {
-          removed++
-        } else {
-          left++
-          yield* Effect.logWarning("Could not remove an orphaned result file; it is left", {
-            blobKey,
-            error: removal.failure.message
-          })
-        }
+      const blobKeys = purged.map(({ blobKey }) => blobKey)
+      const removal = yield* Effect.result(blobs.removeMany(blobKeys))
+      if (removal._tag === "Failure") {
+        yield* Effect.logWarning("Could not remove orphaned result files; they are left", {
+          files: blobKeys.length,
+          first: blobKeys[0],
+          error: removal.failure.message
+        })
+        return { records, removed }
       }
-      if (purged.length < batchSize || left > 0) return { records, removed }
+      removed += blobKeys.length
+      if (purged.length < batchSize) return { records, removed }
     }
   })
 

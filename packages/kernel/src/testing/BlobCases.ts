@@ -51,6 +51,20 @@ export const blobCases = (test: Case) =>
     )
 
     test(
+      "removes many keys at once, unknown ones included",
+      Effect.gen(function* () {
+        const store = yield* BlobStore
+        const keys = ["results/a", "results/b", "results/c"]
+        for (const key of keys) yield* store.put(key, chunks(key), { maxBytes: 100 })
+        yield* store.removeMany(["results/a", "results/c", "results/unknown"])
+        expect(yield* store.size("results/a")).toBeUndefined()
+        expect(yield* store.size("results/c")).toBeUndefined()
+        expect(yield* text(defined(yield* store.read("results/b")))).toBe("results/b")
+        yield* store.removeMany([])
+      })
+    )
+
+    test(
       "unknown keys have no size and no bytes",
       Effect.gen(function* () {
         const store = yield* BlobStore

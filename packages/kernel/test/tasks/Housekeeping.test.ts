@@ -222,7 +222,7 @@ const both = { record: true, file: true }
 const neither = { record: false, file: false }
 const fileLeft = { record: false, file: true }
 
-/** The stores of MemoryStore.layer, with a BlobStore whose first `failures` removals fail. */
+/** The stores of MemoryStore.layer, with a BlobStore whose first `failures` batch removals fail. */
 const failingRemovals = (failures: number) =>
   Layer.effect(
     BlobStore,
@@ -231,9 +231,9 @@ const failingRemovals = (failures: number) =>
       let failed = 0
       return BlobStore.of({
         ...blobs,
-        remove: (key) =>
+        removeMany: (keys) =>
           Effect.suspend(() =>
-            failed++ < failures ? Effect.fail(new StoreUnavailable({ message: "disk unavailable" })) : blobs.remove(key)
+            failed++ < failures ? Effect.fail(new StoreUnavailable({ message: "disk unavailable" })) : blobs.removeMany(keys)
           )
       })
     })
@@ -269,16 +269,17 @@ describe("Housekeeping of orphaned result files", () => {
     }).pipe(Effect.provide(Layer.merge(services([]), logs.layer)))
   })
 
-  it.effect("logs and leaves a file it cannot remove, and stops the sweep there", () => {
+  it.effect("logs and leaves a batch of files it cannot remove, and stops the sweep there", () => {
     const logs = logged()
     return Effect.gen(function* () {
       const { accountId, named, orphans } = yield* namedAndOrphans
       yield* TestClock.adjust(2 * HOUR)
       expect(yield* Housekeeping.sweepOrphanResults({ batchSize: 1 })).toEqual({ records: 1, removed: 0 })
       expect(logs.lines).toHaveLength(1)
-      const [message, detail] = logs.lines[0]!.message as [string, { readonly blobKey: string }]
-      expect([logs.lines[0]!.level, message]).toEqual(["Warn", "Could not remove an orphaned result file; it is left"])
-      const left = orphans.find((id) => Outputs.blobKeyOf(id) === detail.blobKey)!
+      const [message, detail] = logs.lines[0]!.message as [string, { readonly files: number; readonly first: string }]
+      expect([logs.lines[0]!.level, message]).toEqual(["Warn", "Could not remove orphaned result files; they are left"])
+      expect(detail.files).toBe(1)
+      const left = orphans.find((id) => Outputs.blobKeyOf(id) === detail.first)!
       const other = orphans.find((id) => id !== left)!
       expect(yield* present(accountId, [left, other])).toEqual([fileLeft, both])
 

@@ -39,5 +39,9 @@ export const make = (state: State): BlobStore.BlobStore["Service"] =>
         if (bytes === undefined) return undefined
         return once(range === undefined ? bytes : bytes.subarray(range.start, range.end + 1))
       }),
-    remove: (key) => Effect.sync(() => void state.blobs.delete(key))
+    remove: (key) => Effect.sync(() => void state.blobs.delete(key)),
+    removeMany: (keys) =>
+      Effect.sync(() => {
+        for (const key of keys) state.blobs.delete(key)
+      })
   })
