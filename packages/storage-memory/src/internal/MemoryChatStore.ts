@@ -172,7 +172,8 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     if (held === undefined || held.closed) return false
     held.closed = true
     const rest = held.reserved - held.charged
-    if (rest > 0) append(state, state.accounts.get(held.accountId)!, { kind: "release", amountMicros: rest, note: id, createdAt: at })
+    if (rest > 0)
+      append(state, state.accounts.get(held.accountId)!, { kind: "release", amountMicros: rest, note: id, createdAt: at })
     return true
   }
 
@@ -235,8 +236,6 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     settleLeased: (settlements) => Effect.sync(() => settlements.forEach(settleLeased)),
     closeLeases: (ids, at) => Effect.sync(() => ids.filter((id) => close(id, at)).length),
     sweepLeases: (now) =>
-      Effect.sync(
-        () => Array.from(leases).filter(([id, held]) => !held.closed && held.expiresAt < now && close(id, now)).length
-      )
+      Effect.sync(() => Array.from(leases).filter(([id, held]) => !held.closed && held.expiresAt < now && close(id, now)).length)
   })
 }
