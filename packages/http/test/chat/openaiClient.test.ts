@@ -132,11 +132,8 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           promptTokens: ChatTokens.estimatePrompt("o200k_base", QUESTION),
           completionTokens: 50
         })
-        expect(yield* T.movements(who, completion.id)).toEqual([
-          ["reserve", reserved],
-          ["charge", charged],
-          ["release", reserved - charged]
-        ])
+        // The request's credit came from the server's lease: its one entry is the charge.
+        expect(yield* T.movements(who, completion.id)).toEqual([["charge", charged]])
         const balances = yield* T.usage(who)
         expect([balances.balanceMicros, balances.reservedMicros]).toEqual([1_000_000 - charged, 0])
 
@@ -249,10 +246,7 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         expect(error?.status).toBe(502)
         const [record] = (yield* T.call("/api/v1/chat/requests", who)).body.requests
         expect(record).toMatchObject({ status: "failed", chargedMicros: 0, errorCode: "UPSTREAM_ERROR" })
-        expect(yield* T.movements(who, record.id)).toEqual([
-          ["reserve", record.reservedMicros],
-          ["release", record.reservedMicros]
-        ])
+        expect(yield* T.movements(who, record.id)).toEqual([])
         expect((yield* T.usage(who)).balanceMicros).toBe(1_000_000)
       })
     )
@@ -308,11 +302,7 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           completionTokens: delivered
         })
         expect(record).toMatchObject({ status: "partial", chargedMicros: charge, errorCode: "UPSTREAM_ERROR" })
-        expect(yield* T.movements(who, record.id)).toEqual([
-          ["reserve", record.reservedMicros],
-          ["charge", charge],
-          ["release", record.reservedMicros - charge]
-        ])
+        expect(yield* T.movements(who, record.id)).toEqual([["charge", charge]])
         expect((yield* T.usage(who)).reservedMicros).toBe(0)
       })
     )
@@ -371,18 +361,14 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         })
         const record = yield* T.eventually(
           Effect.map(T.call("/api/v1/chat/requests", who), (r) => r.body.requests[0]),
-          (r) => r?.status !== "open"
+          (r) => r !== undefined && r.status !== "open"
         )
         expect(record).toMatchObject({ status: "partial", errorCode: "CLIENT_DISCONNECTED" })
         // The server may have relayed a few more pieces than the client read before it noticed.
         const completion = record.usage.completion_tokens
         expect(completion).toBeGreaterThanOrEqual(ChatTokens.countText("o200k_base", received.join("")))
         expect(completion).toBeLessThan(ChatTokens.countText("o200k_base", pieces.join("")) / 4)
-        expect(yield* T.movements(who, record.id)).toEqual([
-          ["reserve", record.reservedMicros],
-          ["charge", record.chargedMicros],
-          ["release", record.reservedMicros - record.chargedMicros]
-        ])
+        expect(yield* T.movements(who, record.id)).toEqual([["charge", record.chargedMicros]])
         expect(
           yield* T.eventually(
             Effect.sync(() => upstreamCancelled),
