@@ -49,9 +49,7 @@ export const config = Config.all({
   maxOpenRequests: Config.schema(PositiveInt, "CHAT_MAX_OPEN_REQUESTS").pipe(
     Config.withDefault(ChatBilling.defaultLimits.maxOpenRequests)
   ),
-  leaseTtlSeconds: Config.schema(PositiveInt, "CHAT_LEASE_TTL_SECONDS").pipe(
-    Config.withDefault(ChatLeases.defaults.ttlMs / 1000)
-  )
+  leaseTtlSeconds: Config.schema(PositiveInt, "CHAT_LEASE_TTL_SECONDS").pipe(Config.withDefault(ChatLeases.defaults.ttlMs / 1000))
 })
 
 /** `layer` from configuration, sweeping stale chat reservations once it is built. */

@@ -361,7 +361,5 @@ export const make = (
     })
   })
 
-export const layer = (
-  options: Options = {}
-): Layer.Layer<ChatBilling.ChatBilling, never, ChatStore | ChatPrices.ChatPrices> =>
+export const layer = (options: Options = {}): Layer.Layer<ChatBilling.ChatBilling, never, ChatStore | ChatPrices.ChatPrices> =>
   Layer.effect(ChatBilling.ChatBilling, make(options))
