@@ -11,7 +11,7 @@ import type { ChatPriceTier } from "../chat/ChatPrices.ts"
 import * as Ids from "../domain/Ids.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import { micros } from "../domain/Money.ts"
-import type { ChatStores } from "./ChatStoreConformance.ts"
+import type { Stores } from "./Case.ts"
 import { allEntries, at, defined, expectBalances, fundedAccount, insertKey, T0, USD } from "./Fixtures.ts"
 
 const tiers: ReadonlyArray<ChatPriceTier> = [
@@ -56,7 +56,7 @@ const leaseEntries = (accountId: AccountId, leaseId: string) =>
       .reverse()
   )
 
-export const cases = (test: (title: string, body: Effect.Effect<void, unknown, ChatStores>) => void): void => {
+export const cases = (test: (title: string, body: Effect.Effect<void, unknown, Stores | ChatStore>) => void): void => {
   test(
     "a lease reserves what it wants when available, grows, and closing releases what it did not charge",
     Effect.gen(function* () {
