@@ -122,9 +122,10 @@ try {
   }
   // Credit a server holds in a lease for chat is returned when the lease has been idle a moment.
   const books = async () =>
-    (await (
-      await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })
-    ).json()) as { balanceMicros: number; reservedMicros: number }
+    (await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })).json()) as {
+      balanceMicros: number
+      reservedMicros: number
+    }
   let usage = await books()
   for (let waited = 0; usage.reservedMicros !== 0 && waited < 15_000; waited += 100) {
     await new Promise((resolve) => setTimeout(resolve, 100))

@@ -148,7 +148,14 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
           usage: {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
-            total_tokens: usage.total_tokens
+            total_tokens: usage.total_tokens,
+            prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+            completion_tokens_details: {
+              reasoning_tokens: 0,
+              audio_tokens: 0,
+              accepted_prediction_tokens: 0,
+              rejected_prediction_tokens: 0
+            }
           },
           finishReason: "stop",
           errorCode: null,
@@ -158,7 +165,7 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
       })
     )
 
-    it.effect("a streamed completion sends chunks, then usage and the charge, then [DONE]", () =>
+    it.effect("a streamed completion sends chunks, the charge with finish_reason, then [DONE]", () =>
       Effect.gen(function* () {
         const who = yield* T.customer(1_000_000)
         const stream = yield* promise(() =>
@@ -166,17 +173,44 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         )
         const chunks = yield* promise(async () => {
           const all = []
-          for await (const chunk of stream) all.push(chunk)
+          // Naive code that reads choices[0] of every chunk works: without include_usage no chunk has empty choices.
+          for await (const chunk of stream) all.push({ ...chunk, content: chunk.choices[0]!.delta.content ?? "" })
           return all
         })
         expect(chunks.length).toBeGreaterThan(5)
-        expect(chunks.map((c) => c.choices[0]?.delta.content ?? "").join("")).toBe("You said: What is the capital of Norway?")
+        expect(chunks.map((c) => c.content).join("")).toBe("You said: What is the capital of Norway?")
+        expect(chunks.every((c) => c.system_fingerprint === "fp_taskmeter")).toBe(true)
         const last = chunks.at(-1)! as (typeof chunks)[number] & { svc: { charged_micros: number } }
-        expect(last.choices).toEqual([])
-        expect(last.usage?.completion_tokens).toBe(chunks.length - 3)
+        expect(last.choices[0]?.finish_reason).toBe("stop")
+        expect(last.usage).toBeUndefined()
         expect(yield* T.movements(who, last.id)).toContainEqual(["charge", last.svc.charged_micros])
         expect((yield* T.usage(who)).balanceMicros).toBe(1_000_000 - last.svc.charged_micros)
         expect((yield* T.request(who, last.id)).chargedMicros).toBe(last.svc.charged_micros)
+      })
+    )
+
+    it.effect("with stream_options.include_usage a last chunk with empty choices carries usage and the charge", () =>
+      Effect.gen(function* () {
+        const who = yield* T.customer(1_000_000)
+        const stream = yield* promise(() =>
+          who.openai.chat.completions.create({
+            model: "taskmeter-local",
+            messages: QUESTION,
+            stream: true,
+            stream_options: { include_usage: true }
+          })
+        )
+        const chunks = yield* promise(async () => {
+          const all = []
+          for await (const chunk of stream) all.push(chunk)
+          return all
+        })
+        const [finish, last] = chunks.slice(-2) as Array<(typeof chunks)[number] & { svc: { charged_micros: number } }>
+        expect(finish!.choices[0]?.finish_reason).toBe("stop")
+        expect(last!.choices).toEqual([])
+        expect(last!.usage?.completion_tokens).toBe(chunks.length - 3)
+        expect(last!.usage?.completion_tokens_details?.reasoning_tokens).toBe(0)
+        expect(last!.svc.charged_micros).toBe(finish!.svc.charged_micros)
       })
     )
 
@@ -319,7 +353,12 @@ layer(T.layer(), { excludeTestServices: true })("chat through the openai client"
         )
         const who = yield* T.customer(1_000_000)
         const stream = yield* promise(() =>
-          who.openai.chat.completions.create({ model: "chat-pro", messages: QUESTION, stream: true })
+          who.openai.chat.completions.create({
+            model: "chat-pro",
+            messages: QUESTION,
+            stream: true,
+            stream_options: { include_usage: true }
+          })
         )
         const chunks = yield* promise(async () => {
           const all = []
