@@ -89,6 +89,9 @@ export const make = (
           : Effect.void
     )
 
+    /** Reads wait for the writer, but not for a store that is down. */
+    const flushedSoon = Effect.ignore(Effect.timeout(flushed, "2 seconds"))
+
     const write = (batch: ReadonlyArray<LeasedSettlement>, closes: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         if (batch.length > 0) yield* store.settleLeased(batch)
@@ -168,13 +171,12 @@ export const make = (
       }).pipe(Effect.timeout("10 seconds"), Effect.ignore)
     )
 
-    /** Reserves `need` more for the account's lease, taking a new lease when it was closed. */
+    /** Reserves what the request lacks in the account's lease (renewing it), or takes a new lease. */
     const grow = (accountId: AccountId, reservedMicros: Micros): Effect.Effect<void, ChatBilling.OpenError> =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
         let lease = held.get(accountId)
-        if (lease === undefined || nowMs >= lease.usableUntilMs) {
-          if (lease !== undefined) close(lease)
+        if (lease === undefined) {
           lease = {
             id: newLeaseId(),
             accountId,
@@ -190,13 +192,14 @@ export const make = (
         const current = lease
         const done = Deferred.makeUnsafe<void>()
         current.growing = done
-        const need = reservedMicros - Math.max(0, current.granted - current.committed)
+        // A lease past its usable time but holding enough is only renewed (need and want 0).
+        const need = Math.max(0, reservedMicros - Math.max(0, current.granted - current.committed))
         const result = yield* store
           .lease({
             id: current.id,
             accountId,
             needMicros: micros(need),
-            wantMicros: micros(Math.max(need, reservedMicros * leaseRequests)),
+            wantMicros: micros(need === 0 ? 0 : Math.max(need, reservedMicros * leaseRequests)),
             at: new Date(nowMs),
             expiresAt: new Date(nowMs + ttlMs)
           })
@@ -352,10 +355,10 @@ export const make = (
         const request = inFlight.get(id as ChatRequestId)
         return request !== undefined && request.held.accountId === caller.accountId
           ? Effect.succeed(request.record)
-          : Effect.andThen(flushed, exact.get(caller, id))
+          : Effect.andThen(flushedSoon, exact.get(caller, id))
       },
 
-      list: (caller, page) => Effect.andThen(flushed, exact.list(caller, page)),
+      list: (caller, page) => Effect.andThen(flushedSoon, exact.list(caller, page)),
 
       sweepStale: exact.sweepStale
     })

@@ -74,6 +74,11 @@ export const cases = (test: (title: string, body: Effect.Effect<void, unknown, S
       // A second write of the same request changes nothing.
       yield* store.settleLeased([first])
       yield* expectBalances(accountId, { balance: 10 * USD - 300_000, reserved: 6 * USD - 300_000 })
+      // Asking for nothing only renews the lease: no entry.
+      expect(yield* store.lease({ ...request, needMicros: micros(0), wantMicros: micros(0), expiresAt: at(60) })).toEqual({
+        _tag: "Leased",
+        grantedMicros: 0
+      })
       expect(yield* store.get(accountId, first.id)).toMatchObject({
         status: "succeeded",
         reservedMicros: USD,

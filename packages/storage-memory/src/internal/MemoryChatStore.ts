@@ -123,7 +123,7 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     const available = account.balance - account.reserved
     if (available < request.needMicros) return { _tag: "InsufficientCredits", availableMicros: available }
     const granted = Math.min(request.wantMicros, available)
-    append(state, account, { kind: "reserve", amountMicros: granted, note: request.id, createdAt: request.at })
+    if (granted > 0) append(state, account, { kind: "reserve", amountMicros: granted, note: request.id, createdAt: request.at })
     if (current === undefined) {
       leases.set(request.id, {
         accountId: request.accountId,

@@ -74,9 +74,11 @@ const statements = [
       UPDATE chat_leases l SET reserved_micros = l.reserved_micros + v_granted, expires_at = p_expires_at
         WHERE l.id = p_id;
     END IF;
-    UPDATE accounts a SET reserved_micros = a.reserved_micros + v_granted WHERE a.id = p_account_id;
-    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
-      VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', v_granted, p_id, p_id, p_at);
+    IF v_granted > 0 THEN
+      UPDATE accounts a SET reserved_micros = a.reserved_micros + v_granted WHERE a.id = p_account_id;
+      INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
+        VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', v_granted, p_id, p_id, p_at);
+    END IF;
     RETURN QUERY SELECT 'Leased'::text, v_granted;
   END
   $fn$`,
