@@ -73,6 +73,7 @@ export const requirements: Record<Dependency, Requirement> = {
     suites: [
       "examples/postgres/postgres.test.ts",
       "packages/http/test/cli-postgres.test.ts",
+      "packages/http/test/chat/leases-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
       "packages/http/test/hostile/properties.test.ts: its storage-pg (PostgreSQL) property",
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",

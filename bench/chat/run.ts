@@ -2,12 +2,13 @@
  * The chat benchmark: the latency the server adds over its upstream. A mock upstream (upstream.ts),
  * the server over storage-memory or PostgreSQL (server.ts) and this client; the same requests go
  * direct and through POST /api/v1/chat/completions, reporting p50 and p99 per concurrency (whole
- * response; stream: first token), then checking the books.
+ * response; stream: first token) and the server's CPU per request, then checking the books.
  * Usage and options: bench/chat/README.md; results: bench/RESULTS.md.
  */
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { join } from "node:path"
+import { readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { parseArgs } from "node:util"
 import { summarize } from "../support/percentile.ts"
@@ -17,7 +18,8 @@ const { values: args } = parseArgs({
     requests: { type: "string", default: "1000" },
     concurrency: { type: "string", default: "1,32" },
     tokens: { type: "string", default: "20" },
-    store: { type: "string", default: "memory" }
+    store: { type: "string", default: "memory" },
+    server: { type: "string", default: join(import.meta.dirname, "server.ts") }
   }
 })
 const REQUESTS = Number(args.requests)
@@ -28,7 +30,7 @@ const children: Array<ChildProcess> = []
 
 /** Starts a script of this folder and resolves with the first line it prints. */
 const start = (script: string, env: Record<string, string>): Promise<string> => {
-  const child = spawn(process.execPath, [join(import.meta.dirname, script)], {
+  const child = spawn(process.execPath, [resolve(import.meta.dirname, script)], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"]
   })
@@ -40,9 +42,17 @@ const start = (script: string, env: Record<string, string>): Promise<string> => 
 }
 
 const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
-const server = JSON.parse(await start("server.ts", { UPSTREAM_URL: upstreamUrl, STORE: args.store })) as {
+const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store })) as {
   readonly url: string
   readonly key: string
+}
+const serverPid = children.at(-1)!.pid!
+const ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim())
+
+/** The server process's CPU time (user and system) so far, in ms (Linux /proc). */
+const serverCpuMs = (): number => {
+  const fields = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
 }
 
 const messages = [{ role: "user", content: "Summarize the plot of a short story about a lighthouse keeper." }]
@@ -100,22 +110,33 @@ try {
   for (const concurrency of LEVELS) {
     for (const stream of [false, true]) {
       const direct = await measure(upstreamUrl, "bench", stream, concurrency)
+      const cpuBefore = serverCpuMs()
       const through = await measure(server.url, "chat-mini", stream, concurrency)
+      const cpuPerRequest = (serverCpuMs() - cpuBefore) / REQUESTS
       rows.push(
         `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
-          `${fmt(through.p50)} / ${fmt(through.p99)} | ${fmt(through.p50 - direct.p50)} / ${fmt(through.p99 - direct.p99)} |`
+          `${fmt(through.p50)} / ${fmt(through.p99)} | ${fmt(through.p50 - direct.p50)} / ${fmt(through.p99 - direct.p99)} | ` +
+          `${fmt(cpuPerRequest)} |`
       )
     }
   }
-  const usage = (await (
-    await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })
-  ).json()) as { balanceMicros: number; reservedMicros: number }
+  // Credit a server holds in a lease for chat is returned when the lease has been idle a moment.
+  const books = async () =>
+    (await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })).json()) as {
+      balanceMicros: number
+      reservedMicros: number
+    }
+  let usage = await books()
+  for (let waited = 0; usage.reservedMicros !== 0 && waited < 15_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    usage = await books()
+  }
   const balanced = usage.reservedMicros === 0 && usage.balanceMicros === CREDITS - totalCharged
   console.log(
     `chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`
   )
-  console.log("| request | concurrency | direct to upstream | through taskmeter | added |")
-  console.log("|---|---|---|---|---|")
+  console.log("| request | concurrency | direct to upstream | through taskmeter | added | server CPU per request |")
+  console.log("|---|---|---|---|---|---|")
   for (const row of rows) console.log(row)
   console.log(
     `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${CREDITS} - ${totalCharged} charged: ` +

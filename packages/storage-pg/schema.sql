@@ -434,6 +434,75 @@ CREATE FUNCTION taskmeter_authenticate_batch(p_hashes text[], p_nows timestamp w
   END
   $$;
 
+CREATE FUNCTION taskmeter_chat_close_leases(p_ids text[], p_at timestamp with time zone, p_expired_before timestamp with time zone) RETURNS SETOF text
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_lease chat_leases;
+    v_id text;
+  BEGIN
+    FOR v_id IN SELECT l.id FROM chat_leases l WHERE l.id = ANY (p_ids) ORDER BY l.account_id, l.id LOOP
+      PERFORM 1 FROM accounts a WHERE a.id = (SELECT l.account_id FROM chat_leases l WHERE l.id = v_id)
+        FOR NO KEY UPDATE;
+      SELECT * INTO v_lease FROM chat_leases l WHERE l.id = v_id FOR UPDATE;
+      CONTINUE WHEN v_lease.closed_at IS NOT NULL
+        OR (p_expired_before IS NOT NULL AND v_lease.expires_at >= p_expired_before);
+      UPDATE chat_leases l SET closed_at = p_at WHERE l.id = v_id;
+      IF v_lease.reserved_micros > v_lease.charged_micros THEN
+        UPDATE accounts a SET reserved_micros = a.reserved_micros - (v_lease.reserved_micros - v_lease.charged_micros)
+          WHERE a.id = v_lease.account_id;
+        INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
+          VALUES ('entry_' || gen_random_uuid(), v_lease.account_id, 'release',
+            v_lease.reserved_micros - v_lease.charged_micros, v_id, v_id, p_at);
+      END IF;
+      RETURN NEXT v_id;
+    END LOOP;
+  END
+  $$;
+
+CREATE FUNCTION taskmeter_chat_lease(p_id text, p_account_id text, p_need_micros bigint, p_want_micros bigint, p_at timestamp with time zone, p_expires_at timestamp with time zone) RETURNS TABLE(outcome text, detail bigint)
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_account accounts;
+    v_lease chat_leases;
+    v_granted bigint;
+  BEGIN
+    SELECT * INTO v_account FROM accounts a WHERE a.id = p_account_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      RAISE foreign_key_violation USING MESSAGE = format('account %s does not exist', p_account_id);
+    END IF;
+    SELECT * INTO v_lease FROM chat_leases l WHERE l.id = p_id FOR UPDATE;
+    IF FOUND AND v_lease.closed_at IS NOT NULL THEN
+      RETURN QUERY SELECT 'LeaseClosed'::text, NULL::bigint;
+      RETURN;
+    END IF;
+    IF v_account.payment_review THEN
+      RETURN QUERY SELECT 'PaymentReviewRequired'::text, NULL::bigint;
+      RETURN;
+    END IF;
+    IF v_account.balance_micros - v_account.reserved_micros < p_need_micros THEN
+      RETURN QUERY SELECT 'InsufficientCredits'::text, v_account.balance_micros - v_account.reserved_micros;
+      RETURN;
+    END IF;
+    v_granted := least(p_want_micros, v_account.balance_micros - v_account.reserved_micros);
+
+    IF v_lease.id IS NULL THEN
+      INSERT INTO chat_leases (id, account_id, reserved_micros, created_at, expires_at)
+        VALUES (p_id, p_account_id, v_granted, p_at, p_expires_at);
+    ELSE
+      UPDATE chat_leases l SET reserved_micros = l.reserved_micros + v_granted, expires_at = p_expires_at
+        WHERE l.id = p_id;
+    END IF;
+    IF v_granted > 0 THEN
+      UPDATE accounts a SET reserved_micros = a.reserved_micros + v_granted WHERE a.id = p_account_id;
+      INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
+        VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', v_granted, p_id, p_id, p_at);
+    END IF;
+    RETURN QUERY SELECT 'Leased'::text, v_granted;
+  END
+  $$;
+
 CREATE TABLE chat_requests (
     id text NOT NULL,
     seq bigint NOT NULL,
@@ -450,6 +519,8 @@ CREATE TABLE chat_requests (
     tiers jsonb NOT NULL,
     created_at timestamp with time zone NOT NULL,
     completed_at timestamp with time zone,
+    lease_id text,
+    uncharged_micros bigint DEFAULT 0 NOT NULL,
     CONSTRAINT chat_requests_check CHECK (((charged_micros >= 0) AND (charged_micros <= reserved_micros))),
     CONSTRAINT chat_requests_check1 CHECK (((status = 'open'::text) = (completed_at IS NULL))),
     CONSTRAINT chat_requests_check2 CHECK (((status = 'open'::text) = (charged_micros IS NULL))),
@@ -457,7 +528,8 @@ CREATE TABLE chat_requests (
     CONSTRAINT chat_requests_completion_tokens_check CHECK ((completion_tokens >= 0)),
     CONSTRAINT chat_requests_prompt_tokens_check CHECK ((prompt_tokens >= 0)),
     CONSTRAINT chat_requests_reserved_micros_check CHECK ((reserved_micros >= 0)),
-    CONSTRAINT chat_requests_status_check CHECK ((status = ANY (ARRAY['open'::text, 'succeeded'::text, 'partial'::text, 'failed'::text])))
+    CONSTRAINT chat_requests_status_check CHECK ((status = ANY (ARRAY['open'::text, 'succeeded'::text, 'partial'::text, 'failed'::text]))),
+    CONSTRAINT chat_requests_uncharged_micros_check CHECK ((uncharged_micros >= 0))
 );
 
 CREATE FUNCTION taskmeter_chat_open(p_id text, p_account_id text, p_api_key_id text, p_model text, p_reserved_micros bigint, p_tiers jsonb, p_created_at timestamp with time zone, p_requests_per_minute integer, p_max_open_requests integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, request chat_requests)
@@ -586,6 +658,58 @@ CREATE FUNCTION taskmeter_chat_settle(p_id text, p_status text, p_prompt_tokens 
   END
   $$;
 
+CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    r record;
+    v_lease chat_leases;
+    v_charge bigint;
+    v_ids text[] := '{}';
+  BEGIN
+    PERFORM 1 FROM accounts a
+      WHERE a.id IN (SELECT x.account_id FROM jsonb_to_recordset(p_batch) AS x (account_id text))
+      ORDER BY a.id FOR NO KEY UPDATE;
+    FOR r IN SELECT * FROM jsonb_to_recordset(p_batch) AS x (
+        id text, lease_id text, account_id text, api_key_id text, model text, reserved_micros bigint,
+        tiers jsonb, created_at timestamptz, status text, prompt_tokens bigint, completion_tokens bigint,
+        finish_reason text, error_code text, charge_micros bigint, completed_at timestamptz
+      ) ORDER BY x.lease_id, x.id
+    LOOP
+      CONTINUE WHEN EXISTS (SELECT 1 FROM chat_requests c WHERE c.id = r.id) OR r.id = ANY (v_ids);
+      SELECT * INTO v_lease FROM chat_leases l WHERE l.id = r.lease_id FOR UPDATE;
+      v_charge := CASE
+        WHEN v_lease.closed_at IS NULL AND v_lease.reserved_micros - v_lease.charged_micros >= r.charge_micros
+          THEN r.charge_micros
+        ELSE 0 END;
+      IF v_charge > 0 THEN
+        UPDATE chat_leases l SET charged_micros = l.charged_micros + v_charge WHERE l.id = r.lease_id;
+      END IF;
+      INSERT INTO chat_requests (id, account_id, api_key_id, model, status, reserved_micros, charged_micros,
+          prompt_tokens, completion_tokens, finish_reason, error_code, tiers, created_at, completed_at, lease_id,
+          uncharged_micros)
+        VALUES (r.id, r.account_id, r.api_key_id, r.model, r.status, r.reserved_micros, v_charge,
+          r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error_code, r.tiers, r.created_at, r.completed_at,
+          r.lease_id, r.charge_micros - v_charge);
+      v_ids := v_ids || r.id;
+    END LOOP;
+
+    INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+      SELECT 'entry_' || gen_random_uuid(), c.account_id, 'charge', c.charged_micros, c.id, c.completed_at
+        FROM chat_requests c WHERE c.id = ANY (v_ids) AND c.charged_micros > 0;
+    UPDATE accounts a SET
+        balance_micros = a.balance_micros - s.total,
+        reserved_micros = a.reserved_micros - s.total
+      FROM (SELECT c.account_id, sum(c.charged_micros) AS total FROM chat_requests c
+        WHERE c.id = ANY (v_ids) GROUP BY c.account_id) s
+      WHERE a.id = s.account_id AND s.total > 0;
+    UPDATE api_keys k SET usage_count = k.usage_count + s.uses
+      FROM (SELECT c.api_key_id, count(*) AS uses FROM chat_requests c
+        WHERE c.id = ANY (v_ids) AND c.api_key_id IS NOT NULL GROUP BY c.api_key_id) s
+      WHERE k.id = s.api_key_id;
+  END
+  $$;
+
 CREATE FUNCTION taskmeter_count_key_requests(p_hashes text[], p_nows timestamp with time zone[]) RETURNS SETOF taskmeter_key_count
     LANGUAGE plpgsql
     AS $$
@@ -634,10 +758,12 @@ CREATE TABLE ledger_entries (
     note text,
     external_ref text,
     created_at timestamp with time zone NOT NULL,
+    chat_lease_id text,
     CONSTRAINT ledger_entries_check CHECK (((kind = 'adjustment'::text) OR (amount_micros >= 0))),
-    CONSTRAINT ledger_entries_check1 CHECK (((task_id IS NULL) OR (chat_request_id IS NULL))),
-    CONSTRAINT ledger_entries_check2 CHECK (((kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])) = ((task_id IS NOT NULL) OR (chat_request_id IS NOT NULL)))),
-    CONSTRAINT ledger_entries_kind_check CHECK ((kind = ANY (ARRAY['grant'::text, 'reserve'::text, 'charge'::text, 'release'::text, 'refund'::text, 'adjustment'::text])))
+    CONSTRAINT ledger_entries_kind_check CHECK ((kind = ANY (ARRAY['grant'::text, 'reserve'::text, 'charge'::text, 'release'::text, 'refund'::text, 'adjustment'::text]))),
+    CONSTRAINT ledger_entries_lease_kinds CHECK (((chat_lease_id IS NULL) OR (kind = ANY (ARRAY['reserve'::text, 'release'::text])))),
+    CONSTRAINT ledger_entries_one_subject CHECK ((num_nonnulls(task_id, chat_request_id, chat_lease_id) <= 1)),
+    CONSTRAINT ledger_entries_subject_of_reservations CHECK (((kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])) = (num_nonnulls(task_id, chat_request_id, chat_lease_id) = 1)))
 );
 
 CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros bigint, p_note text, p_external_ref text, p_at timestamp with time zone) RETURNS TABLE(entry ledger_entries, balance bigint, reserved bigint, review boolean)
@@ -723,6 +849,18 @@ ALTER TABLE api_keys ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE chat_leases (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    reserved_micros bigint NOT NULL,
+    charged_micros bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    closed_at timestamp with time zone,
+    CONSTRAINT chat_leases_check CHECK (((charged_micros >= 0) AND (charged_micros <= reserved_micros))),
+    CONSTRAINT chat_leases_reserved_micros_check CHECK ((reserved_micros >= 0))
 );
 
 CREATE TABLE chat_rate_windows (
@@ -822,6 +960,9 @@ ALTER TABLE ONLY api_keys
 ALTER TABLE ONLY api_keys
     ADD CONSTRAINT api_keys_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY chat_leases
+    ADD CONSTRAINT chat_leases_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY chat_rate_windows
     ADD CONSTRAINT chat_rate_windows_pkey PRIMARY KEY (account_id);
 
@@ -857,6 +998,8 @@ ALTER TABLE ONLY tasks
 
 CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 
+CREATE INDEX chat_leases_expiring ON chat_leases USING btree (expires_at) WHERE (closed_at IS NULL);
+
 CREATE INDEX chat_requests_account_newest ON chat_requests USING btree (account_id, seq DESC);
 
 CREATE INDEX chat_requests_open ON chat_requests USING btree (account_id, created_at) WHERE (status = 'open'::text);
@@ -866,6 +1009,8 @@ CREATE INDEX idempotency_keys_expires_at ON idempotency_keys USING btree (expire
 CREATE INDEX ledger_entries_account_newest ON ledger_entries USING btree (account_id, seq DESC);
 
 CREATE UNIQUE INDEX ledger_entries_external_ref ON ledger_entries USING btree (account_id, kind, external_ref) WHERE (external_ref IS NOT NULL);
+
+CREATE UNIQUE INDEX ledger_entries_lease_released_once ON ledger_entries USING btree (chat_lease_id) WHERE ((chat_lease_id IS NOT NULL) AND (kind = 'release'::text));
 
 CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
@@ -885,6 +1030,9 @@ ALTER TABLE ONLY api_key_windows
 ALTER TABLE ONLY api_keys
     ADD CONSTRAINT api_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
+ALTER TABLE ONLY chat_leases
+    ADD CONSTRAINT chat_leases_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
 ALTER TABLE ONLY chat_rate_windows
     ADD CONSTRAINT chat_rate_windows_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
@@ -894,6 +1042,9 @@ ALTER TABLE ONLY chat_requests
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
 
+ALTER TABLE ONLY chat_requests
+    ADD CONSTRAINT chat_requests_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES chat_leases(id);
+
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
@@ -902,6 +1053,9 @@ ALTER TABLE ONLY idempotency_keys
 
 ALTER TABLE ONLY ledger_entries
     ADD CONSTRAINT ledger_entries_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY ledger_entries
+    ADD CONSTRAINT ledger_entries_chat_lease_id_fkey FOREIGN KEY (chat_lease_id) REFERENCES chat_leases(id);
 
 ALTER TABLE ONLY ledger_entries
     ADD CONSTRAINT ledger_entries_chat_request FOREIGN KEY (chat_request_id) REFERENCES chat_requests(id);

@@ -1,6 +1,7 @@
 /**
  * The one place an HTTP error response is made: the spec's body `{ code, error }` with the error's
- * status and `Retry-After` on every 429 (and a 503 that says when), for the API and the routes beside
+ * status, `Retry-After` on every 429 (and a 503 that says when) and `x-should-retry: false` on errors
+ * a retry cannot fix (which the OpenAI SDKs honour), for the API and the routes beside
  * it (`fromError`, `fromCause`). Nothing reaches a client as a 500: decoding failures and paths that
  * are not valid percent-encoded UTF-8 are INVALID_REQUEST (or INVALID_IDEMPOTENCY_KEY), unknown routes
  * 404 NOT_FOUND, StoreRefused INVALID_REQUEST, an unreachable store or other defect 503, logged.
@@ -19,6 +20,10 @@ const retryAfterOf = (error: Errors.ApiError): number | undefined => {
   return error.status === 429 ? DEFAULT_RETRY_AFTER_SECONDS : undefined
 }
 
+/** Whether the same request may succeed later: a transient fault (5xx) or a limit that time lifts. */
+const retryable = (error: Errors.ApiError): boolean =>
+  error.status >= 500 || (error.status === 429 && error._tag !== "ApiKeyUsageExceeded")
+
 /**
  * The response for an API error. `status` overrides the error's own status only where HTTP
  * itself requires another (416 for an unsatisfiable Range).
@@ -32,6 +37,7 @@ export const fromError = (
     status: options?.status ?? error.status,
     headers: {
       ...(retryAfter === undefined ? {} : { "retry-after": String(retryAfter) }),
+      ...(retryable(error) ? {} : { "x-should-retry": "false" }),
       // The rest of a body refused for its size is not read; closing spares reading it to keep the connection.
       ...(error._tag === "InputTooLarge" ? { connection: "close" } : {}),
       ...options?.headers

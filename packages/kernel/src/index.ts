@@ -52,6 +52,7 @@ export * as TaskWorker from "./tasks/TaskWorker.ts"
 
 // chat: per-token billing of chat completions
 export * as ChatBilling from "./chat/ChatBilling.ts"
+export * as ChatLeases from "./chat/ChatLeases.ts"
 export * as ChatCompletions from "./chat/ChatCompletions.ts"
 export * as ChatPrices from "./chat/ChatPrices.ts"
 export * as ChatProvider from "./chat/ChatProvider.ts"

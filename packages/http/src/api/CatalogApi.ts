@@ -8,6 +8,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Errors, ModelDefinition, ModelField, PriceList } from "@taskmeter/kernel"
+import { ChatModel } from "./ChatWire.ts"
 
 export const ModelInfo = Schema.Struct({
   slug: Schema.String,
@@ -23,7 +24,15 @@ export const ModelInfo = Schema.Struct({
 }).annotate({ identifier: "Model" })
 export type ModelInfo = typeof ModelInfo.Type
 
-export const Models = Schema.Struct({ models: Schema.Array(ModelInfo) }).annotate({ identifier: "Models" })
+export const Models = Schema.Struct({
+  models: Schema.Array(ModelInfo),
+  object: Schema.Literal("list"),
+  data: Schema.Array(ChatModel).annotate({
+    description:
+      "The chat models, as GET /api/v1/chat/models lists them: what an OpenAI client's models.list() reads " +
+      "with its base URL at /api/v1."
+  })
+}).annotate({ identifier: "Models" })
 export type Models = typeof Models.Type
 
 export const CatalogApi = HttpApiGroup.make("catalog")
@@ -46,7 +55,8 @@ export const CatalogApi = HttpApiGroup.make("catalog")
       OpenApi.annotations({
         summary: "Model catalog",
         description:
-          "Every model with its slug, category, input fields and the JSON Schema of its input. " + "No credentials needed."
+          "Every task model with its slug, category, input fields and the JSON Schema of its input (`models`), " +
+          "and the chat models in the OpenAI list format (`object`, `data`). No credentials needed."
       })
     )
   )

@@ -116,13 +116,13 @@ export const ChatCompletionRequest = Schema.StructWithRest(
       .annotateKey({ messageMissingKey: messagesRule }),
     stream: Schema.optionalKey(
       Schema.Boolean.annotate({
-        description: "true: the answer is `text/event-stream`, its last chunk carrying usage and svc.charged_micros.",
+        description: "true: the answer is `text/event-stream`; the chunk with finish_reason carries svc.charged_micros.",
         message: "must be a boolean."
       })
     ),
     stream_options: Schema.optionalKey(
       Schema.NullOr(Schema.JsonObject).annotate({
-        description: "Accepted and ignored: a stream always ends with a usage chunk.",
+        description: "include_usage: true adds a last chunk with empty choices, usage and svc.",
         message: "must be an object."
       })
     ),
@@ -160,7 +160,16 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 export const WireUsage = Schema.Struct({
   prompt_tokens: Count,
   completion_tokens: Count,
-  total_tokens: Count
+  total_tokens: Count,
+  prompt_tokens_details: Schema.Struct({ cached_tokens: Count, audio_tokens: Count }).annotate({
+    description: "Not billed apart: 0."
+  }),
+  completion_tokens_details: Schema.Struct({
+    reasoning_tokens: Count,
+    audio_tokens: Count,
+    accepted_prediction_tokens: Count,
+    rejected_prediction_tokens: Count
+  }).annotate({ description: "Not billed apart: 0." })
 }).annotate({ identifier: "ChatUsage" })
 export type WireUsage = typeof WireUsage.Type
 
@@ -169,6 +178,8 @@ export const Svc = Schema.Struct({
 }).annotate({ identifier: "ChatCharge" })
 export type Svc = typeof Svc.Type
 
+const SystemFingerprint = Schema.String.annotate({ description: "The serving configuration: fp_taskmeter." })
+
 const FinishReason = Schema.NullOr(Schema.String).annotate({ description: "stop, length, tool_calls, content_filter..." })
 
 export const ChatCompletion = Schema.Struct({
@@ -176,6 +187,7 @@ export const ChatCompletion = Schema.Struct({
   object: Schema.Literal("chat.completion"),
   created: Count.annotate({ description: "Unix seconds." }),
   model: Schema.String,
+  system_fingerprint: SystemFingerprint,
   choices: Schema.Array(
     Schema.Struct({
       index: Schema.Literal(0),
@@ -196,6 +208,7 @@ export const ChatCompletionChunk = Schema.Struct({
   object: Schema.Literal("chat.completion.chunk"),
   created: Count.annotate({ description: "Unix seconds." }),
   model: Schema.String,
+  system_fingerprint: SystemFingerprint,
   choices: Schema.Array(
     Schema.Struct({
       index: Schema.Literal(0),
@@ -203,12 +216,14 @@ export const ChatCompletionChunk = Schema.Struct({
       finish_reason: FinishReason,
       logprobs: Schema.optionalKey(Schema.Json)
     })
-  ).annotate({ description: "Empty in the final chunk." }),
+  ).annotate({ description: "Empty in the usage chunk." }),
   usage: Schema.optionalKey(WireUsage),
   svc: Schema.optionalKey(Svc)
 }).annotate({
   identifier: "ChatCompletionChunk",
-  description: "One `data:` event of a streamed completion; usage and svc come in the final chunk only."
+  description:
+    "One `data:` event of a streamed completion. The chunk with finish_reason carries svc (the charge); with " +
+    "stream_options.include_usage a last chunk with empty choices carries usage and svc."
 })
 export type ChatCompletionChunk = typeof ChatCompletionChunk.Type
 

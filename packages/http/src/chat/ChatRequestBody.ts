@@ -61,3 +61,9 @@ export const decode = (body: unknown): Result.Result<ChatCompletions.ChatRequest
         : Result.fail(new Errors.InvalidRequest({ message: StorableText.describe(unstorable) }))
     }
   )
+
+/** Whether a decoded body asks for the usage chunk (`stream_options.include_usage: true`). */
+export const includeUsage = (body: unknown): boolean => {
+  const options = (body as { readonly stream_options?: { readonly include_usage?: unknown } | null }).stream_options
+  return options?.include_usage === true
+}

@@ -1,8 +1,9 @@
 /**
  * What the chat routes answer, built from the kernel's wire-neutral results in the shapes of
- * ChatWire: the completion, the stream as server-sent `chat.completion.chunk` events (the last
- * with empty choices, usage and `svc.charged_micros`, then `[DONE]`; or one ChatStreamError
- * event when the stream could not finish), the model list and the chat request views.
+ * ChatWire: the completion, the stream as server-sent `chat.completion.chunk` events (the one with
+ * finish_reason held until the charge is known and sent with `svc.charged_micros`; with
+ * `include_usage` a last one with empty choices, usage and svc; then `[DONE]`; or one
+ * ChatStreamError event when the stream could not finish), the model list and the request views.
  */
 import { Stream } from "effect"
 import { type ChatCompletions, type ChatStore, Money, type TokenUsage } from "@taskmeter/kernel"
@@ -10,10 +11,20 @@ import type * as ChatWire from "../api/ChatWire.ts"
 
 const seconds = (date: Date): number => Math.floor(date.getTime() / 1000)
 
+/** The `system_fingerprint` of every completion and chunk. */
+export const SYSTEM_FINGERPRINT = "fp_taskmeter"
+
 export const usage = (usage: TokenUsage.TokenUsage): ChatWire.WireUsage => ({
   prompt_tokens: usage.promptTokens,
   completion_tokens: usage.completionTokens,
-  total_tokens: usage.promptTokens + usage.completionTokens
+  total_tokens: usage.promptTokens + usage.completionTokens,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: {
+    reasoning_tokens: 0,
+    audio_tokens: 0,
+    accepted_prediction_tokens: 0,
+    rejected_prediction_tokens: 0
+  }
 })
 
 export const completion = (
@@ -23,6 +34,7 @@ export const completion = (
   object: "chat.completion",
   created: seconds(completed.request.createdAt),
   model: completed.request.model,
+  system_fingerprint: SYSTEM_FINGERPRINT,
   choices: [
     {
       index: 0,
@@ -35,47 +47,69 @@ export const completion = (
   svc: { charged_micros: completed.chargedMicros }
 })
 
-/** One stream event of a request as it goes on the wire. */
-export const streamEvent = (
+type Delta = Extract<ChatCompletions.ChatEvent, { readonly _tag: "Delta" }>
+
+const chunk = (
   request: ChatStore.ChatRequestRecord,
   created: number,
+  choices: ChatWire.ChatCompletionChunk["choices"],
+  extra: Pick<ChatWire.ChatCompletionChunk, "usage" | "svc"> = {}
+): ChatWire.ChatCompletionChunk => ({
+  id: request.id,
+  object: "chat.completion.chunk",
+  created,
+  model: request.model,
+  system_fingerprint: SYSTEM_FINGERPRINT,
+  choices,
+  ...extra
+})
+
+const choice = (event: Delta): ChatWire.ChatCompletionChunk["choices"][number] => ({
+  index: 0,
+  delta: event.delta,
+  finish_reason: event.finishReason,
+  ...(event.logprobs === undefined ? {} : { logprobs: event.logprobs })
+})
+
+const failure = (event: Extract<ChatCompletions.ChatEvent, { readonly _tag: "Failed" }>): ChatWire.ChatStreamError => ({
+  error:
+    event.error._tag === "StoreUnavailable"
+      ? { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" }
+      : { code: event.error.code, message: event.error.message, type: "upstream_error" },
+  usage: event.usage === null ? null : usage(event.usage),
+  svc: { charged_micros: event.chargedMicros }
+})
+
+/**
+ * The wire events of one kernel event. The delta with a finish reason is held (in `held`) until
+ * the stream's end says what was charged: it goes out then, with `svc`, before the usage chunk.
+ */
+export const streamEvents = (
+  request: ChatStore.ChatRequestRecord,
+  created: number,
+  includeUsage: boolean,
+  held: { finish: Delta | undefined },
   event: ChatCompletions.ChatEvent
-): ChatWire.ChatCompletionChunk | ChatWire.ChatStreamError => {
+): ReadonlyArray<ChatWire.ChatCompletionChunk | ChatWire.ChatStreamError> => {
+  const release = (svc?: ChatWire.Svc) => {
+    const finish = held.finish
+    held.finish = undefined
+    return finish === undefined ? [] : [chunk(request, created, [choice(finish)], svc === undefined ? {} : { svc })]
+  }
   switch (event._tag) {
     case "Delta":
-      return {
-        id: request.id,
-        object: "chat.completion.chunk",
-        created,
-        model: request.model,
-        choices: [
-          {
-            index: 0,
-            delta: event.delta,
-            finish_reason: event.finishReason,
-            ...(event.logprobs === undefined ? {} : { logprobs: event.logprobs })
-          }
-        ]
+      if (event.finishReason !== null) {
+        const before = release()
+        held.finish = event
+        return before
       }
-    case "Finished":
-      return {
-        id: request.id,
-        object: "chat.completion.chunk",
-        created,
-        model: request.model,
-        choices: [],
-        usage: usage(event.usage),
-        svc: { charged_micros: event.chargedMicros }
-      }
+      return [...release(), chunk(request, created, [choice(event)])]
+    case "Finished": {
+      const svc = { charged_micros: event.chargedMicros }
+      return [...release(svc), ...(includeUsage ? [chunk(request, created, [], { usage: usage(event.usage), svc })] : [])]
+    }
     case "Failed":
-      return {
-        error:
-          event.error._tag === "StoreUnavailable"
-            ? { code: "API_UNAVAILABLE", message: "The API is temporarily unavailable; nothing was charged.", type: "api_error" }
-            : { code: event.error.code, message: event.error.message, type: "upstream_error" },
-        usage: event.usage === null ? null : usage(event.usage),
-        svc: { charged_micros: event.chargedMicros }
-      }
+      return [...release(), failure(event)]
   }
 }
 
@@ -85,16 +119,21 @@ const DONE = encoder.encode("data: [DONE]\n\n")
 /** The server-sent events of a stream, `[DONE]` after one that finished. */
 export const eventStream = (
   request: ChatStore.ChatRequestRecord,
-  events: Stream.Stream<ChatCompletions.ChatEvent>
+  events: Stream.Stream<ChatCompletions.ChatEvent>,
+  options: { readonly includeUsage: boolean }
 ): Stream.Stream<Uint8Array> =>
   Stream.suspend(() => {
     const created = seconds(request.createdAt)
+    const held: { finish: Delta | undefined } = { finish: undefined }
     let failed = false
     return events.pipe(
       Stream.map((event) => {
         if (event._tag === "Failed") failed = true
-        return encoder.encode(`data: ${JSON.stringify(streamEvent(request, created, event))}\n\n`)
+        return streamEvents(request, created, options.includeUsage, held, event).map((wire) =>
+          encoder.encode(`data: ${JSON.stringify(wire)}\n\n`)
+        )
       }),
+      Stream.flattenIterable,
       Stream.concat(Stream.suspend(() => (failed ? Stream.empty : Stream.succeed(DONE))))
     )
   })

@@ -3,12 +3,15 @@
  * POST /api/v1/chat/completions (`chat:create`; JSON or `text/event-stream` ending `data: [DONE]`),
  * GET /api/v1/chat/requests and /{id} (`usage:read`), in ChatWire's format so OpenAI SDKs work
  * against `<server>/api/v1` (bodies decoded by ChatRequestBody, answers built by ChatResponses).
- * Errors are `{ code, error }` with Retry-After on 429; routes only translate HTTP to the kernel.
+ * Errors are `{ code, error }` with Retry-After on 429 (ErrorResponse); every completions answer
+ * has an `x-request-id` (the chat request's id, or a `req_` id when none was opened).
  */
+import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ChatBilling, ChatCompletions, Errors } from "@taskmeter/kernel"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../api/ChatApi.ts"
+import * as ErrorResponse from "../ErrorResponse.ts"
 import * as JsonBody from "../JsonBody.ts"
 import { authenticate } from "./ChatAuth.ts"
 import * as ChatRequestBody from "./ChatRequestBody.ts"
@@ -35,12 +38,20 @@ const completions = Effect.gen(function* () {
   const body = yield* JsonBody.read(request)
   const chatRequest = yield* Effect.fromResult(ChatRequestBody.decode(body))
   const created = yield* (yield* ChatCompletions.ChatCompletions).create(caller, chatRequest)
-  if (created._tag === "Completion") return HttpServerResponse.jsonUnsafe(ChatResponses.completion(created))
-  return HttpServerResponse.stream(ChatResponses.eventStream(created.request, created.events), {
+  const requestId = { "x-request-id": created.request.id }
+  if (created._tag === "Completion") {
+    return HttpServerResponse.jsonUnsafe(ChatResponses.completion(created), { headers: requestId })
+  }
+  const includeUsage = ChatRequestBody.includeUsage(body)
+  return HttpServerResponse.stream(ChatResponses.eventStream(created.request, created.events, { includeUsage }), {
     contentType: "text/event-stream",
-    headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+    headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...requestId }
   })
-})
+}).pipe(
+  Effect.catchCause((cause) =>
+    Effect.map(ErrorResponse.fromCause(cause), HttpServerResponse.setHeader("x-request-id", `req_${randomUUID()}`))
+  )
+)
 
 const list = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest

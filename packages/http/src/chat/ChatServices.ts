@@ -1,17 +1,22 @@
 /**
  * The kernel's chat services wired over the ChatStore for ChatServer's routes: ChatCompletions over
- * ChatBilling, the chat price list and the upstreams. `layerConfig` reads the deployment's settings
- * (CHAT_PRICES_FILE, CHAT_REQUESTS_PER_MINUTE, CHAT_MAX_OPEN_REQUESTS, CHAT_UPSTREAM_*, CHAT_LOCAL_*;
+ * ChatBilling on credit leases (ChatLeases), the chat price list and the upstreams. `layerConfig`
+ * reads the deployment's settings (CHAT_PRICES_FILE, CHAT_REQUESTS_PER_MINUTE, CHAT_MAX_OPEN_REQUESTS,
+ * CHAT_LEASE_TTL_SECONDS, CHAT_UPSTREAM_*, CHAT_LOCAL_*;
  * see packages/http/README.md) and, once built, releases what a dead process left open
  * (ChatBilling.sweepAtStart).
  */
 import { Config, Effect, Layer, Option, Schema } from "effect"
-import { ChatBilling, ChatCompletions, ChatPrices, ChatProvider } from "@taskmeter/kernel"
+import { ChatBilling, ChatCompletions, ChatLeases, ChatPrices, ChatProvider } from "@taskmeter/kernel"
 import { ChatUpstreams } from "@taskmeter/providers"
 
 export interface Options {
   readonly providers: ReadonlyArray<ChatProvider.ChatProviderV1>
   readonly limits?: ChatBilling.Limits | undefined
+  /** How long a credit lease outlives its process; default ChatLeases.defaults.ttlMs. */
+  readonly leaseTtlMs?: number | undefined
+  /** How long an idle credit lease is kept; default ChatLeases.defaults.idleMs. */
+  readonly leaseIdleMs?: number | undefined
   /** A chat price list file; the shipped defaults when omitted. */
   readonly pricesFile?: string | undefined
   /** A chat price list as data, instead of a file. */
@@ -21,7 +26,7 @@ export interface Options {
 /** ChatCompletions, ChatBilling, ChatPrices and ChatProviders over a ChatStore. */
 export const layer = (options: Options) =>
   ChatCompletions.layer.pipe(
-    Layer.provideMerge(ChatBilling.layer(options.limits)),
+    Layer.provideMerge(ChatLeases.layer({ limits: options.limits, ttlMs: options.leaseTtlMs, idleMs: options.leaseIdleMs })),
     Layer.provideMerge(
       Layer.merge(
         options.priceList !== undefined
@@ -43,7 +48,8 @@ export const config = Config.all({
   ),
   maxOpenRequests: Config.schema(PositiveInt, "CHAT_MAX_OPEN_REQUESTS").pipe(
     Config.withDefault(ChatBilling.defaultLimits.maxOpenRequests)
-  )
+  ),
+  leaseTtlSeconds: Config.schema(PositiveInt, "CHAT_LEASE_TTL_SECONDS").pipe(Config.withDefault(ChatLeases.defaults.ttlMs / 1000))
 })
 
 /** `layer` from configuration, sweeping stale chat reservations once it is built. */
@@ -54,7 +60,8 @@ export const layerConfig = Layer.unwrap(
       // Its upstream's connections close with this layer.
       providers: yield* ChatUpstreams.scoped,
       pricesFile: Option.getOrUndefined(settings.pricesFile),
-      limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests }
+      limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests },
+      leaseTtlMs: settings.leaseTtlSeconds * 1000
     })
     const sweep = Layer.effectDiscard(
       Effect.gen(function* () {

@@ -18,8 +18,8 @@ const request: ChatStore.ChatRequestRecord = {
 const created = 1767225601
 
 /** The `data:` payloads of a stream of events, as a client reads them. */
-const sent = (events: ReadonlyArray<ChatCompletions.ChatEvent>) =>
-  Effect.map(Stream.runCollect(ChatResponses.eventStream(request, Stream.fromIterable(events))), (chunks) => {
+const sent = (events: ReadonlyArray<ChatCompletions.ChatEvent>, includeUsage = false) =>
+  Effect.map(Stream.runCollect(ChatResponses.eventStream(request, Stream.fromIterable(events), { includeUsage })), (chunks) => {
     const text = chunks.map((chunk) => new TextDecoder().decode(chunk)).join("")
     expect(text.endsWith("\n\n")).toBe(true)
     return text
@@ -31,25 +31,43 @@ const sent = (events: ReadonlyArray<ChatCompletions.ChatEvent>) =>
 const hello: ChatCompletions.ChatEvent = { _tag: "Delta", delta: { role: "assistant", content: "Hi" }, finishReason: null }
 
 describe("ChatResponses.eventStream", () => {
-  it.effect("sends each delta as a chunk, then the usage chunk with the charge, then [DONE]", () =>
+  const finished: ReadonlyArray<ChatCompletions.ChatEvent> = [
+    hello,
+    { _tag: "Delta", delta: {}, finishReason: "stop", logprobs: { content: [] } },
+    { _tag: "Finished", usage: { promptTokens: 10, completionTokens: 2 }, chargedMicros: Money.micros(42) }
+  ]
+  const head = { id: request.id, object: "chat.completion.chunk", created, model: "chat-pro", system_fingerprint: "fp_taskmeter" }
+  const usage = {
+    prompt_tokens: 10,
+    completion_tokens: 2,
+    total_tokens: 12,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0
+    }
+  }
+
+  it.effect("sends each delta as a chunk, the one with finish_reason with the charge, then [DONE]", () =>
     Effect.gen(function* () {
-      const events = yield* sent([
-        hello,
-        { _tag: "Delta", delta: {}, finishReason: "stop", logprobs: { content: [] } },
-        { _tag: "Finished", usage: { promptTokens: 10, completionTokens: 2 }, chargedMicros: Money.micros(42) }
-      ])
-      const head = { id: request.id, object: "chat.completion.chunk", created, model: "chat-pro" }
-      expect(events).toEqual([
+      expect(yield* sent(finished)).toEqual([
         JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "Hi" }, finish_reason: null }] }),
-        JSON.stringify({ ...head, choices: [{ index: 0, delta: {}, finish_reason: "stop", logprobs: { content: [] } }] }),
         JSON.stringify({
           ...head,
-          choices: [],
-          usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
+          choices: [{ index: 0, delta: {}, finish_reason: "stop", logprobs: { content: [] } }],
           svc: { charged_micros: 42 }
         }),
         "[DONE]"
       ])
+    })
+  )
+
+  it.effect("adds the usage chunk with empty choices only when include_usage asks for it", () =>
+    Effect.gen(function* () {
+      const events = yield* sent(finished, true)
+      expect(events.slice(2)).toEqual([JSON.stringify({ ...head, choices: [], usage, svc: { charged_micros: 42 } }), "[DONE]"])
     })
   )
 
@@ -67,7 +85,7 @@ describe("ChatResponses.eventStream", () => {
       expect(broken.slice(1)).toEqual([
         JSON.stringify({
           error: { code: "UPSTREAM_ERROR", message: "The model provider failed the request.", type: "upstream_error" },
-          usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
+          usage: { ...usage, completion_tokens: 1, total_tokens: 11 },
           svc: { charged_micros: 7 }
         })
       ])

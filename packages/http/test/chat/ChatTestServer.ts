@@ -40,7 +40,9 @@ export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) =>
         ...upstreamTimeouts
       })
     ],
-    limits: options.limits
+    limits: options.limits,
+    // Idle credit leases are closed at once, so that the books show nothing reserved soon after a request.
+    leaseIdleMs: 20
   })
   return Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer), { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(chat),
@@ -99,8 +101,15 @@ export const call = (path: string, who?: Customer, init: RequestInit = {}) =>
     })
   )
 
-/** The customer's balances and ledger entries, through GET /api/v1/usage. */
-export const usage = (who: Customer) => Effect.map(call("/api/v1/usage?limit=100", who), (reply) => reply.body)
+/**
+ * The customer's balances and ledger entries, through GET /api/v1/usage, once the server has
+ * written its settled requests and closed its idle credit lease (nothing reserved).
+ */
+export const usage = (who: Customer) =>
+  eventually(
+    Effect.map(call("/api/v1/usage?limit=100", who), (reply) => reply.body),
+    (body) => body.reservedMicros === 0
+  )
 
 /** The ledger entries of one chat request: [kind, amount], oldest first. */
 export const movements = (who: Customer, chatRequestId: string) =>

@@ -9,7 +9,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatStore } from "./ChatStore.ts"
-import type { ChatLimits, ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
+import type { ChatLimits, ChatOutcome, ChatRequestRecord, OpenResult } from "./ChatStore.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import * as Errors from "../domain/Errors.ts"
 import { isChatRequestId, makeChatRequestId } from "../domain/Ids.ts"
@@ -89,20 +89,7 @@ export const make = (limits: Limits = defaultLimits) =>
     return ChatBilling.of({
       open: (caller, request) =>
         Effect.gen(function* () {
-          const entry = yield* prices.lookup(request.model)
-          if (entry === undefined) {
-            return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.`, model: request.model })
-          }
-          if (!ChatPrices.isPriced(entry)) {
-            return yield* new Errors.ModelPriceUnavailable({
-              message: `No price is configured for ${request.model}.`,
-              model: request.model
-            })
-          }
-          const reservedMicros = ChatPrices.cost(entry.tiers, {
-            promptTokens: request.promptTokens,
-            completionTokens: request.maxTokens
-          })
+          const priced = yield* reservation(prices, request)
           const chatLimits: ChatLimits = { ...limits, keyUsageLimit: caller.keyUsageLimit }
           const result = yield* store.open(
             {
@@ -110,42 +97,15 @@ export const make = (limits: Limits = defaultLimits) =>
               accountId: caller.accountId,
               apiKeyId: caller.apiKeyId,
               model: request.model,
-              reservedMicros,
-              tiers: entry.tiers,
+              reservedMicros: priced.reservedMicros,
+              tiers: priced.tiers,
               createdAt: yield* now
             },
             chatLimits
           )
-          switch (result._tag) {
-            case "Opened":
-              pricedHere.set(result.record.id, { tiers: entry.tiers, reservedMicros })
-              return result.record
-            case "KeyUsageExceeded":
-              return yield* new Errors.ApiKeyUsageExceeded({
-                message: "This API key has reached its usage limit; create a new key."
-              })
-            case "RateLimited":
-              return yield* new Errors.RateLimited({
-                message: `Too many chat requests this minute (at most ${limits.requestsPerMinute}).`,
-                retryAfterSeconds: result.retryAfterSeconds
-              })
-            case "ConcurrencyLimited":
-              return yield* new Errors.ConcurrencyLimited({
-                message: `Too many chat requests in progress (at most ${limits.maxOpenRequests}).`
-              })
-            case "PaymentReviewRequired":
-              return yield* new Errors.PaymentReviewRequired({
-                message: "A refund left an uncovered balance; add credits to continue."
-              })
-            case "InsufficientCredits":
-              return yield* new Errors.InsufficientCredits({
-                message:
-                  `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
-                  `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`,
-                requiredMicros: reservedMicros,
-                availableMicros: result.availableMicros
-              })
-          }
+          if (result._tag !== "Opened") return yield* refused(result, limits, priced.reservedMicros)
+          pricedHere.set(result.record.id, priced)
+          return result.record
         }),
 
       settle: (id, outcome) =>
@@ -193,6 +153,75 @@ export const make = (limits: Limits = defaultLimits) =>
       sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
     })
   })
+
+/** What a request may cost at most, and the prices it was opened with. */
+export interface Reservation {
+  readonly tiers: ReadonlyArray<ChatPrices.ChatPriceTier>
+  readonly reservedMicros: Micros
+}
+
+export const reservation = (
+  prices: ChatPrices.ChatPrices["Service"],
+  request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
+): Effect.Effect<Reservation, Errors.ModelNotFound | Errors.ModelPriceUnavailable> =>
+  Effect.gen(function* () {
+    const entry = yield* prices.lookup(request.model)
+    if (entry === undefined) {
+      return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.`, model: request.model })
+    }
+    if (!ChatPrices.isPriced(entry)) {
+      return yield* new Errors.ModelPriceUnavailable({
+        message: `No price is configured for ${request.model}.`,
+        model: request.model
+      })
+    }
+    const reservedMicros = ChatPrices.cost(entry.tiers, {
+      promptTokens: request.promptTokens,
+      completionTokens: request.maxTokens
+    })
+    return { tiers: entry.tiers, reservedMicros }
+  })
+
+/** The error of a refused open. */
+export const refused = (
+  result: Exclude<OpenResult, { readonly _tag: "Opened" }>,
+  limits: Limits,
+  reservedMicros: Micros
+): Effect.Effect<never, OpenError> => {
+  switch (result._tag) {
+    case "KeyUsageExceeded":
+      return Effect.fail(
+        new Errors.ApiKeyUsageExceeded({ message: "This API key has reached its usage limit; create a new key." })
+      )
+    case "RateLimited":
+      return Effect.fail(
+        new Errors.RateLimited({
+          message: `Too many chat requests this minute (at most ${limits.requestsPerMinute}); retry after ${result.retryAfterSeconds} s.`,
+          retryAfterSeconds: result.retryAfterSeconds
+        })
+      )
+    case "ConcurrencyLimited":
+      return Effect.fail(
+        new Errors.ConcurrencyLimited({
+          message: `Too many chat requests in progress (at most ${limits.maxOpenRequests}); wait for one to finish.`
+        })
+      )
+    case "PaymentReviewRequired":
+      return Effect.fail(
+        new Errors.PaymentReviewRequired({ message: "A refund left an uncovered balance; add credits to continue." })
+      )
+    case "InsufficientCredits":
+      return Effect.fail(
+        new Errors.InsufficientCredits({
+          message:
+            `This request may cost up to ${reservedMicros} micro-USD (its prompt and max_tokens); ` +
+            `${Math.max(0, result.availableMicros)} are available. Lower max_tokens or add credits.`,
+          requiredMicros: reservedMicros,
+          availableMicros: result.availableMicros
+        })
+      )
+  }
+}
 
 const notFound = (id: string) =>
   Effect.fail(new Errors.RequestNotFound({ message: `No chat request ${id} belongs to this account.` }))

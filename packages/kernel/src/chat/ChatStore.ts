@@ -4,6 +4,9 @@
  * payment review and credits, then inserts the record and its reserve, atomically, never
  * over-reserving; `settle` writes the charge and release of an open request exactly once;
  * `sweepStale` fails (ABANDONED) requests opened before a time. Reads are scoped by account.
+ * Credit leases (ChatLeases): `lease` reserves a block of available credit under a lease id (never
+ * over-reserving), `settleLeased` records settled requests and charges them from their lease (one
+ * charge entry each, once per id), `closeLeases` and `sweepLeases` release what a lease did not use.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -88,6 +91,42 @@ export interface ChatPage {
   readonly nextCursor: string | null
 }
 
+/** A block of credit to reserve (or add) under a lease: at least `needMicros`, at most `wantMicros`. */
+export interface LeaseRequest {
+  readonly id: string
+  readonly accountId: AccountId
+  readonly needMicros: Micros
+  readonly wantMicros: Micros
+  readonly at: Date
+  readonly expiresAt: Date
+}
+
+export type LeaseResult =
+  | { readonly _tag: "Leased"; readonly grantedMicros: Micros }
+  /** The lease was closed (released or swept): take a new one. */
+  | { readonly _tag: "LeaseClosed" }
+  | { readonly _tag: "PaymentReviewRequired" }
+  | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
+
+/** A request admitted against a lease and settled by its process, written once per id. */
+export interface LeasedSettlement {
+  readonly leaseId: string
+  readonly id: ChatRequestId
+  readonly accountId: AccountId
+  readonly apiKeyId: ApiKeyId | null
+  readonly model: string
+  readonly reservedMicros: Micros
+  readonly tiers: ReadonlyArray<ChatPriceTier>
+  readonly createdAt: Date
+  readonly status: ChatOutcome
+  readonly usage: TokenUsage | null
+  readonly finishReason: string | null
+  readonly errorCode: string | null
+  /** At most the reservation; charged from the lease while it is open and holds it, else left uncharged. */
+  readonly chargeMicros: Micros
+  readonly completedAt: Date
+}
+
 export class ChatStore extends Context.Service<
   ChatStore,
   {
@@ -104,5 +143,15 @@ export class ChatStore extends Context.Service<
     ) => Effect.Effect<ChatPage | undefined, StoreUnavailable>
     /** Settles every request opened before `openedBefore` and still open; returns how many. */
     readonly sweepStale: (openedBefore: Date, now: Date) => Effect.Effect<number, StoreUnavailable>
+    /** Reserves min(want, available) under the lease, creating it or adding to it, when at least `need` is available. */
+    readonly lease: (request: LeaseRequest) => Effect.Effect<LeaseResult, StoreUnavailable>
+    /** Moves the expiry of the open leases among `ids`; returns those (the others were closed). */
+    readonly renewLeases: (ids: ReadonlyArray<string>, expiresAt: Date) => Effect.Effect<ReadonlyArray<string>, StoreUnavailable>
+    /** Records each request not yet recorded, charging its lease; the key's use is counted. */
+    readonly settleLeased: (settlements: ReadonlyArray<LeasedSettlement>) => Effect.Effect<void, StoreUnavailable>
+    /** Releases what each open lease among `ids` did not charge and closes it; returns how many it closed. */
+    readonly closeLeases: (ids: ReadonlyArray<string>, at: Date) => Effect.Effect<number, StoreUnavailable>
+    /** Closes, as `closeLeases`, every open lease that expired before `now`; returns how many. */
+    readonly sweepLeases: (now: Date) => Effect.Effect<number, StoreUnavailable>
   }
 >()("@taskmeter/kernel/ChatStore") {}

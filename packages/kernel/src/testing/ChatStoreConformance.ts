@@ -2,7 +2,7 @@
  * The conformance suite of the ChatStore port (`suite(name, makeLayer)`), run by every store beside
  * StoreConformance: opening with its limits and reservation, settling once (also concurrently),
  * scoping and paging of reads, the sweep of stale requests, and parallel opens that never reserve
- * more than an account holds. Every case ends with a clean audit.
+ * more than an account holds; the credit-lease cases (ChatLeaseCases). Every case ends with a clean audit.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -15,6 +15,7 @@ import * as Ids from "../domain/Ids.ts"
 import type { AccountId, ChatRequestId } from "../domain/Ids.ts"
 import { micros } from "../domain/Money.ts"
 import type { Stores } from "./Case.ts"
+import * as ChatLeaseCases from "./ChatLeaseCases.ts"
 import {
   allEntries,
   at,
@@ -82,6 +83,8 @@ export const suite = <R = never>(name: string, makeLayer: () => Layer.Layer<Chat
   describe(`${name} chat store conformance`, () => {
     const test = (title: string, body: Effect.Effect<void, unknown, ChatStores>) =>
       it.live(title, () => Effect.andThen(body, expectBooksBalance).pipe(Effect.provide(makeLayer())))
+
+    ChatLeaseCases.cases(test)
 
     test(
       "open reserves and records an open request",

@@ -1,7 +1,8 @@
 /**
  * The chat storage port in process memory, over the state the other memory ports share: a
  * chat request's reservation, charge and release move the same account rows and journal as
- * tasks do. Each method does its checks and writes in one `Effect.sync`, so it is atomic.
+ * tasks do. Each method does its checks and writes in one `Effect.sync`, so it is atomic. A
+ * lease's reserve and release entries carry its id as their note.
  */
 import { Effect } from "effect"
 import { ChatStore, Money } from "@taskmeter/kernel"
@@ -9,6 +10,14 @@ import { append } from "./Journal.ts"
 import type { State, Window } from "./State.ts"
 
 const RATE_WINDOW_MS = 60_000
+
+interface Lease {
+  readonly accountId: string
+  reserved: number
+  charged: number
+  expiresAt: Date
+  closed: boolean
+}
 
 interface ChatRow {
   record: ChatStore.ChatRequestRecord
@@ -22,6 +31,8 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
   const windows = new Map<string, Window>()
   /** Requests still open, per account. */
   const openCounts = new Map<string, number>()
+
+  const leases = new Map<string, Lease>()
 
   const moveOpen = (accountId: string, by: 1 | -1) => openCounts.set(accountId, (openCounts.get(accountId) ?? 0) + by)
 
@@ -61,11 +72,7 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
       chatRequestId: request.id,
       createdAt: request.createdAt
     })
-    const row: ChatRow = { record, stored: { accountId: request.accountId, tiers: request.tiers } }
-    rows.set(request.id, row)
-    const list = byAccount.get(request.accountId)
-    if (list === undefined) byAccount.set(request.accountId, [row])
-    else list.push(row)
+    insert({ record, stored: { accountId: request.accountId, tiers: request.tiers } })
     moveOpen(request.accountId, 1)
     if (window === null) windows.set(request.accountId, { start: now, count: 1 })
     else window.count += 1
@@ -98,6 +105,76 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
       completedAt: settlement.completedAt
     }
     return row.record
+  }
+
+  const insert = (row: ChatRow) => {
+    rows.set(row.record.id, row)
+    const list = byAccount.get(row.stored.accountId)
+    if (list === undefined) byAccount.set(row.stored.accountId, [row])
+    else list.push(row)
+  }
+
+  const lease = (request: ChatStore.LeaseRequest): ChatStore.LeaseResult => {
+    const account = state.accounts.get(request.accountId)
+    if (account === undefined) throw new Error(`No account ${request.accountId}`)
+    const current = leases.get(request.id)
+    if (current?.closed === true) return { _tag: "LeaseClosed" }
+    if (account.review) return { _tag: "PaymentReviewRequired" }
+    const available = account.balance - account.reserved
+    if (available < request.needMicros) return { _tag: "InsufficientCredits", availableMicros: available }
+    const granted = Math.min(request.wantMicros, available)
+    if (granted > 0) append(state, account, { kind: "reserve", amountMicros: granted, note: request.id, createdAt: request.at })
+    if (current === undefined) {
+      leases.set(request.id, {
+        accountId: request.accountId,
+        reserved: granted,
+        charged: 0,
+        expiresAt: request.expiresAt,
+        closed: false
+      })
+    } else {
+      current.reserved += granted
+      current.expiresAt = request.expiresAt
+    }
+    return { _tag: "Leased", grantedMicros: Money.micros(granted) }
+  }
+
+  const settleLeased = (s: ChatStore.LeasedSettlement) => {
+    if (rows.has(s.id)) return
+    const held = leases.get(s.leaseId)
+    const account = state.accounts.get(s.accountId)!
+    const charge = held !== undefined && !held.closed && held.reserved - held.charged >= s.chargeMicros ? s.chargeMicros : 0
+    if (charge > 0) {
+      held!.charged += charge
+      append(state, account, { kind: "charge", amountMicros: charge, chatRequestId: s.id, createdAt: s.completedAt })
+    }
+    const key = s.apiKeyId === null ? undefined : state.keys.get(s.apiKeyId)
+    if (key !== undefined) key.record = { ...key.record, usageCount: key.record.usageCount + 1 }
+    insert({
+      record: {
+        id: s.id,
+        model: s.model,
+        status: s.status,
+        reservedMicros: s.reservedMicros,
+        chargedMicros: Money.micros(charge),
+        usage: s.usage,
+        finishReason: s.finishReason,
+        errorCode: s.errorCode,
+        createdAt: s.createdAt,
+        completedAt: s.completedAt
+      },
+      stored: { accountId: s.accountId as ChatStore.StoredChatRequest["accountId"], tiers: s.tiers }
+    })
+  }
+
+  const close = (id: string, at: Date): boolean => {
+    const held = leases.get(id)
+    if (held === undefined || held.closed) return false
+    held.closed = true
+    const rest = held.reserved - held.charged
+    if (rest > 0)
+      append(state, state.accounts.get(held.accountId)!, { kind: "release", amountMicros: rest, note: id, createdAt: at })
+    return true
   }
 
   return ChatStore.ChatStore.of({
@@ -145,6 +222,20 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
           swept++
         }
         return swept
-      })
+      }),
+    lease: (request) => Effect.sync(() => lease(request)),
+    renewLeases: (ids, expiresAt) =>
+      Effect.sync(() =>
+        ids.filter((id) => {
+          const held = leases.get(id)
+          if (held === undefined || held.closed) return false
+          held.expiresAt = expiresAt
+          return true
+        })
+      ),
+    settleLeased: (settlements) => Effect.sync(() => settlements.forEach(settleLeased)),
+    closeLeases: (ids, at) => Effect.sync(() => ids.filter((id) => close(id, at)).length),
+    sweepLeases: (now) =>
+      Effect.sync(() => Array.from(leases).filter(([id, held]) => !held.closed && held.expiresAt < now && close(id, now)).length)
   })
 }

@@ -2,7 +2,8 @@
  * The chat storage port on PostgreSQL: `open` and `settle` are one call each of the functions
  * of migration 0005 (checks and writes in one transaction under the account's row lock);
  * `sweepStale` settles the stale open requests one by one through the same function, so a
- * request settled meanwhile by its own server is left as that server wrote it.
+ * request settled meanwhile by its own server is left as that server wrote it. Leases: one call
+ * each of the functions of migration 0017; `settleLeased` sends its whole batch as one JSON value.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -172,6 +173,78 @@ export const make = Effect.gen(function* () {
           }
           return swept
         })
-      )
+      ),
+
+    lease: (request) =>
+      Failures.run(
+        "lease chat credit",
+        sql<{ readonly outcome: ChatStore.LeaseResult["_tag"]; readonly detail: Int8 | null }>`SELECT o.outcome, o.detail
+          FROM taskmeter_chat_lease(
+            ${request.id}, ${request.accountId}, ${request.needMicros}::bigint, ${request.wantMicros}::bigint,
+            ${request.at}, ${request.expiresAt}
+          ) o`
+      ).pipe(
+        Effect.map((rows): ChatStore.LeaseResult => {
+          const row = rows[0]!
+          switch (row.outcome) {
+            case "Leased":
+              return { _tag: "Leased", grantedMicros: Money.micros(Number(row.detail)) }
+            case "LeaseClosed":
+              return { _tag: "LeaseClosed" }
+            case "PaymentReviewRequired":
+              return { _tag: "PaymentReviewRequired" }
+            default:
+              return { _tag: "InsufficientCredits", availableMicros: Number(row.detail) }
+          }
+        })
+      ),
+
+    renewLeases: (ids, expiresAt) =>
+      Failures.run(
+        "renew chat leases",
+        sql<{ readonly id: string }>`UPDATE chat_leases SET expires_at = ${expiresAt}
+          WHERE id IN (SELECT id FROM chat_leases WHERE id = ANY (${ids}::text[]) AND closed_at IS NULL
+            ORDER BY id FOR UPDATE)
+          RETURNING id`
+      ).pipe(Effect.map((rows) => rows.map((row) => row.id))),
+
+    settleLeased: (settlements) =>
+      Failures.run(
+        "settle leased chat requests",
+        sql`SELECT taskmeter_chat_settle_leased(${PgTypes.jsonb(
+          settlements.map((s) => ({
+            id: s.id,
+            lease_id: s.leaseId,
+            account_id: s.accountId,
+            api_key_id: s.apiKeyId,
+            model: s.model,
+            reserved_micros: s.reservedMicros,
+            tiers: s.tiers,
+            created_at: s.createdAt.toISOString(),
+            status: s.status,
+            prompt_tokens: s.usage?.promptTokens ?? null,
+            completion_tokens: s.usage?.completionTokens ?? null,
+            finish_reason: s.finishReason,
+            error_code: s.errorCode,
+            charge_micros: s.chargeMicros,
+            completed_at: s.completedAt.toISOString()
+          }))
+        )})`
+      ).pipe(Effect.asVoid),
+
+    closeLeases: (ids, at) =>
+      Failures.run(
+        "close chat leases",
+        sql<{ readonly id: string }>`SELECT id FROM taskmeter_chat_close_leases(${ids}::text[], ${at}, NULL) id`
+      ).pipe(Effect.map((rows) => rows.length)),
+
+    sweepLeases: (now) =>
+      Failures.run(
+        "sweep expired chat leases",
+        sql<{ readonly id: string }>`SELECT id FROM taskmeter_chat_close_leases(
+            ARRAY(SELECT id FROM chat_leases WHERE closed_at IS NULL AND expires_at < ${now} ORDER BY expires_at LIMIT 1000),
+            ${now}, ${now}
+          ) id`
+      ).pipe(Effect.map((rows) => rows.length))
   })
 })
