@@ -27,6 +27,9 @@ export interface Options {
   readonly maxConcurrency?: number | undefined
 }
 
+/** The simulated provider's name, as tasks and GET /api/v1/models show it. */
+export const PROVIDER = "simulated"
+
 export interface SimulatedProvider extends Provider.ProviderV1 {
   readonly lookup: NonNullable<Provider.ProviderV1["lookup"]>
   /** The journal of submissions, e.g. to count them in tests. */
@@ -53,7 +56,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
     const model = definitions.get(slug)
     return model !== undefined && servedSet.has(slug)
       ? Effect.succeed(model)
-      : Effect.fail(UpstreamError.unsupportedModel("simulated", slug))
+      : Effect.fail(UpstreamError.unsupportedModel(PROVIDER, slug))
   }
 
   const planOf = (slug: string, upstreamId: string) => {
@@ -110,7 +113,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
 
   return {
     specificationVersion: "v1",
-    provider: "simulated",
+    provider: PROVIDER,
     models: served,
     maxConcurrency: options.maxConcurrency,
     submit,
