@@ -16,6 +16,7 @@ import {
   Money,
   Pricer,
   PriceList,
+  Provider,
   ResultUrls,
   Task,
   TaskRunner,
@@ -142,7 +143,15 @@ const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
     return { ...TaskView.task(record), assets } satisfies typeof TaskResult.Type
   })
 
-const describeTask = (task: typeof TaskResult.Type): string => {
+/** Says so when the simulated provider runs the task: its results are generated offline, not by the model. */
+const simulatedNote = (task: typeof TaskResult.Type): string =>
+  task.provider === Provider.SIMULATED
+    ? " It runs on the simulated provider: its results are placeholder files generated offline, not the model's work."
+    : ""
+
+const describeTask = (task: typeof TaskResult.Type): string => `${describeStatus(task)}${simulatedNote(task)}`
+
+const describeStatus = (task: typeof TaskResult.Type): string => {
   const price = `${usd(task.priceMicros)} (${task.priceMicros} micros)`
   switch (task.status) {
     case "succeeded":

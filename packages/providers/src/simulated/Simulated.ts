@@ -6,7 +6,7 @@
  * and `journal`, which makes submit idempotent per reference and gives `lookup`.
  */
 import { Clock, Config, Effect, Option } from "effect"
-import type { Catalog, Provider } from "@taskmeter/kernel"
+import { type Catalog, Provider } from "@taskmeter/kernel"
 import * as ShippedCatalog from "../utils/ShippedCatalog.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 import * as Journal from "./Journal.ts"
@@ -28,7 +28,7 @@ export interface Options {
 }
 
 /** The simulated provider's name, as tasks and GET /api/v1/models show it. */
-export const PROVIDER = "simulated"
+export const PROVIDER = Provider.SIMULATED
 
 export interface SimulatedProvider extends Provider.ProviderV1 {
   readonly lookup: NonNullable<Provider.ProviderV1["lookup"]>
