@@ -506,7 +506,7 @@ export const worker = Effect.scoped(
       })
     }
     const executors = executorsOf(adapters, settings)
-    yield* Console.log(`taskmeter worker against DATABASE_URL; ${providersLine(adapters, settings)}; stop with Ctrl-C.`)
+    yield* Console.log(`taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; stop with Ctrl-C.`)
     return yield* TaskWorker.serve().pipe(
       Effect.provide(
         Layer.mergeAll(
