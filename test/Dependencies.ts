@@ -78,6 +78,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/hostile/properties.test.ts: its storage-pg (PostgreSQL) property",
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",
       "packages/http/test/s3-postgres.test.ts",
+      "packages/http/test/upstreamLimits.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",

@@ -94,6 +94,7 @@ CREATE TABLE tasks (
     lease_token text,
     lease_owner text,
     lease_expires_at timestamp with time zone,
+    provider text,
     CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT tasks_check CHECK (((charged_micros >= 0) AND (charged_micros <= price_micros))),
     CONSTRAINT tasks_check1 CHECK (((status <> 'succeeded'::text) OR (charged_micros IS NOT NULL))),
@@ -810,6 +811,53 @@ CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros
   END
   $$;
 
+CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes text[], p_limits integer[], p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_slots integer[] := '{}';
+    v_slot integer;
+  BEGIN
+    PERFORM 1 FROM tasks t
+      WHERE t.id = p_task_id AND t.lease_token = p_lease_token AND t.lease_expires_at > p_now;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(p_lanes), 0) LOOP
+      v_slot := NULL;
+      -- A slot this lease already holds (a retried take) is kept.
+      SELECT s.slot INTO v_slot FROM upstream_slots s
+        WHERE s.lane = p_lanes[i] AND s.slot < p_limits[i] AND s.task_id = p_task_id AND s.lease_token = p_lease_token;
+      FOR attempt IN 1 .. 2 LOOP
+        EXIT WHEN v_slot IS NOT NULL;
+        SELECT s.slot INTO v_slot FROM upstream_slots s
+          WHERE s.lane = p_lanes[i] AND s.slot < p_limits[i]
+            AND NOT EXISTS (
+              SELECT 1 FROM tasks t
+                WHERE t.id = s.task_id AND t.lease_token = s.lease_token AND t.lease_expires_at > p_now
+            )
+          ORDER BY s.slot
+          LIMIT 1
+          FOR UPDATE OF s SKIP LOCKED;
+        EXIT WHEN v_slot IS NOT NULL OR attempt = 2;
+        -- The lane's slots are made on first need (or after its limit was raised); a taker
+        -- making them at the same time waits for the other's, then searches them again.
+        INSERT INTO upstream_slots (lane, slot)
+          SELECT p_lanes[i], n FROM generate_series(0, p_limits[i] - 1) n
+          ON CONFLICT DO NOTHING;
+      END LOOP;
+      IF v_slot IS NULL THEN
+        RETURN false;
+      END IF;
+      v_slots := v_slots || v_slot;
+    END LOOP;
+    UPDATE upstream_slots s SET task_id = p_task_id, lease_token = p_lease_token
+      FROM unnest(p_lanes, v_slots) AS w(lane, slot)
+      WHERE s.lane = w.lane AND s.slot = w.slot;
+    RETURN true;
+  END
+  $$;
+
 CREATE TABLE accounts (
     id text NOT NULL,
     seq bigint NOT NULL,
@@ -948,6 +996,15 @@ ALTER TABLE tasks ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE upstream_slots (
+    lane text NOT NULL,
+    slot integer NOT NULL,
+    task_id text,
+    lease_token text,
+    CONSTRAINT upstream_slots_check CHECK (((task_id IS NULL) = (lease_token IS NULL))),
+    CONSTRAINT upstream_slots_slot_check CHECK ((slot >= 0))
+);
+
 ALTER TABLE ONLY accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
 
@@ -995,6 +1052,9 @@ ALTER TABLE ONLY taskmeter_migrations
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY upstream_slots
+    ADD CONSTRAINT upstream_slots_pkey PRIMARY KEY (lane, slot);
 
 CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 

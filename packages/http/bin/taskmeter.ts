@@ -5,9 +5,10 @@
  * and the reconciler only, to scale out against a shared DATABASE_URL).
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import * as AdminCli from "../src/admin/AdminCli.ts"
+import * as CliInvocation from "../src/admin/CliInvocation.ts"
 import * as Shutdown from "../src/Shutdown.ts"
 
 // The server's modules load only for the commands that run it, so admin commands start fast.
@@ -31,7 +32,7 @@ const taskmeter = Command.make("taskmeter").pipe(
   Command.withSubcommands([AdminCli.command, start, worker])
 )
 
-Command.run(taskmeter, { version: "0.1.0" }).pipe(
-  Effect.provide(NodeServices.layer),
+Command.runWith(taskmeter, { version: "0.1.0" })(CliInvocation.normalize(process.argv.slice(2))).pipe(
+  Effect.provide(Layer.merge(NodeServices.layer, CliInvocation.layer)),
   NodeRuntime.runMain({ teardown: Shutdown.teardown })
 )

@@ -7,7 +7,7 @@
 import { createHmac } from "node:crypto"
 import { access } from "node:fs/promises"
 import { join, resolve as resolvePath } from "node:path"
-import { Config, Console, Data, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Config, Console, Data, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpServer } from "effect/http"
 import { IpNetwork, NetAddress } from "effect/net"
 import {
@@ -18,10 +18,11 @@ import {
   Ledger,
   MediaUrls,
   Pricer,
-  type Provider,
+  Provider,
   ResultUrls,
   TaskRunner,
-  TaskWorker
+  TaskWorker,
+  ZeroPriced
 } from "@taskmeter/kernel"
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
@@ -66,6 +67,12 @@ export interface Settings {
   readonly mcpSignInMaxDays: number
   /** S3_BUCKET and the other S3_ settings: blobs in that bucket; none: under DATA_DIR/blobs. */
   readonly s3: Option.Option<S3Settings.S3Settings>
+  /** SIMULATED_PRICE: what a task the simulated provider runs costs, the price list's price or nothing. */
+  readonly simulatedPrice: "list" | "zero"
+  /** MODEL_CONCURRENCY: per model, tasks under way at once across every worker on the store. */
+  readonly modelConcurrency: { readonly [model: string]: number }
+  /** MODEL_DEADLINE_SECONDS: per model, how long a task may take from admission, replacing its category's. */
+  readonly modelDeadlineSeconds: { readonly [model: string]: number }
 }
 
 /** The settings when nothing is configured. */
@@ -88,7 +95,10 @@ export const defaults: Settings = {
   mcpAllowedHosts: [],
   mcpAuthorizationsPerMinute: AuthorizeLimit.defaults.perSource,
   mcpSignInMaxDays: 90,
-  s3: Option.none()
+  s3: Option.none(),
+  simulatedPrice: "list",
+  modelConcurrency: {},
+  modelDeadlineSeconds: {}
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -129,6 +139,33 @@ const AllowedHosts = Schema.String.check(
   })
 )
 
+const catalogSlugs = new Set(
+  Effect.runSync(Catalog.Catalog.use((c) => Effect.succeed(c.models.map((m) => m.slug))).pipe(Effect.provide(Catalog.layer)))
+)
+
+/** `alpha-2-text-to-image-economy=2, song-lyrics=1`: comma-separated catalog models, each with a whole number of at least 1. */
+const PerModel = Schema.String.check(
+  Schema.makeFilter((text: string) => {
+    for (const entry of entriesOf(text)) {
+      const [slug = "", value = "", ...rest] = entry.split("=").map((part) => part.trim())
+      if (rest.length > 0 || !/^[1-9][0-9]{0,8}$/.test(value)) {
+        return `${JSON.stringify(entry)} is not <model>=<whole number of at least 1> (write e.g. song-lyrics=2)`
+      }
+      if (!catalogSlugs.has(slug)) return `${JSON.stringify(slug)} is not a model of the catalog (GET /api/v1/models lists them)`
+    }
+    return true
+  })
+)
+
+const parsePerModel = (text: string): { readonly [model: string]: number } =>
+  Object.fromEntries(
+    entriesOf(text)
+      .map((entry) => entry.split("=").map((part) => part.trim()))
+      .map(([slug, value]) => [slug, Number(value)])
+  )
+
+const perModel = (name: string) => Config.schema(PerModel, name).pipe(Config.map(parsePerModel), Config.withDefault({}))
+
 const parseNetworks = (text: string): ReadonlyArray<IpNetwork.IpNetwork> =>
   entriesOf(text).flatMap((entry) => Result.match(networkOf(entry), { onFailure: () => [], onSuccess: (network) => [network] }))
 
@@ -160,7 +197,12 @@ export const config: Config.Config<Settings> = Config.all({
   ),
   mcpAuthorizationsPerMinute: positive("MCP_AUTHORIZATIONS_PER_MINUTE", defaults.mcpAuthorizationsPerMinute),
   mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays),
-  s3: S3Settings.config
+  s3: S3Settings.config,
+  simulatedPrice: Config.schema(Schema.Literals(["list", "zero"]), "SIMULATED_PRICE").pipe(
+    Config.withDefault(defaults.simulatedPrice)
+  ),
+  modelConcurrency: perModel("MODEL_CONCURRENCY"),
+  modelDeadlineSeconds: perModel("MODEL_DEADLINE_SECONDS")
 })
 
 /**
@@ -228,6 +270,18 @@ const exists = (path: string) =>
     )
   )
 
+/**
+ * The executors of `adapters` with MODEL_CONCURRENCY's limits, held across processes through the
+ * store's slots; a limit for a model no adapter here serves has nothing to bound and is left out.
+ */
+export const executorsOf = (adapters: ReadonlyArray<Provider.ProviderV1>, settings: Pick<Settings, "modelConcurrency">) => {
+  const served = new Set(adapters.flatMap((adapter) => adapter.models))
+  return Executors.make({
+    adapters,
+    modelConcurrency: Object.fromEntries(Object.entries(settings.modelConcurrency).filter(([model]) => served.has(model)))
+  })
+}
+
 /** The list a database without one starts from: the one an existing install saved, else the shipped defaults. */
 const seedOf = (pricesFile: string) =>
   Effect.flatMap(exists(pricesFile), (saved) => (saved ? Pricer.readList(pricesFile) : Effect.succeed(Pricer.defaultList)))
@@ -249,7 +303,13 @@ export interface KernelOptions {
  */
 export const kernel = (options: KernelOptions) => {
   const { settings } = options
-  const executors = Executors.make({ adapters: options.adapters })
+  const executors = executorsOf(options.adapters, settings)
+  // Under SIMULATED_PRICE=zero, the models the simulator runs here are quoted (and listed) at zero.
+  const free = new Set(
+    settings.simulatedPrice === "zero"
+      ? executors.models.filter((model) => executors.adapterFor(model)?.provider === Provider.SIMULATED)
+      : []
+  )
   const base = Layer.mergeAll(
     Catalog.layer,
     Layer.succeed(Executors.Executors, executors),
@@ -265,9 +325,15 @@ export const kernel = (options: KernelOptions) => {
     TaskRunner.layer({
       submissionsPerMinute: settings.submissionsPerMinute,
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
-      executorAvailable: executors.executorAvailable
+      executorAvailable: executors.executorAvailable,
+      modelDeadlines: Object.fromEntries(
+        Object.entries(settings.modelDeadlineSeconds).map(([model, seconds]) => [model, Duration.seconds(seconds)])
+      )
     }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute })))
-  ).pipe(Layer.provideMerge(Pricer.layerStore({ seed: seedOf(options.pricesFile) })), Layer.provideMerge(base))
+  ).pipe(
+    Layer.provideMerge(ZeroPriced.layer(free).pipe(Layer.provide(Pricer.layerStore({ seed: seedOf(options.pricesFile) })))),
+    Layer.provideMerge(base)
+  )
 }
 
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
@@ -359,6 +425,17 @@ const blobsLine = (dataDir: string, settings: Pick<Settings, "s3">): string =>
       (s3.presignedDownloads ? "; result downloads redirect to presigned URLs" : "")
   })
 
+/** The banner's account of which families run upstream, which on the simulator (and at what price), and which on nothing. */
+export const providersLine = (adapters: ReadonlyArray<Provider.ProviderV1>, settings: Pick<Settings, "simulatedPrice">) => {
+  const { live, simulated, unavailable } = Providers.roster(adapters)
+  const list = (families: ReadonlyArray<string>) => (families.length === 0 ? "none" : families.join(", "))
+  return [
+    `live: ${list(live)}`,
+    `simulated: ${list(simulated)}${simulated.length === 0 ? "" : ` (SIMULATED_PRICE=${settings.simulatedPrice})`}`,
+    ...(unavailable.length === 0 ? [] : [`unavailable (no upstream, SIMULATED_ENABLED off): ${list(unavailable)}`])
+  ].join("; ")
+}
+
 const announce = (
   url: string,
   publicUrl: string,
@@ -383,7 +460,7 @@ const announce = (
       }`,
       `  blobs      ${blobsLine(dataDir, settings)}`,
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
-      `  providers  ${adapters.map((adapter) => adapter.provider).join(", ") || "none: every submission is EXECUTION_UNAVAILABLE"}`,
+      `  providers  ${providersLine(adapters, settings)}`,
       "",
       "Create a first account and its API key:",
       "  npx taskmeter admin account create --credits-usd 25",
@@ -465,10 +542,10 @@ export const worker = Effect.scoped(
           `or start the server first so that ${AdminFile.pathOf(dataDir)} exists.`
       })
     }
-    const executors = Executors.make({ adapters })
+    const executors = executorsOf(adapters, settings)
     return yield* Effect.gen(function* () {
       yield* Console.log(
-        `taskmeter worker: ${adapters.map((adapter) => adapter.provider).join(", ")} against DATABASE_URL; ` +
+        `taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; ` +
           `blobs in ${blobsLine(dataDir, settings)}; stop with Ctrl-C.`
       )
       return yield* TaskWorker.serve()

@@ -37,7 +37,9 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("public catalog", (it)
           outputs: definition.outputs,
           deprecated: false,
           fields: definition.fields,
-          inputSchema: definition.jsonSchema
+          inputSchema: definition.jsonSchema,
+          // This test server has no Executors: no provider is named.
+          provider: null
         })
         expect(model.fields.find((field: { name: string }) => field.name === "imageUrls")).toMatchObject({
           required: true,

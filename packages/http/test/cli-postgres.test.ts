@@ -29,6 +29,8 @@ const env = {
   DATABASE_URL: databaseUrl,
   DATABASE_SCHEMA: schema,
   OPERATOR_TOKEN: token,
+  // With DATABASE_URL, the simulator runs only when asked to.
+  SIMULATED_ENABLED: "true",
   PORT: "0",
   HOST: "127.0.0.1",
   // Two servers on one host: each picks a free admin port and prints it.

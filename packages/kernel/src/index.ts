@@ -26,6 +26,7 @@ export * as BudgetStore from "./pricing/BudgetStore.ts"
 export * as PriceList from "./pricing/PriceList.ts"
 export * as Pricer from "./pricing/Pricer.ts"
 export * as PriceStore from "./pricing/PriceStore.ts"
+export * as ZeroPriced from "./pricing/ZeroPriced.ts"
 
 // accounts: accounts, API keys and scopes
 export * as Accounts from "./accounts/Accounts.ts"

@@ -7,15 +7,17 @@
  */
 import { createHash } from "node:crypto"
 import type { ToolAnnotations } from "@modelcontextprotocol/server"
-import { Clock, Effect, Schema } from "effect"
+import { Clock, Effect, Option, Schema } from "effect"
 import {
   Catalog,
   Errors,
+  Executors,
   Fingerprint,
   Ledger,
   Money,
   Pricer,
   PriceList,
+  Provider,
   ResultUrls,
   Task,
   TaskRunner,
@@ -104,8 +106,20 @@ const ModelSummary = Schema.Struct({
   category: Category,
   description: Schema.String,
   outputs: Schema.String.annotate({ description: "What one task produces." }),
-  price: PriceList.PublicPrice
+  price: PriceList.PublicPrice,
+  provider: Schema.NullOr(Schema.String).annotate({
+    description:
+      'What runs the model\'s tasks: an upstream, or "simulated" (placeholder results generated offline, not by ' +
+      "the model); null when nothing does and create_task answers EXECUTION_UNAVAILABLE."
+  })
 })
+
+/** The provider running each model, from the Executors when the server has them (null otherwise). */
+const providerOf = Effect.map(
+  Effect.serviceOption(Executors.Executors),
+  (executors) => (slug: string) =>
+    Option.match(executors, { onNone: () => null, onSome: (e) => e.adapterFor(slug)?.provider ?? null })
+)
 
 const Balance = Schema.Struct({
   balanceMicros: Schema.Int.annotate({ description: "Credits held, in USD micro-units; below zero after an uncovered refund." }),
@@ -142,7 +156,15 @@ const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
     return { ...TaskView.task(record), assets } satisfies typeof TaskResult.Type
   })
 
-const describeTask = (task: typeof TaskResult.Type): string => {
+const SIMULATED_NOTE =
+  " It runs on the simulated provider: its results are placeholder files generated offline, not the model's work."
+
+/** Says so when the simulated provider runs the task: its results are generated offline, not by the model. */
+const simulatedNote = (task: typeof TaskResult.Type): string => (task.provider === Provider.SIMULATED ? SIMULATED_NOTE : "")
+
+const describeTask = (task: typeof TaskResult.Type): string => `${describeStatus(task)}${simulatedNote(task)}`
+
+const describeStatus = (task: typeof TaskResult.Type): string => {
   const price = `${usd(task.priceMicros)} (${task.priceMicros} micros)`
   switch (task.status) {
     case "succeeded":
@@ -185,6 +207,7 @@ export const searchModels = tool({
   run: (args) =>
     Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
+      const provider = yield* providerOf
       const prices = yield* Effect.map(
         (yield* Pricer.Pricer).prices,
         (all) => new Map(all.models.map((price) => [price.model, price]))
@@ -200,7 +223,8 @@ export const searchModels = tool({
                 category: model.category,
                 description: model.description,
                 outputs: model.outputs,
-                price
+                price,
+                provider: provider(model.slug)
               }
             ]
       })
@@ -249,6 +273,7 @@ export const getModel = tool({
     Effect.gen(function* () {
       const catalog = yield* Catalog.Catalog
       const pricer = yield* Pricer.Pricer
+      const provider = (yield* providerOf)(args.model)
       const model = yield* catalog.get(args.model)
       const price = (yield* pricer.prices).models.find((entry) => entry.model === model.slug)
       if (price === undefined) {
@@ -272,14 +297,16 @@ export const getModel = tool({
           description: model.description,
           outputs: model.outputs,
           price,
+          provider,
           deprecated: model.deprecated,
           inputSchema: model.jsonSchema,
           ...(quote === undefined ? {} : { quote })
         },
         summary:
-          quote === undefined
+          (quote === undefined
             ? `${model.title} (${model.slug}): ${model.outputs}; ${price.priceMicros === null ? "no price" : `from ${usd(price.priceMicros)}`}.`
-            : `${model.title} (${model.slug}) would cost ${usd(quote.priceMicros)} (${quote.priceMicros} micros) for this input.`
+            : `${model.title} (${model.slug}) would cost ${usd(quote.priceMicros)} (${quote.priceMicros} micros) for this input.`) +
+          (provider === Provider.SIMULATED ? SIMULATED_NOTE : "")
       }
     })
 })

@@ -137,6 +137,8 @@ describe.each([
     const search = await call(client, "search_models", { query: "lyrics" })
     expect(search.isError).toBeFalsy()
     expect(search.data.models.map((model: any) => model.slug)).toContain("song-lyrics")
+    // This server runs every model on the simulated provider, and the tools say so.
+    expect(search.data.models.every((model: any) => model.provider === "simulated")).toBe(true)
 
     // get_model: the catalog's own JSON Schema, and an exact quote.
     const model = await call(client, "get_model", { model: IMAGE_MODEL, input: { prompt: "a lighthouse at dusk" } })
@@ -145,6 +147,8 @@ describe.each([
     const price: number = model.data.quote.priceMicros
     expect(price).toBeGreaterThan(0)
     expect(model.data.quote.input).toEqual({ prompt: "a lighthouse at dusk", aspectRatio: "9:16" })
+    expect(model.data.provider).toBe("simulated")
+    expect(textOf(model)).toContain("simulated provider")
 
     // create_task, then the same call again: one task, one reservation.
     const args = { model: IMAGE_MODEL, input: { prompt: "a lighthouse at dusk" }, expectedPriceMicros: price }
@@ -169,7 +173,8 @@ describe.each([
       { onprogress: (update) => void progress.push(update) }
     )
     const task = waited.structuredContent as any
-    expect(task).toMatchObject({ id: created.data.id, status: "succeeded", finished: true })
+    expect(task).toMatchObject({ id: created.data.id, status: "succeeded", finished: true, provider: "simulated" })
+    expect(textOf(waited)).toContain("simulated provider")
     expect(progress.length).toBeGreaterThan(0)
     expect(progress[0]!.total).toBe(25)
     const url = new URL(task.assets[0].url)

@@ -29,4 +29,26 @@ describe("Providers.fromConfig", () => {
       expect(without.map((adapter) => adapter.provider)).toEqual(["picgen"])
     })
   )
+
+  it.effect("with DATABASE_URL (production), the simulator runs only when SIMULATED_ENABLED=true", () =>
+    Effect.gen(function* () {
+      const production = { DATABASE_URL: "postgres://db.example.test/taskmeter", ALPHA_API_KEY: "a" }
+      expect((yield* adaptersFrom(production)).map((adapter) => adapter.provider)).toEqual(["alpha"])
+      const opted = yield* adaptersFrom({ ...production, SIMULATED_ENABLED: "true" })
+      expect(opted.map((adapter) => adapter.provider)).toEqual(["alpha", "simulated"])
+    })
+  )
+})
+
+describe("Providers.roster", () => {
+  it.effect("names the families run upstream, on the simulator, and on nothing", () =>
+    Effect.gen(function* () {
+      const mixed = Providers.roster(yield* adaptersFrom({ ALPHA_API_KEY: "a", SONG_API_KEY: "s" }))
+      expect(mixed).toEqual({ live: ["alpha", "song"], simulated: ["picgen", "gamma", "delta", "epsilon"], unavailable: [] })
+      const production = Providers.roster(yield* adaptersFrom({ DATABASE_URL: "postgres://db.test/t", ALPHA_API_KEY: "a" }))
+      expect(production.live).toEqual(["alpha"])
+      expect(production.simulated).toEqual([])
+      expect(production.unavailable).toEqual(["picgen", "gamma", "delta", "epsilon", "song"])
+    })
+  )
 })

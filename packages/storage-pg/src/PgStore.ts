@@ -39,6 +39,7 @@ import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
+import upstreamSlots from "./migrations/0014_upstream_slots.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
 
 export type Stores =
@@ -85,6 +86,7 @@ export const migrations = Migrator.fromRecord({
   "10_price_lists": priceLists,
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
+  "14_upstream_slots": upstreamSlots,
   "17_chat_leases": chatLeases
 })
 

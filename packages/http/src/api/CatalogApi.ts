@@ -20,6 +20,11 @@ export const ModelInfo = Schema.Struct({
   fields: Schema.Array(ModelField.FieldInfo),
   inputSchema: Schema.Record(Schema.String, Schema.Unknown).annotate({
     description: "JSON Schema (draft 2020-12) of the model's `input` object for POST /api/v1/jobs."
+  }),
+  provider: Schema.NullOr(Schema.String).annotate({
+    description:
+      'The provider that runs the model\'s tasks: an upstream (e.g. "alpha"), or "simulated" (results generated ' +
+      "offline, not by the model); null when none does, and submissions answer EXECUTION_UNAVAILABLE."
   })
 }).annotate({ identifier: "Model" })
 export type ModelInfo = typeof ModelInfo.Type

@@ -39,7 +39,11 @@ const taskFields = {
   currency: Schema.Literal("USD"),
   createdAt: DateTimeString,
   updatedAt: DateTimeString,
-  assets: Schema.Array(Asset)
+  assets: Schema.Array(Asset),
+  provider: Schema.NullOr(Schema.String).annotate({
+    description:
+      'The provider that runs the task, e.g. "simulated" (generated offline, not by the model); null while it is queued.'
+  })
 }
 
 /** A task as GET /api/v1/jobs/{id} returns it. */

@@ -1,17 +1,18 @@
 /**
  * The executors: which provider adapter runs each model (the first adapter listing it, in the
- * order given) and how many tasks one process may have under way, per provider
- * (`maxConcurrency`) and per model (`modelConcurrency`), a permit held from submit until the
- * results are stored. `executorAvailable` serves admission (EXECUTION_UNAVAILABLE); `capacity`
- * tells a worker how many it may claim. The limits are per process: docs/decisions.md, Tasks.
+ * order given) and the limits of tasks under way, per provider (`maxConcurrency`) and per model
+ * (`modelConcurrency`). `withPermit` holds this process's permits, which bound what it claims
+ * (`capacity`); `lanesFor` names the same limits as TaskStore slot lanes, which the worker takes
+ * so that they hold across every process on the store. `executorAvailable` serves admission.
  */
 import { Context, Effect, Layer, Semaphore } from "effect"
 import type { ProviderV1 } from "./Provider.ts"
+import type { SlotLane } from "./TaskStore.ts"
 
 export interface Options {
   /** Adapters in order of preference: the first one listing a model serves it. */
   readonly adapters: ReadonlyArray<ProviderV1>
-  /** Per-model limits of tasks under way in this process, on top of the adapter's `maxConcurrency`. */
+  /** Per-model limits of tasks under way, on top of the adapter's `maxConcurrency`. */
   readonly modelConcurrency?: { readonly [model: string]: number } | undefined
 }
 
@@ -36,6 +37,8 @@ export class Executors extends Context.Service<
      */
     readonly withPermit: (model: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
     readonly capacity: Effect.Effect<Capacity>
+    /** The model's and its provider's limits, as store lanes (none when unbounded or unserved). */
+    readonly lanesFor: (model: string) => ReadonlyArray<SlotLane>
   }
 >()("@taskmeter/kernel/Executors") {}
 
@@ -78,6 +81,15 @@ export const make = (options: Options): Executors["Service"] => {
     if (!adapters.has(model)) throw new RangeError(`Executors: a concurrency is set for ${model}, which no adapter serves`)
   }
   const models = [...adapters.keys()]
+  const lanes = new Map<string, ReadonlyArray<SlotLane>>()
+  for (const [model, adapter] of adapters) {
+    const bounds: Array<SlotLane> = []
+    const own = modelLanes.get(model)!.limit
+    const provider = providerLanes.get(adapter)!.limit
+    if (Number.isFinite(own)) bounds.push({ lane: `model:${model}`, limit: own })
+    if (Number.isFinite(provider)) bounds.push({ lane: `provider:${adapter.provider}`, limit: provider })
+    lanes.set(model, bounds)
+  }
 
   const withPermit =
     (model: string) =>
@@ -124,7 +136,8 @@ export const make = (options: Options): Executors["Service"] => {
     executorAvailable: (model) => adapters.has(model),
     adapterFor: (model) => adapters.get(model),
     withPermit,
-    capacity
+    capacity,
+    lanesFor: (model) => lanes.get(model) ?? []
   })
 }
 

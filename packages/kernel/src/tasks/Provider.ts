@@ -10,6 +10,9 @@ import { Data } from "effect"
 import type { ModelInput } from "../catalog/Catalog.ts"
 import type { AssetType } from "../domain/Task.ts"
 
+/** The name of the provider that generates results offline instead of running the model (Task.provider). */
+export const SIMULATED = "simulated"
+
 export type ProviderErrorReason = "RateLimited" | "Retryable" | "Terminal" | "OutcomeUnknown"
 
 export class ProviderError extends Data.TaggedError("ProviderError")<{

@@ -103,6 +103,8 @@ export interface Options {
   readonly idempotencyTtl?: Duration.Input | undefined
   /** How long a task may take, from admission, by model category (defaults: `defaultDeadlines`). */
   readonly deadlines?: Partial<{ readonly [C in Category]: Duration.Input }> | undefined
+  /** Per model, replacing its category's deadline (MODEL_DEADLINE_SECONDS). */
+  readonly modelDeadlines?: { readonly [model: string]: Duration.Input } | undefined
   /** Whether a worker can run the model now; submissions of other models are EXECUTION_UNAVAILABLE. */
   readonly executorAvailable: (model: string) => boolean
 }
@@ -259,7 +261,9 @@ export const make = (
     }
     const idempotencyTtlMs = Duration.toMillis(options.idempotencyTtl ?? "24 hours")
     const deadlineMs = (model: ModelDefinition) =>
-      Duration.toMillis(options.deadlines?.[model.category] ?? defaultDeadlines[model.category])
+      Duration.toMillis(
+        options.modelDeadlines?.[model.slug] ?? options.deadlines?.[model.category] ?? defaultDeadlines[model.category]
+      )
 
     const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
       Effect.gen(function* () {

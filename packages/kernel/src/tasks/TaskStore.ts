@@ -49,6 +49,8 @@ export interface TaskRecord {
   readonly assets: ReadonlyArray<StoredAsset>
   /** The upstream's job id, once the upstream accepted the task. */
   readonly upstreamRef: string | null
+  /** The provider adapter that took the task from the queue (e.g. "alpha", "simulated"); null while queued. */
+  readonly provider: string | null
   /** How many times a worker claimed the task. */
   readonly attempts: number
   readonly createdAt: Date
@@ -151,6 +153,8 @@ export interface TransitionRequest {
   readonly now: Date
   readonly errorCode?: string | null | undefined
   readonly upstreamRef?: string | undefined
+  /** Records the provider running the task (set on leaving queued). */
+  readonly provider?: string | undefined
   readonly assets?: ReadonlyArray<StoredAsset> | undefined
   /** Required when `to` is succeeded: the final charge, at most `priceMicros`; the rest is released. */
   readonly chargeMicros?: Micros | undefined
@@ -162,6 +166,21 @@ export type TransitionResult =
   | { readonly _tag: "Done"; readonly task: TaskRecord }
   | { readonly _tag: "LeaseLost" }
   | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
+
+/** One limit on upstream work: a provider's or a model's, shared by every process on the store. */
+export interface SlotLane {
+  /** e.g. `provider:alpha` or `model:alpha-image`. */
+  readonly lane: string
+  /** How many leases may hold a slot of the lane at once; a whole number of at least 1. */
+  readonly limit: number
+}
+
+export interface SlotRequest {
+  readonly taskId: TaskId
+  readonly leaseToken: string
+  readonly lanes: ReadonlyArray<SlotLane>
+  readonly now: Date
+}
 
 /** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
 export interface Resolution {
@@ -238,6 +257,20 @@ export class TaskStore extends Context.Service<
       limit: number,
       afterId?: TaskId | undefined
     ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * Takes one slot of every lane for the task's lease, or none (false): false too when the lease
+     * is not live at `now`. A slot is held until `releaseSlots`, or until its lease stops being live
+     * (lapsed, given up, or ended by a final move), so a dead worker's slots lapse with its lease.
+     * Across processes, at most `limit` leases hold a slot of a lane at once. A lease taking again
+     * keeps the slots it holds. Reads a bounded number of rows: the lanes' slots, not the queue.
+     */
+    readonly takeSlots: (request: SlotRequest) => Effect.Effect<boolean, StoreUnavailable>
+    /** Frees the lanes' slots the lease holds (none is fine). */
+    readonly releaseSlots: (request: {
+      readonly taskId: TaskId
+      readonly leaseToken: string
+      readonly lanes: ReadonlyArray<string>
+    }) => Effect.Effect<void, StoreUnavailable>
     /** Only from reconciliation_required; undefined when the task is not in that state. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**

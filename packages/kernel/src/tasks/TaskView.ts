@@ -1,6 +1,6 @@
 /**
  * How a stored task is shown to its owner: the spec's Task shape, with file results linked at
- * `/api/v1/results/<uuid>` and text results inline. Nothing else of the record (input, account,
+ * `/api/v1/results/<uuid>` and text results inline, and the provider that ran it. Nothing else of the record (input, account,
  * upstream reference, lease) leaves the server.
  */
 import type * as Task from "../domain/Task.ts"
@@ -24,7 +24,8 @@ export const task = (record: TaskStore.TaskRecord): Task.Task => ({
   currency: "USD",
   createdAt: record.createdAt.toISOString(),
   updatedAt: record.updatedAt.toISOString(),
-  assets: record.assets.map(asset)
+  assets: record.assets.map(asset),
+  provider: record.provider
 })
 
 /** POST /api/v1/jobs: the task and whether the Idempotency-Key matched an earlier submission. */

@@ -45,6 +45,9 @@ export interface Options {
   /** Retries of RateLimited and Retryable steps without `retryAfterMs`. Defaults 1 s doubling to 30 s. */
   readonly retryInitialMs?: number | undefined
   readonly retryMaxMs?: number | undefined
+  /** A task waiting for an upstream slot asks again this often, doubling. Defaults 100 ms up to 1 s. */
+  readonly slotWaitInitialMs?: number | undefined
+  readonly slotWaitMaxMs?: number | undefined
   /** The largest result file copied from an upstream. Default 512 MiB. */
   readonly maxResultBytes?: number | undefined
   /** How long one result download may take. Default 10 minutes. */
@@ -89,6 +92,8 @@ const defaults = (options: Options) => ({
   pollMaxMs: options.pollMaxMs ?? 10_000,
   retryInitialMs: options.retryInitialMs ?? 1_000,
   retryMaxMs: options.retryMaxMs ?? 30_000,
+  slotWaitInitialMs: options.slotWaitInitialMs ?? 100,
+  slotWaitMaxMs: options.slotWaitMaxMs ?? 1_000,
   outputs: {
     maxBytes: options.maxResultBytes ?? 512 * 1024 * 1024,
     timeoutMs: options.downloadTimeoutMs ?? 10 * 60 * 1000,
@@ -195,7 +200,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           task: TaskRecord,
           from: TaskStatus,
           to: TaskStatus,
-          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "assets" | "chargeMicros">> = {}
+          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "provider" | "assets" | "chargeMicros">> = {}
         ): Effect.Effect<TaskRecord, Dropped> =>
           Effect.gen(function* () {
             const at = yield* now
@@ -349,7 +354,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             switch (task.status) {
               case "queued": {
                 if (yield* pastDeadline(task)) return yield* fail(task, "queued", ErrorCode.DeadlineExceeded)
-                return yield* send(yield* move(task, "queued", "submitting"), provider)
+                return yield* send(yield* move(task, "queued", "submitting", { provider: provider.provider }), provider)
               }
               case "submitting":
                 return yield* recover(task, provider)
@@ -375,12 +380,40 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           }
         })
 
+        /**
+         * Runs `self` holding a slot of each of the model's store lanes, so that the limits hold
+         * across processes: asks again until one frees (the heartbeat keeps the lease meanwhile).
+         * A queued task whose deadline passes while it waits fails without a call upstream.
+         */
+        const lanes = executors.lanesFor(model)
+        const withSlots = (self: Effect.Effect<void, Dropped>): Effect.Effect<void, Dropped> =>
+          lanes.length === 0
+            ? self
+            : Effect.gen(function* () {
+                for (let attempt = 0; ; attempt++) {
+                  const at = yield* now
+                  const taken = yield* persistently(store.takeSlots({ taskId: claim.task.id, leaseToken, lanes, now: at }))
+                  if (taken) break
+                  if (claim.task.status === "queued" && at.getTime() >= claim.task.deadlineAt.getTime()) {
+                    return yield* fail(claim.task, "queued", ErrorCode.DeadlineExceeded)
+                  }
+                  yield* Effect.sleep(backoff(config.slotWaitInitialMs, config.slotWaitMaxMs, attempt))
+                }
+                return yield* self
+              }).pipe(
+                Effect.ensuring(
+                  store
+                    .releaseSlots({ taskId: claim.task.id, leaseToken, lanes: lanes.map((l) => l.lane) })
+                    .pipe(Effect.ignore({ log: "Warn", message: "Could not release upstream slots; they lapse with the lease" }))
+                )
+              )
+
         const main: Effect.Effect<void, Dropped> =
           adapter === undefined
             ? claim.task.status === "queued"
               ? fail(claim.task, "queued", ErrorCode.ExecutionUnavailable)
               : Effect.void
-            : executors.withPermit(model)(work(claim.task, adapter))
+            : executors.withPermit(model)(withSlots(work(claim.task, adapter)))
 
         return Effect.raceFirst(main, heartbeat).pipe(
           Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),

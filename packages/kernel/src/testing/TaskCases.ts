@@ -5,6 +5,7 @@ import type { AccountId } from "../domain/Ids.ts"
 import { TaskStore } from "../tasks/TaskStore.ts"
 import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } from "../tasks/TaskStore.ts"
 import type { Case } from "./Case.ts"
+import { slotCases } from "./SlotCases.ts"
 import {
   admission,
   admitted,
@@ -70,6 +71,7 @@ const done = (result: TransitionResult): TaskRecord => {
 }
 
 export const taskCases = (test: Case) => {
+  slotCases(test)
   describe("TaskStore reads", () => {
     test(
       "tasks are read only by their account, newest first",

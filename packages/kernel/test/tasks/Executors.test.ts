@@ -75,4 +75,18 @@ describe("Executors", () => {
       expect(yield* executors.capacity).toEqual({ total: 2, models: ["m1", "m2"] })
     })
   )
+
+  it("names each model's limits as store lanes: its own, then its provider's; none when unbounded", () => {
+    const executors = Executors.make({
+      adapters: [adapter("p", ["m1", "m2"], 3), adapter("q", ["n"])],
+      modelConcurrency: { m1: 2, n: 1 }
+    })
+    expect(executors.lanesFor("m1")).toEqual([
+      { lane: "model:m1", limit: 2 },
+      { lane: "provider:p", limit: 3 }
+    ])
+    expect(executors.lanesFor("m2")).toEqual([{ lane: "provider:p", limit: 3 }])
+    expect(executors.lanesFor("n")).toEqual([{ lane: "model:n", limit: 1 }])
+    expect(executors.lanesFor("unserved")).toEqual([])
+  })
 })

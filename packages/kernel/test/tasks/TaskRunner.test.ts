@@ -53,6 +53,21 @@ describe("TaskRunner.submit", () => {
     }).pipe(Effect.provide(layerWith()))
   )
 
+  it.effect("a model's own deadline replaces its category's", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const who = yield* caller(1_000_000)
+      yield* TestClock.adjust("10 seconds")
+      const { task } = yield* runner.submit(who, submission())
+      expect(task.deadlineAt).toEqual(new Date(10_000 + 90_000))
+      const other = yield* runner.submit(
+        who,
+        submission({ model: EDIT, idempotencyKey: "key-2", input: { prompt: "x", imageUrls: ["https://example.com/a.png"] } })
+      )
+      expect(other.task.deadlineAt).toEqual(new Date(10_000 + 15 * 60_000))
+    }).pipe(Effect.provide(layerWith({ modelDeadlines: { [TEXT_TO_IMAGE]: "90 seconds" } })))
+  )
+
   it.effect("a retry with the same key and request replays, spelled-out defaults included", () =>
     Effect.gen(function* () {
       const runner = yield* TaskRunner.TaskRunner

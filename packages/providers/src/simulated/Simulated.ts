@@ -6,7 +6,7 @@
  * and `journal`, which makes submit idempotent per reference and gives `lookup`.
  */
 import { Clock, Config, Effect, Option } from "effect"
-import type { Catalog, Provider } from "@taskmeter/kernel"
+import { type Catalog, Provider } from "@taskmeter/kernel"
 import * as ShippedCatalog from "../utils/ShippedCatalog.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
 import * as Journal from "./Journal.ts"
@@ -26,6 +26,9 @@ export interface Options {
   readonly journal?: Journal.Journal | undefined
   readonly maxConcurrency?: number | undefined
 }
+
+/** The simulated provider's name, as tasks and GET /api/v1/models show it. */
+export const PROVIDER = Provider.SIMULATED
 
 export interface SimulatedProvider extends Provider.ProviderV1 {
   readonly lookup: NonNullable<Provider.ProviderV1["lookup"]>
@@ -53,7 +56,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
     const model = definitions.get(slug)
     return model !== undefined && servedSet.has(slug)
       ? Effect.succeed(model)
-      : Effect.fail(UpstreamError.unsupportedModel("simulated", slug))
+      : Effect.fail(UpstreamError.unsupportedModel(PROVIDER, slug))
   }
 
   const planOf = (slug: string, upstreamId: string) => {
@@ -110,7 +113,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
 
   return {
     specificationVersion: "v1",
-    provider: "simulated",
+    provider: PROVIDER,
     models: served,
     maxConcurrency: options.maxConcurrency,
     submit,

@@ -4,7 +4,7 @@ import { AdmissionRules, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import { wake } from "./State.ts"
-import type { AccountRow, State, TaskRow } from "./State.ts"
+import type { AccountRow, SlotHolder, State, TaskRow } from "./State.ts"
 
 const RATE_WINDOW_MS = 60_000
 
@@ -63,6 +63,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       chargedMicros: null,
       assets: [],
       upstreamRef: null,
+      provider: null,
       attempts: 0,
       updatedAt: task.createdAt
     }
@@ -122,6 +123,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       updatedAt: request.now,
       ...(request.errorCode === undefined ? {} : { errorCode: request.errorCode }),
       ...(request.upstreamRef === undefined ? {} : { upstreamRef: request.upstreamRef }),
+      ...(request.provider === undefined ? {} : { provider: request.provider }),
       ...(request.assets === undefined ? {} : { assets: request.assets }),
       ...(request.to === "succeeded" ? { chargedMicros: request.chargeMicros ?? null } : {})
     }
@@ -131,6 +133,38 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
     return { _tag: "Done", task: row.record }
+  }
+
+  /** Whether the lease is still live at `now`. */
+  const live = (holder: SlotHolder | undefined, now: number): boolean => {
+    if (holder === undefined) return false
+    const row = state.tasks.get(holder.taskId)
+    return row !== undefined && row.leaseToken === holder.leaseToken && row.leaseExpiresAt !== null && row.leaseExpiresAt > now
+  }
+
+  const takeSlots = (request: TaskStore.SlotRequest): boolean => {
+    const now = request.now.getTime()
+    const self: SlotHolder = { taskId: request.taskId, leaseToken: request.leaseToken }
+    if (!live(self, now)) return false
+    const picks: Array<[Array<SlotHolder | undefined>, number]> = []
+    for (const { lane, limit } of request.lanes) {
+      const slots = state.slots.get(lane) ?? []
+      state.slots.set(lane, slots)
+      const mine = slots.findIndex((h, i) => i < limit && h?.taskId === self.taskId && h.leaseToken === self.leaseToken)
+      let pick = mine
+      if (pick === -1) {
+        for (let i = 0; i < limit; i++) {
+          if (!live(slots[i], now)) {
+            pick = i
+            break
+          }
+        }
+      }
+      if (pick === -1) return false
+      picks.push([slots, pick])
+    }
+    for (const [slots, pick] of picks) slots[pick] = self
+    return true
   }
 
   return TaskStore.TaskStore.of({
@@ -193,6 +227,16 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
           .slice(0, limit)
       ),
+    takeSlots: (request) => Effect.sync(() => takeSlots(request)),
+    releaseSlots: ({ taskId, leaseToken, lanes }) =>
+      Effect.sync(() => {
+        for (const lane of lanes) {
+          const slots = state.slots.get(lane) ?? []
+          slots.forEach((holder, i) => {
+            if (holder?.taskId === taskId && holder.leaseToken === leaseToken) slots[i] = undefined
+          })
+        }
+      }),
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)

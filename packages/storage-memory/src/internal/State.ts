@@ -34,6 +34,12 @@ export interface TaskRow {
   readonly seq: number
 }
 
+/** The lease holding an upstream slot (TaskStore.takeSlots). */
+export interface SlotHolder {
+  readonly taskId: string
+  readonly leaseToken: string
+}
+
 export interface IdempotencyRow {
   readonly fingerprint: string
   readonly taskId: string
@@ -59,6 +65,8 @@ export interface State {
   readonly priceLists: Array<PriceStore.StoredPriceList>
   /** `${day} ${model}` -> micros admitted for the model that UTC day (BudgetStore) */
   readonly budgetDays: Map<string, number>
+  /** lane -> its slots by number; a slot is free when empty or its lease is not live */
+  readonly slots: Map<string, Array<SlotHolder | undefined>>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   nextSeq: number
@@ -77,6 +85,7 @@ export const make = (): State => ({
   blobs: new Map(),
   priceLists: [],
   budgetDays: new Map(),
+  slots: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   nextSeq: 0
 })

@@ -50,6 +50,7 @@ interface Move {
   readonly set_error_code: boolean
   readonly error_code: string | null
   readonly upstream_ref: string | null
+  readonly provider: string | null
   readonly assets: ReadonlyArray<TaskStore.StoredAsset> | null
   readonly charge_micros: number | null
   readonly keep_lease: boolean
@@ -70,6 +71,7 @@ const move = (
     readonly now: Date
     readonly errorCode?: string | null | undefined
     readonly upstreamRef?: string | undefined
+    readonly provider?: string | undefined
     readonly assets?: ReadonlyArray<TaskStore.StoredAsset> | undefined
     readonly chargeMicros?: number | undefined
     readonly keepLease: boolean
@@ -90,6 +92,7 @@ const move = (
     set_error_code: request.errorCode !== undefined,
     error_code: request.errorCode ?? null,
     upstream_ref: request.upstreamRef ?? null,
+    provider: request.provider ?? null,
     assets: request.assets ?? null,
     charge_micros: creditEffect === "charge" ? (request.chargeMicros ?? null) : null,
     keep_lease: request.keepLease,
@@ -183,7 +186,7 @@ export const make = (wakeups: WorkWakeups) =>
           SELECT * FROM jsonb_to_recordset(${PgTypes.jsonb(moves)}) AS i(
             ordinal integer, task_id text, lease_token text, check_lease boolean, from_status text,
             to_status text, at timestamptz, set_error_code boolean, error_code text, upstream_ref text,
-            assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
+            provider text, assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
           )
         ),
         done AS (
@@ -192,6 +195,7 @@ export const make = (wakeups: WorkWakeups) =>
             updated_at = i.at,
             error_code = CASE WHEN i.set_error_code THEN i.error_code ELSE t.error_code END,
             upstream_ref = coalesce(i.upstream_ref, t.upstream_ref),
+            provider = coalesce(i.provider, t.provider),
             assets = coalesce(i.assets, t.assets),
             charged_micros = CASE WHEN i.credit_effect = 'charge' THEN i.charge_micros ELSE t.charged_micros END,
             lease_token = CASE WHEN i.keep_lease THEN t.lease_token END,
@@ -427,6 +431,26 @@ export const make = (wakeups: WorkWakeups) =>
               AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
             ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
         ),
+
+      takeSlots: (request) =>
+        request.lanes.length === 0
+          ? Effect.succeed(true)
+          : Failures.run(
+              "takeSlots",
+              sql<{ readonly taken: boolean }>`SELECT taskmeter_take_slots(
+                ${request.taskId}, ${request.leaseToken}, ${request.lanes.map((l) => l.lane)}::text[],
+                ${request.lanes.map((l) => l.limit)}::integer[], ${request.now}
+              ) AS taken`.pipe(Effect.map((rows) => rows[0]?.taken === true))
+            ),
+
+      releaseSlots: ({ taskId, leaseToken, lanes }) =>
+        lanes.length === 0
+          ? Effect.void
+          : Failures.run(
+              "releaseSlots",
+              Effect.asVoid(sql`UPDATE upstream_slots SET task_id = NULL, lease_token = NULL
+                WHERE lane = ANY(${lanes}::text[]) AND task_id = ${taskId} AND lease_token = ${leaseToken}`)
+            ),
 
       resolve: (resolution) =>
         TaskStatus.canTransition("reconciliation_required", resolution.to)

@@ -109,6 +109,7 @@ export interface TaskRow {
   readonly charged_micros: Int8 | null
   readonly assets: ReadonlyArray<TaskStore.StoredAsset>
   readonly upstream_ref: string | null
+  readonly provider: string | null
   readonly attempts: number
   readonly created_at: Date
   readonly updated_at: Date
@@ -132,6 +133,7 @@ const taskColumnNames = [
   "charged_micros",
   "assets",
   "upstream_ref",
+  "provider",
   "attempts",
   "created_at",
   "updated_at",
@@ -160,6 +162,7 @@ export const toTask = (row: TaskRow): TaskStore.TaskRecord => ({
   chargedMicros: row.charged_micros === null ? null : money(row.charged_micros),
   assets: row.assets,
   upstreamRef: row.upstream_ref,
+  provider: row.provider,
   attempts: row.attempts,
   createdAt: row.created_at,
   updatedAt: row.updated_at,

@@ -1,0 +1,78 @@
+/**
+ * Upstream limits across processes, and which provider ran a task. `upstream_slots` holds one row
+ * per slot of a lane (a provider's or a model's limit), made on first need; a slot is held while
+ * the task and lease token it names still hold a live lease, so it lapses with the worker's lease.
+ * `taskmeter_take_slots` takes one free slot of every lane given, or none. `tasks.provider` is set
+ * by the worker's first move (queued → submitting).
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+const statements = [
+  `ALTER TABLE tasks ADD COLUMN provider text`,
+
+  `CREATE TABLE upstream_slots (
+    lane text NOT NULL,
+    slot integer NOT NULL CHECK (slot >= 0),
+    task_id text,
+    lease_token text,
+    PRIMARY KEY (lane, slot),
+    CHECK ((task_id IS NULL) = (lease_token IS NULL))
+  )`,
+
+  // Reads at most the lanes' first p_limits[i] slots and the tasks they name, by primary key.
+  // SKIP LOCKED: a slot another taker is deciding on counts as taken, so two takers never wait
+  // for each other and the limit holds; either may answer false and try again later.
+  `CREATE FUNCTION taskmeter_take_slots(
+    p_task_id text, p_lease_token text, p_lanes text[], p_limits integer[], p_now timestamptz
+  ) RETURNS boolean
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_slots integer[] := '{}';
+    v_slot integer;
+  BEGIN
+    PERFORM 1 FROM tasks t
+      WHERE t.id = p_task_id AND t.lease_token = p_lease_token AND t.lease_expires_at > p_now;
+    IF NOT FOUND THEN
+      RETURN false;
+    END IF;
+    FOR i IN 1 .. coalesce(cardinality(p_lanes), 0) LOOP
+      v_slot := NULL;
+      -- A slot this lease already holds (a retried take) is kept.
+      SELECT s.slot INTO v_slot FROM upstream_slots s
+        WHERE s.lane = p_lanes[i] AND s.slot < p_limits[i] AND s.task_id = p_task_id AND s.lease_token = p_lease_token;
+      FOR attempt IN 1 .. 2 LOOP
+        EXIT WHEN v_slot IS NOT NULL;
+        SELECT s.slot INTO v_slot FROM upstream_slots s
+          WHERE s.lane = p_lanes[i] AND s.slot < p_limits[i]
+            AND NOT EXISTS (
+              SELECT 1 FROM tasks t
+                WHERE t.id = s.task_id AND t.lease_token = s.lease_token AND t.lease_expires_at > p_now
+            )
+          ORDER BY s.slot
+          LIMIT 1
+          FOR UPDATE OF s SKIP LOCKED;
+        EXIT WHEN v_slot IS NOT NULL OR attempt = 2;
+        -- The lane's slots are made on first need (or after its limit was raised); a taker
+        -- making them at the same time waits for the other's, then searches them again.
+        INSERT INTO upstream_slots (lane, slot)
+          SELECT p_lanes[i], n FROM generate_series(0, p_limits[i] - 1) n
+          ON CONFLICT DO NOTHING;
+      END LOOP;
+      IF v_slot IS NULL THEN
+        RETURN false;
+      END IF;
+      v_slots := v_slots || v_slot;
+    END LOOP;
+    UPDATE upstream_slots s SET task_id = p_task_id, lease_token = p_lease_token
+      FROM unnest(p_lanes, v_slots) AS w(lane, slot)
+      WHERE s.lane = w.lane AND s.slot = w.slot;
+    RETURN true;
+  END
+  $fn$`
+]
+
+export default Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of statements) yield* sql.unsafe(statement).unprepared
+})
