@@ -1,7 +1,8 @@
 /**
  * The Payments service: top-ups through the PaymentProcessor and its events into the ledger,
  * through the PaymentStore. `receive` verifies, keeps and applies a webhook event, then retries
- * the events of the same payment that were waiting for it (a refund before its purchase).
+ * the events of the same payment that were waiting for it (a refund before its purchase);
+ * `retryUnapplied`, run periodically, catches those kept meanwhile by another process.
  * `reconcile` compares the processor's payments of a period with the ledger.
  */
 import { Context, Effect, Layer } from "effect"
@@ -30,6 +31,11 @@ export class Payments extends Context.Service<
       payload: string,
       signature: string
     ) => Effect.Effect<KeptEvent | undefined, PaymentProcessorError | StoreUnavailable>
+    /**
+     * Applies again every kept event that is not applied yet, oldest first (an event that lost
+     * the race with its purchase in another process, an account created since); how many applied.
+     */
+    readonly retryUnapplied: Effect.Effect<number, StoreUnavailable>
     readonly events: (options: {
       readonly unappliedOnly: boolean
       readonly limit: number
@@ -40,6 +46,9 @@ export class Payments extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<Reconciliation.Discrepancy>, PaymentProcessorError | StoreUnavailable>
   }
 >()("@taskmeter/kernel/Payments") {}
+
+/** The most unapplied events one `retryUnapplied` pass tries. */
+export const RETRY_BATCH = 1000
 
 export const make = (
   bounds: TopUpBounds.TopUpBounds
@@ -79,6 +88,14 @@ export const make = (
           if (kept.appliedAt !== null) yield* retryPending(event.paymentId)
           return kept
         }),
+      retryUnapplied: Effect.gen(function* () {
+        const pending = yield* store.events({ unappliedOnly: true, limit: RETRY_BATCH })
+        let applied = 0
+        for (const kept of pending.toReversed()) {
+          if ((yield* store.receive(kept.event)).appliedAt !== null) applied++
+        }
+        return applied
+      }),
       events: store.events,
       payments: store.payments,
       reconcile: (period) =>
