@@ -28,6 +28,8 @@ import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
 import * as AdminFile from "./admin/AdminFile.ts"
 import * as AdminServer from "./admin/AdminServer.ts"
+import * as BillingServer from "./billing/BillingServer.ts"
+import * as PaymentsConfig from "./billing/PaymentsConfig.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
@@ -279,6 +281,7 @@ export const server = (options: ServerOptions) =>
       const app = Layer.mergeAll(
         Server.layer,
         ChatServer.layer,
+        BillingServer.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,
           registrationLimit: {
@@ -310,6 +313,7 @@ export const server = (options: ServerOptions) =>
         AdminServer.layer({ token: options.token })
       )
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
+        Layer.provideMerge(PaymentsConfig.layer(publicUrl)),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))
       )
