@@ -26,10 +26,11 @@ const processorFailure = (error: PaymentProcessor.PaymentProcessorError) =>
     : new Errors.ApiUnavailable({ message: "The payment processor is unavailable; try again shortly." })
 
 const amountOf = (body: unknown) => {
-  const amount = typeof body === "object" && body !== null ? (body as { readonly amountMicros?: unknown }).amountMicros : undefined
+  const amount =
+    typeof body === "object" && body !== null ? (body as { readonly amountMicros?: unknown }).amountMicros : undefined
   return typeof amount === "number" && Number.isSafeInteger(amount)
     ? Effect.succeed(amount)
-    : Effect.fail(new Errors.InvalidRequest({ message: "Send { \"amountMicros\": <integer> }: the top-up in USD micros." }))
+    : Effect.fail(new Errors.InvalidRequest({ message: 'Send { "amountMicros": <integer> }: the top-up in USD micros.' }))
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -91,8 +92,20 @@ export const layer = HttpRouter.use((router) =>
       pick: (handlers: ReturnType<typeof routes>) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | Errors.RequestNotFound, R> =>
       Option.match(handlers, { onNone: () => Effect.fail(notOffered), onSome: pick })
-    yield* router.add("GET", "/api/v1/billing/topups", offered((handlers) => handlers.topups))
-    yield* router.add("POST", "/api/v1/billing/checkout", offered((handlers) => handlers.checkout))
-    yield* router.add("POST", "/api/v1/billing/webhooks/stripe", offered((handlers) => handlers.webhook))
+    yield* router.add(
+      "GET",
+      "/api/v1/billing/topups",
+      offered((handlers) => handlers.topups)
+    )
+    yield* router.add(
+      "POST",
+      "/api/v1/billing/checkout",
+      offered((handlers) => handlers.checkout)
+    )
+    yield* router.add(
+      "POST",
+      "/api/v1/billing/webhooks/stripe",
+      offered((handlers) => handlers.webhook)
+    )
   })
 )

@@ -2,7 +2,7 @@
  * Payments from the environment: with STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, the kernel's
  * Payments on Stripe, top-ups of TOPUP_MIN_USD (5) to TOPUP_MAX_USD (500) with TOPUP_PRESETS_USD
  * (10,25,50,100) offered, back to TOPUP_RETURN_URL (the public URL); and two sweeps: unapplied
- * events retried every 5 minutes, and the previous UTC day reconciled with Stripe once a day.
+ * events retried every 5 minutes, and the previous UTC day reconciled with Stripe daily at 00:10 UTC.
  * Without the two secrets, nothing: the billing routes answer 404 and the CLI grant remains.
  */
 import { Config, Data, Duration, Effect, Layer, Option, Schedule } from "effect"
@@ -42,7 +42,9 @@ const reconcileYesterday = (payments: Payments.Payments["Service"]) =>
     const today = Math.floor(Date.now() / DAY_MS) * DAY_MS
     const found = yield* payments.reconcile({ from: new Date(today - DAY_MS), to: new Date(today) })
     for (const discrepancy of found) yield* Effect.logWarning("Payment reconciliation", discrepancy)
-    yield* Effect.logInfo(`Payment reconciliation of ${new Date(today - DAY_MS).toISOString().slice(0, 10)}: ${found.length} discrepancies`)
+    yield* Effect.logInfo(
+      `Payment reconciliation of ${new Date(today - DAY_MS).toISOString().slice(0, 10)}: ${found.length} discrepancies`
+    )
   })
 
 const sweeps = Layer.effectDiscard(
@@ -52,10 +54,18 @@ const sweeps = Layer.effectDiscard(
     const logged = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
       Effect.catchCause(effect, (cause) => Effect.logWarning(`${what} failed`, cause))
     yield* Effect.forkScoped(
-      Effect.repeat(logged("Retrying unapplied payment events", payments.value.retryUnapplied), Schedule.spaced(Duration.minutes(5)))
+      Effect.repeat(
+        logged("Retrying unapplied payment events", payments.value.retryUnapplied),
+        Schedule.spaced(Duration.minutes(5))
+      )
     )
+    // Daily from ten past midnight UTC, when the previous day is complete at the processor.
+    const firstRun = DAY_MS - (Date.now() % DAY_MS) + 10 * 60 * 1000
     yield* Effect.forkScoped(
-      Effect.repeat(logged("Payment reconciliation", reconcileYesterday(payments.value)), Schedule.spaced(Duration.days(1)))
+      Effect.andThen(
+        Effect.sleep(Duration.millis(firstRun)),
+        Effect.repeat(logged("Payment reconciliation", reconcileYesterday(payments.value)), Schedule.spaced(Duration.days(1)))
+      )
     )
   })
 )
