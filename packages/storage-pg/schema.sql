@@ -734,8 +734,11 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
       RETURN;
     END IF;
 
-    IF v_tag = 'PurchaseCompleted' THEN
-      v_amount := (v_kept.event->>'amountMicros')::bigint;
+    v_amount := CASE v_tag WHEN 'Refunded' THEN (v_kept.event->>'refundedMicros')::bigint
+      ELSE (v_kept.event->>'amountMicros')::bigint END;
+    IF v_tag <> 'PurchaseFailed' AND (v_amount IS NULL OR v_amount < CASE v_tag WHEN 'Refunded' THEN 0 ELSE 1 END) THEN
+      v_problem := 'invalid amount ' || coalesce(v_amount::text, 'null');
+    ELSIF v_tag = 'PurchaseCompleted' THEN
       IF NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = v_kept.event->>'accountId') THEN
         v_problem := 'no account ' || (v_kept.event->>'accountId');
       ELSE
@@ -754,7 +757,6 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
       IF NOT FOUND THEN
         v_problem := 'payment ' || v_payment_id || ' not applied yet';
       ELSIF v_tag = 'Refunded' THEN
-        v_amount := (v_kept.event->>'refundedMicros')::bigint;
         IF v_amount > v_payment.refunded_micros THEN
           UPDATE payments p SET refunded_micros = v_amount
             WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
@@ -762,7 +764,6 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
             v_named || ': refund', v_payment_id || ':refunded:' || v_amount, p_at, v_processor, v_payment_id, 'refund');
         END IF;
       ELSIF v_tag = 'DisputeOpened' THEN
-        v_amount := (v_kept.event->>'amountMicros')::bigint;
         INSERT INTO payment_disputes (processor, dispute_id, payment_id, amount_micros, status)
           VALUES (v_processor, v_kept.event->>'disputeId', v_payment_id, v_amount, 'open')
           ON CONFLICT DO NOTHING;

@@ -131,6 +131,27 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<PaymentStores, 
     )
 
     test(
+      "an event with an amount the ledger cannot take is kept unapplied and moves nothing",
+      Effect.gen(function* () {
+        const store = yield* PaymentStore
+        const account = yield* makeAccount()
+        for (const event of [
+          purchase(account.id, "pay_zero", 0),
+          purchase(account.id, "pay_negative", -USD),
+          refunded("pay_zero", -1),
+          dispute("DisputeOpened", "pay_zero", "dp_zero", 0)
+        ]) {
+          const kept = yield* receive(event)
+          expect(kept.appliedAt).toBeNull()
+          expect(kept.problem).toMatch(/^invalid amount -?\d+$/)
+        }
+        expect(yield* allEntries(account.id)).toEqual([])
+        expect(yield* store.payments(account.id)).toEqual([])
+        expect((yield* store.events({ unappliedOnly: true, limit: 10 })).length).toBe(4)
+      })
+    )
+
+    test(
       "a purchase that failed is kept and moves nothing",
       Effect.gen(function* () {
         const store = yield* PaymentStore

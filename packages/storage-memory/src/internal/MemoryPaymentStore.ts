@@ -30,6 +30,8 @@ export const make = (state: State): PaymentStore.PaymentStore["Service"] => {
       if (moved !== undefined) state.paymentEntries.push({ processor, paymentId, reason, entry: moved.entry })
     }
     if (event._tag === "PurchaseFailed") return undefined
+    const amount = event._tag === "Refunded" ? event.refundedMicros : event.amountMicros
+    if (!Number.isSafeInteger(amount) || amount < (event._tag === "Refunded" ? 0 : 1)) return `invalid amount ${amount}`
     if (event._tag === "PurchaseCompleted") {
       if (state.payments.has(paymentKey)) return undefined
       const accountId = event.accountId as Ids.AccountId
