@@ -206,4 +206,38 @@ describe("top-ups through Stripe", () => {
       ),
     60_000
   )
+
+  it.live("bad input to the billing routes is a 4xx that says what to fix, and stores nothing", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const url = yield* serverOn(yield* onPostgres("http_billing_bad")).pipe(Effect.provide(stripeEnv))
+        const { key } = yield* admin(url, (client) => client.AccountCreate({ name: "acme" }))
+        const checkout = (init: RequestInit) => fetchJson(`${url}/api/v1/billing/checkout`, init)
+        for (const body of [{}, { amountMicros: "25" }, { amountMicros: 2.5 }, [25_000_000]]) {
+          expect(yield* checkout(json(key.secret, body))).toMatchObject({ status: 400, body: { code: "INVALID_REQUEST" } })
+        }
+        const notJson = yield* checkout({ ...json(key.secret, {}), body: "amountMicros=25" })
+        expect(notJson).toMatchObject({ status: 400, body: { code: "INVALID_REQUEST" } })
+        const anonymous = yield* checkout({ method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+        expect(anonymous).toMatchObject({ status: 401, body: { code: "AUTH_REQUIRED" } })
+        expect(sessions).toEqual([])
+
+        const unsigned = yield* deliver(url, { payload: "{}", signature: "" })
+        expect(unsigned).toMatchObject({ status: 400, body: { code: "INVALID_REQUEST" } })
+        const huge = yield* deliver(url, { payload: "x".repeat(300 * 1024), signature: "t=1,v1=00" })
+        expect(huge).toMatchObject({ status: 413, body: { code: "INPUT_TOO_LARGE" } })
+        const stale = signed("checkout.session.completed", session(key.key.accountId, "pi_stale", 1000))
+        const replayedLater = yield* deliver(url, {
+          payload: stale.payload,
+          signature: signer.webhooks.generateTestHeaderString({
+            payload: stale.payload,
+            secret: WEBHOOK_SECRET,
+            timestamp: Math.floor(Date.now() / 1000) - 3600
+          })
+        })
+        expect(replayedLater).toMatchObject({ status: 400, body: { code: "INVALID_REQUEST" } })
+        expect(yield* admin(url, (client) => client.PaymentEvents({ unapplied: false }))).toEqual([])
+      })
+    )
+  )
 })
