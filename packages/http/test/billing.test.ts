@@ -35,6 +35,7 @@ const stripeApi = setupServer(
 beforeAll(() => stripeApi.listen({ onUnhandledFrame: "error" }))
 afterEach(() => {
   sessions.length = 0
+  stripeApi.resetHandlers()
 })
 afterAll(() => stripeApi.close())
 
@@ -102,6 +103,10 @@ describe("top-ups through Stripe", () => {
         expect(checkout.body.error).toContain("STRIPE_SECRET_KEY")
         expect((yield* deliver(url, signed("checkout.session.completed", {}))).status).toBe(404)
         expect((yield* fetchJson(`${url}/api/v1/billing/topups`)).status).toBe(404)
+        const reconcile = admin(url, (client) =>
+          client.PaymentReconcile({ from: "2030-01-01T00:00:00Z", to: "2030-01-02T00:00:00Z" })
+        )
+        expect((yield* Effect.flip(reconcile)).reason).toBe("PaymentsNotConfigured")
         const granted = yield* admin(url, (client) =>
           client.CreditsGrant({ accountId: key.key.accountId, amountMicros: (3 * USD) as Money.Micros })
         )
@@ -201,6 +206,30 @@ describe("top-ups through Stripe", () => {
           ])
           const unapplied = yield* admin(other, (client) => client.PaymentEvents({ unapplied: true }))
           expect(unapplied).toMatchObject([{ kind: "Refunded", paymentId: "pi_nowhere", appliedAt: null }])
+
+          // Stripe's books for the day: the refunded payment agrees, one payment never reached the ledger.
+          const list = (url: string, data: ReadonlyArray<object>) =>
+            HttpResponse.json({ object: "list", url, has_more: false, data })
+          const charge = (id: string, cents: number, refundedCents: number) => ({
+            id: `ch_${id}`,
+            object: "charge",
+            amount: cents,
+            amount_refunded: refundedCents,
+            created: Math.floor(Date.now() / 1000),
+            metadata: {},
+            payment_intent: id,
+            status: "succeeded"
+          })
+          stripeApi.use(
+            http.get("https://api.stripe.com/v1/charges", () =>
+              list("/v1/charges", [charge("pi_http", 2500, 2500), charge("pi_lost", 1000, 0)])
+            ),
+            http.get("https://api.stripe.com/v1/refunds", () => list("/v1/refunds", []))
+          )
+          const day = { from: new Date(Date.now() - 3_600_000).toISOString(), to: new Date(Date.now() + 3_600_000).toISOString() }
+          expect(yield* admin(other, (client) => client.PaymentReconcile(day))).toEqual([
+            { paymentId: "pi_lost", accountId: null, problem: "missing", processorMicros: 10 * USD, ledgerMicros: 0 }
+          ])
           expect(yield* admin(one, (client) => client.Audit())).toEqual([])
         })
       ),
