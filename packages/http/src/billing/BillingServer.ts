@@ -2,13 +2,14 @@
  * The billing routes beside the API, present whatever the configuration: GET /api/v1/billing/topups
  * (public: the amounts offered), POST /api/v1/billing/checkout (`billing:create`; `{ amountMicros }`
  * → `{ checkoutId, url, amountMicros }`) and POST /api/v1/billing/webhooks/stripe (the raw body,
- * verified by its Stripe-Signature; 400 when it does not verify). Without a configured processor
- * each answers 404 REQUEST_NOT_FOUND. Errors are `{ code, error }`, as everywhere.
+ * verified by its Stripe-Signature; 400 when it does not verify), as BillingApi documents them.
+ * Without a configured processor each answers 404 REQUEST_NOT_FOUND.
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Errors, Payments } from "@taskmeter/kernel"
 import type { PaymentProcessor } from "@taskmeter/kernel"
+import { CheckoutRequest } from "../api/BillingApi.ts"
 import { authenticate } from "../chat/ChatAuth.ts"
 import * as JsonBody from "../JsonBody.ts"
 
@@ -25,13 +26,15 @@ const processorFailure = (error: PaymentProcessor.PaymentProcessorError) =>
     ? new Errors.InvalidRequest({ message: error.message })
     : new Errors.ApiUnavailable({ message: "The payment processor is unavailable; try again shortly." })
 
-const amountOf = (body: unknown) => {
-  const amount =
-    typeof body === "object" && body !== null ? (body as { readonly amountMicros?: unknown }).amountMicros : undefined
-  return typeof amount === "number" && Number.isSafeInteger(amount)
-    ? Effect.succeed(amount)
-    : Effect.fail(new Errors.InvalidRequest({ message: 'Send { "amountMicros": <integer> }: the top-up in USD micros.' }))
-}
+const decodeCheckout = Schema.decodeUnknownEffect(CheckoutRequest)
+
+const amountOf = (body: unknown) =>
+  decodeCheckout(body).pipe(
+    Effect.map((request) => request.amountMicros),
+    Effect.mapError(
+      () => new Errors.InvalidRequest({ message: 'Send { "amountMicros": <integer> }: the top-up in USD micro-units.' })
+    )
+  )
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
@@ -83,25 +86,30 @@ const routes = (payments: Payments.Payments["Service"]) => {
   return { topups, checkout, webhook }
 }
 
-/** The billing routes on the HttpRouter in context; the Payments service if provided, else 404s. */
+/** The billing routes on the HttpRouter in context; the Payments service if provided, else 404s (checkout's after its key). */
 export const layer = HttpRouter.use((router) =>
   Effect.gen(function* () {
-    const payments = yield* Effect.serviceOption(Payments.Payments)
-    const handlers = Option.map(payments, routes)
+    const handlers = Option.map(yield* Effect.serviceOption(Payments.Payments), routes)
     const offered = <A, E, R>(
       pick: (handlers: ReturnType<typeof routes>) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | Errors.RequestNotFound, R> =>
       Option.match(handlers, { onNone: () => Effect.fail(notOffered), onSome: pick })
+    const keyFirst = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => authenticate(request, "billing:create"))
     yield* router.add(
       "GET",
       "/api/v1/billing/topups",
       offered((handlers) => handlers.topups)
     )
-    yield* router.add(
-      "POST",
-      "/api/v1/billing/checkout",
-      offered((handlers) => handlers.checkout)
-    )
+    type Checkout = ReturnType<typeof routes>["checkout"]
+    const checkout: Effect.Effect<
+      HttpServerResponse.HttpServerResponse,
+      Effect.Error<Checkout> | Errors.RequestNotFound,
+      Effect.Services<Checkout>
+    > = Option.match(handlers, {
+      onNone: () => Effect.andThen(keyFirst, Effect.fail(notOffered)),
+      onSome: (handlers) => handlers.checkout
+    })
+    yield* router.add("POST", "/api/v1/billing/checkout", checkout)
     yield* router.add(
       "POST",
       "/api/v1/billing/webhooks/stripe",
