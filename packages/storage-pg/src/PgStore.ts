@@ -1,8 +1,8 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * BudgetStore, PaymentStore) on PostgreSQL through @effect/sql-pg, migrated at start: `layer({ url })` for a real
- * server, `layerEmbedded({ dataDir })` for PGlite; both take a `schema` and also provide the
- * PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
+ * BudgetStore, PaymentStore) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
+ * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
  */
 import { Config, Context, Effect, Layer, Redacted } from "effect"
