@@ -72,6 +72,7 @@ export const requirements: Record<Dependency, Requirement> = {
     detect: async () => ((await answers(databaseUrl)) ? undefined : `no PostgreSQL answers at ${new URL(databaseUrl).host}`),
     suites: [
       "examples/postgres/postgres.test.ts",
+      "packages/http/test/billing.test.ts",
       "packages/http/test/cli-postgres.test.ts",
       "packages/http/test/chat/leases-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
@@ -84,6 +85,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",
       "packages/mcp/test/OAuthStorePg.test.ts",
       "packages/mcp/test/unstorableText.test.ts",
+      "packages/payments-stripe/test/webhooks.postgres.test.ts",
       "packages/storage-pg/test/admissionFastPath.test.ts",
       "packages/storage-pg/test/chatConformance.postgres.test.ts",
       "packages/storage-pg/test/concurrency.test.ts",
@@ -92,6 +94,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/idempotencyPurge.test.ts",
       "packages/storage-pg/test/keyedAdmission.test.ts",
       "packages/storage-pg/test/migrations.test.ts",
+      "packages/storage-pg/test/paymentConformance.postgres.test.ts",
       "packages/storage-pg/test/poisonedBatch.test.ts",
       "packages/storage-pg/test/priceLists.test.ts"
     ]

@@ -811,6 +811,127 @@ CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros
   END
   $$;
 
+CREATE FUNCTION taskmeter_payment_entry(p_kind text, p_account_id text, p_amount_micros bigint, p_note text, p_ref text, p_at timestamp with time zone, p_processor text, p_payment_id text, p_reason text) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_entry_id text;
+  BEGIN
+    SELECT (c.entry).id INTO v_entry_id
+      FROM taskmeter_credit(p_kind, p_account_id, p_amount_micros, p_note, p_processor || ':' || p_ref, p_at) c;
+    INSERT INTO payment_entries (entry_id, processor, payment_id, reason)
+      VALUES (v_entry_id, p_processor, p_payment_id, p_reason)
+      ON CONFLICT DO NOTHING;
+  END
+  $$;
+
+CREATE TABLE payment_events (
+    processor text NOT NULL,
+    event_id text NOT NULL,
+    payment_id text NOT NULL,
+    event jsonb NOT NULL,
+    seq bigint NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    applied_at timestamp with time zone,
+    problem text,
+    CONSTRAINT payment_events_check CHECK (((applied_at IS NULL) = (problem IS NOT NULL)))
+);
+
+CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time zone) RETURNS SETOF payment_events
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_processor text := p_event->>'processor';
+    v_payment_id text := p_event->>'paymentId';
+    v_tag text := p_event->>'_tag';
+    v_named text := (p_event->>'processor') || ' payment ' || (p_event->>'paymentId');
+    v_kept payment_events;
+    v_payment payments;
+    v_dispute payment_disputes;
+    v_amount bigint;
+    v_problem text;
+  BEGIN
+    INSERT INTO payment_events (processor, event_id, payment_id, event, received_at, problem)
+      VALUES (v_processor, p_event->>'eventId', v_payment_id, p_event, p_at, 'not applied yet')
+      ON CONFLICT DO NOTHING;
+    SELECT * INTO v_kept FROM payment_events e
+      WHERE e.processor = v_processor AND e.event_id = p_event->>'eventId' FOR UPDATE;
+    IF v_kept.applied_at IS NOT NULL THEN
+      RETURN NEXT v_kept;
+      RETURN;
+    END IF;
+
+    v_amount := CASE v_tag WHEN 'Refunded' THEN (v_kept.event->>'refundedMicros')::bigint
+      ELSE (v_kept.event->>'amountMicros')::bigint END;
+    IF v_tag <> 'PurchaseFailed' AND (v_amount IS NULL OR v_amount < CASE v_tag WHEN 'Refunded' THEN 0 ELSE 1 END) THEN
+      v_problem := 'invalid amount ' || coalesce(v_amount::text, 'null');
+    ELSIF v_tag = 'PurchaseCompleted' THEN
+      IF NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = v_kept.event->>'accountId') THEN
+        v_problem := 'no account ' || (v_kept.event->>'accountId');
+      ELSE
+        INSERT INTO payments (processor, payment_id, account_id, amount_micros, created_at)
+          VALUES (v_processor, v_payment_id, v_kept.event->>'accountId', v_amount, p_at)
+          ON CONFLICT DO NOTHING
+          RETURNING * INTO v_payment;
+        IF FOUND THEN
+          PERFORM taskmeter_payment_entry('grant', v_payment.account_id, v_amount, v_named || ': top-up',
+            v_payment_id, p_at, v_processor, v_payment_id, 'purchase');
+        END IF;
+      END IF;
+    ELSIF v_tag <> 'PurchaseFailed' THEN
+      SELECT * INTO v_payment FROM payments p
+        WHERE p.processor = v_processor AND p.payment_id = v_payment_id FOR UPDATE;
+      IF NOT FOUND THEN
+        v_problem := 'payment ' || v_payment_id || ' not applied yet';
+      ELSIF v_tag = 'Refunded' THEN
+        IF v_amount > v_payment.refunded_micros THEN
+          UPDATE payments p SET refunded_micros = v_amount
+            WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
+          PERFORM taskmeter_payment_entry('refund', v_payment.account_id, v_amount - v_payment.refunded_micros,
+            v_named || ': refund', v_payment_id || ':refunded:' || v_amount, p_at, v_processor, v_payment_id, 'refund');
+        END IF;
+      ELSIF v_tag = 'DisputeOpened' THEN
+        INSERT INTO payment_disputes (processor, dispute_id, payment_id, amount_micros, status)
+          VALUES (v_processor, v_kept.event->>'disputeId', v_payment_id, v_amount, 'open')
+          ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+          UPDATE payments p SET held_micros = p.held_micros + v_amount
+            WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
+          PERFORM taskmeter_payment_entry('adjustment', v_payment.account_id, -v_amount,
+            v_named || ': dispute ' || (v_kept.event->>'disputeId') || ' opened, amount held',
+            (v_kept.event->>'disputeId') || ':hold', p_at, v_processor, v_payment_id, 'hold');
+        END IF;
+      ELSE
+        SELECT * INTO v_dispute FROM payment_disputes d
+          WHERE d.processor = v_processor AND d.dispute_id = v_kept.event->>'disputeId' FOR UPDATE;
+        IF NOT FOUND THEN
+          v_problem := 'dispute ' || (v_kept.event->>'disputeId') || ' not opened yet';
+        ELSIF v_dispute.status = 'open' THEN
+          UPDATE payment_disputes d SET status = CASE v_tag WHEN 'DisputeLost' THEN 'lost' ELSE 'won' END
+            WHERE d.processor = v_processor AND d.dispute_id = v_dispute.dispute_id;
+          UPDATE payments p SET held_micros = p.held_micros - v_dispute.amount_micros
+            WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
+          PERFORM taskmeter_payment_entry('adjustment', v_payment.account_id, v_dispute.amount_micros,
+            v_named || ': dispute ' || v_dispute.dispute_id || CASE v_tag WHEN 'DisputeLost' THEN ' lost' ELSE ' won' END
+              || ', hold released',
+            v_dispute.dispute_id || ':release', p_at, v_processor, v_payment_id, 'release');
+          IF v_tag = 'DisputeLost' THEN
+            PERFORM taskmeter_payment_entry('refund', v_payment.account_id, v_dispute.amount_micros,
+              v_named || ': dispute ' || v_dispute.dispute_id || ' lost',
+              v_dispute.dispute_id || ':lost', p_at, v_processor, v_payment_id, 'dispute_lost');
+          END IF;
+        END IF;
+      END IF;
+    END IF;
+
+    UPDATE payment_events e
+      SET applied_at = CASE WHEN v_problem IS NULL THEN p_at END, problem = v_problem
+      WHERE e.processor = v_processor AND e.event_id = v_kept.event_id
+      RETURNING * INTO v_kept;
+    RETURN NEXT v_kept;
+  END
+  $$;
+
 CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes text[], p_limits integer[], p_now timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
@@ -962,6 +1083,46 @@ CREATE TABLE model_budget_days (
     CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
 );
 
+CREATE TABLE payment_disputes (
+    processor text NOT NULL,
+    dispute_id text NOT NULL,
+    payment_id text NOT NULL,
+    amount_micros bigint NOT NULL,
+    status text NOT NULL,
+    CONSTRAINT payment_disputes_amount_micros_check CHECK ((amount_micros > 0)),
+    CONSTRAINT payment_disputes_status_check CHECK ((status = ANY (ARRAY['open'::text, 'won'::text, 'lost'::text])))
+);
+
+CREATE TABLE payment_entries (
+    entry_id text NOT NULL,
+    processor text NOT NULL,
+    payment_id text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT payment_entries_reason_check CHECK ((reason = ANY (ARRAY['purchase'::text, 'refund'::text, 'hold'::text, 'release'::text, 'dispute_lost'::text])))
+);
+
+ALTER TABLE payment_events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME payment_events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE payments (
+    processor text NOT NULL,
+    payment_id text NOT NULL,
+    account_id text NOT NULL,
+    amount_micros bigint NOT NULL,
+    refunded_micros bigint DEFAULT 0 NOT NULL,
+    held_micros bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT payments_amount_micros_check CHECK ((amount_micros > 0)),
+    CONSTRAINT payments_held_micros_check CHECK ((held_micros >= 0)),
+    CONSTRAINT payments_refunded_micros_check CHECK ((refunded_micros >= 0))
+);
+
 CREATE TABLE price_lists (
     version bigint NOT NULL,
     list jsonb NOT NULL,
@@ -1041,6 +1202,18 @@ ALTER TABLE ONLY media
 ALTER TABLE ONLY model_budget_days
     ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
 
+ALTER TABLE ONLY payment_disputes
+    ADD CONSTRAINT payment_disputes_pkey PRIMARY KEY (processor, dispute_id);
+
+ALTER TABLE ONLY payment_entries
+    ADD CONSTRAINT payment_entries_pkey PRIMARY KEY (entry_id);
+
+ALTER TABLE ONLY payment_events
+    ADD CONSTRAINT payment_events_pkey PRIMARY KEY (processor, event_id);
+
+ALTER TABLE ONLY payments
+    ADD CONSTRAINT payments_pkey PRIMARY KEY (processor, payment_id);
+
 ALTER TABLE ONLY price_lists
     ADD CONSTRAINT price_lists_pkey PRIMARY KEY (version);
 
@@ -1075,6 +1248,14 @@ CREATE UNIQUE INDEX ledger_entries_lease_released_once ON ledger_entries USING b
 CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+CREATE INDEX payment_entries_payment ON payment_entries USING btree (processor, payment_id);
+
+CREATE INDEX payment_events_newest ON payment_events USING btree (seq DESC);
+
+CREATE INDEX payment_events_unapplied ON payment_events USING btree (processor, payment_id, seq) WHERE (applied_at IS NULL);
+
+CREATE INDEX payments_account_newest ON payments USING btree (account_id, created_at DESC);
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
@@ -1125,6 +1306,18 @@ ALTER TABLE ONLY ledger_entries
 
 ALTER TABLE ONLY media
     ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY payment_disputes
+    ADD CONSTRAINT payment_disputes_processor_payment_id_fkey FOREIGN KEY (processor, payment_id) REFERENCES payments(processor, payment_id);
+
+ALTER TABLE ONLY payment_entries
+    ADD CONSTRAINT payment_entries_entry_id_fkey FOREIGN KEY (entry_id) REFERENCES ledger_entries(id);
+
+ALTER TABLE ONLY payment_entries
+    ADD CONSTRAINT payment_entries_processor_payment_id_fkey FOREIGN KEY (processor, payment_id) REFERENCES payments(processor, payment_id);
+
+ALTER TABLE ONLY payments
+    ADD CONSTRAINT payments_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);

@@ -45,7 +45,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true })
  * The body's bytes, refusing (and reading no further) once they exceed `maxBytes`: the
  * platform's own reader, counting against `MaxBodySize` as the bytes arrive.
  */
-const readLimited = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+export const readLimited = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
   request.arrayBuffer.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes)),
     Effect.mapError((error) =>

@@ -9,6 +9,7 @@ import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
+import { BillingApi } from "./api/BillingApi.ts"
 import { ChatApi } from "./api/ChatApi.ts"
 import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
@@ -121,8 +122,8 @@ const resultLink: SignedLink = {
   gone: "the result"
 }
 
-/** The API with the chat group, which the server serves as raw routes. */
-const Documented = Api.add(ChatApi)
+/** The API with the chat and billing groups, which the server serves as raw routes. */
+const Documented = Api.add(ChatApi).add(BillingApi)
 
 /**
  * The stream events' schemas and those they refer to, as components (generated as the API's

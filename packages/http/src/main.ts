@@ -30,6 +30,8 @@ import { PgStore } from "@taskmeter/storage-pg"
 import { S3Settings, S3Store, StartupCheck } from "@taskmeter/storage-s3"
 import * as AdminFile from "./admin/AdminFile.ts"
 import * as AdminServer from "./admin/AdminServer.ts"
+import * as BillingServer from "./billing/BillingServer.ts"
+import * as PaymentsConfig from "./billing/PaymentsConfig.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
@@ -372,6 +374,7 @@ export const server = (options: ServerOptions) =>
       const app = Layer.mergeAll(
         Server.layer,
         ChatServer.layer,
+        BillingServer.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,
           registrationLimit: {
@@ -403,6 +406,7 @@ export const server = (options: ServerOptions) =>
         AdminServer.layer({ token: options.token })
       )
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
+        Layer.provideMerge(PaymentsConfig.layer(publicUrl)),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))
       )

@@ -2,7 +2,8 @@
  * `taskmeter start` as deployed: two server processes on one PostgreSQL (a fresh schema of
  * TEST_DATABASE_URL), each with its in-process workers. The CLI creates an account through
  * one, its key submits through the other, and both see the same task, idempotency and money.
- * Both stop gracefully on SIGTERM; a worker process stopping gives up its tasks' leases.
+ * Both stop gracefully on SIGTERM; a worker process stopping gives up its tasks' leases. A Stripe
+ * event delivered to both at once grants once.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
@@ -13,6 +14,7 @@ import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
+import Stripe from "stripe"
 import { afterAll, vi } from "vitest"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
@@ -195,6 +197,53 @@ describe("`taskmeter start` and `taskmeter worker` on one PostgreSQL", () => {
       )
       // Given up (the epoch), not left to lapse a lease length after the stop.
       expect(lease?.lease_expires_at?.getTime()).toBe(0)
+    })
+  )
+
+  it.live("the same Stripe event delivered at once to two server processes grants once", () =>
+    Effect.gen(function* () {
+      const stripeEnv = { STRIPE_SECRET_KEY: "sk_test_processes", STRIPE_WEBHOOK_SECRET: "whsec_processes", WORKERS: "false" }
+      const a = yield* startServer(stripeEnv)
+      const b = yield* startServer(stripeEnv)
+      const created = yield* admin(a.adminUrl, "account", "create", "--name", "buyer")
+      const accountId: string = created.account.id
+      const payload = JSON.stringify({
+        id: "evt_processes",
+        object: "event",
+        type: "checkout.session.completed",
+        data: {
+          object: {
+            id: "cs_processes",
+            object: "checkout.session",
+            amount_total: 1500,
+            currency: "usd",
+            client_reference_id: accountId,
+            payment_intent: "pi_processes",
+            payment_status: "paid"
+          }
+        }
+      })
+      const signature = new Stripe("sk_test_processes").webhooks.generateTestHeaderString({ payload, secret: "whsec_processes" })
+      const replies = yield* Effect.all(
+        [a, b, a, b, a, b, a, b].map((server) =>
+          api(server.url, "/api/v1/billing/webhooks/stripe", "", {
+            method: "POST",
+            headers: { "stripe-signature": signature },
+            body: payload
+          })
+        ),
+        { concurrency: "unbounded" }
+      )
+      expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 200])
+      const usage = yield* api(b.url, "/api/v1/usage", created.key.secret)
+      expect(usage.body.balanceMicros).toBe(15_000_000)
+      expect(usage.body.entries.map((entry: { kind: string; note: string }) => [entry.kind, entry.note])).toEqual([
+        ["grant", "stripe payment pi_processes: top-up"]
+      ])
+      expect(yield* admin(b.adminUrl, "payments", "list", "--account", accountId)).toMatchObject([
+        { paymentId: "pi_processes", amountMicros: 15_000_000 }
+      ])
+      expect(yield* admin(a.adminUrl, "audit")).toEqual([])
     })
   )
 })

@@ -303,6 +303,20 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
     })
   )
 
+  it.effect("payments list, events --unapplied and reconcile, on a server without a payment processor", () =>
+    Effect.gen(function* () {
+      const url = yield* baseUrl
+      const { account } = yield* admin("account", "create", "--name", "payer")
+      expect(yield* admin("payments", "list", "--account", account.id)).toEqual([])
+      const human = yield* run(["admin", "--url", url, "payments", "events", "--unapplied"], {
+        TASKMETER_ADMIN_TOKEN: Redacted.value(token)
+      })
+      expect(human).toMatchObject({ code: 0, stdout: "Every payment event received is applied.\n" })
+      const refused = yield* adminFails("payments", "reconcile", "--from", "2030-01-01", "--to", "2030-01-02")
+      expect(refused).toEqual({ reason: "PaymentsNotConfigured", message: expect.stringContaining("STRIPE_SECRET_KEY") })
+    })
+  )
+
   it.effect("audit reports balanced books", () =>
     Effect.gen(function* () {
       expect(yield* admin("audit")).toEqual([])

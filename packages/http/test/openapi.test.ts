@@ -46,6 +46,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
             .sort()
         ).toEqual([
+          "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
           "GET /api/v1/chat/requests/{id}",
@@ -57,6 +58,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/result-links/{uuid}",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
+          "POST /api/v1/billing/checkout",
+          "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/media"
@@ -65,7 +68,9 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           const reply = yield* T.call(path.replace("{id}", "x").replace("{uuid}", "x"), { method: method.toUpperCase() })
           // An unsigned media or result link is served as any link that does not work: 404.
           const signedLink = operation.parameters?.some((parameter: { name: string }) => parameter.name === "sig") === true
-          const expected = operation.security.length > 0 ? 401 : signedLink ? 404 : 200
+          // This server has no payment processor: billing answers 404, once a key is checked where one is needed.
+          const noProcessor = path.startsWith("/api/v1/billing/")
+          const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }
       })

@@ -39,6 +39,14 @@ export * as Scope from "./accounts/Scope.ts"
 export * as Ledger from "./ledger/Ledger.ts"
 export * as LedgerStore from "./ledger/LedgerStore.ts"
 
+// payments: top-ups through a payment processor, its events into the ledger
+export * as PaymentEvent from "./payments/PaymentEvent.ts"
+export * as PaymentProcessor from "./payments/PaymentProcessor.ts"
+export * as Payments from "./payments/Payments.ts"
+export * as PaymentStore from "./payments/PaymentStore.ts"
+export * as Reconciliation from "./payments/Reconciliation.ts"
+export * as TopUpBounds from "./payments/TopUpBounds.ts"
+
 // tasks: admission, the queue and its workers, the provider interface
 export * as AdmissionRules from "./tasks/AdmissionRules.ts"
 export * as Executors from "./tasks/Executors.ts"

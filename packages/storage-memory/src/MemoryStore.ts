@@ -1,6 +1,6 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all eight ports over one
+ * that may forget everything when it stops. One `layer` provides all nine ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
@@ -12,6 +12,7 @@ import {
   ChatStore,
   LedgerStore,
   MediaStore,
+  PaymentStore,
   PriceStore,
   TaskStore
 } from "@taskmeter/kernel"
@@ -21,6 +22,7 @@ import * as Blobs from "./internal/MemoryBlobStore.ts"
 import * as Budgets from "./internal/MemoryBudgetStore.ts"
 import * as Ledger from "./internal/MemoryLedgerStore.ts"
 import * as Media from "./internal/MemoryMediaStore.ts"
+import * as Payments from "./internal/MemoryPaymentStore.ts"
 import * as Prices from "./internal/MemoryPriceStore.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
@@ -34,6 +36,7 @@ export type Stores =
   | ChatStore.ChatStore
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
+  | PaymentStore.PaymentStore
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Prices.make(state), (prices) => {
@@ -45,7 +48,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(BlobStore.BlobStore, Blobs.make(state)),
       Context.add(ChatStore.ChatStore, Chat.make(state)),
       Context.add(PriceStore.PriceStore, prices),
-      Context.add(BudgetStore.BudgetStore, Budgets.make(state))
+      Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
+      Context.add(PaymentStore.PaymentStore, Payments.make(state))
     )
   })
 

@@ -1,8 +1,8 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * BudgetStore) on PostgreSQL through @effect/sql-pg, migrated at start: `layer({ url })` for a real
- * server, `layerEmbedded({ dataDir })` for PGlite; both take a `schema` and also provide the
- * PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
+ * BudgetStore, PaymentStore) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
+ * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
  */
 import { Config, Context, Effect, Layer, Redacted } from "effect"
@@ -14,6 +14,7 @@ import {
   ChatStore,
   LedgerStore,
   MediaStore,
+  PaymentStore,
   PriceStore,
   StoreError,
   TaskStore
@@ -24,6 +25,7 @@ import * as PgAccountStore from "./internal/PgAccountStore.ts"
 import * as PgBudgetStore from "./internal/PgBudgetStore.ts"
 import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
+import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
@@ -40,6 +42,7 @@ import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
 import upstreamSlots from "./migrations/0014_upstream_slots.ts"
+import payments from "./migrations/0016_payments.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
 
 export type Stores =
@@ -50,6 +53,7 @@ export type Stores =
   | ChatStore.ChatStore
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
+  | PaymentStore.PaymentStore
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -87,6 +91,7 @@ export const migrations = Migrator.fromRecord({
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
   "14_upstream_slots": upstreamSlots,
+  "16_payments": payments,
   "17_chat_leases": chatLeases
 })
 
@@ -135,13 +140,15 @@ export const layerClient = (options: {
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
       const budgets = yield* PgBudgetStore.make
+      const payments = yield* PgPaymentStore.make
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
         Context.add(TaskStore.TaskStore, tasks),
         Context.add(MediaStore.MediaStore, media),
         Context.add(ChatStore.ChatStore, chats),
         Context.add(PriceStore.PriceStore, prices),
-        Context.add(BudgetStore.BudgetStore, budgets)
+        Context.add(BudgetStore.BudgetStore, budgets),
+        Context.add(PaymentStore.PaymentStore, payments)
       )
     })
   )

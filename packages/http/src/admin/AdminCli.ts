@@ -482,6 +482,90 @@ const mcpSignInRevoke = Command.make(
     )
 ).pipe(Command.withDescription("Revoke an MCP sign-in: its access and refresh tokens stop working at once."))
 
+const paymentLine = (p: AdminRpc.Payment) =>
+  `${p.processor} ${p.paymentId}  ${usd(p.amountMicros)}  refunded ${usd(p.refundedMicros)}` +
+  `${p.heldMicros > 0 ? `  held for disputes ${usd(p.heldMicros)}` : ""}  ${p.createdAt}`
+
+const paymentList = Command.make("list", { account: accountFlag }, ({ account }) =>
+  call(
+    (admin) => admin.PaymentList({ accountId: account }),
+    (payments) =>
+      payments.length === 0
+        ? `${account} has made no payments through the processor.`
+        : [`Payments of ${account} (newest first):`, ...payments.map(paymentLine)].join("\n")
+  )
+).pipe(Command.withDescription("List an account's payments through the payment processor, with refunds and dispute holds."))
+
+const paymentEventLine = (e: AdminRpc.PaymentEvent) =>
+  `${e.receivedAt}  ${e.processor} ${e.eventId}  ${e.kind} ${e.paymentId}  ${JSON.stringify(e.detail)}  ` +
+  (e.appliedAt === null ? `NOT APPLIED: ${e.problem ?? ""}` : `applied ${e.appliedAt}`)
+
+const paymentEvents = Command.make(
+  "events",
+  {
+    unapplied: Flag.Boolean("unapplied").pipe(
+      Flag.withDescription("Only the events not applied: an unknown account, or waiting for their payment or dispute.")
+    ),
+    limit: Flag.Int("limit").pipe(
+      Flag.withDefault(100),
+      Flag.filterMap(
+        (limit) => (limit >= 1 && limit <= 1000 ? Option.some(limit) : Option.none()),
+        () => "--limit must be from 1 to 1000"
+      ),
+      Flag.withDescription("At most this many, 1 to 1000.")
+    )
+  },
+  ({ limit, unapplied }) =>
+    call(
+      (admin) => admin.PaymentEvents({ unapplied, limit }),
+      (events) =>
+        events.length === 0
+          ? unapplied
+            ? "Every payment event received is applied."
+            : "No payment events received."
+          : events.map(paymentEventLine).join("\n")
+    )
+).pipe(Command.withDescription("List the payment processor's events as received, newest first."))
+
+const dayFlag = (name: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withMetavar("DATE"),
+    Flag.optional,
+    Flag.withDescription(description),
+    Flag.filterMap(
+      (text) => (Option.isNone(text) || !Number.isNaN(new Date(text.value).getTime()) ? Option.some(text) : Option.none()),
+      (text) => `--${name}: "${String(text)}" is not an ISO 8601 date (write e.g. 2030-01-31)`
+    )
+  )
+
+const paymentReconcile = Command.make(
+  "reconcile",
+  {
+    from: dayFlag("from", "Start of the period, UTC (default: the start of yesterday)."),
+    to: dayFlag("to", "End of the period, exclusive (default: the start of today).")
+  },
+  ({ from, to }) => {
+    const today = Math.floor(Date.now() / 86_400_000) * 86_400_000
+    const start = Option.match(from, { onNone: () => new Date(today - 86_400_000), onSome: (text) => new Date(text) })
+    const end = Option.match(to, { onNone: () => new Date(today), onSome: (text) => new Date(text) })
+    return call(
+      (admin) => admin.PaymentReconcile({ from: start.toISOString(), to: end.toISOString() }),
+      (found) =>
+        found.length === 0
+          ? `The ledger agrees with the processor from ${start.toISOString()} to ${end.toISOString()}.`
+          : [
+              `${found.length} discrepancies from ${start.toISOString()} to ${end.toISOString()}:`,
+              ...found.map(
+                (d) =>
+                  `${d.paymentId} (${d.accountId ?? "no account"}): ${d.problem}: processor ${usd(d.processorMicros)}, ledger ${usd(d.ledgerMicros)}`
+              )
+            ].join("\n")
+    )
+  }
+).pipe(
+  Command.withDescription("Compare the processor's payments and refunds of a period with the ledger: any it lacks or has twice.")
+)
+
 const audit = Command.make("audit", {}, () =>
   call(
     (admin) => admin.Audit(),
@@ -538,6 +622,10 @@ export const command = admin.pipe(
       Command.withSubcommands([priceList, priceSet, priceDisable])
     ),
     Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
+    Command.make("payments").pipe(
+      Command.withDescription("Payments through the payment processor (Stripe)."),
+      Command.withSubcommands([paymentList, paymentEvents, paymentReconcile])
+    ),
     audit,
     signInCode,
     Command.make("blobs").pipe(

@@ -12,6 +12,8 @@ import {
   Ledger,
   type LedgerStore,
   type Money,
+  Payments,
+  PaymentStore,
   Pricer,
   type PriceList,
   type StoreError,
@@ -69,6 +71,22 @@ const mcpSignIn = (active: OAuthStore.ActiveGrant): AdminRpc.McpSignIn => ({
   expiresAt: iso(active.refreshExpiresAt)
 })
 
+const payment = (p: PaymentStore.Payment): AdminRpc.Payment => ({ ...p, createdAt: iso(p.createdAt) })
+
+const paymentEvent = (kept: PaymentStore.KeptEvent): AdminRpc.PaymentEvent => {
+  const { _tag, eventId, paymentId, processor, ...detail } = kept.event
+  return {
+    processor,
+    eventId,
+    kind: _tag,
+    paymentId,
+    detail,
+    receivedAt: iso(kept.receivedAt),
+    appliedAt: kept.appliedAt === null ? null : iso(kept.appliedAt),
+    problem: kept.problem
+  }
+}
+
 const fail = (reason: AdminRpc.AdminErrorReason, message: string) => Effect.fail(new AdminError({ reason, message }))
 
 const storeUnavailable = (error: StoreError.StoreUnavailable) =>
@@ -107,6 +125,8 @@ export const layer = AdminRpcs.toLayer(
     const pricer = yield* Pricer.Pricer
     const tasks = yield* TaskStore.TaskStore
     const oauth = yield* OAuthStore.OAuthStore
+    const paymentStore = yield* PaymentStore.PaymentStore
+    const payments = yield* Effect.serviceOption(Payments.Payments)
 
     /** The task, read first so that the operator learns why it cannot be resolved. */
     const heldTask = (accountId: string, taskId: Ids.TaskId) =>
@@ -236,6 +256,39 @@ export const layer = AdminRpcs.toLayer(
           yield* accounts.get(id).pipe(onAccount(id))
           const active = yield* oauth.listActiveGrants(id, new Date()).pipe(Effect.mapError(storeUnavailable))
           return active.map(mcpSignIn)
+        }),
+      PaymentList: ({ accountId }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          yield* accounts.get(id).pipe(onAccount(id))
+          return (yield* paymentStore.payments(id).pipe(Effect.mapError(storeUnavailable))).map(payment)
+        }),
+      PaymentEvents: ({ limit, unapplied }) =>
+        paymentStore.events({ unappliedOnly: unapplied, limit: limit ?? 100 }).pipe(
+          Effect.map((events) => events.map(paymentEvent)),
+          Effect.mapError(storeUnavailable)
+        ),
+      PaymentReconcile: ({ from, to }) =>
+        Effect.gen(function* () {
+          if (payments._tag === "None") {
+            return yield* fail(
+              "PaymentsNotConfigured",
+              "No payment processor is configured (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET)."
+            )
+          }
+          const period = { from: new Date(from), to: new Date(to) }
+          if (Number.isNaN(period.from.getTime()) || Number.isNaN(period.to.getTime()) || period.from >= period.to) {
+            return yield* fail("InvalidRequest", "Give the period as two ISO 8601 dates, from before to.")
+          }
+          return yield* payments.value
+            .reconcile(period)
+            .pipe(
+              Effect.mapError((error) =>
+                error._tag === "StoreUnavailable"
+                  ? storeUnavailable(error)
+                  : new AdminError({ reason: "ProcessorUnavailable", message: error.message })
+              )
+            )
         }),
       McpSignInRevoke: ({ accountId, signInId }) =>
         Effect.gen(function* () {

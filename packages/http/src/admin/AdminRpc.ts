@@ -18,6 +18,8 @@ export const AdminErrorReason = Schema.Literals([
   "PriceListInvalid",
   "SignInNotFound",
   "InvalidRequest",
+  "PaymentsNotConfigured",
+  "ProcessorUnavailable",
   "StoreUnavailable"
 ])
 export type AdminErrorReason = typeof AdminErrorReason.Type
@@ -148,6 +150,41 @@ export const McpSignInRevoked = Schema.Struct({
 })
 export type McpSignInRevoked = typeof McpSignInRevoked.Type
 
+/** A payment made through the processor, and what became of it. */
+export const Payment = Schema.Struct({
+  processor: Schema.String,
+  paymentId: Schema.String,
+  accountId: Schema.String,
+  amountMicros: Schema.Int,
+  refundedMicros: Schema.Int,
+  heldMicros: Schema.Int,
+  createdAt: Timestamp
+})
+export type Payment = typeof Payment.Type
+
+/** A processor's event as kept: applied, or not yet with the reason. */
+export const PaymentEvent = Schema.Struct({
+  processor: Schema.String,
+  eventId: Schema.String,
+  kind: Schema.String,
+  paymentId: Schema.String,
+  /** The event as decoded (amounts in micros). */
+  detail: Schema.Record(Schema.String, Schema.Unknown),
+  receivedAt: Timestamp,
+  appliedAt: Schema.NullOr(Timestamp),
+  problem: Schema.NullOr(Schema.String)
+})
+export type PaymentEvent = typeof PaymentEvent.Type
+
+export const PaymentDiscrepancy = Schema.Struct({
+  paymentId: Schema.String,
+  accountId: Schema.NullOr(Schema.String),
+  problem: Schema.Literals(["missing", "duplicate", "amount_mismatch", "refund_mismatch"]),
+  processorMicros: Schema.Int,
+  ledgerMicros: Schema.Int
+})
+export type PaymentDiscrepancy = typeof PaymentDiscrepancy.Type
+
 const CreditChange = {
   accountId: Schema.String,
   amountMicros: PositiveMicros,
@@ -231,6 +268,26 @@ export class AdminRpcs extends RpcGroup.make(
    * Ends an MCP sign-in: its access and refresh tokens stop working at once, and the client must
    * sign in again. With `accountId`, a sign-in of another account is SignInNotFound.
    */
+  /** The account's payments through the processor, newest first. */
+  Rpc.make("PaymentList", { payload: { accountId: Schema.String }, success: Schema.Array(Payment), error: AdminError }),
+  /** Kept processor events, newest first; only those not applied (unknown account, out of order) if asked. */
+  Rpc.make("PaymentEvents", {
+    payload: {
+      unapplied: Schema.Boolean,
+      limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })))
+    },
+    success: Schema.Array(PaymentEvent),
+    error: AdminError
+  }),
+  /**
+   * The processor's payments and refunds of the period [from, to) against the ledger: each one
+   * the ledger lacks, grants twice or for another amount, or whose refunds differ.
+   */
+  Rpc.make("PaymentReconcile", {
+    payload: { from: Timestamp, to: Timestamp },
+    success: Schema.Array(PaymentDiscrepancy),
+    error: AdminError
+  }),
   Rpc.make("McpSignInRevoke", {
     payload: { signInId: Schema.String, accountId: Schema.optionalKey(Schema.String) },
     success: McpSignInRevoked,

@@ -23,7 +23,8 @@ export const LedgerEntry = Schema.Struct({
   kind: Schema.Literals(["grant", "reserve", "charge", "release", "refund", "adjustment"]).annotate({
     description:
       "grant: credits added; reserve: held for a task or chat request; charge: taken once it succeeded; " +
-      "release: a reservation given back; refund: a payment refunded; adjustment: an operator correction (may be negative)."
+      "release: a reservation given back; refund: a payment refunded (or a dispute lost); adjustment: an operator correction, " +
+      "or a payment dispute's hold (negative) and its release (may be negative). Entries made for a payment name it in their note."
   }),
   amountMicros: Schema.Int.annotate({ description: "USD micro-units; negative only for adjustments." }),
   taskId: Schema.NullOr(Schema.String),

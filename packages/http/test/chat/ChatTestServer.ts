@@ -12,6 +12,7 @@ import type { Ids, Scope } from "@taskmeter/kernel"
 import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import OpenAI from "openai"
+import * as BillingServer from "../../src/billing/BillingServer.ts"
 import * as ChatServer from "../../src/chat/ChatServer.ts"
 import * as ChatServices from "../../src/chat/ChatServices.ts"
 import { Server, ServerConfig } from "../../src/index.ts"
@@ -44,7 +45,10 @@ export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) =>
     // Idle credit leases are closed at once, so that the books show nothing reserved soon after a request.
     leaseIdleMs: 20
   })
-  return Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer), { disableLogger: true, disableListenLog: true }).pipe(
+  return Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer, BillingServer.layer), {
+    disableLogger: true,
+    disableListenLog: true
+  }).pipe(
     Layer.provideMerge(chat),
     Layer.provideMerge(kernel),
     Layer.provideMerge(MemoryStore.layer),

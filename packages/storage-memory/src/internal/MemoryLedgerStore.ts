@@ -4,37 +4,44 @@ import { append, balanceEffect, reservedEffect } from "./Journal.ts"
 import { balancesOf } from "./State.ts"
 import type { AccountRow, State } from "./State.ts"
 
-type Kind = "grant" | "refund" | "adjustment"
+export type Kind = "grant" | "refund" | "adjustment"
+
+const after: Record<Kind, (row: AccountRow) => void> = {
+  grant: (row) => {
+    if (row.balance >= row.reserved) row.review = false
+  },
+  refund: (row) => {
+    if (row.balance < row.reserved) row.review = true
+  },
+  adjustment: () => {}
+}
+
+/** A grant, refund or adjustment, once per external reference; undefined for an unknown account. Synchronous. */
+export const credit = (
+  state: State,
+  kind: Kind,
+  request: LedgerStore.CreditChange,
+  at: Date
+): LedgerStore.Movement | undefined => {
+  const row = state.accounts.get(request.accountId)
+  if (row === undefined) return undefined
+  const refKey = request.externalRef === undefined ? undefined : `${request.accountId} ${kind} ${request.externalRef}`
+  const earlier = refKey === undefined ? undefined : state.externalRefs.get(refKey)
+  if (earlier !== undefined) return { entry: earlier, balances: balancesOf(row) }
+  const entry = append(state, row, { kind, amountMicros: request.amountMicros, note: request.note, createdAt: at })
+  if (refKey !== undefined) state.externalRefs.set(refKey, entry)
+  after[kind](row)
+  return { entry, balances: balancesOf(row) }
+}
 
 export const make = (state: State): LedgerStore.LedgerStore["Service"] => {
-  const change = (kind: Kind, after: (row: AccountRow) => void) => (request: LedgerStore.CreditChange) =>
-    Effect.flatMap(Clock.currentTimeMillis, (millis) =>
-      Effect.sync((): LedgerStore.Movement | undefined => {
-        const row = state.accounts.get(request.accountId)
-        if (row === undefined) return undefined
-        const refKey = request.externalRef === undefined ? undefined : `${request.accountId} ${kind} ${request.externalRef}`
-        const earlier = refKey === undefined ? undefined : state.externalRefs.get(refKey)
-        if (earlier !== undefined) return { entry: earlier, balances: balancesOf(row) }
-        const entry = append(state, row, {
-          kind,
-          amountMicros: request.amountMicros,
-          note: request.note,
-          createdAt: new Date(millis)
-        })
-        if (refKey !== undefined) state.externalRefs.set(refKey, entry)
-        after(row)
-        return { entry, balances: balancesOf(row) }
-      })
-    )
+  const change = (kind: Kind) => (request: LedgerStore.CreditChange) =>
+    Effect.flatMap(Clock.currentTimeMillis, (millis) => Effect.sync(() => credit(state, kind, request, new Date(millis))))
 
   return LedgerStore.LedgerStore.of({
-    grant: change("grant", (row) => {
-      if (row.balance >= row.reserved) row.review = false
-    }),
-    refund: change("refund", (row) => {
-      if (row.balance < row.reserved) row.review = true
-    }),
-    adjust: change("adjustment", () => {}),
+    grant: change("grant"),
+    refund: change("refund"),
+    adjust: change("adjustment"),
     balances: (accountId) =>
       Effect.sync(() => {
         const row = state.accounts.get(accountId)

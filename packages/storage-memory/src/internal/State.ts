@@ -3,7 +3,7 @@
  * so a method that does its checks and writes inside a single `Effect.sync` is atomic.
  */
 import { Deferred, Effect } from "effect"
-import type { AccountStore, LedgerStore } from "@taskmeter/kernel"
+import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
 import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
 
 export interface Window {
@@ -46,6 +46,34 @@ export interface IdempotencyRow {
   readonly expiresAt: number
 }
 
+export interface PaymentRow {
+  readonly payment: PaymentStore.Payment
+  refunded: number
+  held: number
+}
+
+export interface DisputeRow {
+  readonly paymentId: string
+  readonly amount: number
+  status: "open" | "won" | "lost"
+}
+
+export interface PaymentEventRow {
+  readonly event: PaymentEvent.PaymentEvent
+  readonly receivedAt: Date
+  appliedAt: Date | null
+  problem: string | null
+}
+
+export type PaymentEntryReason = "purchase" | "refund" | "hold" | "release" | "dispute_lost"
+
+export interface PaymentEntryRow {
+  readonly processor: string
+  readonly paymentId: string
+  readonly reason: PaymentEntryReason
+  readonly entry: LedgerStore.LedgerEntry
+}
+
 export interface State {
   readonly accounts: Map<string, AccountRow>
   readonly keys: Map<string, KeyRow>
@@ -67,6 +95,13 @@ export interface State {
   readonly budgetDays: Map<string, number>
   /** lane -> its slots by number; a slot is free when empty or its lease is not live */
   readonly slots: Map<string, Array<SlotHolder | undefined>>
+  /** `${processor} ${paymentId}` -> the payment and what happened to it since */
+  readonly payments: Map<string, PaymentRow>
+  /** `${processor} ${disputeId}` */
+  readonly disputes: Map<string, DisputeRow>
+  /** `${processor} ${eventId}`, in the order received */
+  readonly paymentEvents: Map<string, PaymentEventRow>
+  readonly paymentEntries: Array<PaymentEntryRow>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   nextSeq: number
@@ -86,6 +121,10 @@ export const make = (): State => ({
   priceLists: [],
   budgetDays: new Map(),
   slots: new Map(),
+  payments: new Map(),
+  disputes: new Map(),
+  paymentEvents: new Map(),
+  paymentEntries: [],
   wake: Deferred.makeUnsafe<void>(),
   nextSeq: 0
 })
