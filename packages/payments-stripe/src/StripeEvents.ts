@@ -2,7 +2,8 @@
  * Stripe's webhook events as the kernel's PaymentEvents, keyed by the PaymentIntent id: a
  * session paid (at once or asynchronously) is a purchase, an async failure or an expiry a failed
  * one, `charge.refunded` the charge's cumulative refunded amount, `charge.dispute.*` a dispute
- * (closed `won` or `warning_closed` is won, `lost` lost). Other events are undefined. Cents to micros.
+ * (closed `won` or `warning_closed` is won, `lost` lost). Other events are undefined. Cents to micros;
+ * a session paid in a currency other than USD is a failed purchase.
  */
 import type Stripe from "stripe"
 import type { PaymentEvent } from "@taskmeter/kernel"
@@ -27,6 +28,17 @@ export const toPaymentEvent = (event: Stripe.Event): PaymentEvent.PaymentEvent |
       const paymentId = idOf(session.payment_intent)
       // A session paid by a delayed method completes unpaid; its async_payment_succeeded grants.
       if (session.payment_status !== "paid" || paymentId === null) return undefined
+      // Credits are USD micros: a session paid in another currency (a Payment Link made elsewhere on
+      // the same Stripe account) grants nothing and is kept for the operator.
+      if (session.currency !== "usd") {
+        return {
+          _tag: "PurchaseFailed",
+          ...named,
+          paymentId,
+          accountId: accountOf(session),
+          reason: `paid in ${(session.currency ?? "an unknown currency").toUpperCase()}, not USD: not granted`
+        }
+      }
       return {
         _tag: "PurchaseCompleted",
         ...named,

@@ -126,6 +126,23 @@ describe("webhooks", () => {
   )
 
   test(
+    "a session paid in another currency grants nothing and is kept with its reason",
+    Effect.gen(function* () {
+      const accountId = yield* account
+      const kept = yield* deliver(
+        signed("checkout.session.completed", { ...session(accountId, "pi_eur", 2500), currency: "eur" })
+      )
+      expect(kept?.event).toMatchObject({
+        _tag: "PurchaseFailed",
+        paymentId: "pi_eur",
+        reason: "paid in EUR, not USD: not granted"
+      })
+      expect(yield* entries(accountId)).toEqual([])
+      expect((yield* figures(accountId)).balanceMicros).toBe(0)
+    })
+  )
+
+  test(
     "refunds, partial then full, are refund entries even below zero, and put the account in payment review",
     Effect.gen(function* () {
       const accountId = yield* bought(2000, "pi_r")
