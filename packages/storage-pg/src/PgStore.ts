@@ -39,6 +39,7 @@ import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
+import upstreamAnswer from "./migrations/0015_upstream_answer.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -83,7 +84,8 @@ export const migrations = Migrator.fromRecord({
   "9_keyed_admission": keyedAdmission,
   "10_price_lists": priceLists,
   "11_model_budgets": modelBudgets,
-  "12_one_admission": oneAdmission
+  "12_one_admission": oneAdmission,
+  "15_upstream_answer": upstreamAnswer
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

@@ -151,6 +151,11 @@ export interface TransitionRequest {
   readonly now: Date
   readonly errorCode?: string | null | undefined
   readonly upstreamRef?: string | undefined
+  /**
+   * Into reconciliation_required: what the upstream last answered (or why no answer came), for the
+   * operator queue; at most `MAX_UPSTREAM_ANSWER` characters are kept.
+   */
+  readonly upstreamAnswer?: string | undefined
   readonly assets?: ReadonlyArray<StoredAsset> | undefined
   /** Required when `to` is succeeded: the final charge, at most `priceMicros`; the rest is released. */
   readonly chargeMicros?: Micros | undefined
@@ -171,6 +176,20 @@ export interface Resolution {
   readonly chargeMicros?: Micros | undefined
   readonly assets?: ReadonlyArray<StoredAsset> | undefined
   readonly errorCode?: string | null | undefined
+  /** The upstream job, when the resolution learned it (a callback named it). */
+  readonly upstreamRef?: string | undefined
+  /** Why (an operator's reason), kept as the note of the charge and release entries it writes. */
+  readonly note?: string | undefined
+}
+
+/** The longest `upstreamAnswer` kept; longer ones are cut. */
+export const MAX_UPSTREAM_ANSWER = 1000
+
+/** A task in reconciliation_required as the operator queue shows it. */
+export interface HeldTask {
+  readonly task: TaskRecord
+  /** What the upstream last answered before the task was held; null when nothing was recorded. */
+  readonly upstreamAnswer: string | null
 }
 
 export class TaskStore extends Context.Service<
@@ -238,6 +257,11 @@ export class TaskStore extends Context.Service<
       limit: number,
       afterId?: TaskId | undefined
     ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * The operator queue: tasks in reconciliation_required across all accounts with their last
+     * upstream answer, by id like `listByStatus` (keyset paging after `afterId`), at most `limit`.
+     */
+    readonly listHeld: (limit: number, afterId?: TaskId | undefined) => Effect.Effect<ReadonlyArray<HeldTask>, StoreUnavailable>
     /** Only from reconciliation_required; undefined when the task is not in that state. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**

@@ -195,7 +195,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           task: TaskRecord,
           from: TaskStatus,
           to: TaskStatus,
-          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "assets" | "chargeMicros">> = {}
+          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "upstreamAnswer" | "assets" | "chargeMicros">> = {}
         ): Effect.Effect<TaskRecord, Dropped> =>
           Effect.gen(function* () {
             const at = yield* now
@@ -211,6 +211,10 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             }
             return yield* new Dropped({ reason: result._tag })
           })
+
+        /** Hands the task to reconciliation with what the upstream last answered. */
+        const hold = (task: TaskRecord, from: "submitting" | "running", upstreamAnswer: string) =>
+          Effect.asVoid(move(task, from, "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown, upstreamAnswer }))
 
         const fail = (task: TaskRecord, from: TaskStatus, errorCode: string) =>
           Effect.asVoid(move(task, from, "failed", { errorCode }))
@@ -316,9 +320,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             if (submitted._tag === "Error") {
               const error = submitted.error
               return error.reason === "OutcomeUnknown"
-                ? yield* Effect.asVoid(
-                    move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
-                  )
+                ? yield* hold(task, "submitting", `submit: ${error.message}`)
                 : yield* fail(task, "submitting", error.errorCode ?? ErrorCode.Rejected)
             }
             const result = submitted.value
@@ -330,11 +332,18 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         /** A task left in submitting by a worker that died: find it upstream, never just resend. */
         const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
-            const unknown = () =>
-              Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
-            if (provider.lookup === undefined) return yield* unknown()
+            const lost = "a worker stopped while submitting; the submit's answer was not recorded"
+            if (provider.lookup === undefined) {
+              return yield* hold(task, "submitting", `${lost}, and ${provider.provider} cannot look jobs up by reference`)
+            }
             const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
-            if (found._tag !== "Ok") return yield* unknown()
+            if (found._tag !== "Ok") {
+              return yield* hold(
+                task,
+                "submitting",
+                `${lost}; lookup: ${found._tag === "Error" ? found.error.message : "no answer before the deadline"}`
+              )
+            }
             if (found.value === undefined) {
               return (yield* pastDeadline(task))
                 ? yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
@@ -355,9 +364,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
                 return yield* recover(task, provider)
               case "running":
                 return task.upstreamRef === null
-                  ? yield* Effect.asVoid(
-                      move(task, "running", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
-                    )
+                  ? yield* hold(task, "running", "running without a recorded upstream job")
                   : yield* follow(task, provider, task.upstreamRef)
               default:
                 return

@@ -456,6 +456,63 @@ export const taskCases = (test: Case) => {
     )
 
     test(
+      "the operator queue lists held tasks with the upstream's last answer; a resolution's note is on its entries",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const first = yield* running(accountId, { priceMicros: price(2 * USD) })
+        const second = yield* running(accountId)
+        const answer = `submit: 502 Bad Gateway ${"x".repeat(2000)}`
+        done(
+          yield* store.transition(
+            finish(first.task.id, first.leaseToken, "reconciliation_required", {
+              errorCode: "OUTCOME_UNKNOWN",
+              upstreamAnswer: answer
+            })
+          )
+        )
+        done(yield* store.transition(finish(second.task.id, second.leaseToken, "reconciliation_required")))
+        const ordered = [first.task.id, second.task.id].sort()
+
+        const queue = yield* store.listHeld(10)
+        expect(queue.map((held) => held.task.id)).toEqual(ordered)
+        const firstHeld = defined(queue.find((held) => held.task.id === first.task.id))
+        expect(firstHeld.upstreamAnswer).toBe(answer.slice(0, 1000))
+        expect(firstHeld.task).toMatchObject({ status: "reconciliation_required", priceMicros: 2 * USD, model: first.task.model })
+        expect(defined(queue.find((held) => held.task.id === second.task.id)).upstreamAnswer).toBeNull()
+        expect((yield* store.listHeld(1)).map((held) => held.task.id)).toEqual([ordered[0]])
+        expect((yield* store.listHeld(10, ordered[0])).map((held) => held.task.id)).toEqual([ordered[1]])
+
+        defined(
+          yield* store.resolve({
+            taskId: first.task.id,
+            to: "succeeded",
+            now: at(20),
+            chargeMicros: price(USD),
+            assets: [image],
+            errorCode: null,
+            upstreamRef: "job-from-callback",
+            note: "operator: result confirmed by the upstream's support"
+          })
+        )
+        defined(yield* store.resolve({ taskId: second.task.id, to: "failed", now: at(21), note: "operator: never ran" }))
+        expect(yield* store.listHeld(10)).toEqual([])
+        expect((yield* store.get(accountId, first.task.id))?.upstreamRef).toBe("job-from-callback")
+        const notes = (entries: ReadonlyArray<{ readonly kind: string; readonly note: string | null }>) =>
+          entries
+            .filter((entry) => entry.kind !== "reserve")
+            .map((entry) => [entry.kind, entry.note])
+            .sort()
+        expect(notes(yield* entriesOfTask(accountId, first.task.id))).toEqual([
+          ["charge", "operator: result confirmed by the upstream's support"],
+          ["release", "operator: result confirmed by the upstream's support"]
+        ])
+        expect(notes(yield* entriesOfTask(accountId, second.task.id))).toEqual([["release", "operator: never ran"]])
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+      })
+    )
+
+    test(
       "resolving with a charge above the reservation is refused",
       Effect.gen(function* () {
         const store = yield* TaskStore

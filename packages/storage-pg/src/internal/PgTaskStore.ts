@@ -50,6 +50,8 @@ interface Move {
   readonly set_error_code: boolean
   readonly error_code: string | null
   readonly upstream_ref: string | null
+  readonly upstream_answer: string | null
+  readonly note: string | null
   readonly assets: ReadonlyArray<TaskStore.StoredAsset> | null
   readonly charge_micros: number | null
   readonly keep_lease: boolean
@@ -70,6 +72,8 @@ const move = (
     readonly now: Date
     readonly errorCode?: string | null | undefined
     readonly upstreamRef?: string | undefined
+    readonly upstreamAnswer?: string | undefined
+    readonly note?: string | undefined
     readonly assets?: ReadonlyArray<TaskStore.StoredAsset> | undefined
     readonly chargeMicros?: number | undefined
     readonly keepLease: boolean
@@ -90,6 +94,11 @@ const move = (
     set_error_code: request.errorCode !== undefined,
     error_code: request.errorCode ?? null,
     upstream_ref: request.upstreamRef ?? null,
+    upstream_answer:
+      request.to === "reconciliation_required" && request.upstreamAnswer !== undefined
+        ? request.upstreamAnswer.slice(0, TaskStore.MAX_UPSTREAM_ANSWER)
+        : null,
+    note: request.note ?? null,
     assets: request.assets ?? null,
     charge_micros: creditEffect === "charge" ? (request.chargeMicros ?? null) : null,
     keep_lease: request.keepLease,
@@ -183,7 +192,7 @@ export const make = (wakeups: WorkWakeups) =>
           SELECT * FROM jsonb_to_recordset(${PgTypes.jsonb(moves)}) AS i(
             ordinal integer, task_id text, lease_token text, check_lease boolean, from_status text,
             to_status text, at timestamptz, set_error_code boolean, error_code text, upstream_ref text,
-            assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
+            upstream_answer text, note text, assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
           )
         ),
         done AS (
@@ -192,6 +201,7 @@ export const make = (wakeups: WorkWakeups) =>
             updated_at = i.at,
             error_code = CASE WHEN i.set_error_code THEN i.error_code ELSE t.error_code END,
             upstream_ref = coalesce(i.upstream_ref, t.upstream_ref),
+            upstream_answer = coalesce(i.upstream_answer, t.upstream_answer),
             assets = coalesce(i.assets, t.assets),
             charged_micros = CASE WHEN i.credit_effect = 'charge' THEN i.charge_micros ELSE t.charged_micros END,
             lease_token = CASE WHEN i.keep_lease THEN t.lease_token END,
@@ -201,7 +211,7 @@ export const make = (wakeups: WorkWakeups) =>
           WHERE t.id = i.task_id
             AND t.status = i.from_status
             AND (NOT i.check_lease OR t.lease_token = i.lease_token)
-          RETURNING ${taskColumns}, i.ordinal, i.credit_effect, i.finishes
+          RETURNING ${taskColumns}, i.ordinal, i.credit_effect, i.finishes, i.note
         ),
         settled AS (
           SELECT account_id,
@@ -220,8 +230,8 @@ export const make = (wakeups: WorkWakeups) =>
           WHERE a.id = s.account_id AND (s.charged <> 0 OR s.unreserved <> 0 OR s.finished <> 0)
         ),
         journal AS (
-          INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
-          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.updated_at
+          INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, note, created_at)
+          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
           FROM done d
           CROSS JOIN LATERAL (VALUES
             ('charge', d.charged_micros),
@@ -426,6 +436,18 @@ export const make = (wakeups: WorkWakeups) =>
             WHERE t.status = ${sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)}
               AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
             ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
+        ),
+
+      listHeld: (limit, afterId) =>
+        Failures.run(
+          "listHeld",
+          // Through tasks_awaiting_reconciliation, like listByStatus.
+          sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${taskColumns}, t.upstream_answer FROM tasks t
+            WHERE t.status = 'reconciliation_required'
+              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
+            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ task: toTask(row), upstreamAnswer: row.upstream_answer })))
+          )
         ),
 
       resolve: (resolution) =>
