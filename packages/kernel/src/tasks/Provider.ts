@@ -47,6 +47,12 @@ export interface SubmitRequest {
    * that a retry after a crash finds the earlier upstream job instead of starting a second one.
    */
   readonly reference: string
+  /**
+   * Our per-task callback URL (`CallbackUrls`), when callbacks are on: adapters whose upstream
+   * calls back send it with the job, so that a callback names our task even when the submit's
+   * answer was lost.
+   */
+  readonly callbackUrl?: string | undefined
 }
 
 export type SubmitResult =
@@ -89,5 +95,17 @@ export interface ProviderV1 {
     | undefined
   readonly cancel?:
     | ((request: { readonly model: string; readonly upstreamId: string }) => Effect.Effect<void, ProviderError>)
+    | undefined
+  /**
+   * The upstream job a callback body names (its id, as `submit` answers it), or undefined when
+   * the body names none; left out by adapters whose upstream never calls back. The body is not
+   * trusted for the outcome: the job is then polled.
+   */
+  readonly callback?:
+    | ((request: {
+        readonly model: string
+        readonly input: ModelInput
+        readonly body: unknown
+      }) => Effect.Effect<string | undefined, ProviderError>)
     | undefined
 }

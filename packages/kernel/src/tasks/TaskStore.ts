@@ -168,9 +168,15 @@ export type TransitionResult =
   | { readonly _tag: "LeaseLost" }
   | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
 
-/** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
+/**
+ * Settles a task without a lease: the reconciler's or an operator's decision on a
+ * reconciliation_required task, or a verified callback's on one a worker may still hold (its
+ * later write then finds the task moved on and drops it).
+ */
 export interface Resolution {
   readonly taskId: TaskId
+  /** The status the task must still be in; default reconciliation_required. */
+  readonly from?: "reconciliation_required" | "submitting" | "running" | undefined
   readonly to: "succeeded" | "failed"
   readonly now: Date
   readonly chargeMicros?: Micros | undefined
@@ -262,7 +268,7 @@ export class TaskStore extends Context.Service<
      * upstream answer, by id like `listByStatus` (keyset paging after `afterId`), at most `limit`.
      */
     readonly listHeld: (limit: number, afterId?: TaskId | undefined) => Effect.Effect<ReadonlyArray<HeldTask>, StoreUnavailable>
-    /** Only from reconciliation_required; undefined when the task is not in that state. */
+    /** Only from `from` (reconciliation_required by default); undefined when the task is not in it. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an

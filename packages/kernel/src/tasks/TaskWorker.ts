@@ -11,6 +11,7 @@ import { Cause, Clock, Data, Effect, Exit, FiberSet, Latch, Layer, Request, Requ
 import type { BlobStore } from "../media/BlobStore.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { ModelInput } from "../catalog/Catalog.ts"
+import { CallbackUrls } from "./CallbackUrls.ts"
 import { Executors } from "./Executors.ts"
 import * as Housekeeping from "./Housekeeping.ts"
 import type { AccountId } from "../domain/Ids.ts"
@@ -125,6 +126,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
       const store = yield* TaskStore
       const executors = yield* Executors
       const links = yield* MediaUrls
+      const callbacks = yield* CallbackUrls
       const catalog = yield* Catalog
       const context = yield* Effect.context<Requirements>()
 
@@ -312,7 +314,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             const submitted = yield* persist(
               task,
               Effect.flatMap(signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links), (input) =>
-                provider.submit({ model, input, reference })
+                provider.submit({ model, input, reference, callbackUrl: callbacks.urlFor(task) })
               ),
               retryable
             )

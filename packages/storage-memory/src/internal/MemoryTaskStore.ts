@@ -213,8 +213,10 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)
-        if (row === undefined || row.record.status !== "reconciliation_required") return undefined
+        if (row === undefined || row.record.status !== (resolution.from ?? "reconciliation_required")) return undefined
         settle(row, resolution.to, resolution.chargeMicros, resolution.now, resolution.note)
+        row.leaseToken = null
+        row.leaseExpiresAt = null
         row.record = {
           ...row.record,
           status: resolution.to,

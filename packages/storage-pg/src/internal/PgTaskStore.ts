@@ -451,12 +451,19 @@ export const make = (wakeups: WorkWakeups) =>
         ),
 
       resolve: (resolution) =>
-        TaskStatus.canTransition("reconciliation_required", resolution.to)
+        TaskStatus.canTransition(resolution.from ?? "reconciliation_required", resolution.to)
           ? Failures.run(
               "resolve",
               Effect.map(
                 Effect.suspend(() =>
-                  runMoves([move(0, { ...resolution, leaseToken: null, from: "reconciliation_required", keepLease: false })])
+                  runMoves([
+                    move(0, {
+                      ...resolution,
+                      leaseToken: null,
+                      from: resolution.from ?? "reconciliation_required",
+                      keepLease: false
+                    })
+                  ])
                 ),
                 (written) => written[0]
               )
