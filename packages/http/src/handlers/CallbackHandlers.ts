@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { CallbackUrls, Errors, Executors, Ids, Reconciler, TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { CallbackUrls, Errors, Executors, Ids, Reconciler, TaskStore } from "@taskmeter/kernel"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 /** The route's path, in the OpenAPI document's form. */
@@ -38,7 +38,7 @@ export const layer = HttpRouter.use((router) =>
         if (!Ids.isTaskId(taskId)) return yield* notFound
         const task = yield* store.get(accountId as Ids.AccountId, taskId)
         if (task === undefined) return yield* notFound
-        if (TaskStatus.isTerminal(task.status)) return answer(200, task, false)
+        if (task.status === "succeeded" || task.status === "failed") return answer(200, task, false)
 
         const declared = Number(request.headers["content-length"] ?? NaN)
         if (declared > MAX_BODY_BYTES) return yield* invalid(`A callback body is at most ${MAX_BODY_BYTES} bytes.`)
