@@ -83,6 +83,9 @@ const song: Family = {
 
 const families = [market, fal, replicate, song]
 
+/** The market's behaviour: garble submit answers (default), or answer them and run jobs until `done`. */
+const marketMode = { answerSubmits: false, done: true }
+
 const created = (family: Family, callbackUrl: unknown) => {
   const job = {
     id: `${family.model.split("-")[0]}-job-${family.jobs.length + 1}`,
@@ -96,12 +99,15 @@ const known = (family: Family, id: string) => family.jobs.some((job) => job.id =
 
 const upstream = setupServer(
   http.post(`${MARKET}/api/v1/jobs/createTask`, async ({ request }) => {
-    created(market, ((await request.json()) as { callBackUrl?: string }).callBackUrl)
-    return new HttpResponse(GARBLED, { headers: { "content-type": "application/json" } })
+    const job = created(market, ((await request.json()) as { callBackUrl?: string }).callBackUrl)
+    return marketMode.answerSubmits
+      ? HttpResponse.json({ code: 200, msg: "success", data: { taskId: job.id } })
+      : new HttpResponse(GARBLED, { headers: { "content-type": "application/json" } })
   }),
   http.get(`${MARKET}/api/v1/jobs/recordInfo`, ({ request }) => {
     const taskId = new URL(request.url).searchParams.get("taskId") ?? ""
     if (!known(market, taskId)) return HttpResponse.json({ code: 404, msg: "task not found" })
+    if (!marketMode.done) return HttpResponse.json({ code: 200, msg: "success", data: { taskId, state: "generating" } })
     const resultJson = JSON.stringify({ resultUrls: [`${CDN}/${taskId}.png`] })
     return HttpResponse.json({ code: 200, msg: "success", data: { taskId, state: "success", resultJson } })
   }),
@@ -142,6 +148,7 @@ const upstream = setupServer(
 beforeAll(() => upstream.listen({ onUnhandledFrame: "bypass" }))
 afterEach(() => {
   for (const family of families) family.jobs.length = 0
+  Object.assign(marketMode, { answerSubmits: false, done: true })
 })
 afterAll(() => upstream.close())
 
@@ -212,24 +219,57 @@ const awaitStatus = (accountId: string, taskId: Ids.TaskId, status: string) =>
     throw new Error(`task ${taskId} never reached ${status}`)
   })
 
+/** A funded account, and a task of `model` submitted through the API with its sample input. */
+const submit = (model: string) =>
+  Effect.gen(function* () {
+    const created = yield* withAdmin((admin) => admin.AccountCreate({ name: model, creditsMicros: (50 * USD) as Money.Micros }))
+    const catalog = yield* Catalog.Catalog
+    const input = SampleInputs.sampleInput(yield* catalog.get(model))
+    const submitted = yield* api("/api/v1/jobs", created.key.secret, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": `callback-${model}-${Date.now()}` },
+      body: JSON.stringify({ model, input })
+    })
+    expect(submitted.status).toBe(202)
+    return { accountId: created.account.id, secret: created.key.secret, taskId: submitted.json.id as Ids.TaskId }
+  })
+
 layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("provider callbacks on PostgreSQL", (it) => {
+  it.effect("a callback settles a task the worker is following at once, charged once; another job is refused", () =>
+    Effect.gen(function* () {
+      Object.assign(marketMode, { answerSubmits: true, done: false })
+      const { accountId, secret, taskId } = yield* submit(market.model)
+      const running = yield* awaitStatus(accountId, taskId, "running")
+      const job = market.jobs[0]!
+      expect(running.upstreamRef).toBe(job.id)
+
+      // A callback naming another job is refused while the task runs.
+      const other = yield* postJson(job.callbackUrl!, market.callbackBody({ id: "mkt-job-other", callbackUrl: undefined }))
+      expect([other.status, other.json?.code]).toEqual([400, "INVALID_REQUEST"])
+      // Still running upstream: the callback leaves the task to the worker.
+      const early = yield* postJson(job.callbackUrl!, market.callbackBody(job))
+      expect(early).toMatchObject({ status: 202, json: { status: "running", settled: false } })
+
+      marketMode.done = true
+      const settled = yield* postJson(job.callbackUrl!, market.callbackBody(job))
+      expect(settled).toMatchObject({ status: 200, json: { taskId, status: "succeeded", settled: true } })
+      const shown = yield* api(`/api/v1/jobs/${taskId}`, secret)
+      expect(shown.json).toMatchObject({ status: "succeeded", assets: [{ type: "image" }] })
+
+      const ledger = yield* LedgerStore.LedgerStore
+      const entries = (yield* ledger.entries(accountId as Ids.AccountId, { limit: 100 }))!.entries.filter(
+        (e) => e.taskId === taskId
+      )
+      expect(entries.map((e) => e.kind).sort()).toEqual(["charge", "reserve"])
+      expect(yield* ledger.audit).toEqual([])
+    })
+  )
+
   describe.each(families)("$name", (family) => {
     it.effect("a lost submit answer is held, then the callback settles the task at once; the API serves it", () =>
       Effect.gen(function* () {
-        const created = yield* withAdmin((admin) =>
-          admin.AccountCreate({ name: family.model, creditsMicros: (50 * USD) as Money.Micros })
-        )
-        const secret = created.key.secret
-        const catalog = yield* Catalog.Catalog
-        const input = SampleInputs.sampleInput(yield* catalog.get(family.model))
-        const submitted = yield* api("/api/v1/jobs", secret, {
-          method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": `lost-${family.model}` },
-          body: JSON.stringify({ model: family.model, input })
-        })
-        expect(submitted.status).toBe(202)
-        const taskId = submitted.json.id as Ids.TaskId
-        const held = yield* awaitStatus(created.account.id, taskId, "reconciliation_required")
+        const { accountId, secret, taskId } = yield* submit(family.model)
+        const held = yield* awaitStatus(accountId, taskId, "reconciliation_required")
         expect(held.upstreamRef).toBeNull()
 
         // The operator queue shows what the upstream answered.
@@ -239,21 +279,21 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("provider cal
         // The upstream got the job once, with our task's own callback URL.
         expect(family.jobs).toHaveLength(1)
         const job = family.jobs[0]!
-        expect(job.callbackUrl).toMatch(new RegExp(`/callbacks/v1/${created.account.id}/${taskId}/[A-Za-z0-9_-]{43}$`))
+        expect(job.callbackUrl).toMatch(new RegExp(`/callbacks/v1/${accountId}/${taskId}/[A-Za-z0-9_-]{43}$`))
         const callbackUrl = job.callbackUrl!
 
         // Forged: another token, another task's token, another account: 404 and nothing changes.
         const forged = [
           callbackUrl.replace(/[A-Za-z0-9_-]{43}$/, "A".repeat(43)),
           callbackUrl.replace(/[A-Za-z0-9_-]{43}$/, ""),
-          callbackUrl.replace(created.account.id, "acct_00000000-0000-4000-8000-000000000000")
+          callbackUrl.replace(accountId, "acct_00000000-0000-4000-8000-000000000000")
         ]
         for (const url of forged) {
           expect((yield* postJson(url, family.callbackBody(job))).status).toBeGreaterThanOrEqual(400)
         }
         const unrelated = yield* postJson(callbackUrl, { unrelated: true })
         expect([unrelated.status, unrelated.json?.code]).toEqual([400, "INVALID_REQUEST"])
-        expect((yield* awaitStatus(created.account.id, taskId, "reconciliation_required")).upstreamRef).toBeNull()
+        expect((yield* awaitStatus(accountId, taskId, "reconciliation_required")).upstreamRef).toBeNull()
 
         const settled = yield* postJson(callbackUrl, family.callbackBody(job))
         expect(settled).toMatchObject({ status: 200, json: { taskId, status: "succeeded", settled: true } })
@@ -270,10 +310,10 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("provider cal
         expect(family.jobs).toHaveLength(1)
 
         const ledger = yield* LedgerStore.LedgerStore
-        const page = yield* ledger.entries(created.account.id as Ids.AccountId, { limit: 100 })
+        const page = yield* ledger.entries(accountId as Ids.AccountId, { limit: 100 })
         const charge = page!.entries.find((e) => e.taskId === taskId && e.kind === "charge")
         expect(charge?.note).toBe(
-          `provider callback: upstream job ${(yield* TaskStore.TaskStore.use((s) => s.get(created.account.id as Ids.AccountId, taskId)))!.upstreamRef} succeeded`
+          `provider callback: upstream job ${(yield* TaskStore.TaskStore.use((s) => s.get(accountId as Ids.AccountId, taskId)))!.upstreamRef} succeeded`
         )
         expect(yield* ledger.audit).toEqual([])
       })

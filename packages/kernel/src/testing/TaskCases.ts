@@ -513,6 +513,39 @@ export const taskCases = (test: Case) => {
     )
 
     test(
+      "resolve from running settles a task a worker holds, once; the worker's later write finds it moved on",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
+        expect(yield* store.resolve({ taskId: task.id, to: "failed", now: at(5) })).toBeUndefined()
+        expect(yield* store.resolve({ taskId: task.id, from: "submitting", to: "failed", now: at(5) })).toBeUndefined()
+        const resolved = defined(
+          yield* store.resolve({
+            taskId: task.id,
+            from: "running",
+            to: "succeeded",
+            now: at(6),
+            chargeMicros: price(USD),
+            assets: [image],
+            errorCode: null,
+            note: "provider callback: upstream job upstream-42 succeeded"
+          })
+        )
+        expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: USD, upstreamRef: "upstream-42" })
+        expect(yield* store.resolve({ taskId: task.id, from: "running", to: "failed", now: at(7) })).toBeUndefined()
+        expect((yield* store.transition(finish(task.id, leaseToken, "failed")))._tag).not.toBe("Done")
+        expect(yield* store.renew(task.id, leaseToken, at(100))).toBe(false)
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+        expect((yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros]).sort()).toEqual([
+          ["charge", USD],
+          ["release", USD],
+          ["reserve", 2 * USD]
+        ])
+      })
+    )
+
+    test(
       "resolving with a charge above the reservation is refused",
       Effect.gen(function* () {
         const store = yield* TaskStore
