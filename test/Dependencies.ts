@@ -72,10 +72,12 @@ export const requirements: Record<Dependency, Requirement> = {
     detect: async () => ((await answers(databaseUrl)) ? undefined : `no PostgreSQL answers at ${new URL(databaseUrl).host}`),
     suites: [
       "examples/postgres/postgres.test.ts",
+      "packages/http/test/callbackRecovery.postgres.test.ts",
       "packages/http/test/cli-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
       "packages/http/test/hostile/properties.test.ts: its storage-pg (PostgreSQL) property",
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",
+      "packages/http/test/providerCallbacks.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",
