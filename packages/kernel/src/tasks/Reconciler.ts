@@ -110,6 +110,8 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
         if (learned !== undefined && task.upstreamRef !== null && task.upstreamRef !== learned) {
           return { _tag: "OtherJob", upstreamRef: task.upstreamRef } as const
         }
+        // Kept at once: whoever settles the task next (this, a later pass, a worker) polls the job.
+        if (learned !== undefined && task.upstreamRef === null) yield* store.noteUpstream(task.id, learned)
         const adapter = executors.adapterFor(task.model)
         if (adapter === undefined) return { _tag: "NeedsOperator", reason: `no executor serves ${task.model}` } as const
         const model = task.model

@@ -268,6 +268,12 @@ export class TaskStore extends Context.Service<
      * upstream answer, by id like `listByStatus` (keyset paging after `afterId`), at most `limit`.
      */
     readonly listHeld: (limit: number, afterId?: TaskId | undefined) => Effect.Effect<ReadonlyArray<HeldTask>, StoreUnavailable>
+    /**
+     * Records the upstream job of a task in submitting or reconciliation_required that has none yet
+     * (a verified callback named it while the job still runs), so that whoever settles the task
+     * next polls it rather than searching; true when written. No lease is needed or changed.
+     */
+    readonly noteUpstream: (taskId: TaskId, upstreamRef: string) => Effect.Effect<boolean, StoreUnavailable>
     /** Only from `from` (reconciliation_required by default); undefined when the task is not in it. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**

@@ -334,6 +334,11 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         /** A task left in submitting by a worker that died: find it upstream, never just resend. */
         const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
+            // A verified callback named the job meanwhile: follow it.
+            if (task.upstreamRef !== null) {
+              const running = yield* move(task, "submitting", "running", { upstreamRef: task.upstreamRef })
+              return yield* follow(running, provider, task.upstreamRef)
+            }
             const lost = "a worker stopped while submitting; the submit's answer was not recorded"
             if (provider.lookup === undefined) {
               return yield* hold(task, "submitting", `${lost}, and ${provider.provider} cannot look jobs up by reference`)

@@ -546,6 +546,68 @@ export const taskCases = (test: Case) => {
     )
 
     test(
+      "noteUpstream records the job of a submitting or held task that has none, once, and nothing else",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const queued = yield* admitted(admission(newTask(accountId)))
+        expect(yield* store.noteUpstream(queued.id, "job-1")).toBe(false)
+        const claim = yield* claimTask(queued.id, at(1))
+        done(
+          yield* store.transition({
+            taskId: queued.id,
+            leaseToken: claim.leaseToken,
+            from: "queued",
+            to: "submitting",
+            now: at(2),
+            keepLease: true
+          })
+        )
+        expect(yield* store.noteUpstream(queued.id, "job-1")).toBe(true)
+        expect(yield* store.noteUpstream(queued.id, "job-2")).toBe(false)
+        expect(defined(yield* store.get(accountId, queued.id))).toMatchObject({ status: "submitting", upstreamRef: "job-1" })
+        // The lease is untouched: its holder carries on.
+        expect(yield* store.renew(queued.id, claim.leaseToken, at(60))).toBe(true)
+
+        done(
+          yield* store.transition({
+            taskId: queued.id,
+            leaseToken: claim.leaseToken,
+            from: "submitting",
+            to: "reconciliation_required",
+            now: at(3),
+            keepLease: false
+          })
+        )
+        expect(defined(yield* store.get(accountId, queued.id)).upstreamRef).toBe("job-1")
+
+        const held = yield* admitted(admission(newTask(accountId, { createdAt: at(4) })))
+        const heldClaim = yield* claimTask(held.id, at(5))
+        for (const [from, to] of [
+          ["queued", "submitting"],
+          ["submitting", "reconciliation_required"]
+        ] as const) {
+          done(
+            yield* store.transition({ taskId: held.id, leaseToken: heldClaim.leaseToken, from, to, now: at(6), keepLease: true })
+          )
+        }
+        expect(yield* store.noteUpstream(held.id, "job-5")).toBe(true)
+        expect(defined(yield* store.get(accountId, held.id))).toMatchObject({
+          status: "reconciliation_required",
+          upstreamRef: "job-5"
+        })
+
+        // A running task has its job already; a finished one is left alone.
+        const { task, leaseToken } = yield* running(accountId, { createdAt: at(7) })
+        expect(yield* store.noteUpstream(task.id, "job-3")).toBe(false)
+        done(yield* store.transition(finish(task.id, leaseToken, "failed")))
+        expect(yield* store.noteUpstream(task.id, "job-3")).toBe(false)
+        expect(yield* store.noteUpstream(Ids.makeTaskId(), "job-4")).toBe(false)
+        expect(defined(yield* store.get(accountId, task.id)).upstreamRef).toBe("upstream-42")
+      })
+    )
+
+    test(
       "resolving with a charge above the reservation is refused",
       Effect.gen(function* () {
         const store = yield* TaskStore

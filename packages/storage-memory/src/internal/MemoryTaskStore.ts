@@ -210,6 +210,14 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           .slice(0, limit)
           .map((row) => ({ task: row.record, upstreamAnswer: row.upstreamAnswer }))
       ),
+    noteUpstream: (taskId, upstreamRef) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.record.upstreamRef !== null) return false
+        if (row.record.status !== "submitting" && row.record.status !== "reconciliation_required") return false
+        row.record = { ...row.record, upstreamRef }
+        return true
+      }),
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)

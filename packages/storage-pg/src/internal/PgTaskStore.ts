@@ -450,6 +450,14 @@ export const make = (wakeups: WorkWakeups) =>
           )
         ),
 
+      noteUpstream: (taskId, upstreamRef) =>
+        Failures.run(
+          "noteUpstream",
+          sql`UPDATE tasks SET upstream_ref = ${upstreamRef}
+            WHERE id = ${taskId} AND upstream_ref IS NULL AND status IN ('submitting', 'reconciliation_required')
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+        ),
+
       resolve: (resolution) =>
         TaskStatus.canTransition(resolution.from ?? "reconciliation_required", resolution.to)
           ? Failures.run(
