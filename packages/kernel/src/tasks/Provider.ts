@@ -1,7 +1,8 @@
 /**
  * The provider interface, version 1, that an adapter for one upstream implements so the TaskWorker
- * can run tasks on it: submit, poll, fetch results, optional `lookup` and cancel. Breaking changes
- * add a ProviderV2 beside it. Failures are one `ProviderError` reason the worker acts on alone:
+ * can run tasks on it: submit, poll, fetch results, optional `lookup`, `cancel` and `callback` (the
+ * job an upstream's callback names). Breaking changes add a ProviderV2 beside it. Failures are one
+ * `ProviderError` reason the worker acts on alone:
  * RateLimited and Retryable retry the same step until the deadline, Terminal fails the task
  * (released), OutcomeUnknown makes it reconciliation_required.
  */
