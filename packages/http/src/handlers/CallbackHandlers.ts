@@ -5,7 +5,7 @@
  * it and settles the task at once (200), or leaves it to the worker while the job runs (202). A
  * finished task answers 200 unchanged, so replays are harmless. A raw route outside the API.
  */
-import { Effect } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { CallbackUrls, Errors, Executors, Ids, Reconciler, TaskStore } from "@taskmeter/kernel"
 import { toApiUnavailable } from "./StoreFailures.ts"
@@ -15,6 +15,13 @@ export const PATH = `${CallbackUrls.PATH_PREFIX}{accountId}/{taskId}/{token}`
 
 /** The largest callback body read; upstreams send a job record, well under this. */
 export const MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * How long a callback waits for the settlement (the results' download included) before it answers
+ * 202; the settlement goes on regardless, apart from the request, so an upstream that hangs up
+ * early (fal waits 15 s) does not stop it.
+ */
+export const SETTLE_WAIT_MS = 10_000
 
 const notFound = new Errors.JobNotFound({
   message: "No task is reached at this callback URL: it is unknown or altered. Each URL is signed for one task."
@@ -59,7 +66,10 @@ export const layer = HttpRouter.use((router) =>
         if (upstreamId === undefined) return yield* invalid("The callback body names no upstream job.")
 
         const reconciler = yield* Reconciler.make().pipe(Effect.provideService(Executors.Executors, executors.value))
-        const outcome = yield* reconciler.reconcile(task, upstreamId)
+        const settling = yield* Effect.forkDetach(reconciler.reconcile(task, upstreamId))
+        const waited = yield* Fiber.join(settling).pipe(Effect.timeoutOption(SETTLE_WAIT_MS))
+        if (Option.isNone(waited)) return answer(202, task, false)
+        const outcome = waited.value
         switch (outcome._tag) {
           case "Succeeded":
           case "Failed":
@@ -70,8 +80,9 @@ export const layer = HttpRouter.use((router) =>
             // The upstream retries a callback that failed; polling settles the task meanwhile.
             return yield* new Errors.ApiUnavailable({ message: "The job could not be checked upstream; call back later." })
           default: {
-            const now = yield* store.get(task.accountId, task.id)
-            return answer(202, now ?? task, false)
+            // Pending, or settled meanwhile by the worker (this resolution then lost the race).
+            const now = (yield* store.get(task.accountId, task.id)) ?? task
+            return answer(now.status === "succeeded" || now.status === "failed" ? 200 : 202, now, false)
           }
         }
       }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
