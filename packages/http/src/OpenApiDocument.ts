@@ -150,7 +150,9 @@ const callbackOperation: Json = {
   requestBody: { required: true, content: { "application/json": { schema: {} } } },
   responses: {
     "200": { description: "The task is settled (`settled` says whether this call settled it)." },
-    "202": { description: "The job still runs upstream; the worker keeps following it." },
+    "202": {
+      description: "The job still runs upstream (the worker keeps following it), or its results are still being copied in."
+    },
     "400": { description: "INVALID_REQUEST: the body is not JSON, names no job, or another job.", content: ERROR_BODY },
     "404": { description: "JOB_NOT_FOUND: the URL is unknown or altered.", content: ERROR_BODY },
     "503": { description: "API_UNAVAILABLE: the job could not be checked now; call back later.", content: ERROR_BODY }
