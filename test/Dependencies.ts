@@ -73,6 +73,7 @@ export const requirements: Record<Dependency, Requirement> = {
     suites: [
       "examples/postgres/postgres.test.ts",
       "packages/http/test/billing.test.ts",
+      "packages/http/test/callbackRecovery.postgres.test.ts",
       "packages/http/test/cli-postgres.test.ts",
       "packages/http/test/chat/leases-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
@@ -80,6 +81,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",
       "packages/http/test/s3-postgres.test.ts",
       "packages/http/test/upstreamLimits.postgres.test.ts",
+      "packages/http/test/providerCallbacks.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",

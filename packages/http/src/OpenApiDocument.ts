@@ -3,7 +3,7 @@
  * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, its `input`
  * the Catalog's JSON Schema), the chat endpoints and their stream events (from ChatApi and the chat
  * wire schemas), and the two signed-link routes: media links as internal (`x-internal: true`),
- * result links under the results tag.
+ * result links under the results tag; provider callbacks as internal too.
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -14,6 +14,7 @@ import { ChatApi } from "./api/ChatApi.ts"
 import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
+import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 
@@ -122,6 +123,43 @@ const resultLink: SignedLink = {
   gone: "the result"
 }
 
+const PROVIDER_CALLBACKS_TAG = "providerCallbacks"
+
+const pathParameter = (name: string, description: string): Json => ({
+  name,
+  in: "path",
+  required: true,
+  description,
+  schema: { type: "string" }
+})
+
+const callbackOperation: Json = {
+  tags: [PROVIDER_CALLBACKS_TAG],
+  operationId: "providerCallbacks.notify",
+  summary: "An upstream provider's notice that a job ended (upstream providers only)",
+  description:
+    "Not for API callers. With PROVIDER_CALLBACKS on, each task's upstream job is sent this URL; the token " +
+    "is the task's signature. The body only names the upstream job, which the service then polls. Answers " +
+    "200 once the task is settled (or was already), 202 while the job still runs.",
+  "x-internal": true,
+  security: [],
+  parameters: [
+    pathParameter("accountId", "The task's account."),
+    pathParameter("taskId", "The task."),
+    pathParameter("token", "The task's callback token (HMAC-SHA256, base64url).")
+  ],
+  requestBody: { required: true, content: { "application/json": { schema: {} } } },
+  responses: {
+    "200": { description: "The task is settled (`settled` says whether this call settled it)." },
+    "202": {
+      description: "The job still runs upstream (the worker keeps following it), or its results are still being copied in."
+    },
+    "400": { description: "INVALID_REQUEST: the body is not JSON, names no job, or another job.", content: ERROR_BODY },
+    "404": { description: "JOB_NOT_FOUND: the URL is unknown or altered.", content: ERROR_BODY },
+    "503": { description: "API_UNAVAILABLE: the job could not be checked now; call back later.", content: ERROR_BODY }
+  }
+}
+
 /** The API with the chat and billing groups, which the server serves as raw routes. */
 const Documented = Api.add(ChatApi).add(BillingApi)
 
@@ -165,9 +203,14 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
   delete spec.components.schemas[JOB_REQUEST_IDENTIFIER]
   spec.paths[MediaLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, mediaLink) }
   spec.paths[ResultLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, resultLink) }
+  spec.paths[CallbackHandlers.PATH] = { post: callbackOperation }
   spec.tags = [
     ...(spec.tags ?? []),
-    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." }
+    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." },
+    {
+      name: PROVIDER_CALLBACKS_TAG,
+      description: "Internal: where upstream providers report that a job ended. Not for API callers."
+    }
   ]
   return spec as OpenApi.OpenAPISpec
 }

@@ -19,6 +19,7 @@ import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
+import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 import * as PresentedKey from "./handlers/PresentedKey.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
@@ -62,6 +63,7 @@ export const layer = Layer.mergeAll(
   openApiRoute,
   MediaLinksHandlers.layer,
   ResultLinksHandlers.layer,
+  CallbackHandlers.layer,
   errorShape
 )
 

@@ -13,6 +13,7 @@ import { IpNetwork, NetAddress } from "effect/net"
 import {
   Accounts,
   BlobStore,
+  CallbackUrls,
   Catalog,
   Executors,
   Ledger,
@@ -49,6 +50,8 @@ export interface Settings {
   /** MEDIA_LINK_SECRET_PREVIOUS: links it signed are still accepted (a rotation), none are signed with it. */
   readonly mediaLinkSecretPrevious: Option.Option<Redacted.Redacted<string>>
   readonly resultLinkTtlSeconds: number
+  /** PROVIDER_CALLBACKS: send upstreams a per-task callback URL under PUBLIC_URL (CallbackUrls). */
+  readonly providerCallbacks: boolean
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
   readonly keyRateLimitPerMinute: number
@@ -86,6 +89,7 @@ export const defaults: Settings = {
   mediaLinkSecret: Option.none(),
   mediaLinkSecretPrevious: Option.none(),
   resultLinkTtlSeconds: ResultUrls.DEFAULT_TTL_MS / 1000,
+  providerCallbacks: false,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
@@ -179,6 +183,7 @@ export const config: Config.Config<Settings> = Config.all({
   mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
   mediaLinkSecretPrevious: Config.option(Config.Redacted("MEDIA_LINK_SECRET_PREVIOUS")),
   resultLinkTtlSeconds: positive("RESULT_LINK_TTL_SECONDS", defaults.resultLinkTtlSeconds),
+  providerCallbacks: Config.Boolean("PROVIDER_CALLBACKS").pipe(Config.withDefault(defaults.providerCallbacks)),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
@@ -288,6 +293,12 @@ export const executorsOf = (adapters: ReadonlyArray<Provider.ProviderV1>, settin
 const seedOf = (pricesFile: string) =>
   Effect.flatMap(exists(pricesFile), (saved) => (saved ? Pricer.readList(pricesFile) : Effect.succeed(Pricer.defaultList)))
 
+/** Per-task callback URLs when PROVIDER_CALLBACKS is on, signed under the media links' secret. */
+const callbackUrls = (settings: Settings, mediaUrls: MediaUrls.Options) =>
+  settings.providerCallbacks
+    ? CallbackUrls.layer({ baseUrl: mediaUrls.baseUrl, secret: mediaUrls.secret, previousSecret: mediaUrls.previousSecret })
+    : Layer.empty
+
 export interface KernelOptions {
   readonly settings: Settings
   /** Executors in order of preference; the first that lists a model runs it. */
@@ -316,6 +327,7 @@ export const kernel = (options: KernelOptions) => {
     Catalog.layer,
     Layer.succeed(Executors.Executors, executors),
     MediaUrls.layer(options.mediaUrls),
+    callbackUrls(settings, options.mediaUrls),
     ResultUrls.layer({
       secret: options.mediaUrls.secret,
       previousSecret: options.mediaUrls.previousSecret,
@@ -559,6 +571,11 @@ export const worker = Effect.scoped(
           Catalog.layer,
           Layer.succeed(Executors.Executors, executors),
           MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
+          callbackUrls(settings, {
+            baseUrl: publicUrl.value,
+            secret: secret.value,
+            previousSecret: Option.getOrUndefined(settings.mediaLinkSecretPrevious)
+          }),
           storage(dataDir, settings)
         )
       )

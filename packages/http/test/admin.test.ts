@@ -337,6 +337,8 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
   })
 
   describe("task resolve", () => {
+    const png = [{ base64: Buffer.from("a png").toString("base64"), contentType: "image/png" }]
+
     it.effect("succeeded charges the quote (or less), failed releases; only held tasks resolve", () =>
       Effect.gen(function* () {
         const { account } = yield* withAdmin((admin) =>
@@ -352,11 +354,21 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
           )
         expect(yield* balances()).toMatchObject({ balanceMicros: 5 * USD, reservedMicros: 4 * USD })
 
-        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: first, outcome: "succeeded" })))).toBe(
-          "InvalidRequest"
-        )
+        expect(
+          yield* reasonOf(
+            withAdmin((admin) =>
+              admin.TaskResolve({ reason: "checked upstream", taskId: first, outcome: "succeeded", results: png })
+            )
+          )
+        ).toBe("InvalidRequest")
         const succeeded = yield* withAdmin((admin) =>
-          admin.TaskResolve({ taskId: first, accountId: account.id, outcome: "succeeded" })
+          admin.TaskResolve({
+            reason: "checked upstream",
+            taskId: first,
+            accountId: account.id,
+            outcome: "succeeded",
+            results: png
+          })
         )
         expect(succeeded).toMatchObject({ status: "succeeded", chargedMicros: 2 * USD, errorCode: null })
         expect(yield* balances()).toMatchObject({ balanceMicros: 3 * USD, reservedMicros: 2 * USD })
@@ -365,9 +377,11 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
           yield* reasonOf(
             withAdmin((admin) =>
               admin.TaskResolve({
+                reason: "checked upstream",
                 taskId: second,
                 accountId: account.id,
                 outcome: "succeeded",
+                results: png,
                 chargeMicros: (2 * USD) as Money.Micros
               })
             )
@@ -375,32 +389,58 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         ).toBe("InvalidRequest")
         const partial = yield* withAdmin((admin) =>
           admin.TaskResolve({
+            reason: "checked upstream",
             taskId: second,
             accountId: account.id,
             outcome: "succeeded",
+            results: png,
             chargeMicros: 250_000 as Money.Micros
           })
         )
         expect(partial.chargedMicros).toBe(250_000)
 
-        const failed = yield* withAdmin((admin) => admin.TaskResolve({ taskId: third, outcome: "failed" }))
+        const failed = yield* withAdmin((admin) =>
+          admin.TaskResolve({ reason: "checked upstream", taskId: third, outcome: "failed" })
+        )
         expect(failed).toMatchObject({ status: "failed", chargedMicros: null })
         expect(yield* balances()).toMatchObject({ balanceMicros: 5 * USD - 2_250_000, reservedMicros: 0 })
 
-        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: third, outcome: "failed" })))).toBe(
-          "TaskNotResolvable"
-        )
         expect(
-          yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: first, accountId: account.id, outcome: "succeeded" })))
+          yield* reasonOf(
+            withAdmin((admin) => admin.TaskResolve({ reason: "checked upstream", taskId: third, outcome: "failed" }))
+          )
         ).toBe("TaskNotResolvable")
         expect(
           yield* reasonOf(
-            withAdmin((admin) => admin.TaskResolve({ taskId: Ids.makeTaskId(), accountId: account.id, outcome: "succeeded" }))
+            withAdmin((admin) =>
+              admin.TaskResolve({
+                reason: "checked upstream",
+                taskId: first,
+                accountId: account.id,
+                outcome: "succeeded",
+                results: png
+              })
+            )
+          )
+        ).toBe("TaskNotResolvable")
+        expect(
+          yield* reasonOf(
+            withAdmin((admin) =>
+              admin.TaskResolve({
+                reason: "checked upstream",
+                taskId: Ids.makeTaskId(),
+                accountId: account.id,
+                outcome: "succeeded",
+                results: png
+              })
+            )
           )
         ).toBe("TaskNotFound")
-        expect(yield* reasonOf(withAdmin((admin) => admin.TaskResolve({ taskId: "task_x", outcome: "failed" })))).toBe(
-          "TaskNotFound"
-        )
+        expect(
+          yield* reasonOf(
+            withAdmin((admin) => admin.TaskResolve({ reason: "checked upstream", taskId: "task_x", outcome: "failed" }))
+          )
+        ).toBe("TaskNotFound")
       })
     )
   })

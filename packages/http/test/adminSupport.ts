@@ -44,8 +44,11 @@ export const mcpSignIn = (accountId: string, baseUrl: string, clientId = `mcpc_$
     return { grantId, clientId, accessToken }
   })
 
-/** A task of the account, admitted for `model` and moved to reconciliation_required. */
-export const heldTask = (accountId: string, priceMicros: number, model = "song-lyrics") =>
+/**
+ * A task of the account, admitted for `model` and moved to reconciliation_required, with the
+ * upstream's last answer when given.
+ */
+export const heldTask = (accountId: string, priceMicros: number, model = "song-lyrics", upstreamAnswer?: string) =>
   Effect.gen(function* () {
     const store = yield* TaskStore.TaskStore
     const now = new Date()
@@ -78,7 +81,16 @@ export const heldTask = (accountId: string, priceMicros: number, model = "song-l
       ["queued", "submitting"],
       ["submitting", "reconciliation_required"]
     ] as const) {
-      const result = yield* store.transition({ taskId: id, leaseToken: claim!.leaseToken, from, to, now, keepLease: true })
+      const result = yield* store.transition({
+        taskId: id,
+        leaseToken: claim!.leaseToken,
+        from,
+        to,
+        now,
+        keepLease: true,
+        errorCode: to === "reconciliation_required" ? "OUTCOME_UNKNOWN" : undefined,
+        ...(upstreamAnswer === undefined ? {} : { upstreamAnswer })
+      })
       expect(result._tag).toBe("Done")
     }
     return id

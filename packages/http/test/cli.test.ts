@@ -4,7 +4,7 @@
  * --url/--token --json, or finding the server through the data directory's admin.json.
  */
 import { execFile } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -278,28 +278,47 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
     })
   )
 
-  it.effect("task resolve settles a held task", () =>
+  it.effect("task list shows the operator queue; task resolve settles with results and a reason", () =>
     Effect.gen(function* () {
       const { account } = yield* admin("account", "create", "--credits-usd", "5")
-      const succeeded = yield* heldTask(account.id, 2 * USD, HELD_MODEL)
+      const succeeded = yield* heldTask(account.id, 2 * USD, HELD_MODEL, "submit: HTTP 502 from the upstream")
       const failed = yield* heldTask(account.id, USD, HELD_MODEL)
-      const resolved = yield* admin(
+      const queue = (yield* admin("task", "list", "--status", "reconciliation_required")) as {
+        tasks: Array<{ id: string; upstreamAnswer: string | null; priceMicros: number }>
+      }
+      expect(queue.tasks.find((t) => t.id === succeeded)).toMatchObject({
+        priceMicros: 2 * USD,
+        upstreamAnswer: "submit: HTTP 502 from the upstream"
+      })
+      const url = yield* baseUrl
+      const shown = yield* run([
+        "admin",
+        "--url",
+        url,
+        "--token",
+        Redacted.value(token),
         "task",
-        "resolve",
-        "--task",
-        succeeded,
-        "--account",
-        account.id,
-        "--outcome",
-        "succeeded",
-        "--charge-usd",
-        "1.5"
-      )
+        "list",
+        "--status",
+        "reconciliation_required"
+      ])
+      expect(shown.stdout).toContain(`${succeeded}  ${HELD_MODEL}  ${account.id}  price 2.000000 USD`)
+      expect(shown.stdout).toContain("last upstream answer: submit: HTTP 502 from the upstream")
+
+      const withoutResults = ["task", "resolve", "--task", succeeded, "--account", account.id, "--outcome", "succeeded"]
+      expect((yield* adminFails(...withoutResults, "--reason", "seen upstream")).reason).toBe("InvalidRequest")
+      const file = join(mkdtempSync(join(tmpdir(), "taskmeter-result-")), "lyrics.txt")
+      writeFileSync(file, "la la la\n")
+      const resolved = yield* admin(...withoutResults, "--charge-usd", "1.5", "--result-file", file, "--reason", "seen upstream")
       expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: 1_500_000 })
-      expect(yield* admin("task", "resolve", "--task", failed, "--outcome", "failed")).toMatchObject({ status: "failed" })
-      const shown = yield* admin("account", "show", "--account", account.id)
-      expect(shown.balances).toMatchObject({ balanceMicros: 3_500_000, reservedMicros: 0 })
-      expect((yield* adminFails("task", "resolve", "--task", failed, "--outcome", "failed")).reason).toBe("TaskNotResolvable")
+      expect(yield* admin("task", "resolve", "--task", failed, "--outcome", "failed", "--reason", "never ran")).toMatchObject({
+        status: "failed"
+      })
+      const balances = yield* admin("account", "show", "--account", account.id)
+      expect(balances.balances).toMatchObject({ balanceMicros: 3_500_000, reservedMicros: 0 })
+      expect((yield* adminFails("task", "resolve", "--task", failed, "--outcome", "failed", "--reason", "again")).reason).toBe(
+        "TaskNotResolvable"
+      )
     })
   )
 

@@ -62,12 +62,16 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
-          "POST /api/v1/media"
+          "POST /api/v1/media",
+          "POST /callbacks/v1/{accountId}/{taskId}/{token}"
         ])
         for (const { method, path, operation } of operations(document)) {
-          const reply = yield* T.call(path.replace("{id}", "x").replace("{uuid}", "x"), { method: method.toUpperCase() })
-          // An unsigned media or result link is served as any link that does not work: 404.
-          const signedLink = operation.parameters?.some((parameter: { name: string }) => parameter.name === "sig") === true
+          const reply = yield* T.call(path.replace(/\{[a-zA-Z]+\}/g, "x"), { method: method.toUpperCase() })
+          // An unsigned media or result link, or callback URL, is served as any link that does not work: 404.
+          const signedLink =
+            operation.parameters?.some(
+              (parameter: { name: string }) => parameter.name === "sig" || parameter.name === "token"
+            ) === true
           // This server has no payment processor: billing answers 404, once a key is checked where one is needed.
           const noProcessor = path.startsWith("/api/v1/billing/")
           const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : 200
@@ -259,6 +263,19 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(Object.keys(link.responses["200"].content)).toContain("video/webm")
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
         expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(link.tags[0])
+      })
+    )
+
+    it.effect("lists the provider callback route as internal, without credentials, its token a path parameter", () =>
+      Effect.gen(function* () {
+        const document = yield* fetchDocument
+        const callback = document.paths["/callbacks/v1/{accountId}/{taskId}/{token}"].post
+        expect(callback["x-internal"]).toBe(true)
+        expect(callback.security).toEqual([])
+        expect(callback.description).toContain("Not for API callers")
+        expect(callback.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(["accountId", "taskId", "token"])
+        expect(Object.keys(callback.responses).sort()).toEqual(["200", "202", "400", "404", "503"])
+        expect(document.tags.map((tag: { name: string }) => tag.name)).toContain(callback.tags[0])
       })
     )
 

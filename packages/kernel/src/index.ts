@@ -49,6 +49,7 @@ export * as TopUpBounds from "./payments/TopUpBounds.ts"
 
 // tasks: admission, the queue and its workers, the provider interface
 export * as AdmissionRules from "./tasks/AdmissionRules.ts"
+export * as CallbackUrls from "./tasks/CallbackUrls.ts"
 export * as Executors from "./tasks/Executors.ts"
 export * as Housekeeping from "./tasks/Housekeeping.ts"
 export * as Outputs from "./tasks/Outputs.ts"

@@ -42,6 +42,7 @@ import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
 import upstreamSlots from "./migrations/0014_upstream_slots.ts"
+import upstreamAnswer from "./migrations/0015_upstream_answer.ts"
 import payments from "./migrations/0016_payments.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
 
@@ -91,6 +92,7 @@ export const migrations = Migrator.fromRecord({
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
   "14_upstream_slots": upstreamSlots,
+  "15_upstream_answer": upstreamAnswer,
   "16_payments": payments,
   "17_chat_leases": chatLeases
 })

@@ -12,6 +12,7 @@ import { Money, PriceList, Scope } from "@taskmeter/kernel"
 import * as AdminClient from "./AdminClient.ts"
 import * as AdminFile from "./AdminFile.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
+import * as ResultFlags from "./ResultFlags.ts"
 
 /** A failure already shown to the operator: the runtime only sets the exit code. */
 class Reported extends Data.TaggedError("Reported")<{}> {
@@ -409,31 +410,88 @@ const priceDisable = Command.make("disable", { model: Flag.String("model") }, ({
   )
 ).pipe(Command.withDescription("Stop a model from being submitted, keeping its price."))
 
+const heldTaskLine = (t: AdminRpc.HeldTask) =>
+  `${t.id}  ${t.model}  ${t.accountId}  price ${usd(t.priceMicros)}  waiting ${t.ageSeconds} s  ` +
+  `${t.errorCode ?? "-"}  upstream job ${t.upstreamRef ?? "unknown"}\n    last upstream answer: ${t.upstreamAnswer ?? "(none recorded)"}`
+
+const taskList = Command.make(
+  "list",
+  {
+    status: Flag.Literals("status", ["reconciliation_required"]).pipe(
+      Flag.withDescription("The tasks' status; reconciliation_required, the operator queue.")
+    ),
+    limit: Flag.Int("limit").pipe(Flag.optional, Flag.withDescription("At most this many tasks (1 to 100, default 100).")),
+    after: Flag.String("after").pipe(Flag.optional, Flag.withDescription("The next page: the id a page ended with."))
+  },
+  ({ after, limit, status }) =>
+    call(
+      (admin) =>
+        admin.TaskList({
+          status,
+          ...Option.match(limit, { onNone: () => ({}), onSome: (limit) => ({ limit }) }),
+          ...Option.match(after, { onNone: () => ({}), onSome: (after) => ({ after }) })
+        }),
+      (page) =>
+        page.tasks.length === 0
+          ? "No task is in reconciliation_required."
+          : [
+              "Tasks in reconciliation_required (resolve each with `task resolve`):",
+              ...page.tasks.map(heldTaskLine),
+              ...(page.next === null ? [] : [`More: --after ${page.next}`])
+            ].join("\n")
+    )
+).pipe(Command.withDescription("List the operator queue: tasks held in reconciliation_required, with why."))
+
 const taskResolve = Command.make(
   "resolve",
   {
     task: Flag.String("task").pipe(Flag.withDescription("The task id (task_...).")),
     outcome: Flag.Literals("outcome", ["succeeded", "failed"]),
+    reason: Flag.String("reason").pipe(
+      Flag.withDescription("Why (kept as the note of the ledger entries the resolution writes).")
+    ),
     account: accountFlag.pipe(Flag.optional, Flag.withDescription("The task's account (needed for succeeded).")),
     charge: usdFlag("charge-usd").pipe(
       Flag.optional,
       Flag.withDescription("What a succeeded task costs, at most its quote (default: the quote).")
+    ),
+    resultUrls: Flag.String("result-url").pipe(
+      Flag.atLeast(0),
+      Flag.withDescription("A public https link to a result, fetched by the server (repeatable).")
+    ),
+    resultFiles: Flag.String("result-file").pipe(Flag.atLeast(0), Flag.withDescription("A result file to upload (repeatable).")),
+    contentType: Flag.String("content-type").pipe(
+      Flag.optional,
+      Flag.withDescription("The results' content type (default: from each name's extension).")
     )
   },
-  ({ account, charge, outcome, task }) =>
-    call(
-      (admin) =>
-        admin.TaskResolve({
-          taskId: task,
-          outcome,
-          ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }),
-          ...Option.match(charge, { onNone: () => ({}), onSome: (chargeMicros) => ({ chargeMicros }) })
-        }),
-      (t) =>
-        `Task ${t.id} is now ${t.status}` +
-        (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
-    )
-).pipe(Command.withDescription("Settle a task held in reconciliation_required."))
+  ({ account, charge, contentType, outcome, reason, resultFiles, resultUrls, task }) =>
+    Effect.gen(function* () {
+      const results = yield* ResultFlags.read({
+        urls: resultUrls,
+        files: resultFiles,
+        contentType: Option.getOrUndefined(contentType)
+      }).pipe(Effect.catch(failWith))
+      return yield* call(
+        (admin) =>
+          admin.TaskResolve({
+            taskId: task,
+            outcome,
+            reason,
+            ...(results.length === 0 ? {} : { results }),
+            ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }),
+            ...Option.match(charge, { onNone: () => ({}), onSome: (chargeMicros) => ({ chargeMicros }) })
+          }),
+        (t) =>
+          `Task ${t.id} is now ${t.status}` +
+          (t.chargedMicros === null ? "; its reservation is released." : `; charged ${usd(t.chargedMicros)}.`)
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Settle a task held in reconciliation_required: succeeded with its results (--result-url, --result-file), or failed."
+  )
+)
 
 const signInCode = Command.make("signin-code", { account: accountFlag }, ({ account }) =>
   call(
@@ -621,7 +679,7 @@ export const command = admin.pipe(
       Command.withDescription("The price list."),
       Command.withSubcommands([priceList, priceSet, priceDisable])
     ),
-    Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskResolve])),
+    Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskList, taskResolve])),
     Command.make("payments").pipe(
       Command.withDescription("Payments through the payment processor (Stripe)."),
       Command.withSubcommands([paymentList, paymentEvents, paymentReconcile])

@@ -8,9 +8,11 @@ import { Effect, Schema } from "effect"
 import {
   Accounts,
   type AccountStore,
+  type BlobStore,
   Ids,
   Ledger,
   type LedgerStore,
+  type MediaStore,
   type Money,
   Payments,
   PaymentStore,
@@ -20,8 +22,9 @@ import {
   TaskStore
 } from "@taskmeter/kernel"
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
-import { AdminError, AdminRpcs } from "./AdminRpc.ts"
+import { AdminError, AdminRpcs, MAX_TASK_PAGE } from "./AdminRpc.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
+import * as AttachedResults from "./AttachedResults.ts"
 
 const iso = (date: Date): string => date.toISOString()
 
@@ -58,6 +61,16 @@ const task = (t: TaskStore.TaskRecord): AdminRpc.Task => ({
   createdAt: iso(t.createdAt),
   updatedAt: iso(t.updatedAt)
 })
+
+const heldTaskOf = (held: TaskStore.HeldTask, now: number): AdminRpc.HeldTask => ({
+  ...task(held.task),
+  ageSeconds: Math.max(0, Math.floor((now - held.task.createdAt.getTime()) / 1000)),
+  upstreamRef: held.task.upstreamRef,
+  upstreamAnswer: held.upstreamAnswer
+})
+
+/** The note of a resolution's ledger entries. */
+const operatorNote = (reason: string) => `resolved by operator: ${reason}`
 
 const mcpSignIn = (active: OAuthStore.ActiveGrant): AdminRpc.McpSignIn => ({
   id: active.grant.id,
@@ -127,6 +140,7 @@ export const layer = AdminRpcs.toLayer(
     const oauth = yield* OAuthStore.OAuthStore
     const paymentStore = yield* PaymentStore.PaymentStore
     const payments = yield* Effect.serviceOption(Payments.Payments)
+    const resultStores = yield* Effect.context<BlobStore.BlobStore | MediaStore.MediaStore>()
 
     /** The task, read first so that the operator learns why it cannot be resolved. */
     const heldTask = (accountId: string, taskId: Ids.TaskId) =>
@@ -210,11 +224,31 @@ export const layer = AdminRpcs.toLayer(
               Effect.flatMap((list) => Effect.orDie(Effect.fromNullishOr(list.models[model])))
             ),
       PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
-      TaskResolve: ({ accountId, chargeMicros, outcome, taskId }) =>
+      TaskList: ({ after, limit }) =>
+        Effect.gen(function* () {
+          const size = limit ?? MAX_TASK_PAGE
+          // An `after` that is no task id pages from the start of what sorts after it, as ids do.
+          const page = yield* tasks.listHeld(size, after as Ids.TaskId | undefined).pipe(Effect.mapError(storeUnavailable))
+          const now = Date.now()
+          return {
+            tasks: page.map((held) => heldTaskOf(held, now)),
+            next: page.length < size ? null : page[page.length - 1]!.task.id
+          }
+        }),
+      TaskResolve: ({ accountId, chargeMicros, outcome, reason, results, taskId }) =>
         Effect.gen(function* () {
           if (!Ids.isTaskId(taskId)) return yield* fail("TaskNotFound", `No task ${taskId}.`)
           if (outcome === "succeeded" && accountId === undefined) {
             return yield* fail("InvalidRequest", "Resolving a task as succeeded needs its account, to read its quote.")
+          }
+          if (outcome === "succeeded" && (results === undefined || results.length === 0)) {
+            return yield* fail(
+              "InvalidRequest",
+              "Resolving a task as succeeded needs its results: a link to fetch or a file to upload, at least one."
+            )
+          }
+          if (outcome === "failed" && results !== undefined && results.length > 0) {
+            return yield* fail("InvalidRequest", "A task resolved as failed has no results; leave them out.")
           }
           const held = accountId === undefined ? undefined : yield* heldTask(accountId, taskId)
           const charge = outcome === "failed" ? undefined : (chargeMicros ?? held?.priceMicros)
@@ -224,14 +258,22 @@ export const layer = AdminRpcs.toLayer(
               `A charge of ${charge} micros exceeds the ${held.priceMicros} micros reserved for task ${taskId}.`
             )
           }
+          // Stored before the status changes, as the worker does: a resolution that loses a race
+          // leaves blobs whose task never names them, which housekeeping removes.
+          const assets =
+            held === undefined || results === undefined
+              ? undefined
+              : yield* AttachedResults.store(held, results).pipe(Effect.provide(resultStores))
           const resolved = yield* tasks
             .resolve({
               taskId,
               to: outcome,
               now: new Date(),
               chargeMicros: charge,
+              assets,
               // Failing keeps the code that explained why the task was held.
-              errorCode: outcome === "succeeded" ? null : undefined
+              errorCode: outcome === "succeeded" ? null : undefined,
+              note: operatorNote(reason)
             })
             .pipe(Effect.mapError(storeUnavailable))
           if (resolved === undefined) {

@@ -15,6 +15,7 @@ export const AdminErrorReason = Schema.Literals([
   "KeyNotFound",
   "TaskNotFound",
   "TaskNotResolvable",
+  "ResultUnavailable",
   "PriceListInvalid",
   "SignInNotFound",
   "InvalidRequest",
@@ -105,6 +106,43 @@ export const Task = Schema.Struct({
   updatedAt: Timestamp
 })
 export type Task = typeof Task.Type
+
+/** A task in the operator queue (reconciliation_required): how long it has waited, and why. */
+export const HeldTask = Schema.Struct({
+  ...Task.fields,
+  ageSeconds: Count,
+  upstreamRef: Schema.NullOr(Schema.String),
+  /** What the upstream last answered when the worker gave the task up (null: nothing recorded). */
+  upstreamAnswer: Schema.NullOr(Schema.String)
+})
+export type HeldTask = typeof HeldTask.Type
+
+export const HeldTaskPage = Schema.Struct({
+  tasks: Schema.Array(HeldTask),
+  /** Pass as `after` for the next page; null on the last one. */
+  next: Schema.NullOr(Schema.String)
+})
+export type HeldTaskPage = typeof HeldTaskPage.Type
+
+/** The most tasks one TaskList page holds. */
+export const MAX_TASK_PAGE = 100
+
+/** A media type a result may have: image, audio, video or text. */
+const ResultContentType = Schema.String.check(
+  Schema.isPattern(/^(image|audio|video|text)\/[a-z0-9][a-z0-9.+-]*$/, {
+    message: "a content type of image/*, audio/*, video/* or text/*, such as image/png"
+  })
+)
+
+/** A result an operator attaches: a public https link the server fetches, or the file's bytes. */
+export const ResultToAttach = Schema.Union([
+  Schema.Struct({ url: Schema.String, contentType: ResultContentType }),
+  Schema.Struct({ base64: Schema.String, contentType: ResultContentType })
+])
+export type ResultToAttach = typeof ResultToAttach.Type
+
+/** The most results one resolution attaches. */
+export const MAX_ATTACHED_RESULTS = 8
 
 const Figures = Schema.Struct({ balanceMicros: Schema.Int, reservedMicros: Schema.Int })
 
@@ -239,18 +277,31 @@ export class AdminRpcs extends RpcGroup.make(
     error: AdminError
   }),
   Rpc.make("PriceDisable", { payload: { model: Schema.String }, error: AdminError }),
+  /** The operator queue: tasks in `status` (reconciliation_required only) by id, a page at a time. */
+  Rpc.make("TaskList", {
+    payload: {
+      status: Schema.Literals(["reconciliation_required"]),
+      limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_TASK_PAGE }))),
+      after: Schema.optionalKey(Schema.String)
+    },
+    success: HeldTaskPage,
+    error: AdminError
+  }),
   /**
-   * Settles a reconciliation_required task: succeeded charges `chargeMicros` (at most the
-   * quote, by default the quote) and releases the rest; failed releases the whole reservation
-   * and keeps the task's errorCode. Succeeded needs `accountId`, to read the quote; with it the
-   * task is read first, so a refusal says why.
+   * Settles a reconciliation_required task: succeeded attaches `results` (at least one, fetched
+   * or uploaded, stored before the charge), charges `chargeMicros` (at most the quote, by
+   * default the quote) and releases the rest; failed releases the whole reservation and keeps the
+   * task's errorCode. `reason` is the note of every ledger entry written. Succeeded needs
+   * `accountId`, to read the quote; with it the task is read first, so a refusal says why.
    */
   Rpc.make("TaskResolve", {
     payload: {
       taskId: Schema.String,
       accountId: Schema.optionalKey(Schema.String),
       outcome: Schema.Literals(["succeeded", "failed"]),
-      chargeMicros: Schema.optionalKey(Money.Micros)
+      chargeMicros: Schema.optionalKey(Money.Micros),
+      reason: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(500)),
+      results: Schema.optionalKey(Schema.Array(ResultToAttach).check(Schema.isMaxLength(MAX_ATTACHED_RESULTS)))
     },
     success: Task,
     error: AdminError

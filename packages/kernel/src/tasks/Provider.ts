@@ -1,7 +1,8 @@
 /**
  * The provider interface, version 1, that an adapter for one upstream implements so the TaskWorker
- * can run tasks on it: submit, poll, fetch results, optional `lookup` and cancel. Breaking changes
- * add a ProviderV2 beside it. Failures are one `ProviderError` reason the worker acts on alone:
+ * can run tasks on it: submit, poll, fetch results, optional `lookup`, `cancel` and `callback` (the
+ * job an upstream's callback names). Breaking changes add a ProviderV2 beside it. Failures are one
+ * `ProviderError` reason the worker acts on alone:
  * RateLimited and Retryable retry the same step until the deadline, Terminal fails the task
  * (released), OutcomeUnknown makes it reconciliation_required.
  */
@@ -50,6 +51,12 @@ export interface SubmitRequest {
    * that a retry after a crash finds the earlier upstream job instead of starting a second one.
    */
   readonly reference: string
+  /**
+   * Our per-task callback URL (`CallbackUrls`), when callbacks are on: adapters whose upstream
+   * calls back send it with the job, so that a callback names our task even when the submit's
+   * answer was lost.
+   */
+  readonly callbackUrl?: string | undefined
 }
 
 export type SubmitResult =
@@ -92,5 +99,17 @@ export interface ProviderV1 {
     | undefined
   readonly cancel?:
     | ((request: { readonly model: string; readonly upstreamId: string }) => Effect.Effect<void, ProviderError>)
+    | undefined
+  /**
+   * The upstream job a callback body names (its id, as `submit` answers it), or undefined when
+   * the body names none; left out by adapters whose upstream never calls back. The body is not
+   * trusted for the outcome: the job is then polled.
+   */
+  readonly callback?:
+    | ((request: {
+        readonly model: string
+        readonly input: ModelInput
+        readonly body: unknown
+      }) => Effect.Effect<string | undefined, ProviderError>)
     | undefined
 }

@@ -1,9 +1,10 @@
 /**
- * The Reconciler settles tasks in reconciliation_required without ever resending: it looks each job
- * up by reference (our task id) and resolves it through `TaskStore.resolve` (charge or release in
- * the same write): succeeded, failed, cancelled past its deadline, or failed UPSTREAM_NEVER_RECEIVED
- * once "not found" has held for `notFoundAfterMs` (10 minutes). Tasks it cannot search are left to
- * an operator. It runs every `intervalMs` (a minute) in each worker process; passes may overlap.
+ * The Reconciler settles tasks in reconciliation_required without ever resending: it polls the job
+ * by its upstream id (recorded, named by a verified callback, or looked up by reference) and
+ * resolves it through `TaskStore.resolve` (charge or release in the same write): succeeded, failed,
+ * cancelled past its deadline, or failed UPSTREAM_NEVER_RECEIVED once "not found" has held for
+ * `notFoundAfterMs` (10 minutes). Tasks it cannot find are left to an operator. A callback settles
+ * a submitting or running task the same way at once. Runs every `intervalMs` (a minute) per worker.
  */
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import type { BlobStore } from "../media/BlobStore.ts"
@@ -41,8 +42,10 @@ export type Outcome =
   | { readonly _tag: "NeedsOperator"; readonly reason: string }
   /** The upstream could not be asked now; the next pass tries again. */
   | { readonly _tag: "Unreachable"; readonly message: string }
-  /** The task is not (or no longer) in reconciliation_required. */
+  /** The task is not (or no longer) in a status this can settle. */
   | { readonly _tag: "Skipped" }
+  /** A callback named a job other than the one the task records. */
+  | { readonly _tag: "OtherJob"; readonly upstreamRef: string }
 
 export interface Summary {
   readonly examined: number
@@ -57,8 +60,11 @@ export type Requirements = TaskStore | MediaStore | BlobStore | Executors
 export class Reconciler extends Context.Service<
   Reconciler,
   {
-    /** Reconciles one task (as read from the store). */
-    readonly reconcile: (task: TaskRecord) => Effect.Effect<Outcome>
+    /**
+     * Reconciles one task (as read from the store). With `upstreamId` (a verified callback named
+     * the job) a submitting or running task is settled too, when the job has ended.
+     */
+    readonly reconcile: (task: TaskRecord, upstreamId?: string | undefined) => Effect.Effect<Outcome>
     /** One pass over every task in reconciliation_required. */
     readonly reconcileAll: Effect.Effect<Summary, StoreUnavailable>
   }
@@ -77,26 +83,43 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
       fetch: options.fetch
     }
 
-    const resolve = (task: TaskRecord, resolution: Omit<Resolution, "taskId" | "now">) =>
+    const resolve = (task: TaskRecord, learned: string | undefined, resolution: Omit<Resolution, "taskId" | "now" | "from">) =>
       Effect.gen(function* () {
         const now = new Date(yield* Clock.currentTimeMillis)
-        const resolved = yield* store.resolve({ taskId: task.id, now, ...resolution })
+        const from = task.status as NonNullable<Resolution["from"]>
+        const resolved = yield* store.resolve({
+          taskId: task.id,
+          now,
+          from,
+          ...(learned === undefined ? {} : { upstreamRef: learned }),
+          ...resolution
+        })
         if (resolved === undefined) return { _tag: "Skipped" } as const
         return resolved.status === "succeeded"
           ? ({ _tag: "Succeeded", task: resolved } as const)
           : ({ _tag: "Failed", task: resolved } as const)
       })
 
-    const reconcile = (task: TaskRecord): Effect.Effect<Outcome> =>
+    const settleable = (task: TaskRecord, learned: string | undefined) =>
+      task.status === "reconciliation_required" ||
+      (learned !== undefined && (task.status === "submitting" || task.status === "running"))
+
+    const reconcile = (task: TaskRecord, learned?: string | undefined): Effect.Effect<Outcome> =>
       Effect.gen(function* () {
-        if (task.status !== "reconciliation_required") return { _tag: "Skipped" } as const
+        if (!settleable(task, learned)) return { _tag: "Skipped" } as const
+        if (learned !== undefined && task.upstreamRef !== null && task.upstreamRef !== learned) {
+          return { _tag: "OtherJob", upstreamRef: task.upstreamRef } as const
+        }
+        // Kept at once: whoever settles the task next (this, a later pass, a worker) polls the job.
+        if (learned !== undefined && task.upstreamRef === null) yield* store.noteUpstream(task.id, learned)
         const adapter = executors.adapterFor(task.model)
         if (adapter === undefined) return { _tag: "NeedsOperator", reason: `no executor serves ${task.model}` } as const
         const model = task.model
         const reference = task.id
         const now = yield* Clock.currentTimeMillis
+        const by = learned === undefined ? "reconciler" : "provider callback"
 
-        let upstreamId = task.upstreamRef
+        let upstreamId = learned ?? task.upstreamRef
         if (upstreamId === null) {
           if (adapter.lookup === undefined) {
             return { _tag: "NeedsOperator", reason: `provider ${adapter.provider} cannot look jobs up by reference` } as const
@@ -105,37 +128,59 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
           if (found === undefined) {
             return now - task.updatedAt.getTime() < notFoundAfterMs
               ? ({ _tag: "Pending" } as const)
-              : yield* resolve(task, { to: "failed", errorCode: ErrorCode.NeverReceived })
+              : yield* resolve(task, undefined, {
+                  to: "failed",
+                  errorCode: ErrorCode.NeverReceived,
+                  note: `${by}: the upstream has no job for the task`
+                })
           }
           upstreamId = found.upstreamId
         }
+        const known = upstreamId === task.upstreamRef ? undefined : upstreamId
+        const note = (what: string) => `${by}: upstream job ${upstreamId} ${what}`
 
         const polled = yield* adapter.poll({ model, upstreamId, reference })
         switch (polled._tag) {
           case "Pending": {
-            if (now < task.deadlineAt.getTime()) return { _tag: "Pending" } as const
+            // A task a worker still follows stays the worker's until it ends or expires.
+            if (task.status !== "reconciliation_required" || now < task.deadlineAt.getTime()) return { _tag: "Pending" } as const
             if (adapter.cancel !== undefined) yield* Effect.ignore(adapter.cancel({ model, upstreamId }))
-            return yield* resolve(task, { to: "failed", errorCode: ErrorCode.DeadlineExceeded })
+            return yield* resolve(task, known, {
+              to: "failed",
+              errorCode: ErrorCode.DeadlineExceeded,
+              note: note("was still running at the deadline")
+            })
           }
           case "Failed":
-            return yield* resolve(task, { to: "failed", errorCode: polled.errorCode })
+            return yield* resolve(task, known, { to: "failed", errorCode: polled.errorCode, note: note("failed") })
           case "Succeeded": {
-            if (polled.outputs.length === 0) return yield* resolve(task, { to: "failed", errorCode: ErrorCode.NoOutput })
+            if (polled.outputs.length === 0) {
+              return yield* resolve(task, known, { to: "failed", errorCode: ErrorCode.NoOutput, note: note("had no output") })
+            }
             const stored = yield* Effect.result(Outputs.store(task, polled.outputs, outputOptions).pipe(Effect.provide(context)))
             if (stored._tag === "Failure") {
               if (stored.failure._tag === "BlobTooLarge")
-                return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultTooLarge })
+                return yield* resolve(task, known, {
+                  to: "failed",
+                  errorCode: ErrorCode.ResultTooLarge,
+                  note: note("succeeded")
+                })
               if (stored.failure._tag === "DownloadRefused") {
                 yield* Effect.logWarning("A result link was refused", stored.failure.message)
-                return yield* resolve(task, { to: "failed", errorCode: ErrorCode.ResultUrlRefused })
+                return yield* resolve(task, known, {
+                  to: "failed",
+                  errorCode: ErrorCode.ResultUrlRefused,
+                  note: note("succeeded")
+                })
               }
               return { _tag: "Unreachable", message: stored.failure.message } as const
             }
-            return yield* resolve(task, {
+            return yield* resolve(task, known, {
               to: "succeeded",
               assets: stored.success,
               chargeMicros: settle(task, polled.outputs.length),
-              errorCode: null
+              errorCode: null,
+              note: note("succeeded")
             })
           }
         }
@@ -159,7 +204,7 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
         const page = yield* store.listByStatus("reconciliation_required", pageSize, afterId)
         // A page that does not move past `afterId` would repeat forever: stop there.
         if (page.length === 0 || (afterId !== undefined && page[0]!.id <= afterId)) break
-        const outcomes = yield* Effect.forEach(page, reconcile, { concurrency: options.concurrency ?? 8 })
+        const outcomes = yield* Effect.forEach(page, (task) => reconcile(task), { concurrency: options.concurrency ?? 8 })
         examined += page.length
         for (const outcome of outcomes) {
           if (outcome._tag === "Succeeded") succeeded++

@@ -155,6 +155,11 @@ export interface TransitionRequest {
   readonly upstreamRef?: string | undefined
   /** Records the provider running the task (set on leaving queued). */
   readonly provider?: string | undefined
+  /**
+   * Into reconciliation_required: what the upstream last answered (or why no answer came), for the
+   * operator queue; at most `MAX_UPSTREAM_ANSWER` characters are kept.
+   */
+  readonly upstreamAnswer?: string | undefined
   readonly assets?: ReadonlyArray<StoredAsset> | undefined
   /** Required when `to` is succeeded: the final charge, at most `priceMicros`; the rest is released. */
   readonly chargeMicros?: Micros | undefined
@@ -182,14 +187,34 @@ export interface SlotRequest {
   readonly now: Date
 }
 
-/** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
+/**
+ * Settles a task without a lease: the reconciler's or an operator's decision on a
+ * reconciliation_required task, or a verified callback's on one a worker may still hold (its
+ * later write then finds the task moved on and drops it).
+ */
 export interface Resolution {
   readonly taskId: TaskId
+  /** The status the task must still be in; default reconciliation_required. */
+  readonly from?: "reconciliation_required" | "submitting" | "running" | undefined
   readonly to: "succeeded" | "failed"
   readonly now: Date
   readonly chargeMicros?: Micros | undefined
   readonly assets?: ReadonlyArray<StoredAsset> | undefined
   readonly errorCode?: string | null | undefined
+  /** The upstream job, when the resolution learned it (a callback named it). */
+  readonly upstreamRef?: string | undefined
+  /** Why (an operator's reason), kept as the note of the charge and release entries it writes. */
+  readonly note?: string | undefined
+}
+
+/** The longest `upstreamAnswer` kept; longer ones are cut. */
+export const MAX_UPSTREAM_ANSWER = 1000
+
+/** A task in reconciliation_required as the operator queue shows it. */
+export interface HeldTask {
+  readonly task: TaskRecord
+  /** What the upstream last answered before the task was held; null when nothing was recorded. */
+  readonly upstreamAnswer: string | null
 }
 
 export class TaskStore extends Context.Service<
@@ -271,7 +296,18 @@ export class TaskStore extends Context.Service<
       readonly leaseToken: string
       readonly lanes: ReadonlyArray<string>
     }) => Effect.Effect<void, StoreUnavailable>
-    /** Only from reconciliation_required; undefined when the task is not in that state. */
+    /**
+     * The operator queue: tasks in reconciliation_required across all accounts with their last
+     * upstream answer, by id like `listByStatus` (keyset paging after `afterId`), at most `limit`.
+     */
+    readonly listHeld: (limit: number, afterId?: TaskId | undefined) => Effect.Effect<ReadonlyArray<HeldTask>, StoreUnavailable>
+    /**
+     * Records the upstream job of a task in submitting or reconciliation_required that has none yet
+     * (a verified callback named it while the job still runs), so that whoever settles the task
+     * next polls it rather than searching; true when written. No lease is needed or changed.
+     */
+    readonly noteUpstream: (taskId: TaskId, upstreamRef: string) => Effect.Effect<boolean, StoreUnavailable>
+    /** Only from `from` (reconciliation_required by default); undefined when the task is not in it. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an

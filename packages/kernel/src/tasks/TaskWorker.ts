@@ -11,6 +11,7 @@ import { Cause, Clock, Data, Effect, Exit, FiberSet, Latch, Layer, Request, Requ
 import type { BlobStore } from "../media/BlobStore.ts"
 import { Catalog } from "../catalog/Catalog.ts"
 import type { ModelInput } from "../catalog/Catalog.ts"
+import { CallbackUrls } from "./CallbackUrls.ts"
 import { Executors } from "./Executors.ts"
 import * as Housekeeping from "./Housekeeping.ts"
 import type { AccountId } from "../domain/Ids.ts"
@@ -130,6 +131,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
       const store = yield* TaskStore
       const executors = yield* Executors
       const links = yield* MediaUrls
+      const callbacks = yield* CallbackUrls
       const catalog = yield* Catalog
       const context = yield* Effect.context<Requirements>()
 
@@ -200,7 +202,9 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           task: TaskRecord,
           from: TaskStatus,
           to: TaskStatus,
-          extra: Partial<Pick<TransitionRequest, "errorCode" | "upstreamRef" | "provider" | "assets" | "chargeMicros">> = {}
+          extra: Partial<
+            Pick<TransitionRequest, "errorCode" | "upstreamRef" | "upstreamAnswer" | "provider" | "assets" | "chargeMicros">
+          > = {}
         ): Effect.Effect<TaskRecord, Dropped> =>
           Effect.gen(function* () {
             const at = yield* now
@@ -216,6 +220,10 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             }
             return yield* new Dropped({ reason: result._tag })
           })
+
+        /** Hands the task to reconciliation with what the upstream last answered. */
+        const hold = (task: TaskRecord, from: "submitting" | "running", upstreamAnswer: string) =>
+          Effect.asVoid(move(task, from, "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown, upstreamAnswer }))
 
         const fail = (task: TaskRecord, from: TaskStatus, errorCode: string) =>
           Effect.asVoid(move(task, from, "failed", { errorCode }))
@@ -313,7 +321,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             const submitted = yield* persist(
               task,
               Effect.flatMap(signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links), (input) =>
-                provider.submit({ model, input, reference })
+                provider.submit({ model, input, reference, callbackUrl: callbacks.urlFor(task) })
               ),
               retryable
             )
@@ -321,9 +329,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             if (submitted._tag === "Error") {
               const error = submitted.error
               return error.reason === "OutcomeUnknown"
-                ? yield* Effect.asVoid(
-                    move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
-                  )
+                ? yield* hold(task, "submitting", `submit: ${error.message}`)
                 : yield* fail(task, "submitting", error.errorCode ?? ErrorCode.Rejected)
             }
             const result = submitted.value
@@ -335,11 +341,23 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         /** A task left in submitting by a worker that died: find it upstream, never just resend. */
         const recover = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
-            const unknown = () =>
-              Effect.asVoid(move(task, "submitting", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown }))
-            if (provider.lookup === undefined) return yield* unknown()
+            // A verified callback named the job meanwhile: follow it.
+            if (task.upstreamRef !== null) {
+              const running = yield* move(task, "submitting", "running", { upstreamRef: task.upstreamRef })
+              return yield* follow(running, provider, task.upstreamRef)
+            }
+            const lost = "a worker stopped while submitting; the submit's answer was not recorded"
+            if (provider.lookup === undefined) {
+              return yield* hold(task, "submitting", `${lost}, and ${provider.provider} cannot look jobs up by reference`)
+            }
             const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
-            if (found._tag !== "Ok") return yield* unknown()
+            if (found._tag !== "Ok") {
+              return yield* hold(
+                task,
+                "submitting",
+                `${lost}; lookup: ${found._tag === "Error" ? found.error.message : "no answer before the deadline"}`
+              )
+            }
             if (found.value === undefined) {
               return (yield* pastDeadline(task))
                 ? yield* fail(task, "submitting", ErrorCode.DeadlineExceeded)
@@ -360,9 +378,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
                 return yield* recover(task, provider)
               case "running":
                 return task.upstreamRef === null
-                  ? yield* Effect.asVoid(
-                      move(task, "running", "reconciliation_required", { errorCode: ErrorCode.OutcomeUnknown })
-                    )
+                  ? yield* hold(task, "running", "running without a recorded upstream job")
                   : yield* follow(task, provider, task.upstreamRef)
               default:
                 return

@@ -458,6 +458,158 @@ export const taskCases = (test: Case) => {
     )
 
     test(
+      "the operator queue lists held tasks with the upstream's last answer; a resolution's note is on its entries",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const first = yield* running(accountId, { priceMicros: price(2 * USD) })
+        const second = yield* running(accountId)
+        const answer = `submit: 502 Bad Gateway ${"x".repeat(2000)}`
+        done(
+          yield* store.transition(
+            finish(first.task.id, first.leaseToken, "reconciliation_required", {
+              errorCode: "OUTCOME_UNKNOWN",
+              upstreamAnswer: answer
+            })
+          )
+        )
+        done(yield* store.transition(finish(second.task.id, second.leaseToken, "reconciliation_required")))
+        const ordered = [first.task.id, second.task.id].sort()
+
+        const queue = yield* store.listHeld(10)
+        expect(queue.map((held) => held.task.id)).toEqual(ordered)
+        const firstHeld = defined(queue.find((held) => held.task.id === first.task.id))
+        expect(firstHeld.upstreamAnswer).toBe(answer.slice(0, 1000))
+        expect(firstHeld.task).toMatchObject({ status: "reconciliation_required", priceMicros: 2 * USD, model: first.task.model })
+        expect(defined(queue.find((held) => held.task.id === second.task.id)).upstreamAnswer).toBeNull()
+        expect((yield* store.listHeld(1)).map((held) => held.task.id)).toEqual([ordered[0]])
+        expect((yield* store.listHeld(10, ordered[0])).map((held) => held.task.id)).toEqual([ordered[1]])
+
+        defined(
+          yield* store.resolve({
+            taskId: first.task.id,
+            to: "succeeded",
+            now: at(20),
+            chargeMicros: price(USD),
+            assets: [image],
+            errorCode: null,
+            upstreamRef: "job-from-callback",
+            note: "operator: result confirmed by the upstream's support"
+          })
+        )
+        defined(yield* store.resolve({ taskId: second.task.id, to: "failed", now: at(21), note: "operator: never ran" }))
+        expect(yield* store.listHeld(10)).toEqual([])
+        expect((yield* store.get(accountId, first.task.id))?.upstreamRef).toBe("job-from-callback")
+        const notes = (entries: ReadonlyArray<{ readonly kind: string; readonly note: string | null }>) =>
+          entries
+            .filter((entry) => entry.kind !== "reserve")
+            .map((entry) => [entry.kind, entry.note])
+            .sort()
+        expect(notes(yield* entriesOfTask(accountId, first.task.id))).toEqual([
+          ["charge", "operator: result confirmed by the upstream's support"],
+          ["release", "operator: result confirmed by the upstream's support"]
+        ])
+        expect(notes(yield* entriesOfTask(accountId, second.task.id))).toEqual([["release", "operator: never ran"]])
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+      })
+    )
+
+    test(
+      "resolve from running settles a task a worker holds, once; the worker's later write finds it moved on",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const { task, leaseToken } = yield* running(accountId, { priceMicros: price(2 * USD) })
+        expect(yield* store.resolve({ taskId: task.id, to: "failed", now: at(5) })).toBeUndefined()
+        expect(yield* store.resolve({ taskId: task.id, from: "submitting", to: "failed", now: at(5) })).toBeUndefined()
+        const resolved = defined(
+          yield* store.resolve({
+            taskId: task.id,
+            from: "running",
+            to: "succeeded",
+            now: at(6),
+            chargeMicros: price(USD),
+            assets: [image],
+            errorCode: null,
+            note: "provider callback: upstream job upstream-42 succeeded"
+          })
+        )
+        expect(resolved).toMatchObject({ status: "succeeded", chargedMicros: USD, upstreamRef: "upstream-42" })
+        expect(yield* store.resolve({ taskId: task.id, from: "running", to: "failed", now: at(7) })).toBeUndefined()
+        expect((yield* store.transition(finish(task.id, leaseToken, "failed")))._tag).not.toBe("Done")
+        expect(yield* store.renew(task.id, leaseToken, at(100))).toBe(false)
+        yield* expectBalances(accountId, { balance: 4 * USD, reserved: 0 })
+        expect((yield* entriesOfTask(accountId, task.id)).map((entry) => [entry.kind, entry.amountMicros]).sort()).toEqual([
+          ["charge", USD],
+          ["release", USD],
+          ["reserve", 2 * USD]
+        ])
+      })
+    )
+
+    test(
+      "noteUpstream records the job of a submitting or held task that has none, once, and nothing else",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const queued = yield* admitted(admission(newTask(accountId)))
+        expect(yield* store.noteUpstream(queued.id, "job-1")).toBe(false)
+        const claim = yield* claimTask(queued.id, at(1))
+        done(
+          yield* store.transition({
+            taskId: queued.id,
+            leaseToken: claim.leaseToken,
+            from: "queued",
+            to: "submitting",
+            now: at(2),
+            keepLease: true
+          })
+        )
+        expect(yield* store.noteUpstream(queued.id, "job-1")).toBe(true)
+        expect(yield* store.noteUpstream(queued.id, "job-2")).toBe(false)
+        expect(defined(yield* store.get(accountId, queued.id))).toMatchObject({ status: "submitting", upstreamRef: "job-1" })
+        // The lease is untouched: its holder carries on.
+        expect(yield* store.renew(queued.id, claim.leaseToken, at(60))).toBe(true)
+
+        done(
+          yield* store.transition({
+            taskId: queued.id,
+            leaseToken: claim.leaseToken,
+            from: "submitting",
+            to: "reconciliation_required",
+            now: at(3),
+            keepLease: false
+          })
+        )
+        expect(defined(yield* store.get(accountId, queued.id)).upstreamRef).toBe("job-1")
+
+        const held = yield* admitted(admission(newTask(accountId, { createdAt: at(4) })))
+        const heldClaim = yield* claimTask(held.id, at(5))
+        for (const [from, to] of [
+          ["queued", "submitting"],
+          ["submitting", "reconciliation_required"]
+        ] as const) {
+          done(
+            yield* store.transition({ taskId: held.id, leaseToken: heldClaim.leaseToken, from, to, now: at(6), keepLease: true })
+          )
+        }
+        expect(yield* store.noteUpstream(held.id, "job-5")).toBe(true)
+        expect(defined(yield* store.get(accountId, held.id))).toMatchObject({
+          status: "reconciliation_required",
+          upstreamRef: "job-5"
+        })
+
+        // A running task has its job already; a finished one is left alone.
+        const { task, leaseToken } = yield* running(accountId, { createdAt: at(7) })
+        expect(yield* store.noteUpstream(task.id, "job-3")).toBe(false)
+        done(yield* store.transition(finish(task.id, leaseToken, "failed")))
+        expect(yield* store.noteUpstream(task.id, "job-3")).toBe(false)
+        expect(yield* store.noteUpstream(Ids.makeTaskId(), "job-4")).toBe(false)
+        expect(defined(yield* store.get(accountId, task.id)).upstreamRef).toBe("upstream-42")
+      })
+    )
+
+    test(
       "resolving with a charge above the reservation is refused",
       Effect.gen(function* () {
         const store = yield* TaskStore

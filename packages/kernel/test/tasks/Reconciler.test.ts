@@ -120,6 +120,28 @@ describe("Reconciler", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.live("keeps the job a callback names while it runs, and a later pass settles the task by itself", () => {
+    const { fake, layer } = withFake({ poll: [{ _tag: "Pending" }, { _tag: "Succeeded", outputs: [png()] }] })
+    return Effect.gen(function* () {
+      const accountId = yield* fundedAccount(10 * USD)
+      const task = yield* inReconciliation(accountId)
+      const reconciler = yield* Reconciler.make()
+      expect((yield* reconciler.reconcile(yield* read(accountId, task.id), "job-called-back"))._tag).toBe("Pending")
+      expect(yield* read(accountId, task.id)).toMatchObject({
+        status: "reconciliation_required",
+        upstreamRef: "job-called-back"
+      })
+      // A callback naming another job than the one now known is refused.
+      expect((yield* reconciler.reconcile(yield* read(accountId, task.id), "job-other"))._tag).toBe("OtherJob")
+
+      expect(yield* reconciler.reconcileAll).toEqual({ examined: 1, succeeded: 1, failed: 0, left: 0 })
+      expect(fake.calls.poll.map((call) => call.upstreamId)).toEqual(["job-called-back", "job-called-back"])
+      const notes = (yield* entriesOfTask(accountId, task.id)).filter((e) => e.kind === "charge").map((e) => e.note)
+      expect(notes).toEqual(["reconciler: upstream job job-called-back succeeded"])
+      yield* expectBooksBalance
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("leaves a task it cannot look up to an operator, reservation kept", () => {
     const { fake, layer } = withFake({})
     return Effect.gen(function* () {

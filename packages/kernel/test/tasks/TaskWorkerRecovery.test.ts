@@ -101,6 +101,34 @@ describe("TaskWorker recovery", () => {
     }).pipe(Effect.provide(services([fake.adapter])))
   })
 
+  it.live("follows the job a callback named for a task left in submitting, with no lookup and no second submit", () => {
+    const fake = fakeProvider({ poll: [{ _tag: "Pending" }, { _tag: "Succeeded", outputs: [png()] }] })
+    return Effect.gen(function* () {
+      const { accountId, task } = yield* admitTask()
+      yield* dyingWorker("submitting")
+      expect(yield* TaskStore.use((store) => store.noteUpstream(task.id, "job-called-back"))).toBe(true)
+      yield* Effect.forkScoped(TaskWorker.run(fast))
+      const done = yield* waitFor(accountId, task.id, finished)
+      expect(done).toMatchObject({ status: "succeeded", upstreamRef: "job-called-back" })
+      expect(fake.calls.submit).toHaveLength(0)
+      expect(fake.calls.poll.every((call) => call.upstreamId === "job-called-back")).toBe(true)
+      yield* expectBalances(accountId, { balance: 9 * USD, reserved: 0 })
+    }).pipe(Effect.provide(services([fake.adapter])))
+  })
+
+  it.live("holds a task left in submitting, when nothing can find its job, with why on record", () => {
+    const fake = fakeProvider({})
+    return Effect.gen(function* () {
+      const { accountId, task } = yield* admitTask()
+      yield* dyingWorker("submitting")
+      yield* Effect.forkScoped(TaskWorker.run(fast))
+      yield* waitForStatus(accountId, task.id, "reconciliation_required")
+      const held = (yield* TaskStore.use((store) => store.listHeld(10))).find((h) => h.task.id === task.id)
+      expect(held?.upstreamAnswer).toMatch(/^a worker stopped while submitting; .* cannot look jobs up by reference$/)
+      expect(fake.calls.submit).toHaveLength(0)
+    }).pipe(Effect.provide(services([fake.adapter])))
+  })
+
   it.live("sends a task left in submitting when the upstream's lookup says it never arrived", () => {
     const fake = fakeProvider({ lookup: [undefined] })
     return Effect.gen(function* () {

@@ -3,10 +3,12 @@
  * {base}/{endpoint}` with the input, then `GET {base}/{owner}/{app}/requests/{id}/status` until
  * COMPLETED, the result fetched at once from `.../requests/{id}` (fal keeps it briefly), and `PUT
  * .../cancel`; each table entry names its `app`. Authorization is `Key <key>`. No idempotency key
- * and no search by client reference, so no `lookup`.
+ * and no search by client reference, so no `lookup`: our per-task callback URL goes as
+ * `fal_webhook`, and the webhook's `request_id` names the job (`callback`).
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"
+import * as CallbackBody from "../utils/CallbackBody.ts"
 import * as JsonBody from "../utils/JsonBody.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
@@ -86,12 +88,14 @@ export const make = (options: Options): Provider.ProviderV1 => {
     })
 
   return TableAdapter.make(options, {
-    submit: (entry, { input }) =>
+    submit: (entry, { callbackUrl, input }) =>
       Effect.gen(function* () {
         const request = entry.request(input)
+        const url = new URL(`${baseUrl}/${request.endpoint}`)
+        if (callbackUrl !== undefined) url.searchParams.set("fal_webhook", callbackUrl)
         const reply = yield* http.send("submit", {
           method: "POST",
-          url: `${baseUrl}/${request.endpoint}`,
+          url: url.href,
           headers,
           json: request.input
         })
@@ -117,6 +121,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
         }
         return yield* result(entry, upstreamId)
       }),
+    callback: (_entry, { body }) => Effect.succeed(CallbackBody.stringAt(body, "request_id")),
     cancel: (entry, { upstreamId }) =>
       Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "PUT", url: `${requestUrl(entry, upstreamId)}/cancel`, headers })

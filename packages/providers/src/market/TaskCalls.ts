@@ -1,8 +1,9 @@
 /**
  * The two calls of the task-market style APIs (createTask / recordInfo, the song API's generate /
  * record-info) in their `{ code, msg, data }` envelope: a POST creating a task (`{ taskId }`) and a
- * GET of `…?taskId=` reporting on it, with `Bearer <key>`. A configured `callBackUrl` carries the
- * task's reference as its `reference` query parameter, so an operator can match a job by hand.
+ * GET of `…?taskId=` reporting on it, with `Bearer <key>`. The task's own callback URL is sent as
+ * `callBackUrl` when callbacks are on; else a configured one, carrying the task's reference as its
+ * `reference` query parameter, so an operator can match a job by hand.
  */
 import { Effect, Schema } from "effect"
 import type { Provider } from "@taskmeter/kernel"
@@ -17,7 +18,12 @@ export interface Options extends ProviderConfig.AdapterOptions {
 
 export interface TaskCalls {
   /** POSTs `body` and the callback URL to `path`; the created task's id. */
-  readonly create: (path: string, body: object, reference: string, what: string) => Effect.Effect<string, Provider.ProviderError>
+  readonly create: (
+    path: string,
+    body: object,
+    request: Pick<Provider.SubmitRequest, "reference" | "callbackUrl">,
+    what: string
+  ) => Effect.Effect<string, Provider.ProviderError>
   /** GETs `path?taskId=…`; the record, decoded with `schema`. */
   readonly record: <S extends JsonBody.Decodable>(
     path: string,
@@ -33,7 +39,8 @@ export const make = (options: Options, defaultBaseUrl: string): TaskCalls => {
   const { baseUrl, apiKey, http } = ProviderConfig.resolve(options, defaultBaseUrl)
   const headers = { authorization: `Bearer ${apiKey}` }
 
-  const callBackUrl = (reference: string) => {
+  const callBackUrl = ({ callbackUrl, reference }: Pick<Provider.SubmitRequest, "reference" | "callbackUrl">) => {
+    if (callbackUrl !== undefined) return { callBackUrl: callbackUrl }
     if (options.callBackUrl === undefined) return {}
     const url = new URL(options.callBackUrl)
     url.searchParams.set("reference", reference)
@@ -41,13 +48,13 @@ export const make = (options: Options, defaultBaseUrl: string): TaskCalls => {
   }
 
   return {
-    create: (path, body, reference, what) =>
+    create: (path, body, request, what) =>
       Effect.gen(function* () {
         const reply = yield* http.send("submit", {
           method: "POST",
           url: `${baseUrl}${path}`,
           headers,
-          json: { ...body, ...callBackUrl(reference) }
+          json: { ...body, ...callBackUrl(request) }
         })
         return (yield* Envelope.decode(Created, reply, "submit", what)).taskId
       }),

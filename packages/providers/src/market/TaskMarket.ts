@@ -2,11 +2,13 @@
  * The base adapter for task-market APIs (kie.ai's "Market" API, docs.kie.ai/market): `POST
  * {base}/api/v1/jobs/createTask` with `{ model, input, callBackUrl? }`, then `GET
  * {base}/api/v1/jobs/recordInfo?taskId=…` until `state` is success or fail (`resultJson` holds the
- * result URLs). The calls and envelope are `TaskCalls`; no search by reference, so no `lookup`. A
+ * result URLs). The calls and envelope are `TaskCalls`; no search by reference, so no `lookup`: the
+ * callback (`{ code, data: { taskId } }`) names the job. A
  * family (alpha, gamma, delta) gives only its table: per slug, the output type and input mapping.
  */
 import { Effect, Result, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"
+import * as CallbackBody from "../utils/CallbackBody.ts"
 import * as JobHandle from "../utils/JobHandle.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as TableAdapter from "../utils/TableAdapter.ts"
@@ -62,21 +64,30 @@ const outputsOf = (entry: MarketModel, resultJson: string | null | undefined, ke
   )
 }
 
+/** The job's handle: its id, and how many results to keep when the model returns a fixed batch. */
+const handleOf = (entry: MarketModel, taskId: string, input: Catalog.ModelInput) => {
+  const keep = entry.maxOutputs?.(input)
+  return JobHandle.encode(taskId, keep === undefined ? {} : { keep })
+}
+
 export const make = (options: Options): Provider.ProviderV1 => {
   const tasks = TaskCalls.make(options, DEFAULT_BASE_URL)
   return TableAdapter.make(options, {
-    submit: (entry, { input, reference }) =>
+    submit: (entry, request) =>
       Effect.gen(function* () {
-        const request = entry.request(input)
+        const job = entry.request(request.input)
         const taskId = yield* tasks.create(
           "/api/v1/jobs/createTask",
-          { model: request.model, input: request.input },
-          reference,
+          { model: job.model, input: job.input },
+          request,
           "createTask"
         )
-        const keep = entry.maxOutputs?.(input)
-        return { _tag: "Accepted" as const, upstreamId: JobHandle.encode(taskId, keep === undefined ? {} : { keep }) }
+        return { _tag: "Accepted" as const, upstreamId: handleOf(entry, taskId, request.input) }
       }),
+    callback: (entry, { body, input }) => {
+      const taskId = CallbackBody.stringAt(body, "data", "taskId")
+      return Effect.succeed(taskId === undefined ? undefined : handleOf(entry, taskId, input))
+    },
     poll: (entry, { upstreamId }) =>
       Effect.gen(function* () {
         const handle = JobHandle.decode(upstreamId)

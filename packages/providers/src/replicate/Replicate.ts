@@ -3,10 +3,12 @@
  * {base}/v1/models/{owner}/{name}/predictions` with `{ input }` (with `preferWaitSeconds`, `Prefer:
  * wait=N`, so a fast model answers Completed at once), `GET {base}/v1/predictions/{id}` until
  * succeeded, failed, canceled or aborted, and `POST .../cancel`. Authorization is `Bearer <token>`.
- * No idempotency key and no search by client reference, so no `lookup`.
+ * No idempotency key and no search by client reference, so no `lookup`: our per-task callback URL
+ * goes as `webhook` (completed events only), and the webhook's prediction `id` names the job.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider, Task } from "@taskmeter/kernel"
+import * as CallbackBody from "../utils/CallbackBody.ts"
 import * as JsonBody from "../utils/JsonBody.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as ProviderConfig from "../utils/ProviderConfig.ts"
@@ -66,7 +68,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
   const predictionUrl = (id: string) => `${baseUrl}/v1/predictions/${encodeURIComponent(id)}`
 
   return TableAdapter.make(options, {
-    submit: (entry, { input }) =>
+    submit: (entry, { callbackUrl, input }) =>
       Effect.gen(function* () {
         const request = entry.request(input)
         const reply = yield* http.send("submit", {
@@ -74,7 +76,10 @@ export const make = (options: Options): Provider.ProviderV1 => {
           url: `${baseUrl}/v1/models/${request.model}/predictions`,
           headers:
             options.preferWaitSeconds === undefined ? headers : { ...headers, prefer: `wait=${options.preferWaitSeconds}` },
-          json: { input: request.input }
+          json: {
+            input: request.input,
+            ...(callbackUrl === undefined ? {} : { webhook: callbackUrl, webhook_events_filter: ["completed"] })
+          }
         })
         const prediction = yield* JsonBody.decode(Prediction, reply, "submit", "prediction")
         const result = settled(entry, prediction)
@@ -87,6 +92,7 @@ export const make = (options: Options): Provider.ProviderV1 => {
         const reply = yield* http.send("poll", { method: "GET", url: predictionUrl(upstreamId), headers })
         return settled(entry, yield* JsonBody.decode(Prediction, reply, "poll", "prediction"))
       }),
+    callback: (_entry, { body }) => Effect.succeed(CallbackBody.stringAt(body, "id")),
     cancel: (_entry, { upstreamId }) =>
       Effect.gen(function* () {
         const reply = yield* http.send("poll", { method: "POST", url: `${predictionUrl(upstreamId)}/cancel`, headers })

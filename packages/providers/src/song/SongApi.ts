@@ -2,12 +2,14 @@
  * The music API the song family runs on (the Suno API as kie.ai serves it, docs.kie.ai/suno-api),
  * in the task market's `{ code, msg, data }` envelope: music through `POST {base}/api/v1/generate`
  * and `GET .../generate/record-info?taskId=…` (two tracks per job), lyrics through
- * `POST {base}/api/v1/lyrics` and `GET .../lyrics/record-info`. `callBackUrl` is sent as
- * configured (`TaskCalls`) and polled regardless; no search by reference, so no `lookup`.
+ * `POST {base}/api/v1/lyrics` and `GET .../lyrics/record-info`. `callBackUrl` is the task's own
+ * callback URL, else as configured (`TaskCalls`), and polled regardless; no search by reference,
+ * so no `lookup`: the callback (`{ code, data: { task_id } }`) names the job.
  */
 import { Effect, Schema } from "effect"
 import type { Catalog, Provider } from "@taskmeter/kernel"
 import * as TaskCalls from "../market/TaskCalls.ts"
+import * as CallbackBody from "../utils/CallbackBody.ts"
 import * as Outputs from "../utils/Outputs.ts"
 import * as TableAdapter from "../utils/TableAdapter.ts"
 import * as UpstreamError from "../utils/UpstreamError.ts"
@@ -137,11 +139,13 @@ const path = (entry: SongModel) => (entry.kind === "music" ? "/api/v1/generate" 
 export const make = (options: Options): Provider.ProviderV1 => {
   const tasks = TaskCalls.make(options, DEFAULT_BASE_URL)
   return TableAdapter.make(options, {
-    submit: (entry, { input, reference }) =>
-      Effect.map(tasks.create(path(entry), entry.request(input), reference, `${entry.kind} submit`), (upstreamId) => ({
+    submit: (entry, request) =>
+      Effect.map(tasks.create(path(entry), entry.request(request.input), request, `${entry.kind} submit`), (upstreamId) => ({
         _tag: "Accepted" as const,
         upstreamId
       })),
+    callback: (_entry, { body }) =>
+      Effect.succeed(CallbackBody.stringAt(body, "data", "task_id") ?? CallbackBody.stringAt(body, "data", "taskId")),
     poll: (entry, { upstreamId }) =>
       entry.kind === "music"
         ? Effect.map(tasks.record(`${path(entry)}/record-info`, upstreamId, MusicRecord, "music record-info"), music)

@@ -15,7 +15,7 @@ export interface Options<Model> extends ProviderConfig.AdapterOptions {
   readonly models: { readonly [slug: string]: Model }
 }
 
-type Call<K extends "submit" | "poll" | "cancel", Model> = (
+type Call<K extends "submit" | "poll" | "cancel" | "callback", Model> = (
   entry: Model,
   request: Parameters<NonNullable<Provider.ProviderV1[K]>>[0]
 ) => ReturnType<NonNullable<Provider.ProviderV1[K]>>
@@ -25,6 +25,8 @@ export interface Calls<Model> {
   readonly poll: Call<"poll", Model>
   /** Left out when the protocol cannot cancel a job. */
   readonly cancel?: Call<"cancel", Model> | undefined
+  /** The job a callback body names; left out when the upstream never calls back. */
+  readonly callback?: Call<"callback", Model> | undefined
 }
 
 export const make = <Model>(options: Options<Model>, calls: Calls<Model>): Provider.ProviderV1 => {
@@ -32,7 +34,7 @@ export const make = <Model>(options: Options<Model>, calls: Calls<Model>): Provi
     Object.hasOwn(options.models, slug)
       ? Effect.succeed(options.models[slug]!)
       : Effect.fail(UpstreamError.unsupportedModel(options.provider, slug))
-  const { cancel } = calls
+  const { callback, cancel } = calls
   return {
     specificationVersion: "v1",
     provider: options.provider,
@@ -44,6 +46,11 @@ export const make = <Model>(options: Options<Model>, calls: Calls<Model>): Provi
       ? {}
       : {
           cancel: (request) => Effect.flatMap(entryOf(request.model), (entry) => cancel(entry, request))
+        }),
+    ...(callback === undefined
+      ? {}
+      : {
+          callback: (request) => Effect.flatMap(entryOf(request.model), (entry) => callback(entry, request))
         })
   }
 }

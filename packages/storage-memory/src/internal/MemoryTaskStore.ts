@@ -68,7 +68,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       updatedAt: task.createdAt
     }
     append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
-    state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, seq: state.nextSeq++ })
+    state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, upstreamAnswer: null, seq: state.nextSeq++ })
     state.idempotency.set(keyOf(task.accountId, request.idempotencyKey), {
       fingerprint: request.fingerprint,
       taskId: task.id,
@@ -90,7 +90,13 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
   }
 
   /** Writes the credit effect of entering `to`; throws (writing nothing) on a charge the reservation cannot cover. */
-  const settle = (row: TaskRow, to: TaskStatus.TaskStatus, chargeMicros: Money.Micros | undefined, at: Date) => {
+  const settle = (
+    row: TaskRow,
+    to: TaskStatus.TaskStatus,
+    chargeMicros: Money.Micros | undefined,
+    at: Date,
+    note: string | undefined = undefined
+  ) => {
     const reservation = row.record.priceMicros
     const effect = TaskStatus.creditEffectOf(to)
     if (effect === "charge" && (chargeMicros === undefined || chargeMicros > reservation || chargeMicros < 0)) {
@@ -100,12 +106,12 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     const taskId = row.record.id
     if (effect === "charge") {
       const charged = chargeMicros as Money.Micros
-      append(state, account, { kind: "charge", amountMicros: charged, taskId, createdAt: at })
+      append(state, account, { kind: "charge", amountMicros: charged, taskId, note, createdAt: at })
       if (charged < reservation) {
-        append(state, account, { kind: "release", amountMicros: reservation - charged, taskId, createdAt: at })
+        append(state, account, { kind: "release", amountMicros: reservation - charged, taskId, note, createdAt: at })
       }
     }
-    if (effect === "release") append(state, account, { kind: "release", amountMicros: reservation, taskId, createdAt: at })
+    if (effect === "release") append(state, account, { kind: "release", amountMicros: reservation, taskId, note, createdAt: at })
   }
 
   const transition = (request: TaskStore.TransitionRequest): TaskStore.TransitionResult => {
@@ -126,6 +132,9 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       ...(request.provider === undefined ? {} : { provider: request.provider }),
       ...(request.assets === undefined ? {} : { assets: request.assets }),
       ...(request.to === "succeeded" ? { chargedMicros: request.chargeMicros ?? null } : {})
+    }
+    if (request.to === "reconciliation_required" && request.upstreamAnswer !== undefined) {
+      row.upstreamAnswer = request.upstreamAnswer.slice(0, TaskStore.MAX_UPSTREAM_ANSWER)
     }
     if (!request.keepLease || TaskStatus.isTerminal(request.to)) {
       row.leaseToken = null
@@ -237,16 +246,35 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           })
         }
       }),
+    listHeld: (limit, afterId) =>
+      Effect.sync(() =>
+        Array.from(state.tasks.values())
+          .filter((row) => row.record.status === "reconciliation_required" && (afterId === undefined || row.record.id > afterId))
+          .sort((a, b) => (a.record.id < b.record.id ? -1 : a.record.id > b.record.id ? 1 : 0))
+          .slice(0, limit)
+          .map((row) => ({ task: row.record, upstreamAnswer: row.upstreamAnswer }))
+      ),
+    noteUpstream: (taskId, upstreamRef) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.record.upstreamRef !== null) return false
+        if (row.record.status !== "submitting" && row.record.status !== "reconciliation_required") return false
+        row.record = { ...row.record, upstreamRef }
+        return true
+      }),
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)
-        if (row === undefined || row.record.status !== "reconciliation_required") return undefined
-        settle(row, resolution.to, resolution.chargeMicros, resolution.now)
+        if (row === undefined || row.record.status !== (resolution.from ?? "reconciliation_required")) return undefined
+        settle(row, resolution.to, resolution.chargeMicros, resolution.now, resolution.note)
+        row.leaseToken = null
+        row.leaseExpiresAt = null
         row.record = {
           ...row.record,
           status: resolution.to,
           updatedAt: resolution.now,
           ...(resolution.errorCode === undefined ? {} : { errorCode: resolution.errorCode }),
+          ...(resolution.upstreamRef === undefined ? {} : { upstreamRef: resolution.upstreamRef }),
           ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }

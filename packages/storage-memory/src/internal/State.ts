@@ -30,6 +30,8 @@ export interface TaskRow {
   record: TaskStore.TaskRecord
   leaseToken: string | null
   leaseExpiresAt: number | null
+  /** What the upstream last answered when the task went to reconciliation_required. */
+  upstreamAnswer: string | null
   /** Insertion order, to break ties between tasks created at the same instant. */
   readonly seq: number
 }

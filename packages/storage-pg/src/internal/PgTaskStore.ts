@@ -51,6 +51,8 @@ interface Move {
   readonly error_code: string | null
   readonly upstream_ref: string | null
   readonly provider: string | null
+  readonly upstream_answer: string | null
+  readonly note: string | null
   readonly assets: ReadonlyArray<TaskStore.StoredAsset> | null
   readonly charge_micros: number | null
   readonly keep_lease: boolean
@@ -72,6 +74,8 @@ const move = (
     readonly errorCode?: string | null | undefined
     readonly upstreamRef?: string | undefined
     readonly provider?: string | undefined
+    readonly upstreamAnswer?: string | undefined
+    readonly note?: string | undefined
     readonly assets?: ReadonlyArray<TaskStore.StoredAsset> | undefined
     readonly chargeMicros?: number | undefined
     readonly keepLease: boolean
@@ -93,6 +97,11 @@ const move = (
     error_code: request.errorCode ?? null,
     upstream_ref: request.upstreamRef ?? null,
     provider: request.provider ?? null,
+    upstream_answer:
+      request.to === "reconciliation_required" && request.upstreamAnswer !== undefined
+        ? request.upstreamAnswer.slice(0, TaskStore.MAX_UPSTREAM_ANSWER)
+        : null,
+    note: request.note ?? null,
     assets: request.assets ?? null,
     charge_micros: creditEffect === "charge" ? (request.chargeMicros ?? null) : null,
     keep_lease: request.keepLease,
@@ -186,7 +195,7 @@ export const make = (wakeups: WorkWakeups) =>
           SELECT * FROM jsonb_to_recordset(${PgTypes.jsonb(moves)}) AS i(
             ordinal integer, task_id text, lease_token text, check_lease boolean, from_status text,
             to_status text, at timestamptz, set_error_code boolean, error_code text, upstream_ref text,
-            provider text, assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
+            provider text, upstream_answer text, note text, assets jsonb, charge_micros bigint, keep_lease boolean, credit_effect text, finishes boolean
           )
         ),
         done AS (
@@ -196,6 +205,7 @@ export const make = (wakeups: WorkWakeups) =>
             error_code = CASE WHEN i.set_error_code THEN i.error_code ELSE t.error_code END,
             upstream_ref = coalesce(i.upstream_ref, t.upstream_ref),
             provider = coalesce(i.provider, t.provider),
+            upstream_answer = coalesce(i.upstream_answer, t.upstream_answer),
             assets = coalesce(i.assets, t.assets),
             charged_micros = CASE WHEN i.credit_effect = 'charge' THEN i.charge_micros ELSE t.charged_micros END,
             lease_token = CASE WHEN i.keep_lease THEN t.lease_token END,
@@ -205,7 +215,7 @@ export const make = (wakeups: WorkWakeups) =>
           WHERE t.id = i.task_id
             AND t.status = i.from_status
             AND (NOT i.check_lease OR t.lease_token = i.lease_token)
-          RETURNING ${taskColumns}, i.ordinal, i.credit_effect, i.finishes
+          RETURNING ${taskColumns}, i.ordinal, i.credit_effect, i.finishes, i.note
         ),
         settled AS (
           SELECT account_id,
@@ -224,8 +234,8 @@ export const make = (wakeups: WorkWakeups) =>
           WHERE a.id = s.account_id AND (s.charged <> 0 OR s.unreserved <> 0 OR s.finished <> 0)
         ),
         journal AS (
-          INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
-          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.updated_at
+          INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, note, created_at)
+          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
           FROM done d
           CROSS JOIN LATERAL (VALUES
             ('charge', d.charged_micros),
@@ -451,14 +461,40 @@ export const make = (wakeups: WorkWakeups) =>
               Effect.asVoid(sql`UPDATE upstream_slots SET task_id = NULL, lease_token = NULL
                 WHERE lane = ANY(${lanes}::text[]) AND task_id = ${taskId} AND lease_token = ${leaseToken}`)
             ),
+      listHeld: (limit, afterId) =>
+        Failures.run(
+          "listHeld",
+          // Through tasks_awaiting_reconciliation, like listByStatus.
+          sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${taskColumns}, t.upstream_answer FROM tasks t
+            WHERE t.status = 'reconciliation_required'
+              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
+            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ task: toTask(row), upstreamAnswer: row.upstream_answer })))
+          )
+        ),
+
+      noteUpstream: (taskId, upstreamRef) =>
+        Failures.run(
+          "noteUpstream",
+          sql`UPDATE tasks SET upstream_ref = ${upstreamRef}
+            WHERE id = ${taskId} AND upstream_ref IS NULL AND status IN ('submitting', 'reconciliation_required')
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+        ),
 
       resolve: (resolution) =>
-        TaskStatus.canTransition("reconciliation_required", resolution.to)
+        TaskStatus.canTransition(resolution.from ?? "reconciliation_required", resolution.to)
           ? Failures.run(
               "resolve",
               Effect.map(
                 Effect.suspend(() =>
-                  runMoves([move(0, { ...resolution, leaseToken: null, from: "reconciliation_required", keepLease: false })])
+                  runMoves([
+                    move(0, {
+                      ...resolution,
+                      leaseToken: null,
+                      from: resolution.from ?? "reconciliation_required",
+                      keepLease: false
+                    })
+                  ])
                 ),
                 (written) => written[0]
               )
