@@ -94,6 +94,7 @@ CREATE TABLE tasks (
     lease_token text,
     lease_owner text,
     lease_expires_at timestamp with time zone,
+    traceparent text,
     CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT tasks_check CHECK (((charged_micros >= 0) AND (charged_micros <= price_micros))),
     CONSTRAINT tasks_check1 CHECK (((status <> 'succeeded'::text) OR (charged_micros IS NOT NULL))),
@@ -854,6 +855,9 @@ ALTER TABLE ONLY taskmeter_migrations
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+
+ALTER TABLE tasks
+    ADD CONSTRAINT tasks_traceparent_w3c CHECK ((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text)) NOT VALID;
 
 CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 

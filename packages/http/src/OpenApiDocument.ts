@@ -3,7 +3,7 @@
  * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, its `input`
  * the Catalog's JSON Schema), the chat endpoints and their stream events (from ChatApi and the chat
  * wire schemas), and the two signed-link routes: media links as internal (`x-internal: true`),
- * result links under the results tag.
+ * result links under the results tag; and the health routes (observability/Health).
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -14,6 +14,7 @@ import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as Health from "./observability/Health.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 
 type Json = Record<string, any>
@@ -164,9 +165,11 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
   delete spec.components.schemas[JOB_REQUEST_IDENTIFIER]
   spec.paths[MediaLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, mediaLink) }
   spec.paths[ResultLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, resultLink) }
+  Object.assign(spec.paths, Health.openApiPaths)
   spec.tags = [
     ...(spec.tags ?? []),
-    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." }
+    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." },
+    { name: "health", description: "Liveness and readiness, for supervisors and load balancers. No credentials." }
   ]
   return spec as OpenApi.OpenAPISpec
 }

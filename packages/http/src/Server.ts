@@ -6,8 +6,8 @@
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Effect, Layer } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServerResponse } from "effect/http"
+import { Effect, identity, Layer } from "effect"
+import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -17,6 +17,7 @@ import * as ErrorResponse from "./ErrorResponse.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
+import * as Observed from "./observability/Observed.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
@@ -88,14 +89,26 @@ export interface ServeOptions {
   readonly trustedProxies?: ReadonlyArray<IpNetwork.IpNetwork> | undefined
   /** No "Listening on" log line. */
   readonly disableListenLog?: boolean | undefined
+  /** Request ids, HTTP metrics and access lines (observability/Observed); none without. */
+  readonly observed?: Observed.Options | undefined
+}
+
+/** The options' middleware around the whole app: the observation outside the forwarded headers. */
+const middlewareOf = (options: ServeOptions | undefined) => {
+  const forwarded =
+    options?.trustedProxies !== undefined && options.trustedProxies.length > 0
+      ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies })
+      : identity
+  const observed = options?.observed === undefined ? identity : Observed.middleware(options.observed)
+  return <E, R>(
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => observed(forwarded(app))
 }
 
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
 export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
   HttpRouter.serve(app, {
-    ...(options?.trustedProxies !== undefined && options.trustedProxies.length > 0
-      ? { middleware: HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies }) }
-      : {}),
+    middleware: middlewareOf(options),
     ...(options?.disableLogger === undefined ? {} : { disableLogger: options.disableLogger }),
     disableListenLog: options?.disableListenLog ?? false
   })

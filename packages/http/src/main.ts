@@ -15,6 +15,7 @@ import {
   BlobStore,
   Catalog,
   Executors,
+  Heartbeat,
   Ledger,
   MediaUrls,
   Pricer,
@@ -32,6 +33,9 @@ import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
 import * as DataDir from "./DataDir.ts"
+import * as Health from "./observability/Health.ts"
+import * as Logging from "./observability/Logging.ts"
+import * as Tracing from "./observability/Tracing.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -62,6 +66,12 @@ export interface Settings {
   readonly mcpAuthorizationsPerMinute: number
   /** MCP_SIGN_IN_MAX_DAYS: how long an MCP sign-in lasts at most, however often its tokens are refreshed. */
   readonly mcpSignInMaxDays: number
+  /** LOG_FORMAT: `json` (one object per line) or `text` (logfmt, for a terminal). */
+  readonly logFormat: Logging.Format
+  /** ACCESS_LOG: one log line per HTTP request. */
+  readonly accessLog: boolean
+  /** METRICS_TOKEN: the bearer token GET /metrics on the admin listener asks for; none: open there. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
 }
 
 /** The settings when nothing is configured. */
@@ -83,7 +93,10 @@ export const defaults: Settings = {
   mcpAllowedOrigins: [],
   mcpAllowedHosts: [],
   mcpAuthorizationsPerMinute: AuthorizeLimit.defaults.perSource,
-  mcpSignInMaxDays: 90
+  mcpSignInMaxDays: 90,
+  logFormat: "text",
+  accessLog: true,
+  metricsToken: Option.none()
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -154,7 +167,10 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDefault(defaults.mcpAllowedHosts)
   ),
   mcpAuthorizationsPerMinute: positive("MCP_AUTHORIZATIONS_PER_MINUTE", defaults.mcpAuthorizationsPerMinute),
-  mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays)
+  mcpSignInMaxDays: positive("MCP_SIGN_IN_MAX_DAYS", defaults.mcpSignInMaxDays),
+  logFormat: Config.Literals(["json", "text"], "LOG_FORMAT").pipe(Config.withDefault(defaults.logFormat)),
+  accessLog: Config.Boolean("ACCESS_LOG").pipe(Config.withDefault(defaults.accessLog)),
+  metricsToken: Config.option(Config.Redacted("METRICS_TOKEN"))
 })
 
 /**
@@ -278,6 +294,7 @@ export const server = (options: ServerOptions) =>
       const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
       const app = Layer.mergeAll(
         Server.layer,
+        Health.layer,
         ChatServer.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,
@@ -300,16 +317,23 @@ export const server = (options: ServerOptions) =>
         })
       )
       const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+      // Readiness asks for a recent heartbeat only of workers in this process.
+      const heartbeat = options.settings.workers ? Heartbeat.layer : Layer.empty
       const mediaUrls = {
         baseUrl: publicUrl,
         secret: mediaLinkSecret(options.settings, options.token),
         previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
       }
       const served = Layer.merge(
-        Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
-        AdminServer.layer({ token: options.token })
+        Server.serveOn(app, {
+          disableLogger: true,
+          trustedProxies: options.settings.trustedProxies,
+          observed: { accessLog: options.settings.accessLog }
+        }),
+        AdminServer.layer({ token: options.token, metricsToken: Option.getOrUndefined(options.settings.metricsToken) })
       )
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
+        Layer.provideMerge(heartbeat),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))
       )
@@ -355,6 +379,10 @@ const announce = (
   )
 }
 
+/** Runs a process's `effect` with the logger of LOG_FORMAT. */
+const withLogger = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(config, (settings) => Effect.provide(effect, Logging.layer({ format: settings.logFormat })))
+
 /**
  * What `npm start` runs: the server from the environment's settings, until interrupted. The
  * process's umask becomes 077 and DATA_DIR is made private first (DataDir).
@@ -384,11 +412,12 @@ export const start = Effect.scoped(
           )
       }).pipe(
         Layer.provide(serverStorage(dataDir, settings)),
-        Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
+        Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir })),
+        Layer.provide(Tracing.layer)
       )
     )
   })
-)
+).pipe(withLogger)
 
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
@@ -438,9 +467,10 @@ export const worker = Effect.scoped(
           Catalog.layer,
           Layer.succeed(Executors.Executors, executors),
           MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
-          storage(dataDir, settings)
+          storage(dataDir, settings),
+          Tracing.layer
         )
       )
     )
   })
-)
+).pipe(withLogger)

@@ -1,6 +1,6 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all eight ports over one
+ * that may forget everything when it stops. One `layer` provides all nine ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
@@ -13,6 +13,7 @@ import {
   LedgerStore,
   MediaStore,
   PriceStore,
+  StoreHealth,
   TaskStore
 } from "@taskmeter/kernel"
 import * as Chat from "./internal/MemoryChatStore.ts"
@@ -22,6 +23,7 @@ import * as Budgets from "./internal/MemoryBudgetStore.ts"
 import * as Ledger from "./internal/MemoryLedgerStore.ts"
 import * as Media from "./internal/MemoryMediaStore.ts"
 import * as Prices from "./internal/MemoryPriceStore.ts"
+import * as Health from "./internal/MemoryStoreHealth.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
 
@@ -34,6 +36,7 @@ export type Stores =
   | ChatStore.ChatStore
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
+  | StoreHealth.StoreHealth
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Prices.make(state), (prices) => {
@@ -45,7 +48,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(BlobStore.BlobStore, Blobs.make(state)),
       Context.add(ChatStore.ChatStore, Chat.make(state)),
       Context.add(PriceStore.PriceStore, prices),
-      Context.add(BudgetStore.BudgetStore, Budgets.make(state))
+      Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
+      Context.add(StoreHealth.StoreHealth, Health.make(state))
     )
   })
 

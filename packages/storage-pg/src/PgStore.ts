@@ -16,6 +16,7 @@ import {
   MediaStore,
   PriceStore,
   StoreError,
+  StoreHealth,
   TaskStore
 } from "@taskmeter/kernel"
 import * as PgChatStore from "./internal/PgChatStore.ts"
@@ -25,6 +26,7 @@ import * as PgBudgetStore from "./internal/PgBudgetStore.ts"
 import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
+import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
@@ -39,6 +41,7 @@ import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
+import taskTraceparent from "./migrations/0013_task_traceparent.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -48,6 +51,7 @@ export type Stores =
   | ChatStore.ChatStore
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
+  | StoreHealth.StoreHealth
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -71,7 +75,7 @@ export interface EmbeddedOptions {
 export const migrationsTable = "taskmeter_migrations"
 
 /** The migrations, by number. Never edit one that has shipped: add the next. */
-export const migrations = Migrator.fromRecord({
+const migrationRecord = {
   "1_ledger_schema": ledgerSchema,
   "2_admission_functions": admissionFunctions,
   "3_admission_batches": admissionBatches,
@@ -83,8 +87,14 @@ export const migrations = Migrator.fromRecord({
   "9_keyed_admission": keyedAdmission,
   "10_price_lists": priceLists,
   "11_model_budgets": modelBudgets,
-  "12_one_admission": oneAdmission
-})
+  "12_one_admission": oneAdmission,
+  "13_task_traceparent": taskTraceparent
+}
+
+export const migrations = Migrator.fromRecord(migrationRecord)
+
+/** The highest migration id of this release: readiness wants the database at least there. */
+export const latestMigration = Math.max(...Object.keys(migrationRecord).map((name) => Number.parseInt(name, 10)))
 
 /** Runs the pending migrations; the ids and names of those it ran. */
 export const migrate = Migrator.make({})({ loader: migrations, table: migrationsTable })
@@ -107,6 +117,8 @@ export const layerClient = (options: {
   readonly schema?: string | undefined
   /** The NOTIFY/LISTEN channel; undefined keeps wake-ups in this process. */
   readonly channel?: string | undefined
+  /** The pool's application name and size, for StoreHealth's `connections`. */
+  readonly pool?: PgStoreHealth.Options["pool"]
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -131,16 +143,23 @@ export const layerClient = (options: {
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
       const budgets = yield* PgBudgetStore.make
+      const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
         Context.add(TaskStore.TaskStore, tasks),
         Context.add(MediaStore.MediaStore, media),
         Context.add(ChatStore.ChatStore, chats),
         Context.add(PriceStore.PriceStore, prices),
-        Context.add(BudgetStore.BudgetStore, budgets)
+        Context.add(BudgetStore.BudgetStore, budgets),
+        Context.add(StoreHealth.StoreHealth, health)
       )
     })
   )
+
+const DEFAULT_MAX_CONNECTIONS = 16
+
+/** What this process's sessions are named in pg_stat_activity: one name per process and schema. */
+const applicationName = (schema: string | undefined): string => `taskmeter ${process.pid} ${schema ?? ""}`.trim()
 
 /** The PgClient (and SqlClient) of `layer`: a pool on a real PostgreSQL, in `schema` if given. */
 export const client = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
@@ -149,7 +168,8 @@ export const client = (options: Options): Layer.Layer<PgClient.PgClient | SqlCli
       yield* checkSchema(options.schema)
       return yield* PgClient.make({
         url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-        maxConnections: options.maxConnections ?? 16,
+        maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+        applicationName: applicationName(options.schema),
         ...(options.schema === undefined ? {} : { startupParameters: { search_path: `"${options.schema}"` } })
       }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
     })
@@ -161,7 +181,11 @@ export const layer = (
 ): Layer.Layer<Stores | PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
   layerClient({
     schema: options.schema,
-    channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`
+    channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
+    pool: {
+      applicationName: applicationName(options.schema),
+      maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+    }
   }).pipe(Layer.provideMerge(client(options)))
 
 /** `layer` with its options read from configuration. */

@@ -7,6 +7,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatStore } from "./ChatStore.ts"
 import type { ChatLimits, ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
@@ -119,6 +120,7 @@ export const make = (limits: Limits = defaultLimits) =>
           switch (result._tag) {
             case "Opened":
               pricedHere.set(result.record.id, { tiers: entry.tiers, reservedMicros })
+              yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, reservedMicros)
               return result.record
             case "KeyUsageExceeded":
               return yield* new Errors.ApiKeyUsageExceeded({
@@ -172,6 +174,7 @@ export const make = (limits: Limits = defaultLimits) =>
           })
           pricedHere.delete(id)
           if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+          yield* observeSettled(settled, pricing.reservedMicros, chargeMicros)
           return settled
         }),
 
@@ -193,6 +196,19 @@ export const make = (limits: Limits = defaultLimits) =>
       sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
     })
   })
+
+/** A settlement's tokens, charge and release, in the metrics. */
+const observeSettled = (settled: ChatRequestRecord, reservedMicros: number, chargeMicros: number) =>
+  Effect.all(
+    [
+      Metrics.count(Metrics.chatRequests, { model: settled.model, outcome: settled.status }),
+      Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "prompt" }, settled.usage?.promptTokens ?? 0),
+      Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "completion" }, settled.usage?.completionTokens ?? 0),
+      Metrics.count(Metrics.creditsCharged, { kind: "chat" }, chargeMicros),
+      Metrics.count(Metrics.creditsReleased, { kind: "chat" }, reservedMicros - chargeMicros)
+    ],
+    { discard: true }
+  )
 
 const notFound = (id: string) =>
   Effect.fail(new Errors.RequestNotFound({ message: `No chat request ${id} belongs to this account.` }))

@@ -20,7 +20,10 @@ import { MediaStore } from "../media/MediaStore.ts"
 import * as Money from "../domain/Money.ts"
 import { Pricer } from "../pricing/Pricer.ts"
 import type { Quote } from "../pricing/Pricer.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as ProblemList from "../domain/ProblemList.ts"
+import * as RequestFacts from "../observability/RequestFacts.ts"
+import * as TraceContext from "../observability/TraceContext.ts"
 import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { TaskStore } from "./TaskStore.ts"
@@ -340,8 +343,9 @@ export const make = (
 
     /** What admission writes, but for whose account: the caller's or the key's. */
     const admissionOf = ({ fingerprint, input, model, submission }: Prepared, quote: Quote) =>
-      Effect.map(Clock.currentTimeMillis, (now) => ({
+      Effect.zipWith(Clock.currentTimeMillis, TraceContext.current, (now, traceparent) => ({
         task: {
+          ...(traceparent === undefined ? {} : { traceparent }),
           id: Ids.makeTaskId(),
           model: model.slug,
           input,
@@ -393,6 +397,7 @@ export const make = (
             limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
           })
           .pipe(
+            Effect.withSpan("TaskStore.admit"),
             Effect.catchDefect((defect) =>
               Effect.andThen(
                 share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void,
@@ -411,6 +416,7 @@ export const make = (
         const { caller, result } = yield* accounts
           .authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
             tasks.admit({ ...admission, key: check }).pipe(
+              Effect.withSpan("TaskStore.admit"),
               Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
               Effect.catchTag("StoreUnavailable", admissionUnavailable),
               Effect.catchDefect(refusedByStore)
@@ -449,8 +455,26 @@ export const make = (
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
 
+    /** `submit`, counted by outcome (admitted, replayed, the refusal's code), noted for the request's log and traced. */
+    const observed = (who: Submitter, submission: Submission) =>
+      submit(who, submission).pipe(
+        Effect.tap(({ task, replayed }) =>
+          Effect.andThen(
+            replayed
+              ? Metrics.count(Metrics.admissions, { outcome: "replayed" })
+              : Effect.andThen(
+                  Metrics.count(Metrics.admissions, { outcome: "admitted" }),
+                  Metrics.count(Metrics.creditsReserved, { kind: "task" }, task.priceMicros)
+                ),
+            RequestFacts.note({ accountId: task.accountId, taskId: task.id })
+          )
+        ),
+        Effect.tapError((error) => Metrics.count(Metrics.admissions, { outcome: error.code })),
+        Effect.withSpan("TaskRunner.submit")
+      )
+
     return TaskRunner.of({
-      submit: submit as TaskRunner["Service"]["submit"],
+      submit: observed as TaskRunner["Service"]["submit"],
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>

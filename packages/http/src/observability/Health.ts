@@ -1,0 +1,119 @@
+/**
+ * GET /healthz (liveness: answers while the process serves, asks nothing) and GET /readyz
+ * (readiness: the store answers with every migration of this release, and the in-process
+ * workers, when there are any, beat within `STALE_HEARTBEAT_MS`). Unauthenticated, outside
+ * /api/v1. Not ready is 503 API_UNAVAILABLE with each check's state in `checks`.
+ */
+import { Effect, Option } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { Heartbeat, StoreHealth } from "@taskmeter/kernel"
+
+export const LIVENESS_PATH = "/healthz"
+export const READINESS_PATH = "/readyz"
+
+/** Workers beat at least once per idle wait (1 s by default): a minute of silence is a stuck loop. */
+export const STALE_HEARTBEAT_MS = 60_000
+
+/** How long the store may take to answer a readiness check. */
+const STORE_TIMEOUT_MS = 2_000
+
+type Check = "ok" | string
+
+const storeCheck = (health: StoreHealth.StoreHealth["Service"]): Effect.Effect<Check> =>
+  health.check.pipe(
+    Effect.timeoutOption(STORE_TIMEOUT_MS),
+    Effect.map(Option.match({ onNone: () => `no answer within ${STORE_TIMEOUT_MS} ms`, onSome: () => "ok" as Check })),
+    Effect.catch((error) => Effect.succeed(error.message))
+  )
+
+const workersCheck = (heartbeat: Option.Option<Heartbeat.Heartbeat["Service"]>): Effect.Effect<Check | undefined> =>
+  Option.match(heartbeat, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (beats) =>
+      Effect.flatMap(beats.last, (last) =>
+        Effect.clockWith((clock) => {
+          if (last === undefined) return Effect.succeed("the workers have not started")
+          const silentMs = clock.currentTimeMillisUnsafe() - last
+          return Effect.succeed(
+            silentMs <= STALE_HEARTBEAT_MS ? "ok" : `the workers' last heartbeat was ${Math.round(silentMs / 1000)} s ago`
+          )
+        })
+      )
+  })
+
+const readiness = Effect.gen(function* () {
+  const store = yield* storeCheck(yield* StoreHealth.StoreHealth)
+  const workers = yield* workersCheck(yield* Effect.serviceOption(Heartbeat.Heartbeat))
+  const checks = { store, ...(workers === undefined ? {} : { workers }) }
+  const failing = Object.entries(checks).filter(([, state]) => state !== "ok")
+  return failing.length === 0
+    ? HttpServerResponse.jsonUnsafe({ status: "ready", checks })
+    : HttpServerResponse.jsonUnsafe(
+        {
+          code: "API_UNAVAILABLE",
+          error: `Not ready: ${failing.map(([name, state]) => `${name}: ${state}`).join("; ")}.`,
+          checks
+        },
+        { status: 503 }
+      )
+})
+
+/** Both routes on the HttpRouter in context. */
+export const layer = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    yield* router.add("GET", LIVENESS_PATH, HttpServerResponse.jsonUnsafe({ status: "live" }))
+    yield* router.add("GET", READINESS_PATH, readiness)
+  })
+)
+
+const checks = { type: "object", additionalProperties: { type: "string" }, description: "Each check: `ok`, or why not." }
+
+/** The OpenAPI paths of both routes. */
+export const openApiPaths = {
+  [LIVENESS_PATH]: {
+    get: {
+      tags: ["health"],
+      operationId: "health.live",
+      summary: "Liveness: the process serves requests",
+      description: "Asks nothing else; for a supervisor deciding whether to restart the process.",
+      security: [],
+      responses: {
+        "200": {
+          description: "Live.",
+          content: { "application/json": { schema: { type: "object", properties: { status: { const: "live" } } } } }
+        }
+      }
+    }
+  },
+  [READINESS_PATH]: {
+    get: {
+      tags: ["health"],
+      operationId: "health.ready",
+      summary: "Readiness: the store answers, its migrations are current, the in-process workers beat",
+      description: "For a load balancer deciding whether to send traffic here.",
+      security: [],
+      responses: {
+        "200": {
+          description: "Ready.",
+          content: {
+            "application/json": {
+              schema: { type: "object", properties: { status: { const: "ready" }, checks }, required: ["status", "checks"] }
+            }
+          }
+        },
+        "503": {
+          description: "API_UNAVAILABLE: not ready; `checks` says which check fails.",
+          content: {
+            "application/json": {
+              schema: {
+                type: "object",
+                properties: { code: { const: "API_UNAVAILABLE" }, error: { type: "string" }, checks },
+                required: ["code", "error", "checks"]
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The middleware every API request passes through, outermost: it takes or makes the request id
+ * (RequestId), echoes it, annotates the request's logs and span with it, gives the kernel a
+ * fresh RequestFacts, and once answered counts the request and its latency by route (the matched
+ * route's pattern, never the raw path) and writes the one access line unless switched off.
+ */
+import { Context, Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Metrics, RequestFacts } from "@taskmeter/kernel"
+import * as RequestId from "./RequestId.ts"
+
+export interface Options {
+  /** One log line per request (ACCESS_LOG). */
+  readonly accessLog: boolean
+}
+
+/** The route label of an unmatched request (404): bounded, unlike its path. */
+const UNMATCHED = "unmatched"
+
+const routeOf = (context: Context.Context<never>): string =>
+  Context.getOrUndefined(context as Context.Context<HttpRouter.RouteContext>, HttpRouter.RouteContext)?.route.path ?? UNMATCHED
+
+export const middleware =
+  (options: Options) =>
+  <E, R>(
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.withFiber((fiber) => {
+      const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      const requestId = RequestId.of(request.headers[RequestId.HEADER])
+      const facts: RequestFacts.Facts = {}
+      const started = performance.now()
+      let route = UNMATCHED
+      const routed = Effect.withFiber((inner) =>
+        Effect.onExit(app, () =>
+          Effect.sync(() => {
+            route = routeOf(inner.context)
+          })
+        )
+      )
+      return routed.pipe(
+        Effect.provideService(RequestFacts.CurrentFacts, facts),
+        Effect.annotateLogs({ requestId }),
+        Effect.tap(() => Effect.annotateCurrentSpan("http.request_id", requestId)),
+        Effect.flatMap((response) => {
+          const status = response.status
+          const seconds = (performance.now() - started) / 1000
+          const labels = { route, method: request.method }
+          const recorded = Effect.andThen(
+            Metrics.count(Metrics.httpRequests, { ...labels, status: String(status) }),
+            Metrics.observe(Metrics.httpRequestDuration, labels, seconds)
+          )
+          const logged = options.accessLog
+            ? Effect.annotateLogs(Effect.log("request"), {
+                requestId,
+                method: request.method,
+                route,
+                status,
+                durationMs: Math.round(seconds * 1000),
+                ...(facts.accountId === undefined ? {} : { accountId: facts.accountId }),
+                ...(facts.taskId === undefined ? {} : { taskId: facts.taskId })
+              })
+            : Effect.void
+          return Effect.as(Effect.andThen(recorded, logged), HttpServerResponse.setHeader(response, RequestId.HEADER, requestId))
+        })
+      )
+    })
