@@ -41,11 +41,14 @@ const openApiRoute = HttpRouter.use((router) =>
 
 /**
  * Every error of every route as `{ code, error }`, including routes that do not exist, and
- * every response with the headers of ResponseHeaders (no-store, nosniff, the 401 challenge).
+ * every response with the headers of ResponseHeaders (no-store, nosniff, the 401 challenge) and
+ * the request's X-Request-Id (Observed).
  */
 const errorShape = HttpRouter.middleware(
   (httpEffect): typeof httpEffect =>
-    Effect.map(Effect.catchCause(httpEffect, ErrorResponse.fromCause), ResponseHeaders.withDefaults),
+    Effect.flatMap(Effect.catchCause(httpEffect, ErrorResponse.fromCause), (response) =>
+      Observed.withRequestId(ResponseHeaders.withDefaults(response))
+    ),
   { global: true }
 )
 

@@ -41,28 +41,31 @@ const workersCheck = (heartbeat: Option.Option<Heartbeat.Heartbeat["Service"]>):
       )
   })
 
-const readiness = Effect.gen(function* () {
-  const store = yield* storeCheck(yield* StoreHealth.StoreHealth)
-  const workers = yield* workersCheck(yield* Effect.serviceOption(Heartbeat.Heartbeat))
-  const checks = { store, ...(workers === undefined ? {} : { workers }) }
-  const failing = Object.entries(checks).filter(([, state]) => state !== "ok")
-  return failing.length === 0
-    ? HttpServerResponse.jsonUnsafe({ status: "ready", checks })
-    : HttpServerResponse.jsonUnsafe(
-        {
-          code: "API_UNAVAILABLE",
-          error: `Not ready: ${failing.map(([name, state]) => `${name}: ${state}`).join("; ")}.`,
-          checks
-        },
-        { status: 503 }
-      )
-})
+const readiness = (health: StoreHealth.StoreHealth["Service"], heartbeat: Option.Option<Heartbeat.Heartbeat["Service"]>) =>
+  Effect.gen(function* () {
+    const store = yield* storeCheck(health)
+    const workers = yield* workersCheck(heartbeat)
+    const checks = { store, ...(workers === undefined ? {} : { workers }) }
+    const failing = Object.entries(checks).filter(([, state]) => state !== "ok")
+    return failing.length === 0
+      ? HttpServerResponse.jsonUnsafe({ status: "ready", checks })
+      : HttpServerResponse.jsonUnsafe(
+          {
+            code: "API_UNAVAILABLE",
+            error: `Not ready: ${failing.map(([name, state]) => `${name}: ${state}`).join("; ")}.`,
+            checks
+          },
+          { status: 503 }
+        )
+  })
 
-/** Both routes on the HttpRouter in context. */
+/** Both routes on the HttpRouter in context; readiness asks the Heartbeat only if there is one. */
 export const layer = HttpRouter.use((router) =>
   Effect.gen(function* () {
+    const health = yield* StoreHealth.StoreHealth
+    const heartbeat = yield* Effect.serviceOption(Heartbeat.Heartbeat)
     yield* router.add("GET", LIVENESS_PATH, HttpServerResponse.jsonUnsafe({ status: "live" }))
-    yield* router.add("GET", READINESS_PATH, readiness)
+    yield* router.add("GET", READINESS_PATH, readiness(health, heartbeat))
   })
 )
 

@@ -1,6 +1,6 @@
 /**
  * The middleware every API request passes through, outermost: it takes or makes the request id
- * (RequestId), echoes it, annotates the request's logs and span with it, gives the kernel a
+ * (RequestId; the router's error shaping echoes it, `withRequestId`), annotates the request's logs and span with it, gives the kernel a
  * fresh RequestFacts, and once answered counts the request and its latency by route (the matched
  * route's pattern, never the raw path) and writes the one access line unless switched off.
  */
@@ -13,6 +13,17 @@ export interface Options {
   /** One log line per request (ACCESS_LOG). */
   readonly accessLog: boolean
 }
+
+/** The current request's id, for the router's last step to echo (a response changed here is not sent). */
+export const CurrentRequestId = Context.Reference<string | undefined>("@taskmeter/http/CurrentRequestId", {
+  defaultValue: () => undefined
+})
+
+/** The response with the current request's `X-Request-Id`, when there is one. */
+export const withRequestId = (response: HttpServerResponse.HttpServerResponse) =>
+  Effect.map(Effect.service(CurrentRequestId), (requestId) =>
+    requestId === undefined ? response : HttpServerResponse.setHeader(response, RequestId.HEADER, requestId)
+  )
 
 /** The route label of an unmatched request (404): bounded, unlike its path. */
 const UNMATCHED = "unmatched"
@@ -40,6 +51,7 @@ export const middleware =
       )
       return routed.pipe(
         Effect.provideService(RequestFacts.CurrentFacts, facts),
+        Effect.provideService(CurrentRequestId, requestId),
         Effect.annotateLogs({ requestId }),
         Effect.tap(() => Effect.annotateCurrentSpan("http.request_id", requestId)),
         Effect.flatMap((response) => {
@@ -61,7 +73,7 @@ export const middleware =
                 ...(facts.taskId === undefined ? {} : { taskId: facts.taskId })
               })
             : Effect.void
-          return Effect.as(Effect.andThen(recorded, logged), HttpServerResponse.setHeader(response, RequestId.HEADER, requestId))
+          return Effect.as(Effect.andThen(recorded, logged), response)
         })
       )
     })
