@@ -27,9 +27,9 @@ export interface Observed {
 }
 
 /** A server as above; `extra` is provided to it (a tracer, a config). */
-export const observedServer = (
+export const observedServer = <A = never>(
   settings: Partial<Main.Settings> = {},
-  extra: Layer.Layer<never> = Layer.empty
+  extra: Layer.Layer<A, unknown> = Layer.empty as Layer.Layer<A>
 ): Effect.Effect<Observed, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const schema = yield* freshSchema("obs")
