@@ -1,6 +1,6 @@
 /**
  * The HTTP server of the API on an `HttpRouter`: `layer` registers every endpoint of `Api`,
- * GET /api/openapi.json and the signed media and result links, with a router-wide middleware giving
+ * GET /api/openapi.json, the signed media and result links and the health routes, with a router-wide middleware giving
  * every error the spec's `{ code, error }` (ErrorResponse) and every response the default headers
  * (ResponseHeaders); other packages merge their route layers beside it (chat, MCP). `serve` runs it
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
@@ -17,6 +17,7 @@ import * as ErrorResponse from "./ErrorResponse.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
+import * as Health from "./observability/Health.ts"
 import * as Observed from "./observability/Observed.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
@@ -64,6 +65,7 @@ const handlers = Layer.mergeAll(
 export const layer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
   openApiRoute,
+  Health.layer,
   MediaLinksHandlers.layer,
   ResultLinksHandlers.layer,
   errorShape

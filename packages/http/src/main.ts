@@ -33,7 +33,6 @@ import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
 import * as DataDir from "./DataDir.ts"
-import * as Health from "./observability/Health.ts"
 import * as Logging from "./observability/Logging.ts"
 import * as Tracing from "./observability/Tracing.ts"
 import * as Server from "./Server.ts"
@@ -294,7 +293,6 @@ export const server = (options: ServerOptions) =>
       const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
       const app = Layer.mergeAll(
         Server.layer,
-        Health.layer,
         ChatServer.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,

@@ -57,6 +57,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/result-links/{uuid}",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
+          "GET /healthz",
+          "GET /readyz",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/media"

@@ -2,7 +2,8 @@
  * GET /healthz (liveness: answers while the process serves, asks nothing) and GET /readyz
  * (readiness: the store answers with every migration of this release, and the in-process
  * workers, when there are any, beat within `STALE_HEARTBEAT_MS`). Unauthenticated, outside
- * /api/v1. Not ready is 503 API_UNAVAILABLE with each check's state in `checks`.
+ * /api/v1. Ready is 200 with each check's state; not ready is 503 API_UNAVAILABLE naming the
+ * failing checks in `error`.
  */
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
@@ -52,8 +53,7 @@ const readiness = (health: StoreHealth.StoreHealth["Service"], heartbeat: Option
       : HttpServerResponse.jsonUnsafe(
           {
             code: "API_UNAVAILABLE",
-            error: `Not ready: ${failing.map(([name, state]) => `${name}: ${state}`).join("; ")}.`,
-            checks
+            error: `Not ready: ${failing.map(([name, state]) => `${name}: ${state}`).join("; ")}.`
           },
           { status: 503 }
         )
@@ -105,16 +105,8 @@ export const openApiPaths = {
           }
         },
         "503": {
-          description: "API_UNAVAILABLE: not ready; `checks` says which check fails.",
-          content: {
-            "application/json": {
-              schema: {
-                type: "object",
-                properties: { code: { const: "API_UNAVAILABLE" }, error: { type: "string" }, checks },
-                required: ["code", "error", "checks"]
-              }
-            }
-          }
+          description: "API_UNAVAILABLE: not ready; `error` names each failing check and why.",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } }
         }
       }
     }
