@@ -362,6 +362,7 @@ const announce = (
       `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
       `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       `  admin      ${adminUrl}${AdminServer.PATH} (ADMIN_HOST, ADMIN_PORT; operator token in ${AdminFile.pathOf(dataDir)}, the CLI reads it)`,
+      `  metrics    ${adminUrl}/metrics (Prometheus text${Option.isSome(settings.metricsToken) ? ", METRICS_TOKEN" : ""}); health ${origin}/healthz, ${origin}/readyz`,
       `  storage    ${
         Option.isSome(settings.databaseUrl)
           ? "PostgreSQL (DATABASE_URL)"
