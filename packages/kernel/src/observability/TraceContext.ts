@@ -3,12 +3,19 @@
  * as a W3C `traceparent` with the task (only when it is sampled: with tracing off nothing is
  * kept), and the worker that runs the task, in any process, links its spans to it.
  */
-import { Effect, Option, type Tracer } from "effect"
+import { Effect, Option, Tracer } from "effect"
 import { Headers, HttpTraceContext } from "effect/http"
 
-/** The current span as a `traceparent`, if it is sampled; undefined otherwise or without one. */
-export const current: Effect.Effect<string | undefined> = Effect.map(Effect.option(Effect.currentSpan), (span) =>
-  Option.isSome(span) && span.value.sampled ? HttpTraceContext.toHeaders(span.value).traceparent : undefined
+/**
+ * The current span as a `traceparent`, if it is sampled and exported (a tracer other than effect's
+ * native one, which exports nothing); undefined otherwise, so that nothing is kept for nobody.
+ */
+export const current: Effect.Effect<string | undefined> = Effect.flatMap(Effect.service(Tracer.Tracer), (tracer) =>
+  tracer === Tracer.nativeTracer
+    ? Effect.undefined
+    : Effect.map(Effect.option(Effect.currentSpan), (span) =>
+        Option.isSome(span) && span.value.sampled ? HttpTraceContext.toHeaders(span.value).traceparent : undefined
+      )
 )
 
 /** A link to the span a stored `traceparent` names; none for a missing or malformed one. */

@@ -4,7 +4,7 @@
  * hands one atomic admission to the TaskStore; a presented key is authenticated within it when
  * nothing before the store needs the account. Policy: docs/decisions.md, "Ledger and admission".
  */
-import { Clock, Context, Duration, Effect, Layer, Redacted, Result } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Redacted, Result } from "effect"
 import { Accounts, insufficientScope } from "../accounts/Accounts.ts"
 import type { AuthenticationError, Caller } from "../accounts/Accounts.ts"
 import { BudgetStore, secondsToNextDay, utcDay } from "../pricing/BudgetStore.ts"
@@ -455,6 +455,10 @@ export const make = (
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
 
+    // The series every admission updates, made once.
+    const admittedCount = Metric.withAttributes(Metrics.admissions, { outcome: "admitted" })
+    const reservedCount = Metric.withAttributes(Metrics.creditsReserved, { kind: "task" })
+
     /** `submit`, counted by outcome (admitted, replayed, the refusal's code), noted for the request's log and traced. */
     const observed = (who: Submitter, submission: Submission) =>
       submit(who, submission).pipe(
@@ -462,10 +466,7 @@ export const make = (
           Effect.andThen(
             replayed
               ? Metrics.count(Metrics.admissions, { outcome: "replayed" })
-              : Effect.andThen(
-                  Metrics.count(Metrics.admissions, { outcome: "admitted" }),
-                  Metrics.count(Metrics.creditsReserved, { kind: "task" }, task.priceMicros)
-                ),
+              : Effect.andThen(Metric.update(admittedCount, 1), Metric.update(reservedCount, task.priceMicros)),
             RequestFacts.note({ accountId: task.accountId, taskId: task.id })
           )
         ),
