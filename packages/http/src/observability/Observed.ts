@@ -4,7 +4,7 @@
  * fresh RequestFacts, and once answered counts the request and its latency by route (the matched
  * route's pattern, never the raw path) and writes the one access line unless switched off.
  */
-import { Context, Effect } from "effect"
+import { Context, Effect, Metric } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Metrics, RequestFacts } from "@taskmeter/kernel"
 import * as RequestId from "./RequestId.ts"
@@ -30,6 +30,26 @@ const UNMATCHED = "unmatched"
 
 const routeOf = (context: Context.Context<never>): string =>
   Context.getOrUndefined(context as Context.Context<HttpRouter.RouteContext>, HttpRouter.RouteContext)?.route.path ?? UNMATCHED
+
+/** The request counter and latency series of each route, method and status, made once each. */
+const seriesCache = new Map<string, { readonly requests: Metric.Counter<number>; readonly latency: Metric.Histogram<number> }>()
+
+/** Methods a label may name; any other is `other`, so that no client can add series at will. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
+const seriesOf = (route: string, requestMethod: string, status: number) => {
+  const method = METHODS.has(requestMethod) ? requestMethod : "other"
+  const key = `${route} ${method} ${status}`
+  let series = seriesCache.get(key)
+  if (series === undefined) {
+    series = {
+      requests: Metric.withAttributes(Metrics.httpRequests, { route, method, status: String(status) }),
+      latency: Metric.withAttributes(Metrics.httpRequestDuration, { route, method })
+    }
+    seriesCache.set(key, series)
+  }
+  return series
+}
 
 export const middleware =
   (options: Options) =>
@@ -57,11 +77,8 @@ export const middleware =
         Effect.flatMap((response) => {
           const status = response.status
           const seconds = (performance.now() - started) / 1000
-          const labels = { route, method: request.method }
-          const recorded = Effect.andThen(
-            Metrics.count(Metrics.httpRequests, { ...labels, status: String(status) }),
-            Metrics.observe(Metrics.httpRequestDuration, labels, seconds)
-          )
+          const series = seriesOf(route, request.method, status)
+          const recorded = Effect.andThen(Metric.update(series.requests, 1), Metric.update(series.latency, seconds))
           const logged = options.accessLog
             ? Effect.annotateLogs(Effect.log("request"), {
                 requestId,

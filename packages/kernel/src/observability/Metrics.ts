@@ -88,10 +88,6 @@ const secondsSince = (startedMs: number, nowMs: number): number => Math.max(0, n
 export const count = (metric: Metric.Counter<number>, labels: Metric.Metric.Attributes, amount = 1): Effect.Effect<void> =>
   amount === 0 ? Effect.void : Metric.update(Metric.withAttributes(metric, labels), amount)
 
-/** Records a value in a histogram's series with these labels. */
-export const observe = (metric: Metric.Histogram<number>, labels: Metric.Metric.Attributes, value: number): Effect.Effect<void> =>
-  Metric.update(Metric.withAttributes(metric, labels), value)
-
 /** Records the seconds since `startedMs` in a histogram's series with these labels. */
 export const observeSince = (
   metric: Metric.Histogram<number>,
