@@ -147,6 +147,9 @@ describe("metrics and logs", () => {
           expect(chat.status).toBe(200)
           const unknownRoute = yield* fetchJson(`${server.url}/api/v1/nothing-here/${randomUUID()}`)
           expect(unknownRoute.status).toBe(404)
+          // A method of a client's choosing adds no series of its own.
+          const odd = yield* Effect.promise(() => fetch(`${server.url}/api/v1/jobs`, { method: "PROPFIND" }))
+          expect(odd.status).toBe(404)
 
           const { status, contentType, families, text } = yield* scrape(server.adminUrl)
           expect(status).toBe(200)
@@ -157,7 +160,9 @@ describe("metrics and logs", () => {
           const posted = { route: "/api/v1/jobs", method: "POST" }
           expect(valueOf(text, "taskmeter_http_requests_total", { ...posted, status: "202" })).toBe(1)
           expect(valueOf(text, "taskmeter_http_requests_total", { ...posted, status: "404" })).toBe(1)
-          expect(valueOf(text, "taskmeter_http_requests_total", { route: "unmatched", status: "404" })).toBe(1)
+          expect(valueOf(text, "taskmeter_http_requests_total", { route: "unmatched", method: "GET", status: "404" })).toBe(1)
+          expect(sumOf(text, "taskmeter_http_requests_total", { method: "other" })).toBe(1)
+          expect(text).not.toContain("PROPFIND")
           expect(valueOf(text, "taskmeter_http_request_duration_seconds_count", posted)).toBe(2)
           expect(valueOf(text, "taskmeter_admissions_total", { outcome: "admitted" })).toBe(1)
           expect(valueOf(text, "taskmeter_admissions_total", { outcome: "MODEL_NOT_FOUND" })).toBe(1)

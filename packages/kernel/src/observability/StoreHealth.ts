@@ -31,7 +31,7 @@ export class StoreHealth extends Context.Service<
     readonly check: Effect.Effect<void, StoreUnavailable | MigrationsBehind>
     /** Tasks in queued, submitting, running and reconciliation_required, counted by status and model. */
     readonly queueDepth: Effect.Effect<ReadonlyArray<QueueDepth>, StoreUnavailable>
-    /** Undefined for a store without connections (in memory). */
+    /** Undefined for a store that does not report them (in memory, the embedded PGlite). */
     readonly connections: Effect.Effect<Connections | undefined>
   }
 >()("@taskmeter/kernel/StoreHealth") {}
