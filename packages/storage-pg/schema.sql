@@ -94,6 +94,7 @@ CREATE TABLE tasks (
     lease_token text,
     lease_owner text,
     lease_expires_at timestamp with time zone,
+    traceparent text,
     provider text,
     upstream_answer text,
     CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
@@ -1227,6 +1228,9 @@ ALTER TABLE ONLY taskmeter_migrations
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+
+ALTER TABLE tasks
+    ADD CONSTRAINT tasks_traceparent_w3c CHECK ((traceparent ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'::text)) NOT VALID;
 
 ALTER TABLE ONLY upstream_slots
     ADD CONSTRAINT upstream_slots_pkey PRIMARY KEY (lane, slot);

@@ -3,7 +3,8 @@
  * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, its `input`
  * the Catalog's JSON Schema), the chat endpoints and their stream events (from ChatApi and the chat
  * wire schemas), and the two signed-link routes: media links as internal (`x-internal: true`),
- * result links under the results tag; provider callbacks as internal too.
+ * result links under the results tag; provider callbacks as internal too; and the health routes
+ * (observability/Health).
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -16,6 +17,7 @@ import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
 import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as Health from "./observability/Health.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 
 type Json = Record<string, any>
@@ -204,13 +206,15 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
   spec.paths[MediaLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, mediaLink) }
   spec.paths[ResultLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, resultLink) }
   spec.paths[CallbackHandlers.PATH] = { post: callbackOperation }
+  Object.assign(spec.paths, Health.openApiPaths)
   spec.tags = [
     ...(spec.tags ?? []),
     { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." },
     {
       name: PROVIDER_CALLBACKS_TAG,
       description: "Internal: where upstream providers report that a job ended. Not for API callers."
-    }
+    },
+    { name: "health", description: "Liveness and readiness, for supervisors and load balancers. No credentials." }
   ]
   return spec as OpenApi.OpenAPISpec
 }

@@ -1,13 +1,13 @@
 /**
  * The HTTP server of the API on an `HttpRouter`: `layer` registers every endpoint of `Api`,
- * GET /api/openapi.json and the signed media and result links, with a router-wide middleware giving
+ * GET /api/openapi.json, the signed media and result links and the health routes, with a router-wide middleware giving
  * every error the spec's `{ code, error }` (ErrorResponse) and every response the default headers
  * (ResponseHeaders); other packages merge their route layers beside it (chat, MCP). `serve` runs it
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Effect, Layer } from "effect"
-import { HttpMiddleware, HttpRouter, HttpServerResponse } from "effect/http"
+import { Effect, identity, Layer } from "effect"
+import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -17,6 +17,8 @@ import * as ErrorResponse from "./ErrorResponse.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
+import * as Health from "./observability/Health.ts"
+import * as Observed from "./observability/Observed.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
@@ -41,11 +43,14 @@ const openApiRoute = HttpRouter.use((router) =>
 
 /**
  * Every error of every route as `{ code, error }`, including routes that do not exist, and
- * every response with the headers of ResponseHeaders (no-store, nosniff, the 401 challenge).
+ * every response with the headers of ResponseHeaders (no-store, nosniff, the 401 challenge) and
+ * the request's X-Request-Id (Observed).
  */
 const errorShape = HttpRouter.middleware(
   (httpEffect): typeof httpEffect =>
-    Effect.map(Effect.catchCause(httpEffect, ErrorResponse.fromCause), ResponseHeaders.withDefaults),
+    Effect.flatMap(Effect.catchCause(httpEffect, ErrorResponse.fromCause), (response) =>
+      Observed.withRequestId(ResponseHeaders.withDefaults(response))
+    ),
   { global: true }
 )
 
@@ -61,6 +66,7 @@ const handlers = Layer.mergeAll(
 export const layer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
   openApiRoute,
+  Health.layer,
   MediaLinksHandlers.layer,
   ResultLinksHandlers.layer,
   CallbackHandlers.layer,
@@ -90,14 +96,26 @@ export interface ServeOptions {
   readonly trustedProxies?: ReadonlyArray<IpNetwork.IpNetwork> | undefined
   /** No "Listening on" log line. */
   readonly disableListenLog?: boolean | undefined
+  /** Request ids, HTTP metrics and access lines (observability/Observed); none without. */
+  readonly observed?: Observed.Options | undefined
+}
+
+/** The options' middleware around the whole app: the observation outside the forwarded headers. */
+const middlewareOf = (options: ServeOptions | undefined) => {
+  const forwarded =
+    options?.trustedProxies !== undefined && options.trustedProxies.length > 0
+      ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies })
+      : identity
+  const observed = options?.observed === undefined ? identity : Observed.middleware(options.observed)
+  return <E, R>(
+    app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => observed(forwarded(app))
 }
 
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
 export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
   HttpRouter.serve(app, {
-    ...(options?.trustedProxies !== undefined && options.trustedProxies.length > 0
-      ? { middleware: HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies }) }
-      : {}),
+    middleware: middlewareOf(options),
     ...(options?.disableLogger === undefined ? {} : { disableLogger: options.disableLogger }),
     disableListenLog: options?.disableListenLog ?? false
   })

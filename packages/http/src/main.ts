@@ -16,6 +16,7 @@ import {
   CallbackUrls,
   Catalog,
   Executors,
+  Heartbeat,
   Ledger,
   MediaUrls,
   Pricer,
@@ -38,6 +39,8 @@ import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
 import * as DataDir from "./DataDir.ts"
 import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
+import * as Logging from "./observability/Logging.ts"
+import * as Tracing from "./observability/Tracing.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -78,6 +81,12 @@ export interface Settings {
   readonly modelConcurrency: { readonly [model: string]: number }
   /** MODEL_DEADLINE_SECONDS: per model, how long a task may take from admission, replacing its category's. */
   readonly modelDeadlineSeconds: { readonly [model: string]: number }
+  /** LOG_FORMAT: `json` (one object per line) or `text` (logfmt, for a terminal). */
+  readonly logFormat: Logging.Format
+  /** ACCESS_LOG: one log line per HTTP request. */
+  readonly accessLog: boolean
+  /** METRICS_TOKEN: the bearer token GET /metrics on the admin listener asks for; none: open there. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
 }
 
 /** The settings when nothing is configured. */
@@ -104,7 +113,10 @@ export const defaults: Settings = {
   s3: Option.none(),
   simulatedPrice: "list",
   modelConcurrency: {},
-  modelDeadlineSeconds: {}
+  modelDeadlineSeconds: {},
+  logFormat: "text",
+  accessLog: true,
+  metricsToken: Option.none()
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -209,7 +221,10 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDefault(defaults.simulatedPrice)
   ),
   modelConcurrency: perModel("MODEL_CONCURRENCY"),
-  modelDeadlineSeconds: perModel("MODEL_DEADLINE_SECONDS")
+  modelDeadlineSeconds: perModel("MODEL_DEADLINE_SECONDS"),
+  logFormat: Config.Literals(["json", "text"], "LOG_FORMAT").pipe(Config.withDefault(defaults.logFormat)),
+  accessLog: Config.Boolean("ACCESS_LOG").pipe(Config.withDefault(defaults.accessLog)),
+  metricsToken: Config.option(Config.Redacted("METRICS_TOKEN"))
 })
 
 /**
@@ -408,17 +423,24 @@ export const server = (options: ServerOptions) =>
         })
       )
       const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+      // Readiness asks for a recent heartbeat only of workers in this process.
+      const heartbeat = options.settings.workers ? Heartbeat.layer : Layer.empty
       const mediaUrls = {
         baseUrl: publicUrl,
         secret: mediaLinkSecret(options.settings, options.token),
         previousSecret: Option.getOrUndefined(options.settings.mediaLinkSecretPrevious)
       }
       const served = Layer.merge(
-        Server.serveOn(app, { disableLogger: true, trustedProxies: options.settings.trustedProxies }),
-        AdminServer.layer({ token: options.token })
+        Server.serveOn(app, {
+          disableLogger: true,
+          trustedProxies: options.settings.trustedProxies,
+          observed: { accessLog: options.settings.accessLog }
+        }),
+        AdminServer.layer({ token: options.token, metricsToken: Option.getOrUndefined(options.settings.metricsToken) })
       )
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
         Layer.provideMerge(PaymentsConfig.layer(publicUrl)),
+        Layer.provideMerge(heartbeat),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))
       )
@@ -469,6 +491,7 @@ const announce = (
       `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
       `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       `  admin      ${adminUrl}${AdminServer.PATH} (ADMIN_HOST, ADMIN_PORT; operator token in ${AdminFile.pathOf(dataDir)}, the CLI reads it)`,
+      `  metrics    ${adminUrl}/metrics (Prometheus text${Option.isSome(settings.metricsToken) ? ", METRICS_TOKEN" : ""}); health ${origin}/healthz, ${origin}/readyz`,
       `  storage    ${
         Option.isSome(settings.databaseUrl)
           ? "PostgreSQL (DATABASE_URL)"
@@ -484,6 +507,10 @@ const announce = (
     ].join("\n")
   )
 }
+
+/** Runs a process's `effect` with the logger of LOG_FORMAT. */
+const withLogger = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(config, (settings) => Effect.provide(effect, Logging.layer({ format: settings.logFormat })))
 
 /**
  * What `npm start` runs: the server from the environment's settings, until interrupted. The
@@ -514,11 +541,12 @@ export const start = Effect.scoped(
           )
       }).pipe(
         Layer.provide(serverStorage(dataDir, settings)),
-        Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir }))
+        Layer.provide(ServerConfig.layerWith({ ...serverSettings, dataDir })),
+        Layer.provide(Tracing.layer)
       )
     )
   })
-)
+).pipe(withLogger)
 
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
@@ -576,9 +604,10 @@ export const worker = Effect.scoped(
             secret: secret.value,
             previousSecret: Option.getOrUndefined(settings.mediaLinkSecretPrevious)
           }),
-          storage(dataDir, settings)
+          storage(dataDir, settings),
+          Tracing.layer
         )
       )
     )
   })
-)
+).pipe(withLogger)

@@ -60,6 +60,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/usage",
           "POST /api/v1/billing/checkout",
           "POST /api/v1/billing/webhooks/stripe",
+          "GET /healthz",
+          "GET /readyz",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/media",

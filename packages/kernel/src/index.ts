@@ -77,6 +77,13 @@ export * as MediaStore from "./media/MediaStore.ts"
 export * as MediaUrls from "./media/MediaUrls.ts"
 export * as ResultUrls from "./media/ResultUrls.ts"
 
+// observability: metrics, the workers' heartbeat, the store's readiness
+export * as Heartbeat from "./observability/Heartbeat.ts"
+export * as Metrics from "./observability/Metrics.ts"
+export * as RequestFacts from "./observability/RequestFacts.ts"
+export * as TraceContext from "./observability/TraceContext.ts"
+export * as StoreHealth from "./observability/StoreHealth.ts"
+
 // outbound: the one policy for fetching URLs that others chose
 export * as AddressPolicy from "./outbound/AddressPolicy.ts"
 export * as PublicFetch from "./outbound/PublicFetch.ts"

@@ -14,6 +14,7 @@ import {
   MediaStore,
   PaymentStore,
   PriceStore,
+  StoreHealth,
   TaskStore
 } from "@taskmeter/kernel"
 import * as Chat from "./internal/MemoryChatStore.ts"
@@ -24,6 +25,7 @@ import * as Ledger from "./internal/MemoryLedgerStore.ts"
 import * as Media from "./internal/MemoryMediaStore.ts"
 import * as Payments from "./internal/MemoryPaymentStore.ts"
 import * as Prices from "./internal/MemoryPriceStore.ts"
+import * as Health from "./internal/MemoryStoreHealth.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
 
@@ -37,6 +39,7 @@ export type Stores =
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
+  | StoreHealth.StoreHealth
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Prices.make(state), (prices) => {
@@ -49,7 +52,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(ChatStore.ChatStore, Chat.make(state)),
       Context.add(PriceStore.PriceStore, prices),
       Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
-      Context.add(PaymentStore.PaymentStore, Payments.make(state))
+      Context.add(PaymentStore.PaymentStore, Payments.make(state)),
+      Context.add(StoreHealth.StoreHealth, Health.make(state))
     )
   })
 

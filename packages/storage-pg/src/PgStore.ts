@@ -17,6 +17,7 @@ import {
   PaymentStore,
   PriceStore,
   StoreError,
+  StoreHealth,
   TaskStore
 } from "@taskmeter/kernel"
 import * as PgChatStore from "./internal/PgChatStore.ts"
@@ -27,6 +28,7 @@ import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
 import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
+import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
@@ -41,6 +43,7 @@ import keyedAdmission from "./migrations/0009_keyed_admission.ts"
 import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
+import taskTraceparent from "./migrations/0013_task_traceparent.ts"
 import upstreamSlots from "./migrations/0014_upstream_slots.ts"
 import upstreamAnswer from "./migrations/0015_upstream_answer.ts"
 import payments from "./migrations/0016_payments.ts"
@@ -55,6 +58,7 @@ export type Stores =
   | PriceStore.PriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
+  | StoreHealth.StoreHealth
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -78,7 +82,7 @@ export interface EmbeddedOptions {
 export const migrationsTable = "taskmeter_migrations"
 
 /** The migrations, by number. Never edit one that has shipped: add the next. */
-export const migrations = Migrator.fromRecord({
+const migrationRecord = {
   "1_ledger_schema": ledgerSchema,
   "2_admission_functions": admissionFunctions,
   "3_admission_batches": admissionBatches,
@@ -91,11 +95,17 @@ export const migrations = Migrator.fromRecord({
   "10_price_lists": priceLists,
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
+  "13_task_traceparent": taskTraceparent,
   "14_upstream_slots": upstreamSlots,
   "15_upstream_answer": upstreamAnswer,
   "16_payments": payments,
   "17_chat_leases": chatLeases
-})
+}
+
+export const migrations = Migrator.fromRecord(migrationRecord)
+
+/** The highest migration id of this release: readiness wants the database at least there. */
+export const latestMigration = Math.max(...Object.keys(migrationRecord).map((name) => Number.parseInt(name, 10)))
 
 /** Runs the pending migrations; the ids and names of those it ran. */
 export const migrate = Migrator.make({})({ loader: migrations, table: migrationsTable })
@@ -118,6 +128,8 @@ export const layerClient = (options: {
   readonly schema?: string | undefined
   /** The NOTIFY/LISTEN channel; undefined keeps wake-ups in this process. */
   readonly channel?: string | undefined
+  /** The pool's application name and size, for StoreHealth's `connections`. */
+  readonly pool?: PgStoreHealth.Options["pool"]
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -143,6 +155,7 @@ export const layerClient = (options: {
       const prices = yield* PgPriceStore.make(wakeups.prices)
       const budgets = yield* PgBudgetStore.make
       const payments = yield* PgPaymentStore.make
+      const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
         Context.add(TaskStore.TaskStore, tasks),
@@ -150,10 +163,16 @@ export const layerClient = (options: {
         Context.add(ChatStore.ChatStore, chats),
         Context.add(PriceStore.PriceStore, prices),
         Context.add(BudgetStore.BudgetStore, budgets),
-        Context.add(PaymentStore.PaymentStore, payments)
+        Context.add(PaymentStore.PaymentStore, payments),
+        Context.add(StoreHealth.StoreHealth, health)
       )
     })
   )
+
+const DEFAULT_MAX_CONNECTIONS = 16
+
+/** What this process's sessions are named in pg_stat_activity: one name per process and schema. */
+const applicationName = (schema: string | undefined): string => `taskmeter ${process.pid} ${schema ?? ""}`.trim()
 
 /** The PgClient (and SqlClient) of `layer`: a pool on a real PostgreSQL, in `schema` if given. */
 export const client = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
@@ -162,7 +181,8 @@ export const client = (options: Options): Layer.Layer<PgClient.PgClient | SqlCli
       yield* checkSchema(options.schema)
       return yield* PgClient.make({
         url: typeof options.url === "string" ? Redacted.make(options.url) : options.url,
-        maxConnections: options.maxConnections ?? 16,
+        maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+        applicationName: applicationName(options.schema),
         ...(options.schema === undefined ? {} : { startupParameters: { search_path: `"${options.schema}"` } })
       }).pipe(Effect.mapError(unavailable("Could not connect to PostgreSQL")))
     })
@@ -174,7 +194,11 @@ export const layer = (
 ): Layer.Layer<Stores | PgClient.PgClient | SqlClient.SqlClient, StoreError.StoreUnavailable> =>
   layerClient({
     schema: options.schema,
-    channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`
+    channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
+    pool: {
+      applicationName: applicationName(options.schema),
+      maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS
+    }
   }).pipe(Layer.provideMerge(client(options)))
 
 /** `layer` with its options read from configuration. */

@@ -3,16 +3,18 @@
  * ADMIN_PORT, loopback by default), never on the public port. Every request needs `Authorization:
  * Bearer <operator token>`, else 401 AUTH_REQUIRED with the body unread; a body that is not JSON or
  * holds a string no store can hold is 400 INVALID_REQUEST; any other method or path is 404
- * NOT_FOUND. `AdminListener` tells the bound address (useful with ADMIN_PORT=0).
+ * NOT_FOUND. `GET /metrics` serves Prometheus text, behind METRICS_TOKEN when one is set (never
+ * the operator token: a scraper gets no admin rights). `AdminListener` tells the bound address.
  */
 import { createServer } from "node:http"
 import { Context, Data, Effect, Layer, type Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Errors, StorableText } from "@taskmeter/kernel"
 import * as ErrorResponse from "../ErrorResponse.ts"
+import * as MetricsScrape from "../observability/MetricsScrape.ts"
 import * as ResponseHeaders from "../ResponseHeaders.ts"
 import { ServerConfig } from "../ServerConfig.ts"
 import * as AdminHandlers from "./AdminHandlers.ts"
@@ -71,7 +73,14 @@ export class AdminListener extends Context.Service<
 
 export interface Options {
   readonly token: Redacted.Redacted<string>
+  /** METRICS_TOKEN: what a scraper presents as `Authorization: Bearer`; none: /metrics is open on this listener. */
+  readonly metricsToken?: Redacted.Redacted<string> | undefined
 }
+
+const metricsUnauthorized = ErrorResponse.fromError(
+  new Errors.AuthRequired({ message: "GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>." }),
+  { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
+)
 
 /** The admin service on its own HTTP server, listening on ADMIN_HOST:ADMIN_PORT until the layer is released. */
 export const layer = (options: Options) =>
@@ -81,10 +90,18 @@ export const layer = (options: Options) =>
       const { adminHost, adminPort } = yield* ServerConfig
       const serve = yield* RpcServer.toHttpEffect(AdminRpcs)
       const verify = OperatorToken.verifier(options.token)
+      const verifyScraper = options.metricsToken === undefined ? undefined : OperatorToken.verifier(options.metricsToken)
+      const scrape = yield* MetricsScrape.scraper
       const handler = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         // RpcClient posts to `<PATH>/`; the router this replaced ignored a trailing slash too.
         const path = request.url.split("?")[0]!.replace(/(.)\/$/, "$1")
+        if (request.method === "GET" && path === MetricsScrape.PATH) {
+          if (verifyScraper !== undefined && !verifyScraper(OperatorToken.fromAuthorization(request.headers.authorization))) {
+            return metricsUnauthorized
+          }
+          return HttpServerResponse.text(yield* scrape, { contentType: MetricsScrape.CONTENT_TYPE })
+        }
         if (request.method !== "POST" || path !== PATH) {
           return ErrorResponse.routeNotFound(request.method, request.url)
         }

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { Accounts, Errors } from "@taskmeter/kernel"
+import { Accounts, Errors, RequestFacts } from "@taskmeter/kernel"
 import type { Scope } from "@taskmeter/kernel"
 import { keyOf } from "../handlers/Authentication.ts"
 
@@ -15,6 +15,7 @@ import { keyOf } from "../handlers/Authentication.ts"
 export const authenticate = (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) =>
   Effect.gen(function* () {
     const caller = yield* (yield* Accounts.Accounts).authenticate(yield* keyOf(request))
+    yield* RequestFacts.note({ accountId: caller.accountId })
     if (!caller.scopes.includes(scope)) {
       return yield* new Errors.InsufficientScope({
         message: `This API key lacks the scope ${scope}, which ${request.method} ${request.url.split("?")[0]} needs; use a key that has it.`

@@ -7,7 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
-import { Accounts, Errors, PresentedCredential } from "@taskmeter/kernel"
+import { Accounts, Errors, PresentedCredential, RequestFacts } from "@taskmeter/kernel"
 import type { Scope } from "@taskmeter/kernel"
 import { Authentication, BEARER_SCHEME, CurrentCaller, RequiredScope } from "../api/Security.ts"
 
@@ -37,6 +37,7 @@ export const insufficientScope = (scope: Scope.Scope, endpoint: HttpApiEndpoint.
 export const authorize = (accounts: Accounts.Accounts["Service"], presented: string, endpoint: HttpApiEndpoint.Top) =>
   Effect.gen(function* () {
     const caller = yield* accounts.authenticate(presented)
+    yield* RequestFacts.note({ accountId: caller.accountId })
     const scope = Context.getOrUndefined(endpoint.annotations, RequiredScope)
     if (scope !== undefined && !caller.scopes.includes(scope)) return yield* insufficientScope(scope, endpoint)
     return caller

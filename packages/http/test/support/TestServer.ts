@@ -21,6 +21,7 @@ import {
   Pricer,
   ResultUrls,
   StoreError,
+  StoreHealth,
   TaskRunner,
   TaskStore
 } from "@taskmeter/kernel"
@@ -34,6 +35,7 @@ export type Stores =
   | MediaStore.MediaStore
   | BlobStore.BlobStore
   | BudgetStore.BudgetStore
+  | StoreHealth.StoreHealth
 
 /** A store implementation the suites run against. */
 export interface StoreUnderTest {
@@ -111,7 +113,9 @@ const withOutage = Layer.effectContext(
     const media = yield* MediaStore.MediaStore
     const blobs = yield* BlobStore.BlobStore
     const budgets = yield* BudgetStore.BudgetStore
+    const health = yield* StoreHealth.StoreHealth
     return Context.make(Outage, outage).pipe(
+      Context.add(StoreHealth.StoreHealth, health),
       Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
       Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
       // A key's admission authenticates the key too: that call needs the account store as well.

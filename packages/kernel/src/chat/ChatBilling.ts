@@ -7,6 +7,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatStore } from "./ChatStore.ts"
 import type { ChatLimits, ChatOutcome, ChatRequestRecord, OpenResult } from "./ChatStore.ts"
@@ -105,6 +106,7 @@ export const make = (limits: Limits = defaultLimits) =>
           )
           if (result._tag !== "Opened") return yield* refused(result, limits, priced.reservedMicros)
           pricedHere.set(result.record.id, priced)
+          yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
           return result.record
         }),
 
@@ -132,6 +134,7 @@ export const make = (limits: Limits = defaultLimits) =>
           })
           pricedHere.delete(id)
           if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+          yield* observeSettled(settled, pricing.reservedMicros, chargeMicros)
           return settled
         }),
 
@@ -153,6 +156,19 @@ export const make = (limits: Limits = defaultLimits) =>
       sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
     })
   })
+
+/** A settlement's tokens, charge and release, in the metrics. */
+export const observeSettled = (settled: ChatRequestRecord, reservedMicros: number, chargeMicros: number) =>
+  Effect.all(
+    [
+      Metrics.count(Metrics.chatRequests, { model: settled.model, outcome: settled.status }),
+      Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "prompt" }, settled.usage?.promptTokens ?? 0),
+      Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "completion" }, settled.usage?.completionTokens ?? 0),
+      Metrics.count(Metrics.creditsCharged, { kind: "chat" }, chargeMicros),
+      Metrics.count(Metrics.creditsReleased, { kind: "chat" }, reservedMicros - chargeMicros)
+    ],
+    { discard: true }
+  )
 
 /** What a request may cost at most, and the prices it was opened with. */
 export interface Reservation {

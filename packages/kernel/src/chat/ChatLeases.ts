@@ -8,6 +8,7 @@
 import { Clock, Deferred, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
 import * as ChatBilling from "./ChatBilling.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatStore } from "./ChatStore.ts"
 import type { ChatRequestRecord, LeasedSettlement } from "./ChatStore.ts"
@@ -299,6 +300,7 @@ export const make = (
                 completedAt: null
               }
               inFlight.set(record.id, { held: lease, record, apiKeyId: caller.apiKeyId, tiers: priced.tiers })
+              yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
               return record
             }),
 
@@ -348,6 +350,7 @@ export const make = (
             completedAt: settled.completedAt!
           })
           signal()
+          yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros)
           return settled
         }),
 

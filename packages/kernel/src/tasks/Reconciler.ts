@@ -14,6 +14,7 @@ import type { MediaStore } from "../media/MediaStore.ts"
 import * as Outputs from "./Outputs.ts"
 import { settle } from "../pricing/Pricer.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import * as TaskMetrics from "../observability/TaskMetrics.ts"
 import * as ErrorCode from "../domain/TaskErrorCode.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { Resolution, TaskRecord } from "./TaskStore.ts"
@@ -95,6 +96,7 @@ export const make = (options: Options = {}): Effect.Effect<Reconciler["Service"]
           ...resolution
         })
         if (resolved === undefined) return { _tag: "Skipped" } as const
+        yield* TaskMetrics.ended(resolved)
         return resolved.status === "succeeded"
           ? ({ _tag: "Succeeded", task: resolved } as const)
           : ({ _tag: "Failed", task: resolved } as const)

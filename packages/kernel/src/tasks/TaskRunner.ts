@@ -4,7 +4,7 @@
  * hands one atomic admission to the TaskStore; a presented key is authenticated within it when
  * nothing before the store needs the account. Policy: docs/decisions.md, "Ledger and admission".
  */
-import { Clock, Context, Duration, Effect, Layer, Redacted, Result } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Redacted, Result } from "effect"
 import { Accounts, insufficientScope } from "../accounts/Accounts.ts"
 import type { AuthenticationError, Caller } from "../accounts/Accounts.ts"
 import { BudgetStore, secondsToNextDay, utcDay } from "../pricing/BudgetStore.ts"
@@ -20,7 +20,10 @@ import { MediaStore } from "../media/MediaStore.ts"
 import * as Money from "../domain/Money.ts"
 import { Pricer } from "../pricing/Pricer.ts"
 import type { Quote } from "../pricing/Pricer.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import * as ProblemList from "../domain/ProblemList.ts"
+import * as RequestFacts from "../observability/RequestFacts.ts"
+import * as TraceContext from "../observability/TraceContext.ts"
 import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { TaskStore } from "./TaskStore.ts"
@@ -344,8 +347,9 @@ export const make = (
 
     /** What admission writes, but for whose account: the caller's or the key's. */
     const admissionOf = ({ fingerprint, input, model, submission }: Prepared, quote: Quote) =>
-      Effect.map(Clock.currentTimeMillis, (now) => ({
+      Effect.zipWith(Clock.currentTimeMillis, TraceContext.current, (now, traceparent) => ({
         task: {
+          ...(traceparent === undefined ? {} : { traceparent }),
           id: Ids.makeTaskId(),
           model: model.slug,
           input,
@@ -397,6 +401,7 @@ export const make = (
             limits: { ...limits, keyUsageLimit: caller.keyUsageLimit }
           })
           .pipe(
+            Effect.withSpan("TaskStore.admit"),
             Effect.catchDefect((defect) =>
               Effect.andThen(
                 share !== undefined && isStoreRefused(defect) ? giveBack(share) : Effect.void,
@@ -415,6 +420,7 @@ export const make = (
         const { caller, result } = yield* accounts
           .authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
             tasks.admit({ ...admission, key: check }).pipe(
+              Effect.withSpan("TaskStore.admit"),
               Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
               Effect.catchTag("StoreUnavailable", admissionUnavailable),
               Effect.catchDefect(refusedByStore)
@@ -453,8 +459,27 @@ export const make = (
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
 
+    // The series every admission updates, made once.
+    const admittedCount = Metric.withAttributes(Metrics.admissions, { outcome: "admitted" })
+    const reservedCount = Metric.withAttributes(Metrics.creditsReserved, { kind: "task" })
+
+    /** `submit`, counted by outcome (admitted, replayed, the refusal's code), noted for the request's log and traced. */
+    const observed = (who: Submitter, submission: Submission) =>
+      submit(who, submission).pipe(
+        Effect.tap(({ task, replayed }) =>
+          Effect.andThen(
+            replayed
+              ? Metrics.count(Metrics.admissions, { outcome: "replayed" })
+              : Effect.andThen(Metric.update(admittedCount, 1), Metric.update(reservedCount, task.priceMicros)),
+            RequestFacts.note({ accountId: task.accountId, taskId: task.id })
+          )
+        ),
+        Effect.tapError((error) => Metrics.count(Metrics.admissions, { outcome: error.code })),
+        Effect.withSpan("TaskRunner.submit")
+      )
+
     return TaskRunner.of({
-      submit: submit as TaskRunner["Service"]["submit"],
+      submit: observed as TaskRunner["Service"]["submit"],
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>

@@ -57,6 +57,8 @@ export interface TaskRecord {
   readonly updatedAt: Date
   /** Past this, a worker fails the task and releases its reservation. */
   readonly deadlineAt: Date
+  /** The submitting request's W3C trace context (TraceContext), when it was traced. */
+  readonly traceparent?: string | undefined
 }
 
 export interface NewTask {
@@ -71,6 +73,8 @@ export interface NewTask {
   readonly settlement: Settlement
   readonly createdAt: Date
   readonly deadlineAt: Date
+  /** Kept with the task when set (TaskRecord.traceparent). */
+  readonly traceparent?: string | undefined
 }
 
 export interface AdmissionLimits {

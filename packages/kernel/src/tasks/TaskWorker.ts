@@ -13,7 +13,11 @@ import { Catalog } from "../catalog/Catalog.ts"
 import type { ModelInput } from "../catalog/Catalog.ts"
 import { CallbackUrls } from "./CallbackUrls.ts"
 import { Executors } from "./Executors.ts"
+import * as Heartbeat from "../observability/Heartbeat.ts"
 import * as Housekeeping from "./Housekeeping.ts"
+import * as Metrics from "../observability/Metrics.ts"
+import * as TaskMetrics from "../observability/TaskMetrics.ts"
+import * as TraceContext from "../observability/TraceContext.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import * as MediaReference from "../media/MediaReference.ts"
 import type { MediaStore } from "../media/MediaStore.ts"
@@ -214,12 +218,17 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
                 writes
               )
             )
-            if (result._tag === "Done") return result.task
+            if (result._tag === "Done") {
+              if (isTerminal(to)) yield* TaskMetrics.ended(result.task)
+              return result.task
+            }
             if (result._tag === "IllegalTransition") {
               yield* Effect.logWarning(`Task store refused ${result.from} -> ${result.to}`)
             }
             return yield* new Dropped({ reason: result._tag })
-          })
+          }).pipe(
+            Effect.withSpan(isTerminal(to) ? "TaskWorker.settle" : "TaskWorker.move", { attributes: { "taskmeter.to": to } })
+          )
 
         /** Hands the task to reconciliation with what the upstream last answered. */
         const hold = (task: TaskRecord, from: "submitting" | "running", upstreamAnswer: string) =>
@@ -263,7 +272,9 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           Effect.gen(function* () {
             if (outputs.length === 0) return yield* fail(task, from, ErrorCode.NoOutput)
             for (let attempt = 0; ; attempt++) {
-              const stored = yield* Effect.result(Outputs.store(task, outputs, config.outputs).pipe(Effect.provide(context)))
+              const stored = yield* Effect.result(
+                Outputs.store(task, outputs, config.outputs).pipe(Effect.provide(context), Effect.withSpan("TaskWorker.outputs"))
+              )
               if (stored._tag === "Success") {
                 return yield* Effect.asVoid(
                   move(task, from, "succeeded", {
@@ -292,7 +303,11 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
             for (let round = 0; ; round++) {
-              const polled = yield* persist(task, provider.poll({ model, upstreamId, reference }), retryableRead)
+              const polled = yield* persist(
+                task,
+                provider.poll({ model, upstreamId, reference }).pipe(TaskMetrics.providerCall(provider.provider, "poll")),
+                retryableRead
+              )
               if (polled._tag === "DeadlineReached") return yield* expire(task, provider, upstreamId)
               if (polled._tag === "Error") {
                 return yield* fail(task, "running", polled.error.errorCode ?? ErrorCode.Failed)
@@ -310,7 +325,9 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         const expire = (task: TaskRecord, provider: ProviderV1, upstreamId: string) =>
           Effect.gen(function* () {
             if (provider.cancel !== undefined) {
-              yield* Effect.ignore(provider.cancel({ model, upstreamId }))
+              yield* Effect.ignore(
+                provider.cancel({ model, upstreamId }).pipe(TaskMetrics.providerCall(provider.provider, "cancel"))
+              )
             }
             yield* fail(task, "running", ErrorCode.DeadlineExceeded)
           })
@@ -321,7 +338,9 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             const submitted = yield* persist(
               task,
               Effect.flatMap(signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links), (input) =>
-                provider.submit({ model, input, reference, callbackUrl: callbacks.urlFor(task) })
+                provider
+                  .submit({ model, input, reference, callbackUrl: callbacks.urlFor(task) })
+                  .pipe(TaskMetrics.providerCall(provider.provider, "submit"))
               ),
               retryable
             )
@@ -350,7 +369,11 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             if (provider.lookup === undefined) {
               return yield* hold(task, "submitting", `${lost}, and ${provider.provider} cannot look jobs up by reference`)
             }
-            const found = yield* persist(task, provider.lookup({ model, reference }), retryableRead)
+            const found = yield* persist(
+              task,
+              provider.lookup({ model, reference }).pipe(TaskMetrics.providerCall(provider.provider, "lookup")),
+              retryableRead
+            )
             if (found._tag !== "Ok") {
               return yield* hold(
                 task,
@@ -435,7 +458,18 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
           Effect.onInterrupt(() => giveUp(claim.task.id, leaseToken)),
           Effect.catchTag("Dropped", (dropped) => Effect.logDebug(`Task dropped: ${dropped.reason}`)),
           Effect.catchCause((cause) => Effect.logError("Task worker defect", cause)),
-          Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId })
+          Effect.annotateLogs({ taskId: claim.task.id, model, workerId: config.workerId }),
+          // A trace of its own per claim, linked to the submitting request's (TraceContext).
+          Effect.withSpan("TaskWorker.task", {
+            root: true,
+            kind: "consumer",
+            links: TraceContext.linksOf(claim.task.traceparent),
+            attributes: {
+              "taskmeter.task_id": claim.task.id,
+              "taskmeter.model": model,
+              "taskmeter.attempt": claim.task.attempts
+            }
+          })
         )
       }
 
@@ -454,11 +488,15 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
       for (;;) {
         const capacity = yield* executors.capacity
         const limit = Math.min(config.maxTasks - underWay, config.claimBatch, capacity.total)
+        yield* Heartbeat.beat
         if (limit <= 0 || capacity.models.length === 0) {
           // Closed before the check so that a task finishing in between still opens it.
           slotFreed.closeUnsafe()
           const again = yield* executors.capacity
-          if (Math.min(config.maxTasks - underWay, again.total) <= 0 || again.models.length === 0) yield* slotFreed.await
+          if (Math.min(config.maxTasks - underWay, again.total) <= 0 || again.models.length === 0) {
+            // Bounded, so that a worker busy with long tasks still beats.
+            yield* Effect.timeoutOption(slotFreed.await, config.idleWaitMs)
+          }
           continue
         }
         const claims = yield* store
@@ -469,8 +507,11 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             now: yield* now,
             models: capacity.models
           })
-          .pipe(idleOnFailure<ReadonlyArray<Claim>>("Claiming tasks failed", []))
+          .pipe(Metrics.timed(Metrics.claimDuration, {}), idleOnFailure<ReadonlyArray<Claim>>("Claiming tasks failed", []))
         for (const claim of claims) {
+          if (claim.task.attempts === 1) {
+            yield* Metrics.observeSince(Metrics.queueWait, { model: claim.task.model }, claim.task.createdAt.getTime())
+          }
           underWay++
           yield* FiberSet.run(
             tasks,

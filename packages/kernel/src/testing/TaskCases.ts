@@ -2,6 +2,7 @@ import { Effect, Exit, Fiber } from "effect"
 import { describe, expect } from "@effect/vitest"
 import * as Ids from "../domain/Ids.ts"
 import type { AccountId } from "../domain/Ids.ts"
+import { StoreHealth } from "../observability/StoreHealth.ts"
 import { TaskStore } from "../tasks/TaskStore.ts"
 import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } from "../tasks/TaskStore.ts"
 import type { Case } from "./Case.ts"
@@ -71,6 +72,56 @@ const done = (result: TransitionResult): TaskRecord => {
 }
 
 export const taskCases = (test: Case) => {
+  describe("TaskStore trace context", () => {
+    test(
+      "keeps the submitting request's traceparent with the task for every reader; none when it had none",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const account = yield* fundedAccount(10 * USD)
+        const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        const traced = yield* admitted(admission(newTask(account, { traceparent })))
+        const plain = yield* admitted(admission(newTask(account)))
+        expect(traced.traceparent).toBe(traceparent)
+        expect(plain.traceparent).toBeUndefined()
+        expect(defined(yield* store.get(account, traced.id)).traceparent).toBe(traceparent)
+        expect(defined(yield* store.get(account, plain.id)).traceparent).toBeUndefined()
+        const claims = yield* store.claim({ workerId: "worker-a", limit: 10, leaseMs: 60_000, now: at(1) })
+        expect(claims.find((claim) => claim.task.id === traced.id)?.task.traceparent).toBe(traceparent)
+        expect(defined(claims.find((claim) => claim.task.id === plain.id)).task.traceparent).toBeUndefined()
+      })
+    )
+  })
+
+  describe("StoreHealth", () => {
+    test(
+      "is ready, and counts unfinished tasks by status and model, finished ones not at all",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const health = yield* StoreHealth
+        yield* health.check
+        const account = yield* fundedAccount(10 * USD)
+        const depthOf = (status: string, model: string) =>
+          Effect.map(health.queueDepth, (rows) => rows.find((row) => row.status === status && row.model === model)?.tasks ?? 0)
+        const before = yield* depthOf("queued", "depth-model")
+        const first = yield* admitted(admission(newTask(account, { model: "depth-model" })))
+        yield* admitted(admission(newTask(account, { model: "depth-model" })))
+        expect(yield* depthOf("queued", "depth-model")).toBe(before + 2)
+        const claim = yield* claimTask(first.id, at(1))
+        yield* store.transition({
+          taskId: first.id,
+          leaseToken: claim.leaseToken,
+          from: "queued",
+          to: "failed",
+          now: at(2),
+          errorCode: "DEADLINE_EXCEEDED",
+          keepLease: false
+        })
+        expect(yield* depthOf("queued", "depth-model")).toBe(before + 1)
+        expect(yield* depthOf("failed", "depth-model")).toBe(0)
+      })
+    )
+  })
+
   slotCases(test)
   describe("TaskStore reads", () => {
     test(

@@ -283,6 +283,38 @@ export const make = (wakeups: WorkWakeups) =>
     const announcedIf = <A>(admitted: boolean, answers: A) =>
       admitted ? Effect.as(wakeups.announce, answers) : Effect.succeed(answers)
 
+    /**
+     * Keeps the trace context of the admitted tasks whose request had one, and puts it in their
+     * answers. A second statement only when tracing is on; a failure loses only the link.
+     */
+    const traced = (
+      requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>,
+      answers: Array<TaskStore.Admission<TaskStore.AnyAdmissionRequest>>
+    ) => {
+      const kept: Array<{ readonly id: string; readonly traceparent: string }> = []
+      requests.forEach((request, index) => {
+        const traceparent = request.task.traceparent
+        const answer = answers[index]
+        const admission = answer === undefined || !("_tag" in answer) ? answer?.admission : answer
+        if (traceparent === undefined || admission?._tag !== "Admitted") return
+        kept.push({ id: admission.task.id, traceparent })
+        const task = { ...admission.task, traceparent }
+        answers[index] = TaskStore.isKeyed(request)
+          ? { ...(answer as TaskStore.KeyedAdmission), admission: { _tag: "Admitted", task } }
+          : { _tag: "Admitted", task }
+      })
+      if (kept.length === 0) return Effect.void
+      return Failures.run(
+        "keep trace context",
+        sql`UPDATE tasks SET traceparent = v.traceparent
+              FROM jsonb_to_recordset(${PgTypes.jsonb(kept)}) AS v(id text, traceparent text)
+             WHERE tasks.id = v.id`
+      ).pipe(
+        Effect.asVoid,
+        Effect.catchCause((cause) => Effect.logWarning("The trace context of admitted tasks was not kept", cause))
+      )
+    }
+
     /** Each request's answer: a caller's AdmissionResult, a key's KeyedAdmission. */
     const admitBatch = (requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>) =>
       Failures.run(
@@ -310,7 +342,7 @@ export const make = (wakeups: WorkWakeups) =>
               admission
             }
           })
-          return announcedIf(admitted, answers)
+          return Effect.andThen(traced(requests, answers), announcedIf(admitted, answers))
         })
       )
 

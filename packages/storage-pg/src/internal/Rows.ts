@@ -116,6 +116,7 @@ export interface TaskRow {
   readonly deadline_at: Date
   readonly lease_token: string | null
   readonly lease_expires_at: Date | null
+  readonly traceparent: string | null
 }
 
 const taskColumnNames = [
@@ -139,7 +140,8 @@ const taskColumnNames = [
   "updated_at",
   "deadline_at",
   "lease_token",
-  "lease_expires_at"
+  "lease_expires_at",
+  "traceparent"
 ] as const
 
 /** `alias.col, ...` for the tasks columns a TaskRow holds: what every query returning tasks selects. */
@@ -166,7 +168,8 @@ export const toTask = (row: TaskRow): TaskStore.TaskRecord => ({
   attempts: row.attempts,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
-  deadlineAt: row.deadline_at
+  deadlineAt: row.deadline_at,
+  ...(row.traceparent === null ? {} : { traceparent: row.traceparent })
 })
 
 export interface EntryRow {

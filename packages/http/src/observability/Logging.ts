@@ -1,0 +1,54 @@
+/**
+ * The process's log lines: one JSON object per line with LOG_FORMAT=json (timestamp, level,
+ * message, the annotations flattened — requestId, taskId... — and the trace and span ids when a
+ * span is sampled), else logfmt lines for a terminal. Written whole to `write` (stdout by default).
+ */
+import { Cause, Context, type Layer, Logger, References, Tracer } from "effect"
+
+export type Format = "json" | "text"
+
+export interface Options {
+  readonly format: Format
+  /** Where each line goes, without its newline. */
+  readonly write?: ((line: string) => void) | undefined
+}
+
+const stdout = (line: string) => {
+  process.stdout.write(`${line}\n`)
+}
+
+/** A message value as JSON can hold it: errors by their message, the rest as they are. */
+const plain = (value: unknown): unknown => (value instanceof Error ? `${value.name}: ${value.message}` : value)
+
+const jsonLogger = (write: (line: string) => void) =>
+  Logger.make<unknown, void>(({ cause, date, fiber, logLevel, message }) => {
+    const messages = Array.isArray(message) ? message.map(plain) : [plain(message)]
+    const line: Record<string, unknown> = {
+      timestamp: date.toISOString(),
+      level: logLevel.toUpperCase(),
+      message: messages.length === 1 ? messages[0] : messages
+    }
+    for (const [key, value] of Object.entries(fiber.getRef(References.CurrentLogAnnotations))) line[key] = plain(value)
+    const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+    if (span !== undefined && span.sampled) {
+      line.traceId = span.traceId
+      line.spanId = span.spanId
+    }
+    if (cause.reasons.length > 0) line.cause = Cause.pretty(cause)
+    let text: string
+    try {
+      text = JSON.stringify(line)
+    } catch {
+      text = JSON.stringify({ timestamp: line.timestamp, level: line.level, message: String(line.message) })
+    }
+    write(text)
+  })
+
+/** The logger of `options`. */
+export const logger = (options: Options): Logger.Logger<unknown, void> => {
+  const write = options.write ?? stdout
+  return options.format === "json" ? jsonLogger(write) : Logger.map(Logger.formatLogFmt, write)
+}
+
+/** Replaces the default logger with `logger(options)`. */
+export const layer = (options: Options): Layer.Layer<never> => Logger.layer([logger(options)])

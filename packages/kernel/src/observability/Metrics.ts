@@ -1,0 +1,108 @@
+/**
+ * The service's metrics, defined once as effect `Metric`s (the admin listener serves them in
+ * Prometheus text format): HTTP traffic, admissions, the queue, tasks, upstream calls, credits
+ * and chat. Names carry their unit; labels are bounded sets (routes, models, codes, families),
+ * never ids. `record*` helpers keep the instrumented services to one line each.
+ */
+import { Effect, Metric } from "effect"
+
+/** Seconds, from a millisecond to an hour: requests, statements, upstream calls, tasks. */
+const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
+
+export const httpRequests = Metric.counter("taskmeter_http_requests_total", {
+  description: "HTTP requests answered, by route, method and status",
+  incremental: true
+})
+
+export const httpRequestDuration = Metric.histogram("taskmeter_http_request_duration_seconds", {
+  description: "Time to answer an HTTP request, by route and method",
+  boundaries: SECONDS
+})
+
+export const admissions = Metric.counter("taskmeter_admissions_total", {
+  description: "Task submissions by outcome: admitted, replayed, or the refusal's error code",
+  incremental: true
+})
+
+export const queueDepth = Metric.gauge("taskmeter_queue_depth", {
+  description: "Unfinished tasks by status and model, read from the store at scrape time"
+})
+
+export const claimDuration = Metric.histogram("taskmeter_claim_duration_seconds", {
+  description: "Time of one claim statement of a worker",
+  boundaries: SECONDS
+})
+
+export const queueWait = Metric.histogram("taskmeter_queue_wait_seconds", {
+  description: "Time from admission to a worker's first claim, by model",
+  boundaries: SECONDS
+})
+
+export const taskDuration = Metric.histogram("taskmeter_task_duration_seconds", {
+  description: "Time from admission to the end, by model and outcome (the final status)",
+  boundaries: SECONDS
+})
+
+export const providerCalls = Metric.counter("taskmeter_provider_calls_total", {
+  description: "Calls of a provider adapter (submit, poll, lookup, cancel), by family, step and result",
+  incremental: true
+})
+
+export const providerCallDuration = Metric.histogram("taskmeter_provider_call_duration_seconds", {
+  description: "Time of one provider adapter call, by family and step",
+  boundaries: SECONDS
+})
+
+export const creditsReserved = Metric.counter("taskmeter_credits_reserved_micros_total", {
+  description: "Credits reserved by admitted tasks, USD micros",
+  incremental: true
+})
+
+export const creditsCharged = Metric.counter("taskmeter_credits_charged_micros_total", {
+  description: "Credits charged for finished tasks and chat requests, USD micros, by kind",
+  incremental: true
+})
+
+export const creditsReleased = Metric.counter("taskmeter_credits_released_micros_total", {
+  description: "Reserved credits released back to the account, USD micros, by kind",
+  incremental: true
+})
+
+export const chatTokens = Metric.counter("taskmeter_chat_tokens_total", {
+  description: "Chat tokens billed, by model and kind (prompt, completion)",
+  incremental: true
+})
+
+export const chatRequests = Metric.counter("taskmeter_chat_requests_total", {
+  description: "Chat requests settled, by model and outcome",
+  incremental: true
+})
+
+export const dbPoolConnections = Metric.gauge("taskmeter_db_pool_connections", {
+  description: "Database connections of this process by state (in_use, max), read at scrape time"
+})
+
+const secondsSince = (startedMs: number, nowMs: number): number => Math.max(0, nowMs - startedMs) / 1000
+
+/** Adds `amount` to a counter's series with these labels. */
+export const count = (metric: Metric.Counter<number>, labels: Metric.Metric.Attributes, amount = 1): Effect.Effect<void> =>
+  amount === 0 ? Effect.void : Metric.update(Metric.withAttributes(metric, labels), amount)
+
+/** Records the seconds since `startedMs` in a histogram's series with these labels. */
+export const observeSince = (
+  metric: Metric.Histogram<number>,
+  labels: Metric.Metric.Attributes,
+  startedMs: number
+): Effect.Effect<void> =>
+  Effect.clockWith((clock) =>
+    Metric.update(Metric.withAttributes(metric, labels), secondsSince(startedMs, clock.currentTimeMillisUnsafe()))
+  )
+
+/** Runs `effect`, recording its duration in `metric` with these labels whatever its outcome. */
+export const timed =
+  (metric: Metric.Histogram<number>, labels: Metric.Metric.Attributes) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.clockWith((clock) => {
+      const started = clock.currentTimeMillisUnsafe()
+      return Effect.onExit(effect, () => observeSince(metric, labels, started))
+    })
