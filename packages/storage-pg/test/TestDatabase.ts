@@ -1,9 +1,9 @@
 /**
- * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped
- * when the layer closes; on PGlite a data directory copied from a template made once per file (creating a
- * PGlite from nothing takes over a second, migrating it as long again, copying one a few tens of
- * milliseconds), or a fresh schema on one PGlite for the file (`pgliteSchema`: migrating a schema on a
- * running PGlite takes about 130 ms, opening a copied one 250-700 ms).
+ * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped when
+ * the layer closes, or one schema for a file emptied for each case (`postgresPerFile`); on PGlite a
+ * data directory copied from a template made once per file, or one PGlite for the file emptied for
+ * each case (`pgliteEmptied`). Emptying a migrated schema takes milliseconds; creating and
+ * migrating one hundreds, opening a copied PGlite 250-700 ms.
  */
 import { randomUUID } from "node:crypto"
 import { cpSync } from "node:fs"
@@ -15,8 +15,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
+import { afterAll } from "@effect/vitest"
 import { PgStore } from "../src/index.ts"
-import { SessionSchema } from "../src/testing/index.ts"
+import { SchemaReset } from "../src/testing/index.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 
 export const url = Dependencies.databaseUrl
@@ -52,6 +53,30 @@ export const postgres = (options: { readonly maxConnections?: number } = {}) => 
     PgStore.layerClient({ schema, channel: `taskmeter_work_${schema}` }).pipe(Layer.provideMerge(client)),
     blobs
   ).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
+}
+
+/** Empties the current schema's tables (the migrations' records kept) for the next case. */
+const emptied = Layer.effectDiscard(Effect.orDie(SchemaReset.reset([PgStore.migrationsTable])))
+
+/**
+ * `postgres` for a file's cases in one schema, migrated by the first and dropped after the last
+ * (call at the top of the file), each case finding it emptied: the isolation of a fresh schema
+ * without its several hundred milliseconds of DDL. The file's cases run one after another.
+ */
+export const postgresPerFile = (): (() => Layer.Layer<
+  PgStore.Stores | PgClient.PgClient | SqlClient.SqlClient | BlobStore.BlobStore,
+  unknown
+>) => {
+  const schema = schemaName()
+  afterAll(() => Effect.runPromise(Layer.build(dropSchemaAfter(schema)).pipe(Effect.scoped)))
+  return () =>
+    Layer.mergeAll(
+      PgStore.layerClient({ schema, channel: `taskmeter_work_${schema}` }).pipe(
+        Layer.provide(emptied),
+        Layer.provideMerge(PgStore.client({ url, schema, maxConnections: 4 }))
+      ),
+      blobs
+    )
 }
 
 type Template = "empty" | "migrated"
@@ -126,8 +151,8 @@ let shared:
   | undefined
 
 /**
- * Starts one PGlite for the whole file (in a beforeAll), on which `pgliteSchema` gives each case a
- * schema of its own: migrating a fresh schema takes a fraction of opening a PGlite.
+ * Starts one PGlite for the whole file (in a beforeAll), which `pgliteEmptied` empties for each
+ * case: emptying takes milliseconds, opening a PGlite seconds.
  */
 export const openSharedPglite = async (): Promise<void> => {
   const scope = await Effect.runPromise(Scope.make())
@@ -149,18 +174,14 @@ export const closeSharedPglite = async (): Promise<void> => {
 }
 
 /**
- * The stores on the file's PGlite in a fresh schema, dropped when the layer closes, with its
- * SqlClient for tampering. PGlite is one session, so the schema is the session's search_path
- * while the case runs: the cases of a file run one at a time.
+ * The stores on the file's PGlite, migrated by the first case and emptied for each one after, with
+ * its SqlClient for tampering. PGlite is one session: the cases of a file run one at a time.
  */
-export const pgliteSchema = Layer.unwrap(
+export const pgliteEmptied = Layer.unwrap(
   Effect.gen(function* () {
     if (shared === undefined) return yield* Effect.die(new Error("openSharedPglite has not run"))
-    const clientLayer = Layer.succeedContext(shared.context)
-    const schema = schemaName()
-    const select = SessionSchema.layer(schema)
     return Layer.mergeAll(
-      PgStore.layerClient({ schema }).pipe(Layer.provideMerge(select), Layer.provideMerge(clientLayer)),
+      PgStore.layerClient({}).pipe(Layer.provide(emptied), Layer.provideMerge(Layer.succeedContext(shared.context))),
       blobs
     )
   })

@@ -1,1 +1,2 @@
+export * as SchemaReset from "./SchemaReset.ts"
 export * as SessionSchema from "./SessionSchema.ts"
