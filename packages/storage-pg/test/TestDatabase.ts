@@ -158,7 +158,8 @@ export const openSharedPglite = async (): Promise<void> => {
   const scope = await Effect.runPromise(Scope.make())
   const context = await Effect.runPromise(
     Effect.gen(function* () {
-      const dataDir = yield* Scope.provide(scope)(pgliteDataDir)
+      // PGlite creates itself in the empty directory: no template to make and copy for one PGlite.
+      const dataDir = yield* Scope.provide(scope)(temporaryDirectory("taskmeter-pglite-"))
       return yield* Layer.buildWithScope(PgStore.clientEmbedded({ dataDir }), scope)
     })
   )
