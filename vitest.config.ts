@@ -16,9 +16,13 @@ const notRun: Reporter = {
   }
 }
 
-// The kernel's files change no global state (no msw, no mocks, no environment): one module graph
-// per worker serves them all, where a fresh one per file spent most of their time importing.
-const sharedModules = ["packages/kernel/test/**/*.test.ts"]
+// Files that change no global state (no msw, no mocks, no environment): one module graph per
+// worker serves them all, where a fresh one per file spent most of their time importing.
+const sharedModules = [
+  "packages/kernel/test/**/*.test.ts",
+  "packages/storage-memory/test/*.test.ts",
+  "packages/http/test/{ByteRange,ErrorResponse,MediaKind,ServerConfig}.test.ts"
+]
 const excluded = [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)]
 
 export default defineConfig({
