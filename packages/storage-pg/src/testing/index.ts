@@ -1,2 +1,1 @@
 export * as SchemaReset from "./SchemaReset.ts"
-export * as SessionSchema from "./SessionSchema.ts"
