@@ -1,8 +1,8 @@
 /**
  * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped when
- * the layer closes, or one schema for a file emptied for each case (`postgresPerFile`); on PGlite a
- * data directory copied from a template made once per file, or one PGlite for the file emptied for
- * each case (`pgliteEmptied`). Emptying a migrated schema takes milliseconds; creating and
+ * the layer closes, or one schema for a file emptied for each case (`postgresPerFile`); on PGlite an
+ * empty data directory copied from a template made once per file, or one PGlite for the file
+ * emptied for each case (`pgliteEmptied`). Emptying a migrated schema takes milliseconds; creating and
  * migrating one hundreds, opening a copied PGlite 250-700 ms.
  */
 import { randomUUID } from "node:crypto"
@@ -79,68 +79,42 @@ export const postgresPerFile = (): (() => Layer.Layer<
     )
 }
 
-type Template = "empty" | "migrated"
+let template: Promise<string> | undefined
 
-const templates = new Map<Template, Promise<string>>()
-
-/** A PGlite data directory made once per test file: empty, or with every migration run. */
-const templateDataDir = (kind: Template): Promise<string> => {
-  const made =
-    templates.get(kind) ??
-    (async () => {
-      const directory = await mkdtemp(join(tmpdir(), `taskmeter-pglite-${kind}-`))
-      if (kind === "empty") {
-        const db = await PGlite.create({ dataDir: join(directory, "pg") })
-        await db.close()
-      } else {
-        cpSync(join(await templateDataDir("empty"), "pg"), join(directory, "pg"), { recursive: true })
-        await Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerEmbedded({ dataDir: directory }))))
-      }
-      return directory
-    })()
-  templates.set(kind, made)
-  return made
+/** An empty PGlite data directory, made once per test file and copied for each test. */
+const templateDataDir = (): Promise<string> => {
+  template ??= (async () => {
+    const directory = await mkdtemp(join(tmpdir(), "taskmeter-pglite-empty-"))
+    const db = await PGlite.create({ dataDir: join(directory, "pg") })
+    await db.close()
+    return directory
+  })()
+  return template
 }
 
 /**
- * Makes the migrated template ahead of the tests (in a beforeAll, whose timeout is longer), so that
- * its minutes on a busy machine do not count against the first test's.
+ * Makes the template ahead of the tests (in a beforeAll, whose timeout is longer), so that its
+ * half minute on a busy machine does not count against the first test's.
  */
 export const makeTemplate = async (): Promise<void> => {
-  await templateDataDir("migrated")
+  await templateDataDir()
 }
 
-/** Removes the template directories; call once the file's tests are done. */
+/** Removes the template directory; call once the file's tests are done. */
 export const removeTemplate = async (): Promise<void> => {
-  const made = [...templates.values()]
-  templates.clear()
-  for (const directory of made) await rm(await directory, { recursive: true, force: true })
+  const made = template
+  template = undefined
+  if (made !== undefined) await rm(await made, { recursive: true, force: true })
 }
 
-const copyOf = (kind: Template) =>
-  Effect.gen(function* () {
-    const directory = yield* temporaryDirectory("taskmeter-pglite-")
-    const source = yield* Effect.promise(() => templateDataDir(kind))
-    // The synchronous copy is several times faster than the promise one for PGlite's many small files.
-    yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
-    return directory
-  })
-
-/** A data directory holding an empty PGlite, removed when the layer closes. */
-export const pgliteDataDir = copyOf("empty")
-
-/**
- * A data directory holding a PGlite with every migration run, removed when the layer closes:
- * a store starting on it finds nothing to migrate (migrating takes as long as creating a PGlite).
- */
-export const pgliteMigratedDataDir = copyOf("migrated")
-
-/** The stores on an embedded PGlite of their own, with its SqlClient for tampering. */
-export const pglite = Layer.unwrap(
-  Effect.map(pgliteMigratedDataDir, (dataDir) =>
-    Layer.mergeAll(PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))), blobs)
-  )
-)
+/** A data directory holding an empty PGlite (a copy of the template), removed when the layer closes. */
+export const pgliteDataDir = Effect.gen(function* () {
+  const directory = yield* temporaryDirectory("taskmeter-pglite-")
+  const source = yield* Effect.promise(templateDataDir)
+  // The synchronous copy is several times faster than the promise one for PGlite's many small files.
+  yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
+  return directory
+})
 
 /** Raises an account's cached balance behind the journal's back. */
 export const corruptBalance = (accountId: string) =>
