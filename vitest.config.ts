@@ -16,10 +16,28 @@ const notRun: Reporter = {
   }
 }
 
+// Files that change no global state (no msw, no mocks, no environment): one module graph per
+// worker serves them all, where a fresh one per file spent most of their time importing.
+const sharedModules = [
+  "packages/kernel/test/**/*.test.ts",
+  "packages/storage-memory/test/*.test.ts",
+  "packages/http/test/{ByteRange,ErrorResponse,MediaKind,ServerConfig}.test.ts"
+]
+const excluded = [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)]
+
 export default defineConfig({
   test: {
-    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
-    exclude: [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)],
+    projects: [
+      { extends: true, test: { name: "shared modules", include: sharedModules, exclude: excluded, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: "isolated",
+          include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
+          exclude: [...excluded, ...sharedModules]
+        }
+      }
+    ],
     env: { TASKMETER_TEST_MISSING: Dependencies.encode(missing) },
     reporters: ["default", notRun],
     // vitest's default is one worker fewer than the cores: one worker on these 2-core machines.

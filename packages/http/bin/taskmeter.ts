@@ -4,7 +4,9 @@
  * server), `taskmeter start` (the server, as `npm start`) and `taskmeter worker` (a task worker
  * and the reconciler only, to scale out against a shared DATABASE_URL).
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+// By module, not from the package's index, which loads the HTTP server and undici too.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import * as AdminCli from "../src/admin/AdminCli.ts"

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL OAuthStore on PGlite, the embedded database of `npm start`: the same SQL over
- * its one connection, one PGlite for the file and each case in a schema of its own.
+ * its one connection, one PGlite for the file, emptied for each case.
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import { Layer } from "effect"

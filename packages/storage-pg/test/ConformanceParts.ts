@@ -1,11 +1,10 @@
 /**
  * The conformance suite on PGlite spread over three test files, which vitest's workers run in
- * parallel (each case opens a PGlite of its own, so one file ran for minutes). Every group is in
- * exactly one part: the type below fails to compile otherwise.
+ * parallel. Every group is in exactly one part: the type below fails to compile otherwise.
  */
 import { afterAll, beforeAll } from "@effect/vitest"
 import { StoreConformance } from "@taskmeter/kernel/testing"
-import { closeSharedPglite, corruptBalance, openSharedPglite, pgliteSchema } from "./TestDatabase.ts"
+import { closeSharedPglite, corruptBalance, openSharedPglite, pgliteEmptied } from "./TestDatabase.ts"
 
 const parts = {
   // The model-based case alone takes a third of the suite's time.
@@ -22,7 +21,7 @@ export const everyGroupCovered: EveryGroup = true
 
 /** Defines `part` of the suite on one PGlite for the file, each case in a fresh schema. */
 export const suite = (part: Part): void => {
-  StoreConformance.suite(`storage-pg on PGlite (${part})`, () => pgliteSchema, {
+  StoreConformance.suite(`storage-pg on PGlite (${part})`, () => pgliteEmptied, {
     corrupt: corruptBalance,
     groups: parts[part]
   })

@@ -1,9 +1,9 @@
 /**
- * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped
- * when the layer closes; on PGlite a data directory copied from a template made once per file (creating a
- * PGlite from nothing takes over a second, migrating it as long again, copying one a few tens of
- * milliseconds), or a fresh schema on one PGlite for the file (`pgliteSchema`: migrating a schema on a
- * running PGlite takes about 130 ms, opening a copied one 250-700 ms).
+ * Fresh databases for the tests: on the real PostgreSQL a schema with a random name, dropped when
+ * the layer closes, or one schema for a file emptied for each case (`postgresPerFile`); on PGlite an
+ * empty data directory copied from a template made once per file, or one PGlite for the file
+ * emptied for each case (`pgliteEmptied`). Emptying a migrated schema takes milliseconds; creating and
+ * migrating one hundreds, opening a copied PGlite 250-700 ms.
  */
 import { randomUUID } from "node:crypto"
 import { cpSync } from "node:fs"
@@ -15,8 +15,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "@taskmeter/kernel"
+import { afterAll } from "@effect/vitest"
 import { PgStore } from "../src/index.ts"
-import { SessionSchema } from "../src/testing/index.ts"
+import { SchemaReset } from "../src/testing/index.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 
 export const url = Dependencies.databaseUrl
@@ -54,68 +55,66 @@ export const postgres = (options: { readonly maxConnections?: number } = {}) => 
   ).pipe(Layer.provideMerge(dropSchemaAfter(schema)))
 }
 
-type Template = "empty" | "migrated"
+/** Empties the current schema's tables (the migrations' records kept) for the next case. */
+const emptied = Layer.effectDiscard(Effect.orDie(SchemaReset.reset([PgStore.migrationsTable])))
 
-const templates = new Map<Template, Promise<string>>()
+/**
+ * `postgres` for a file's cases in one schema, migrated by the first and dropped after the last
+ * (call at the top of the file), each case finding it emptied: the isolation of a fresh schema
+ * without its several hundred milliseconds of DDL. The file's cases run one after another.
+ */
+export const postgresPerFile = (): (() => Layer.Layer<
+  PgStore.Stores | PgClient.PgClient | SqlClient.SqlClient | BlobStore.BlobStore,
+  unknown
+>) => {
+  const schema = schemaName()
+  afterAll(() => Effect.runPromise(Layer.build(dropSchemaAfter(schema)).pipe(Effect.scoped)))
+  return () =>
+    Layer.mergeAll(
+      PgStore.layerClient({ schema, channel: `taskmeter_work_${schema}` }).pipe(
+        Layer.provide(emptied),
+        Layer.provideMerge(PgStore.client({ url, schema, maxConnections: 4 }))
+      ),
+      blobs
+    )
+}
 
-/** A PGlite data directory made once per test file: empty, or with every migration run. */
-const templateDataDir = (kind: Template): Promise<string> => {
-  const made =
-    templates.get(kind) ??
-    (async () => {
-      const directory = await mkdtemp(join(tmpdir(), `taskmeter-pglite-${kind}-`))
-      if (kind === "empty") {
-        const db = await PGlite.create({ dataDir: join(directory, "pg") })
-        await db.close()
-      } else {
-        cpSync(join(await templateDataDir("empty"), "pg"), join(directory, "pg"), { recursive: true })
-        await Effect.runPromise(Effect.scoped(Layer.build(PgStore.layerEmbedded({ dataDir: directory }))))
-      }
-      return directory
-    })()
-  templates.set(kind, made)
-  return made
+let template: Promise<string> | undefined
+
+/** An empty PGlite data directory, made once per test file and copied for each test. */
+const templateDataDir = (): Promise<string> => {
+  template ??= (async () => {
+    const directory = await mkdtemp(join(tmpdir(), "taskmeter-pglite-empty-"))
+    const db = await PGlite.create({ dataDir: join(directory, "pg") })
+    await db.close()
+    return directory
+  })()
+  return template
 }
 
 /**
- * Makes the migrated template ahead of the tests (in a beforeAll, whose timeout is longer), so that
- * its minutes on a busy machine do not count against the first test's.
+ * Makes the template ahead of the tests (in a beforeAll, whose timeout is longer), so that its
+ * half minute on a busy machine does not count against the first test's.
  */
 export const makeTemplate = async (): Promise<void> => {
-  await templateDataDir("migrated")
+  await templateDataDir()
 }
 
-/** Removes the template directories; call once the file's tests are done. */
+/** Removes the template directory; call once the file's tests are done. */
 export const removeTemplate = async (): Promise<void> => {
-  const made = [...templates.values()]
-  templates.clear()
-  for (const directory of made) await rm(await directory, { recursive: true, force: true })
+  const made = template
+  template = undefined
+  if (made !== undefined) await rm(await made, { recursive: true, force: true })
 }
 
-const copyOf = (kind: Template) =>
-  Effect.gen(function* () {
-    const directory = yield* temporaryDirectory("taskmeter-pglite-")
-    const source = yield* Effect.promise(() => templateDataDir(kind))
-    // The synchronous copy is several times faster than the promise one for PGlite's many small files.
-    yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
-    return directory
-  })
-
-/** A data directory holding an empty PGlite, removed when the layer closes. */
-export const pgliteDataDir = copyOf("empty")
-
-/**
- * A data directory holding a PGlite with every migration run, removed when the layer closes:
- * a store starting on it finds nothing to migrate (migrating takes as long as creating a PGlite).
- */
-export const pgliteMigratedDataDir = copyOf("migrated")
-
-/** The stores on an embedded PGlite of their own, with its SqlClient for tampering. */
-export const pglite = Layer.unwrap(
-  Effect.map(pgliteMigratedDataDir, (dataDir) =>
-    Layer.mergeAll(PgStore.layerClient({}).pipe(Layer.provideMerge(PgStore.clientEmbedded({ dataDir }))), blobs)
-  )
-)
+/** A data directory holding an empty PGlite (a copy of the template), removed when the layer closes. */
+export const pgliteDataDir = Effect.gen(function* () {
+  const directory = yield* temporaryDirectory("taskmeter-pglite-")
+  const source = yield* Effect.promise(templateDataDir)
+  // The synchronous copy is several times faster than the promise one for PGlite's many small files.
+  yield* Effect.sync(() => cpSync(join(source, "pg"), join(directory, "pg"), { recursive: true }))
+  return directory
+})
 
 /** Raises an account's cached balance behind the journal's back. */
 export const corruptBalance = (accountId: string) =>
@@ -126,14 +125,15 @@ let shared:
   | undefined
 
 /**
- * Starts one PGlite for the whole file (in a beforeAll), on which `pgliteSchema` gives each case a
- * schema of its own: migrating a fresh schema takes a fraction of opening a PGlite.
+ * Starts one PGlite for the whole file (in a beforeAll), which `pgliteEmptied` empties for each
+ * case: emptying takes milliseconds, opening a PGlite seconds.
  */
 export const openSharedPglite = async (): Promise<void> => {
   const scope = await Effect.runPromise(Scope.make())
   const context = await Effect.runPromise(
     Effect.gen(function* () {
-      const dataDir = yield* Scope.provide(scope)(pgliteDataDir)
+      // PGlite creates itself in the empty directory: no template to make and copy for one PGlite.
+      const dataDir = yield* Scope.provide(scope)(temporaryDirectory("taskmeter-pglite-"))
       return yield* Layer.buildWithScope(PgStore.clientEmbedded({ dataDir }), scope)
     })
   )
@@ -149,18 +149,14 @@ export const closeSharedPglite = async (): Promise<void> => {
 }
 
 /**
- * The stores on the file's PGlite in a fresh schema, dropped when the layer closes, with its
- * SqlClient for tampering. PGlite is one session, so the schema is the session's search_path
- * while the case runs: the cases of a file run one at a time.
+ * The stores on the file's PGlite, migrated by the first case and emptied for each one after, with
+ * its SqlClient for tampering. PGlite is one session: the cases of a file run one at a time.
  */
-export const pgliteSchema = Layer.unwrap(
+export const pgliteEmptied = Layer.unwrap(
   Effect.gen(function* () {
     if (shared === undefined) return yield* Effect.die(new Error("openSharedPglite has not run"))
-    const clientLayer = Layer.succeedContext(shared.context)
-    const schema = schemaName()
-    const select = SessionSchema.layer(schema)
     return Layer.mergeAll(
-      PgStore.layerClient({ schema }).pipe(Layer.provideMerge(select), Layer.provideMerge(clientLayer)),
+      PgStore.layerClient({}).pipe(Layer.provide(emptied), Layer.provideMerge(Layer.succeedContext(shared.context))),
       blobs
     )
   })

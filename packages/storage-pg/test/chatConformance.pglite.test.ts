@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from "@effect/vitest"
 import { ChatStoreConformance } from "@taskmeter/kernel/testing"
-import { closeSharedPglite, openSharedPglite, pgliteSchema } from "./TestDatabase.ts"
+import { closeSharedPglite, openSharedPglite, pgliteEmptied } from "./TestDatabase.ts"
 
-ChatStoreConformance.suite("storage-pg on PGlite", () => pgliteSchema)
+ChatStoreConformance.suite("storage-pg on PGlite", () => pgliteEmptied)
 
 beforeAll(openSharedPglite)
 afterAll(closeSharedPglite)

@@ -1,4 +1,4 @@
 import { ChatStoreConformance } from "@taskmeter/kernel/testing"
-import { postgres } from "./TestDatabase.ts"
+import { postgresPerFile } from "./TestDatabase.ts"
 
-ChatStoreConformance.suite("storage-pg on PostgreSQL", () => postgres())
+ChatStoreConformance.suite("storage-pg on PostgreSQL", postgresPerFile())

@@ -1,4 +1,4 @@
 import { StoreConformance } from "@taskmeter/kernel/testing"
-import { corruptBalance, postgres } from "./TestDatabase.ts"
+import { corruptBalance, postgresPerFile } from "./TestDatabase.ts"
 
-StoreConformance.suite("storage-pg on PostgreSQL", () => postgres(), { corrupt: corruptBalance })
+StoreConformance.suite("storage-pg on PostgreSQL", postgresPerFile(), { corrupt: corruptBalance })

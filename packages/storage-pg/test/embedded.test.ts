@@ -6,11 +6,12 @@ import { spawnSync } from "node:child_process"
 import { writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { AccountStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
-import { pgliteDataDir, removeTemplate } from "./TestDatabase.ts"
+import { makeTemplate, pgliteDataDir, removeTemplate } from "./TestDatabase.ts"
 
+beforeAll(makeTemplate)
 afterAll(removeTemplate)
 
 const listAccounts = AccountStore.AccountStore.use((store) => store.listAccounts)

@@ -4,11 +4,12 @@
  */
 import { Config, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { AccountStore, Ids } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
-import { dropSchemaAfter, pgliteDataDir, removeTemplate, schemaName, url } from "./TestDatabase.ts"
+import { dropSchemaAfter, makeTemplate, pgliteDataDir, removeTemplate, schemaName, url } from "./TestDatabase.ts"
 
+beforeAll(makeTemplate)
 afterAll(removeTemplate)
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")

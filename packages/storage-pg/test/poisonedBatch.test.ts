@@ -8,12 +8,13 @@
  */
 import { createHash, randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { AccountStore, Ids, LedgerStore, Money, StoreError, TaskStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
-import { dropSchemaAfter, pglite, removeTemplate, schemaName, url } from "./TestDatabase.ts"
+import { closeSharedPglite, dropSchemaAfter, openSharedPglite, pgliteEmptied, schemaName, url } from "./TestDatabase.ts"
 
-afterAll(removeTemplate)
+beforeAll(openSharedPglite)
+afterAll(closeSharedPglite)
 
 const PRICE = 1_000_000
 const T0 = new Date("2030-01-01T00:00:00.000Z")
@@ -28,7 +29,7 @@ const postgres = Layer.unwrap(
 
 const databases = [
   { name: "PostgreSQL", stores: postgres },
-  { name: "PGlite", stores: pglite }
+  { name: "PGlite", stores: pgliteEmptied }
 ] as const
 
 const fundedAccount = (credits: number) =>

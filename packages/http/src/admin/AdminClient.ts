@@ -8,8 +8,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
-import { AdminRpcs } from "./AdminRpc.ts"
-import { PATH } from "./AdminServer.ts"
+import { AdminRpcs, PATH } from "./AdminRpc.ts"
 
 export class AdminClient extends Context.Service<AdminClient, RpcClient.FromGroup<typeof AdminRpcs, RpcClientError>>()(
   "@taskmeter/http/AdminClient"

@@ -9,6 +9,9 @@ import { Schema } from "effect"
 import { Rpc, RpcGroup } from "effect/rpc"
 import { Money, PriceList, Scope } from "@taskmeter/kernel"
 
+/** Where the admin listener serves the procedures. */
+export const PATH = "/admin/rpc"
+
 /** Why an admin procedure failed. Only StoreUnavailable is worth retrying as is. */
 export const AdminErrorReason = Schema.Literals([
   "AccountNotFound",

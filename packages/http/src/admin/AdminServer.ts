@@ -18,10 +18,10 @@ import * as MetricsScrape from "../observability/MetricsScrape.ts"
 import * as ResponseHeaders from "../ResponseHeaders.ts"
 import { ServerConfig } from "../ServerConfig.ts"
 import * as AdminHandlers from "./AdminHandlers.ts"
-import { AdminRpcs } from "./AdminRpc.ts"
+import { AdminRpcs, PATH } from "./AdminRpc.ts"
 import * as OperatorToken from "./OperatorToken.ts"
 
-export const PATH = "/admin/rpc"
+export { PATH }
 
 const unauthorized = ErrorResponse.fromError(
   new Errors.AuthRequired({

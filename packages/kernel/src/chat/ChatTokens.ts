@@ -5,8 +5,8 @@
  * `countCompletion` counts what was delivered: text, refusals, reasoning and tool calls. How it
  * errs high: docs/decisions.md, Chat.
  */
-import * as cl100k from "gpt-tokenizer/encoding/cl100k_base"
-import * as o200k from "gpt-tokenizer/encoding/o200k_base"
+import { createRequire } from "node:module"
+import type * as Encoding from "gpt-tokenizer/encoding/o200k_base"
 import type { Tokenizer } from "./ChatPrices.ts"
 
 export const MESSAGE_OVERHEAD = 4
@@ -17,11 +17,19 @@ export const IMAGE_TOKENS = 2_000
 
 const plainText = { disallowedSpecial: new Set<string>() }
 
-const encoders = { o200k_base: o200k, cl100k_base: cl100k } as const
+type Encoder = Pick<typeof Encoding, "countTokens" | "encode" | "decodeGenerator">
+
+const require = createRequire(import.meta.url)
+const loaded: Partial<Record<Tokenizer, Encoder>> = {}
+
+// Each encoding is loaded (synchronously) on its first use: loading both took half the kernel's
+// import time in every process, most of which count no tokens.
+const encoderOf = (tokenizer: Tokenizer): Encoder =>
+  (loaded[tokenizer] ??= require(`gpt-tokenizer/encoding/${tokenizer}`) as Encoder)
 
 /** Tokens of one text, special-token look-alikes counted as ordinary text. */
 export const countText = (tokenizer: Tokenizer, text: string): number =>
-  text.length === 0 ? 0 : encoders[tokenizer].countTokens(text, plainText)
+  text.length === 0 ? 0 : encoderOf(tokenizer).countTokens(text, plainText)
 
 /** A string counts as its text, anything else as its JSON text; absent counts nothing. */
 const countJson = (tokenizer: Tokenizer, value: unknown): number =>
@@ -115,7 +123,7 @@ export interface Pieces {
 
 /** Splits a text into its tokens' pieces, keeping at most `limit` tokens (for streaming a text token by token). */
 export const pieces = (tokenizer: Tokenizer, text: string, limit: number = Number.POSITIVE_INFINITY): Pieces => {
-  const encoder = encoders[tokenizer]
+  const encoder = encoderOf(tokenizer)
   const tokens = encoder.encode(text, plainText)
   const kept = tokens.length > limit ? tokens.slice(0, limit) : tokens
   return { pieces: [...encoder.decodeGenerator(kept)], tokens: kept.length, truncated: kept.length < tokens.length }

@@ -1,7 +1,7 @@
 /**
- * Databases for the OAuthStorePg tests, each test in a schema of its own: on the machine's
- * PostgreSQL (TEST_DATABASE_URL, as CI sets it) a schema created for the test and dropped
- * after it; on PGlite one data directory per test file, since creating a PGlite takes seconds
+ * Databases for the OAuthStorePg tests: on the machine's PostgreSQL (TEST_DATABASE_URL, as CI sets
+ * it) a schema created for the test and dropped after it, or one schema for the file emptied for
+ * each case; on PGlite one data directory per test file, since creating a PGlite takes seconds
  * and reopening it a few hundred milliseconds. Tests of a file run one after another, and only
  * one of them may open that PGlite at a time (PgStore's lock file says so if not).
  */
@@ -11,8 +11,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import { afterAll } from "@effect/vitest"
 import { PgStore } from "@taskmeter/storage-pg"
-import { SessionSchema } from "@taskmeter/storage-pg/testing"
+import { SchemaReset } from "@taskmeter/storage-pg/testing"
+import { OAuthStorePg } from "../../src/index.ts"
 import * as Dependencies from "../../../../test/Dependencies.ts"
 
 export const url = Dependencies.databaseUrl
@@ -43,6 +45,24 @@ export const postgres: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(
   Effect.map(freshSchema, (schema) => Layer.orDie(PgStore.client({ url, schema, maxConnections: 4 })))
 )
 
+/** Empties the schema's tables (the migrations' records kept) for the next case. */
+const emptied = Layer.effectDiscard(Effect.orDie(SchemaReset.reset([OAuthStorePg.migrationsTable])))
+
+/**
+ * `postgres` for a file's cases in one schema (call at the top of the file), dropped after the
+ * last, each case finding it emptied: the isolation of a fresh schema without its DDL per case.
+ */
+export const postgresPerFile = (): (() => Layer.Layer<SqlClient.SqlClient>) => {
+  const schema = schemaName()
+  afterAll(() =>
+    Effect.runPromise(Effect.orDie(admin(SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`))))
+  )
+  const created = Layer.effectDiscard(
+    Effect.orDie(SqlClient.SqlClient.use((sql) => sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`))
+  )
+  return () => Layer.provideMerge(Layer.merge(created, emptied), Layer.orDie(PgStore.client({ url, schema, maxConnections: 4 })))
+}
+
 let pgliteDirectory: Promise<string> | undefined
 
 /** A client on this test file's PGlite, in a new schema. */
@@ -62,8 +82,8 @@ export const removePglite = async (): Promise<void> => {
 let shared: { readonly context: Context.Context<SqlClient.SqlClient>; readonly scope: Scope.Closeable } | undefined
 
 /**
- * Opens one PGlite for the whole file (in a beforeAll), on which `sharedPglite` gives each test a
- * schema of its own: a schema takes milliseconds where reopening the PGlite takes hundreds.
+ * Opens one PGlite for the whole file (in a beforeAll), which `sharedPglite` empties for each
+ * test: emptying takes milliseconds where reopening the PGlite takes hundreds.
  */
 export const openSharedPglite = async (): Promise<void> => {
   const dataDir = await (pgliteDirectory ??= mkdtemp(join(tmpdir(), "taskmeter-oauth-pglite-")))
@@ -80,17 +100,11 @@ export const closeSharedPglite = async (): Promise<void> => {
   await removePglite()
 }
 
-/**
- * A client on the file's PGlite in a new schema, dropped when the layer closes. PGlite is one
- * session, so the schema is the session's search_path while the test runs: a file's tests run
- * one after another.
- */
+/** A client on the file's PGlite, emptied first. PGlite is one session: a file's tests run one after another. */
 export const sharedPglite: Layer.Layer<SqlClient.SqlClient> = Layer.unwrap(
   Effect.gen(function* () {
     if (shared === undefined) return yield* Effect.die(new Error("openSharedPglite has not run"))
     const client = Layer.succeedContext(shared.context)
-    const schema = schemaName()
-    const select = SessionSchema.layer(schema)
-    return Layer.merge(client, select.pipe(Layer.provide(client)))
+    return Layer.merge(client, emptied.pipe(Layer.provide(client)))
   })
 )

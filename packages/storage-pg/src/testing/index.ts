@@ -1,1 +1,1 @@
-export * as SessionSchema from "./SessionSchema.ts"
+export * as SchemaReset from "./SchemaReset.ts"
