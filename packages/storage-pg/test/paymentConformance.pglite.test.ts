@@ -1,8 +1,8 @@
 import { afterAll, beforeAll } from "@effect/vitest"
 import { PaymentStoreConformance } from "@taskmeter/kernel/testing"
-import { closeSharedPglite, openSharedPglite, pgliteSchema } from "./TestDatabase.ts"
+import { closeSharedPglite, openSharedPglite, pgliteEmptied } from "./TestDatabase.ts"
 
-PaymentStoreConformance.suite("storage-pg on PGlite", () => pgliteSchema)
+PaymentStoreConformance.suite("storage-pg on PGlite", () => pgliteEmptied)
 
 beforeAll(openSharedPglite)
 afterAll(closeSharedPglite)

@@ -1,4 +1,4 @@
 import { PaymentStoreConformance } from "@taskmeter/kernel/testing"
-import { postgres } from "./TestDatabase.ts"
+import { postgresPerFile } from "./TestDatabase.ts"
 
-PaymentStoreConformance.suite("storage-pg on PostgreSQL", () => postgres())
+PaymentStoreConformance.suite("storage-pg on PostgreSQL", postgresPerFile())
