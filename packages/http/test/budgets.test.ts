@@ -41,58 +41,63 @@ const newCustomer = (url: string) =>
   )
 
 describe("a model's daily platform budget", () => {
-  it.live("set with the admin service, it refuses submissions past it until 00:00 UTC; removed, it admits again", () =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const url = yield* serverOn({ ...Main.defaults, workers: false })
-        const secret = yield* newCustomer(url)
-        const set = yield* admin(url, (client) =>
-          client.PriceSet({ model: SERVED, dailyBudgetMicros: (3 * SERVED_PRICE + 1) as Money.Micros })
-        )
-        expect(set).toEqual({ enabled: true, priceMicros: SERVED_PRICE, dailyBudgetMicros: 3 * SERVED_PRICE + 1 })
+  it.live(
+    "set with the admin service, it refuses submissions past it until 00:00 UTC; removed, it admits again",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const url = yield* serverOn({ ...Main.defaults, workers: false })
+          const secret = yield* newCustomer(url)
+          const set = yield* admin(url, (client) =>
+            client.PriceSet({ model: SERVED, dailyBudgetMicros: (3 * SERVED_PRICE + 1) as Money.Micros })
+          )
+          expect(set).toEqual({ enabled: true, priceMicros: SERVED_PRICE, dailyBudgetMicros: 3 * SERVED_PRICE + 1 })
 
-        const first = randomUUID()
-        for (const key of [first, randomUUID(), randomUUID()]) expect((yield* submit(url, secret, SERVED, key)).status).toBe(202)
-        const latest = BudgetStore.secondsToNextDay(Date.now())
-        const refused = yield* submit(url, secret)
-        const earliest = BudgetStore.secondsToNextDay(Date.now())
-        expect(refused.status).toBe(503)
-        expect(refused.body).toEqual({
-          code: "PLATFORM_BUDGET_EXCEEDED",
-          error: expect.stringContaining(`Model ${SERVED} is unavailable until 00:00 UTC`)
+          const first = randomUUID()
+          for (const key of [first, randomUUID(), randomUUID()])
+            expect((yield* submit(url, secret, SERVED, key)).status).toBe(202)
+          const latest = BudgetStore.secondsToNextDay(Date.now())
+          const refused = yield* submit(url, secret)
+          const earliest = BudgetStore.secondsToNextDay(Date.now())
+          expect(refused.status).toBe(503)
+          expect(refused.body).toEqual({
+            code: "PLATFORM_BUDGET_EXCEEDED",
+            error: expect.stringContaining(`Model ${SERVED} is unavailable until 00:00 UTC`)
+          })
+          const retryAfter = Number(refused.headers.get("retry-after"))
+          expect(retryAfter).toBeLessThanOrEqual(latest)
+          expect(retryAfter).toBeGreaterThanOrEqual(earliest)
+          expect(yield* reservedOf(url, secret)).toBe(3 * SERVED_PRICE)
+
+          // A retry of an admitted submission still replays; a model without a budget is not held back.
+          const replay = yield* submit(url, secret, SERVED, first)
+          expect(replay).toMatchObject({ status: 200, body: { replayed: true } })
+          expect((yield* submit(url, secret, ALSO_SERVED)).status).toBe(202)
+
+          // The budget is the operator's: the price list shows it, the public prices do not.
+          expect((yield* admin(url, (client) => client.PriceList())).models[SERVED]?.dailyBudgetMicros).toBe(3 * SERVED_PRICE + 1)
+          const prices = yield* fetchJson(`${url}/api/v1/prices`)
+          expect(prices.body.models.find((entry: { model: string }) => entry.model === SERVED)).toEqual({
+            model: SERVED,
+            enabled: true,
+            currency: "USD",
+            priceMicros: SERVED_PRICE
+          })
+          expect(JSON.stringify(prices.body)).not.toContain("dailyBudget")
+
+          // A price set without a budget keeps it; none removes it.
+          const repriced = yield* admin(url, (client) =>
+            client.PriceSet({ model: SERVED, entry: { enabled: true, priceMicros: SERVED_PRICE as Money.Micros } })
+          )
+          expect(repriced.dailyBudgetMicros).toBe(3 * SERVED_PRICE + 1)
+          expect((yield* submit(url, secret)).status).toBe(503)
+          const removed = yield* admin(url, (client) => client.PriceSet({ model: SERVED, dailyBudgetMicros: null }))
+          expect(removed).toEqual({ enabled: true, priceMicros: SERVED_PRICE })
+          expect((yield* submit(url, secret)).status).toBe(202)
         })
-        const retryAfter = Number(refused.headers.get("retry-after"))
-        expect(retryAfter).toBeLessThanOrEqual(latest)
-        expect(retryAfter).toBeGreaterThanOrEqual(earliest)
-        expect(yield* reservedOf(url, secret)).toBe(3 * SERVED_PRICE)
-
-        // A retry of an admitted submission still replays; a model without a budget is not held back.
-        const replay = yield* submit(url, secret, SERVED, first)
-        expect(replay).toMatchObject({ status: 200, body: { replayed: true } })
-        expect((yield* submit(url, secret, ALSO_SERVED)).status).toBe(202)
-
-        // The budget is the operator's: the price list shows it, the public prices do not.
-        expect((yield* admin(url, (client) => client.PriceList())).models[SERVED]?.dailyBudgetMicros).toBe(3 * SERVED_PRICE + 1)
-        const prices = yield* fetchJson(`${url}/api/v1/prices`)
-        expect(prices.body.models.find((entry: { model: string }) => entry.model === SERVED)).toEqual({
-          model: SERVED,
-          enabled: true,
-          currency: "USD",
-          priceMicros: SERVED_PRICE
-        })
-        expect(JSON.stringify(prices.body)).not.toContain("dailyBudget")
-
-        // A price set without a budget keeps it; none removes it.
-        const repriced = yield* admin(url, (client) =>
-          client.PriceSet({ model: SERVED, entry: { enabled: true, priceMicros: SERVED_PRICE as Money.Micros } })
-        )
-        expect(repriced.dailyBudgetMicros).toBe(3 * SERVED_PRICE + 1)
-        expect((yield* submit(url, secret)).status).toBe(503)
-        const removed = yield* admin(url, (client) => client.PriceSet({ model: SERVED, dailyBudgetMicros: null }))
-        expect(removed).toEqual({ enabled: true, priceMicros: SERVED_PRICE })
-        expect((yield* submit(url, secret)).status).toBe(202)
-      })
-    )
+      ),
+    // The server starts on a PGlite made from nothing (every migration), slow on a busy machine.
+    120_000
   )
 
   it.live("two servers on one PostgreSQL admit no more than the budget between them", () =>

@@ -50,6 +50,8 @@ const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<str
         env: {
           ...Dependencies.childEnv,
           ...s3.env,
+          // Production's default keeps the simulator off where DATABASE_URL is set; these tasks run on it.
+          SIMULATED_ENABLED: "true",
           DATABASE_URL: databaseUrl,
           DATABASE_SCHEMA: schema,
           OPERATOR_TOKEN: token,

@@ -177,19 +177,23 @@ const databases = [
 
 for (const [name, database] of databases) {
   describe(`OAuth migrations on ${name}`, () => {
-    it.live("create every table in an empty schema, once, and a later start keeps the data", () =>
-      Effect.gen(function* () {
-        const first = yield* Effect.gen(function* () {
-          yield* OAuthStore.OAuthStore.use((store) => store.insertClient(newClient))
-          return yield* inspect
-        }).pipe(Effect.provide(OAuthStorePg.layer))
-        expect(first).toEqual({ tables, recorded: yield* allMigrations, rerun: [] })
+    it.live(
+      "create every table in an empty schema, once, and a later start keeps the data",
+      () =>
+        Effect.gen(function* () {
+          const first = yield* Effect.gen(function* () {
+            yield* OAuthStore.OAuthStore.use((store) => store.insertClient(newClient))
+            return yield* inspect
+          }).pipe(Effect.provide(OAuthStorePg.layer))
+          expect(first).toEqual({ tables, recorded: yield* allMigrations, rerun: [] })
 
-        const kept = yield* OAuthStore.OAuthStore.use((store) => store.getClient(newClient.clientId)).pipe(
-          Effect.provide(OAuthStorePg.layer)
-        )
-        expect(kept).toEqual(newClient)
-      }).pipe(Effect.provide(database))
+          const kept = yield* OAuthStore.OAuthStore.use((store) => store.getClient(newClient.clientId)).pipe(
+            Effect.provide(OAuthStorePg.layer)
+          )
+          expect(kept).toEqual(newClient)
+        }).pipe(Effect.provide(database)),
+      // On PGlite the first case also starts PostgreSQL-in-WebAssembly from nothing: slow on a busy machine.
+      120_000
     )
 
     it.live("adopt the tables of the statements run before migrations, rows and sign-ins intact", () =>
