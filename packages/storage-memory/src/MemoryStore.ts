@@ -1,6 +1,6 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all eight ports over one
+ * that may forget everything when it stops. One `layer` provides all nine ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
@@ -9,6 +9,7 @@ import {
   AccountStore,
   BlobStore,
   BudgetStore,
+  ChatPriceStore,
   ChatStore,
   LedgerStore,
   MediaStore,
@@ -33,10 +34,11 @@ export type Stores =
   | BlobStore.BlobStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
-  Effect.map(Prices.make(state), (prices) => {
+  Effect.map(Effect.all([Prices.make(state), Prices.make(state, "chatPriceLists")]), ([prices, chatPrices]) => {
     const accounts = Accounts.make(state)
     return Context.make(AccountStore.AccountStore, accounts).pipe(
       Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
@@ -45,6 +47,7 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(BlobStore.BlobStore, Blobs.make(state)),
       Context.add(ChatStore.ChatStore, Chat.make(state)),
       Context.add(PriceStore.PriceStore, prices),
+      Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
       Context.add(BudgetStore.BudgetStore, Budgets.make(state))
     )
   })

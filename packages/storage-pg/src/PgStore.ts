@@ -1,5 +1,5 @@
 /**
- * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
+ * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore, ChatPriceStore,
  * BudgetStore) on PostgreSQL through @effect/sql-pg, migrated at start: `layer({ url })` for a real
  * server, `layerEmbedded({ dataDir })` for PGlite; both take a `schema` and also provide the
  * PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
@@ -15,6 +15,7 @@ import {
   LedgerStore,
   MediaStore,
   PriceStore,
+  ChatPriceStore,
   StoreError,
   TaskStore
 } from "@taskmeter/kernel"
@@ -40,6 +41,7 @@ import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
+import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -48,6 +50,7 @@ export type Stores =
   | MediaStore.MediaStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
 
 export interface Options {
@@ -85,7 +88,8 @@ export const migrations = Migrator.fromRecord({
   "10_price_lists": priceLists,
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
-  "17_chat_leases": chatLeases
+  "17_chat_leases": chatLeases,
+  "18_chat_price_lists": chatPriceLists
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */
@@ -132,6 +136,7 @@ export const layerClient = (options: {
       const media = yield* PgMediaStore.make
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
+      const chatPrices = yield* PgPriceStore.make(wakeups.chatPrices, "chat_price_lists")
       const budgets = yield* PgBudgetStore.make
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
@@ -139,6 +144,7 @@ export const layerClient = (options: {
         Context.add(MediaStore.MediaStore, media),
         Context.add(ChatStore.ChatStore, chats),
         Context.add(PriceStore.PriceStore, prices),
+        Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
         Context.add(BudgetStore.BudgetStore, budgets)
       )
     })

@@ -57,6 +57,8 @@ export interface State {
   readonly blobs: Map<string, Uint8Array>
   /** Every price list saved, oldest first: index i holds version i + 1. */
   readonly priceLists: Array<PriceStore.StoredPriceList>
+  /** The same for the chat price list (ChatPriceStore). */
+  readonly chatPriceLists: Array<PriceStore.StoredPriceList>
   /** `${day} ${model}` -> micros admitted for the model that UTC day (BudgetStore) */
   readonly budgetDays: Map<string, number>
   /** Completed and replaced whenever a task may have become claimable. */
@@ -76,6 +78,7 @@ export const make = (): State => ({
   results: new Map(),
   blobs: new Map(),
   priceLists: [],
+  chatPriceLists: [],
   budgetDays: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   nextSeq: 0
