@@ -38,7 +38,11 @@ export const NamedUpstream = Schema.Struct({
   apiKeyEnv: Schema.optionalKey(Schema.String),
   /** Our chat model id → the upstream's; given, the upstream serves only these models. */
   models: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  capParameter: Schema.optionalKey(CapParameter)
+  capParameter: Schema.optionalKey(CapParameter),
+  /** Requests each process keeps open on it at once; past it the route's next upstream is tried. */
+  maxConcurrent: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  /** Requests each process sends it per minute; past it the route's next upstream is tried. */
+  requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
 })
 export type NamedUpstream = typeof NamedUpstream.Type
 
@@ -95,6 +99,8 @@ const upstreamsOf = (config: Settings) =>
       const apiKey = upstream.apiKeyEnv === undefined ? undefined : yield* Config.Redacted(upstream.apiKeyEnv)
       members.set(upstream.name, {
         models: upstream.models === undefined ? undefined : new Set(Object.keys(upstream.models)),
+        maxConcurrent: upstream.maxConcurrent,
+        requestsPerMinute: upstream.requestsPerMinute,
         provider: yield* OpenAiCompatible.scoped({
           provider: upstream.name,
           baseUrl: upstream.baseUrl,

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { http, HttpResponse } from "msw"
 import { setupServer } from "msw/node"
 import type { ChatProvider } from "@taskmeter/kernel"
@@ -94,6 +95,39 @@ describe("ChatRoute.complete", () => {
       const error = yield* Effect.flip(route.complete(call))
       expect(error).toMatchObject({ reason: "Unavailable", status: 502 })
       expect(order).toEqual(["b", "c"])
+    })
+  )
+})
+
+describe("ChatRoute limits", () => {
+  it.effect("an upstream at its open requests is passed over until one ends", () =>
+    Effect.gen(function* () {
+      const order = upstreams({ a: sse([chunk("A", "stop")]), b: completion("from b") })
+      const route = ChatRoute.make("upstream", [{ ...member("a"), maxConcurrent: 1 }, member("b")])
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          yield* route.stream(call)
+          expect((yield* route.complete(call)).message).toEqual({ role: "assistant", content: "from b" })
+        })
+      )
+      // The stream's scope closed: a has room again.
+      yield* Effect.scoped(Effect.flatMap(route.stream(call), Stream.runDrain))
+      expect(order).toEqual(["a", "b", "a"])
+    })
+  )
+
+  it.effect("an upstream past its requests per minute is passed over until the minute ends; none left is 429", () =>
+    Effect.gen(function* () {
+      const order = upstreams({ a: completion("from a") })
+      const route = ChatRoute.make("upstream", [{ ...member("a"), requestsPerMinute: 2 }])
+      yield* route.complete(call)
+      yield* TestClock.adjust("30 seconds")
+      yield* route.complete(call)
+      const error = yield* Effect.flip(route.complete(call))
+      expect(error).toMatchObject({ reason: "RateLimited", retryAfterSeconds: 30 })
+      yield* TestClock.adjust("30 seconds")
+      yield* route.complete(call)
+      expect(order).toEqual(["a", "a", "a"])
     })
   )
 })
