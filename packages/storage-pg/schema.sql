@@ -1035,6 +1035,13 @@ CREATE TABLE chat_leases (
     CONSTRAINT chat_leases_reserved_micros_check CHECK ((reserved_micros >= 0))
 );
 
+CREATE TABLE chat_price_lists (
+    version bigint NOT NULL,
+    list jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT chat_price_lists_version_check CHECK ((version >= 1))
+);
+
 CREATE TABLE chat_rate_windows (
     account_id text NOT NULL,
     window_start timestamp with time zone NOT NULL,
@@ -1183,6 +1190,9 @@ ALTER TABLE ONLY api_keys
 
 ALTER TABLE ONLY chat_leases
     ADD CONSTRAINT chat_leases_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY chat_price_lists
+    ADD CONSTRAINT chat_price_lists_pkey PRIMARY KEY (version);
 
 ALTER TABLE ONLY chat_rate_windows
     ADD CONSTRAINT chat_rate_windows_pkey PRIMARY KEY (account_id);

@@ -58,6 +58,8 @@ export interface Settings {
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
   readonly keyRateLimitPerMinute: number
+  /** KEY_CACHE_TTL_MS: how long the chat routes serve an API key verified in the store (0: always ask the store). */
+  readonly keyCacheTtlMs: number
   readonly workers: boolean
   /** MCP_REGISTRATIONS_PER_HOUR: MCP client registrations per source address (or IPv6 /64). */
   readonly mcpRegistrationsPerHour: number
@@ -102,6 +104,7 @@ export const defaults: Settings = {
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
+  keyCacheTtlMs: Accounts.defaultOptions.keyCacheTtlMs,
   workers: true,
   mcpRegistrationsPerHour: RegistrationLimit.defaults.perSource,
   mcpRegistrationsPerHourTotal: RegistrationLimit.defaults.total,
@@ -199,6 +202,9 @@ export const config: Config.Config<Settings> = Config.all({
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
+  keyCacheTtlMs: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })), "KEY_CACHE_TTL_MS").pipe(
+    Config.withDefault(defaults.keyCacheTtlMs)
+  ),
   workers: Config.Boolean("WORKERS").pipe(Config.withDefault(defaults.workers)),
   mcpRegistrationsPerHour: positive("MCP_REGISTRATIONS_PER_HOUR", defaults.mcpRegistrationsPerHour),
   mcpRegistrationsPerHourTotal: positive("MCP_REGISTRATIONS_PER_HOUR_TOTAL", defaults.mcpRegistrationsPerHourTotal),
@@ -358,7 +364,14 @@ export const kernel = (options: KernelOptions) => {
       modelDeadlines: Object.fromEntries(
         Object.entries(settings.modelDeadlineSeconds).map(([model, seconds]) => [model, Duration.seconds(seconds)])
       )
-    }).pipe(Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: settings.keyRateLimitPerMinute })))
+    }).pipe(
+      Layer.provideMerge(
+        Accounts.layer({
+          defaultRateLimitPerMinute: settings.keyRateLimitPerMinute,
+          keyCacheTtlMs: settings.keyCacheTtlMs
+        })
+      )
+    )
   ).pipe(
     Layer.provideMerge(ZeroPriced.layer(free).pipe(Layer.provide(Pricer.layerStore({ seed: seedOf(options.pricesFile) })))),
     Layer.provideMerge(base)

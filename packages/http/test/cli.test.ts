@@ -237,6 +237,42 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
     })
   )
 
+  it.effect("chat-price set (tiers, a new model), chat-price disable, chat-price list", () =>
+    Effect.gen(function* () {
+      const tiers = [
+        { upToPromptTokens: 8000, promptMicrosPerMillion: 120_000, completionMicrosPerMillion: 480_000 },
+        { upToPromptTokens: null, promptMicrosPerMillion: 240_000, completionMicrosPerMillion: 960_000 }
+      ]
+      expect(yield* admin("chat-price", "set", "--model", "taskmeter-local", "--tiers", JSON.stringify(tiers))).toMatchObject({
+        enabled: true,
+        provider: "local",
+        contextLength: 32_768,
+        tiers
+      })
+      const added = yield* admin(
+        "chat-price",
+        "set",
+        "--model",
+        "local-small",
+        "--provider",
+        "local",
+        "--context-length",
+        "4096",
+        "--tiers",
+        JSON.stringify(tiers.slice(1))
+      )
+      expect(added).toEqual({ enabled: true, provider: "local", contextLength: 4096, tiers: tiers.slice(1) })
+      yield* admin("chat-price", "disable", "--model", "local-small")
+      const list = yield* admin("chat-price", "list")
+      expect(list.models["taskmeter-local"].tiers).toEqual(tiers)
+      expect(list.models["local-small"].enabled).toBe(false)
+      // A new model without its upstream and context length is refused, naming what is missing.
+      const refused = yield* adminFails("chat-price", "set", "--model", "other", "--tiers", JSON.stringify(tiers))
+      expect(refused.reason).toBe("PriceListInvalid")
+      expect(refused.message).toContain("provider")
+    })
+  )
+
   it.effect("price set --daily-budget-usd: alone, with a price, kept by a price change, removed with none", () =>
     Effect.gen(function* () {
       const model = "alpha-pro-text-to-image-economy"

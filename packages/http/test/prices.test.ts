@@ -4,7 +4,7 @@
  * Two servers of `npm start` (main.ts `server` over `serverStorage`, no workers) on one
  * PostgreSQL schema, each with a data directory of its own as on two machines, quote alike: a
  * price set through the admin service of one is quoted by the other, and price changes sent to
- * both at once all survive.
+ * both at once all survive. The chat price list alike: set or disabled through one, followed by the other.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, writeFileSync } from "node:fs"
@@ -146,6 +146,57 @@ describe("two servers on one PostgreSQL", () => {
           )
           expect(list.models).toMatchObject(expected)
         }
+      })
+    )
+  )
+
+  it.live("a chat price set or disabled through the admin service of one is followed by the other", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [one, other] = yield* twoServers("http_chat_prices")
+        const localTiers = (url: string) =>
+          Effect.map(
+            fetchJson(`${url}/api/v1/chat/models`),
+            (reply) =>
+              (reply.body.data as Array<{ id: string; pricing: { tiers: Array<{ prompt_micros_per_million: number }> } }>).find(
+                (model) => model.id === "taskmeter-local"
+              )?.pricing.tiers
+          )
+        expect((yield* localTiers(other))?.map((tier) => tier.prompt_micros_per_million)).toEqual([100_000, 200_000])
+
+        const set = yield* admin(one, (client) =>
+          client.ChatPriceSet({
+            model: "taskmeter-local",
+            tiers: [
+              {
+                upToPromptTokens: null,
+                promptMicrosPerMillion: 300_000 as Money.Micros,
+                completionMicrosPerMillion: 900_000 as Money.Micros
+              }
+            ]
+          })
+        )
+        expect(set).toMatchObject({ enabled: true, provider: "local", contextLength: 32_768 })
+        const followed = yield* eventually(localTiers(other), (tiers) => tiers?.length === 1)
+        expect(followed?.map((tier) => tier.prompt_micros_per_million)).toEqual([300_000])
+
+        // A tier list the rules refuse changes nothing, and says why.
+        const refused = yield* Effect.flip(
+          admin(one, (client) =>
+            client.ChatPriceSet({
+              model: "taskmeter-local",
+              tiers: [
+                { upToPromptTokens: 10, promptMicrosPerMillion: 1 as Money.Micros, completionMicrosPerMillion: 1 as Money.Micros }
+              ]
+            })
+          )
+        )
+        expect(refused).toMatchObject({ reason: "PriceListInvalid", message: expect.stringContaining("last tier must be null") })
+
+        yield* admin(other, (client) => client.ChatPriceDisable({ model: "taskmeter-local" }))
+        expect(yield* eventually(localTiers(one), (tiers) => tiers === undefined)).toBeUndefined()
+        const unknown = yield* Effect.flip(admin(other, (client) => client.ChatPriceDisable({ model: "no-such-model" })))
+        expect(unknown).toMatchObject({ reason: "InvalidRequest" })
       })
     )
   )

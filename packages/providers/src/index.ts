@@ -4,6 +4,7 @@
  * them from configuration. The conformance suite for adapters is `@taskmeter/providers/testing`.
  */
 export * as Alpha from "./alpha/Alpha.ts"
+export * as ChatRoute from "./chat/ChatRoute.ts"
 export * as ChatUpstreams from "./chat/ChatUpstreams.ts"
 export * as Delta from "./delta/Delta.ts"
 export * as Epsilon from "./epsilon/Epsilon.ts"

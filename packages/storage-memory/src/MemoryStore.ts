@@ -9,6 +9,7 @@ import {
   AccountStore,
   BlobStore,
   BudgetStore,
+  ChatPriceStore,
   ChatStore,
   LedgerStore,
   MediaStore,
@@ -37,12 +38,13 @@ export type Stores =
   | BlobStore.BlobStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
   | StoreHealth.StoreHealth
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
-  Effect.map(Prices.make(state), (prices) => {
+  Effect.map(Effect.all([Prices.make(state), Prices.make(state, "chatPriceLists")]), ([prices, chatPrices]) => {
     const accounts = Accounts.make(state)
     return Context.make(AccountStore.AccountStore, accounts).pipe(
       Context.add(LedgerStore.LedgerStore, Ledger.make(state)),
@@ -51,6 +53,7 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(BlobStore.BlobStore, Blobs.make(state)),
       Context.add(ChatStore.ChatStore, Chat.make(state)),
       Context.add(PriceStore.PriceStore, prices),
+      Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
       Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
       Context.add(PaymentStore.PaymentStore, Payments.make(state)),
       Context.add(StoreHealth.StoreHealth, Health.make(state))

@@ -1,6 +1,6 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * BudgetStore, PaymentStore) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * ChatPriceStore, BudgetStore, PaymentStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
  * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
  * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
@@ -16,6 +16,7 @@ import {
   MediaStore,
   PaymentStore,
   PriceStore,
+  ChatPriceStore,
   StoreError,
   StoreHealth,
   TaskStore
@@ -48,6 +49,7 @@ import upstreamSlots from "./migrations/0014_upstream_slots.ts"
 import upstreamAnswer from "./migrations/0015_upstream_answer.ts"
 import payments from "./migrations/0016_payments.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
+import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -56,6 +58,7 @@ export type Stores =
   | MediaStore.MediaStore
   | ChatStore.ChatStore
   | PriceStore.PriceStore
+  | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
   | StoreHealth.StoreHealth
@@ -99,7 +102,8 @@ const migrationRecord = {
   "14_upstream_slots": upstreamSlots,
   "15_upstream_answer": upstreamAnswer,
   "16_payments": payments,
-  "17_chat_leases": chatLeases
+  "17_chat_leases": chatLeases,
+  "18_chat_price_lists": chatPriceLists
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -153,6 +157,7 @@ export const layerClient = (options: {
       const media = yield* PgMediaStore.make
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
+      const chatPrices = yield* PgPriceStore.make(wakeups.chatPrices, "chat_price_lists")
       const budgets = yield* PgBudgetStore.make
       const payments = yield* PgPaymentStore.make
       const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
@@ -162,6 +167,7 @@ export const layerClient = (options: {
         Context.add(MediaStore.MediaStore, media),
         Context.add(ChatStore.ChatStore, chats),
         Context.add(PriceStore.PriceStore, prices),
+        Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
         Context.add(BudgetStore.BudgetStore, budgets),
         Context.add(PaymentStore.PaymentStore, payments),
         Context.add(StoreHealth.StoreHealth, health)

@@ -8,7 +8,7 @@
 import { Config, Console, Data, Effect, Option, Redacted, Runtime } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
-import { Money, PriceList, Scope } from "@taskmeter/kernel"
+import { ChatPrices, Money, PriceList, Scope } from "@taskmeter/kernel"
 import * as AdminClient from "./AdminClient.ts"
 import * as AdminFile from "./AdminFile.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
@@ -442,6 +442,73 @@ const taskList = Command.make(
     )
 ).pipe(Command.withDescription("List the operator queue: tasks held in reconciliation_required, with why."))
 
+const chatPriceLine = (model: string, entry: ChatPrices.ChatModelPrice): string => {
+  const tiers = (entry.tiers ?? []).map(
+    (tier) =>
+      `${tier.upToPromptTokens === null ? "any prompt" : `prompt ≤ ${tier.upToPromptTokens}`}: ` +
+      `${usd(tier.promptMicrosPerMillion)} / ${usd(tier.completionMicrosPerMillion)} per million prompt / completion tokens`
+  )
+  return `${model}  ${entry.enabled ? "enabled" : "disabled"}  ${entry.provider}  context ${entry.contextLength}  ${tiers.join("; ") || "no price"}`
+}
+
+const chatPriceList = Command.make("list", {}, () =>
+  call(
+    (admin) => admin.ChatPriceList(),
+    (list) =>
+      Object.entries(list.models)
+        .map(([model, entry]) => chatPriceLine(model, entry))
+        .join("\n")
+  )
+).pipe(Command.withDescription("Show the chat price list in force."))
+
+const chatPriceSet = Command.make(
+  "set",
+  {
+    model: Flag.String("model").pipe(Flag.withDescription("The chat model id, as clients send it.")),
+    tiers: Flag.String("tiers").pipe(
+      Flag.mapTryCatch(
+        (text) => JSON.parse(text) as unknown,
+        () => "--tiers: not valid JSON"
+      ),
+      Flag.optional,
+      Flag.withDescription(
+        'Rates by prompt size as JSON: [{"upToPromptTokens":N|null,"promptMicrosPerMillion":N,"completionMicrosPerMillion":N}, ...], the last tier null.'
+      )
+    ),
+    provider: Flag.String("provider").pipe(
+      Flag.optional,
+      Flag.withDescription("The upstream serving the model (local: the offline model).")
+    ),
+    contextLength: Flag.Int("context-length").pipe(Flag.optional, Flag.withDescription("The model's context length, in tokens."))
+  },
+  ({ contextLength, model, provider, tiers }) =>
+    call(
+      // The server checks the entry against its schema and the whole list.
+      (admin) =>
+        admin.ChatPriceSet({
+          model,
+          ...Option.match(tiers, {
+            onNone: () => ({}),
+            onSome: (tiers) => ({ tiers: tiers as ReadonlyArray<ChatPrices.ChatPriceTier> })
+          }),
+          ...Option.match(provider, { onNone: () => ({}), onSome: (provider) => ({ provider }) }),
+          ...Option.match(contextLength, { onNone: () => ({}), onSome: (contextLength) => ({ contextLength }) })
+        }),
+      (set) => `${chatPriceLine(model, set)}; new chat requests use it from now on, in every server within seconds.`
+    )
+).pipe(
+  Command.withDescription(
+    "Set (and enable) one chat model's tiers, upstream or context length; what is not given stays as it is."
+  )
+)
+
+const chatPriceDisable = Command.make("disable", { model: Flag.String("model") }, ({ model }) =>
+  call(
+    (admin) => admin.ChatPriceDisable({ model }),
+    () => `Chat model ${model} disabled: it leaves the model list, and requests for it are refused until its price is set again.`
+  )
+).pipe(Command.withDescription("Stop a chat model from being used, keeping its price."))
+
 const taskResolve = Command.make(
   "resolve",
   {
@@ -678,6 +745,10 @@ export const command = admin.pipe(
     Command.make("price").pipe(
       Command.withDescription("The price list."),
       Command.withSubcommands([priceList, priceSet, priceDisable])
+    ),
+    Command.make("chat-price").pipe(
+      Command.withDescription("The chat price list."),
+      Command.withSubcommands([chatPriceList, chatPriceSet, chatPriceDisable])
     ),
     Command.make("task").pipe(Command.withDescription("Tasks."), Command.withSubcommands([taskList, taskResolve])),
     Command.make("payments").pipe(

@@ -17,6 +17,7 @@ import {
   Payments,
   PaymentStore,
   Pricer,
+  ChatPrices,
   type PriceList,
   type StoreError,
   TaskStore
@@ -136,6 +137,7 @@ export const layer = AdminRpcs.toLayer(
     const accounts = yield* Accounts.Accounts
     const ledger = yield* Ledger.Ledger
     const pricer = yield* Pricer.Pricer
+    const chatPrices = yield* ChatPrices.ChatPrices
     const tasks = yield* TaskStore.TaskStore
     const oauth = yield* OAuthStore.OAuthStore
     const paymentStore = yield* PaymentStore.PaymentStore
@@ -158,6 +160,22 @@ export const layer = AdminRpcs.toLayer(
 
     const priceChange = (change: Effect.Effect<void, Pricer.ChangeError>) =>
       change.pipe(Effect.mapError(priceChangeError), Effect.andThen(pricer.current))
+
+    /** One chat model's entry changed; a model the list does not name is InvalidRequest when nothing was made of it. */
+    const chatPriceChange = (
+      model: string,
+      next: (current: ChatPrices.ChatModelPrice | undefined) => ChatPrices.ChatModelPrice | undefined
+    ) =>
+      chatPrices.updateModel(model, next).pipe(
+        Effect.mapError((error) =>
+          error._tag === "PriceListConflict" || error._tag === "StoreUnavailable"
+            ? new AdminError({ reason: "StoreUnavailable", message: error.message })
+            : new AdminError({ reason: "PriceListInvalid", message: error.message })
+        ),
+        Effect.flatMap((entry) =>
+          entry === undefined ? fail("InvalidRequest", `The chat price list has no model ${model}.`) : Effect.succeed(entry)
+        )
+      )
 
     const creditChange = (
       apply: typeof ledger.grant,
@@ -224,6 +242,11 @@ export const layer = AdminRpcs.toLayer(
               Effect.flatMap((list) => Effect.orDie(Effect.fromNullishOr(list.models[model])))
             ),
       PriceDisable: ({ model }) => Effect.asVoid(priceChange(pricer.disable(model))),
+      ChatPriceList: () => chatPrices.current,
+      ChatPriceSet: ({ model, ...given }) =>
+        chatPriceChange(model, (current) => ({ ...current, ...given, enabled: true }) as ChatPrices.ChatModelPrice),
+      ChatPriceDisable: ({ model }) =>
+        Effect.asVoid(chatPriceChange(model, (current) => (current === undefined ? undefined : { ...current, enabled: false }))),
       TaskList: ({ after, limit }) =>
         Effect.gen(function* () {
           const size = limit ?? MAX_TASK_PAGE

@@ -1,5 +1,5 @@
 /**
- * The admin service's contract as effect/rpc procedures (accounts, keys, grants, refunds, prices,
+ * The admin service's contract as effect/rpc procedures (accounts, keys, grants, refunds, prices, chat prices,
  * reconciliation, MCP sign-in codes and sign-ins), schemas and group only, so a client imports it
  * without server code (handlers: AdminHandlers; route and token guard: AdminServer; client:
  * AdminClient). Amounts are integer USD micros, dates ISO 8601, ids plain strings; every procedure
@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { Rpc, RpcGroup } from "effect/rpc"
-import { Money, PriceList, Scope } from "@taskmeter/kernel"
+import { ChatPrices, Money, PriceList, Scope } from "@taskmeter/kernel"
 
 /** Where the admin listener serves the procedures. */
 export const PATH = "/admin/rpc"
@@ -290,6 +290,24 @@ export class AdminRpcs extends RpcGroup.make(
     success: HeldTaskPage,
     error: AdminError
   }),
+  Rpc.make("ChatPriceList", { success: ChatPrices.ChatPriceList, error: AdminError }),
+  /**
+   * Sets (and enables) one chat model's entry: what is given replaces that part of the model's
+   * entry, the rest stays as it is (a model not listed needs provider, contextLength and tiers);
+   * the whole list is checked before it applies, and the entry as set is answered.
+   */
+  Rpc.make("ChatPriceSet", {
+    payload: {
+      model: Schema.String,
+      provider: Schema.optionalKey(Schema.String),
+      contextLength: Schema.optionalKey(Schema.Int),
+      tokenizer: Schema.optionalKey(ChatPrices.Tokenizer),
+      tiers: Schema.optionalKey(Schema.Array(ChatPrices.ChatPriceTier))
+    },
+    success: ChatPrices.ChatModelPrice,
+    error: AdminError
+  }),
+  Rpc.make("ChatPriceDisable", { payload: { model: Schema.String }, error: AdminError }),
   /**
    * Settles a reconciliation_required task: succeeded attaches `results` (at least one, fetched
    * or uploaded, stored before the charge), charges `chargeMicros` (at most the quote, by

@@ -2,7 +2,8 @@
  * Authentication of the chat routes, which sit beside the HttpApi and so outside its
  * middleware: the same rules as every other endpoint. The key is read as Authentication reads
  * it (PresentedCredential) and checked by the kernel's Accounts service (AUTH_REQUIRED,
- * PERMISSION_DENIED, API_KEY_RATE_LIMITED, AUTH_UNAVAILABLE), then the route's scope
+ * PERMISSION_DENIED, API_KEY_RATE_LIMITED, AUTH_UNAVAILABLE) from its cache of verified keys, so
+ * a chat request makes no store call for a key seen in the last seconds; then the route's scope
  * (INSUFFICIENT_SCOPE).
  */
 import { Effect } from "effect"
@@ -14,7 +15,7 @@ import { keyOf } from "../handlers/Authentication.ts"
 /** The caller of a request that needs `scope`. */
 export const authenticate = (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) =>
   Effect.gen(function* () {
-    const caller = yield* (yield* Accounts.Accounts).authenticate(yield* keyOf(request))
+    const caller = yield* (yield* Accounts.Accounts).authenticateCached(yield* keyOf(request))
     yield* RequestFacts.note({ accountId: caller.accountId })
     if (!caller.scopes.includes(scope)) {
       return yield* new Errors.InsufficientScope({

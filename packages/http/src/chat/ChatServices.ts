@@ -1,6 +1,7 @@
 /**
  * The kernel's chat services wired over the ChatStore for ChatServer's routes: ChatCompletions over
- * ChatBilling on credit leases (ChatLeases), the chat price list and the upstreams. `layerConfig`
+ * ChatBilling on credit leases (ChatLeases), the chat price list (versioned in the ChatPriceStore,
+ * CHAT_PRICES_FILE or the shipped list seeding its first version) and the upstreams. `layerConfig`
  * reads the deployment's settings (CHAT_PRICES_FILE, CHAT_REQUESTS_PER_MINUTE, CHAT_MAX_OPEN_REQUESTS,
  * CHAT_LEASE_TTL_SECONDS, CHAT_UPSTREAM_*, CHAT_LOCAL_*;
  * see packages/http/README.md) and, once built, releases what a dead process left open
@@ -17,13 +18,13 @@ export interface Options {
   readonly leaseTtlMs?: number | undefined
   /** How long an idle credit lease is kept; default ChatLeases.defaults.idleMs. */
   readonly leaseIdleMs?: number | undefined
-  /** A chat price list file; the shipped defaults when omitted. */
+  /** The chat price list saved as version 1 when the store holds none; the shipped defaults when omitted. */
   readonly pricesFile?: string | undefined
-  /** A chat price list as data, instead of a file. */
+  /** A chat price list as data, kept in this process instead of the store. */
   readonly priceList?: unknown
 }
 
-/** ChatCompletions, ChatBilling, ChatPrices and ChatProviders over a ChatStore. */
+/** ChatCompletions, ChatBilling, ChatPrices and ChatProviders over a ChatStore and ChatPriceStore. */
 export const layer = (options: Options) =>
   ChatCompletions.layer.pipe(
     Layer.provideMerge(ChatLeases.layer({ limits: options.limits, ttlMs: options.leaseTtlMs, idleMs: options.leaseIdleMs })),
@@ -31,9 +32,12 @@ export const layer = (options: Options) =>
       Layer.merge(
         options.priceList !== undefined
           ? ChatPrices.layer(options.priceList)
-          : options.pricesFile === undefined
-            ? ChatPrices.layerDefault
-            : ChatPrices.layerFromFile(options.pricesFile),
+          : ChatPrices.layerStore({
+              seed:
+                options.pricesFile === undefined
+                  ? Effect.succeed(ChatPrices.defaultList)
+                  : ChatPrices.readList(options.pricesFile)
+            }),
         ChatProvider.layer(options.providers)
       )
     )

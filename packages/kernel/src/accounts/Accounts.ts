@@ -11,6 +11,7 @@ import type { Account, ApiKeyRecord, Authenticated } from "./AccountStore.ts"
 import * as Errors from "../domain/Errors.ts"
 import * as Ids from "../domain/Ids.ts"
 import type { AccountId, ApiKeyId } from "../domain/Ids.ts"
+import * as KeyCache from "./KeyCache.ts"
 import * as KeyCheck from "./KeyCheck.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Micros } from "../domain/Money.ts"
@@ -73,6 +74,12 @@ export class Accounts extends Context.Service<
      */
     readonly authenticate: (presented: string) => Effect.Effect<Caller, AuthenticationError>
     /**
+     * authenticate without a store call for a key this process verified in the last
+     * `keyCacheTtlMs` (KeyCache): its per-minute rate is then counted in this process, and a
+     * revocation elsewhere is seen within the TTL. Keys with a usage limit always ask the store.
+     */
+    readonly authenticateCached: (presented: string) => Effect.Effect<Caller, AuthenticationError>
+    /**
      * Authenticates a presented key for `scope` through a store write that checks the key itself
      * and writes only if it passes (TaskStore.admit of a key's request): `write` gets the KeyCheck and answers
      * what the store found for the key (undefined for an unknown hash) with its own result. The
@@ -90,9 +97,13 @@ export class Accounts extends Context.Service<
 export interface Options {
   /** Requests per minute for keys made without their own rate limit. */
   readonly defaultRateLimitPerMinute: number
+  /** How long authenticateCached serves a key verified in the store; 0 = always ask the store. Default 5 s. */
+  readonly keyCacheTtlMs?: number | undefined
+  /** How many keys authenticateCached keeps at most. Default 10,000. */
+  readonly keyCacheEntries?: number | undefined
 }
 
-export const defaultOptions: Options = { defaultRateLimitPerMinute: 1200 }
+export const defaultOptions = { defaultRateLimitPerMinute: 1200, keyCacheTtlMs: 5_000, keyCacheEntries: 10_000 }
 
 /** `tm_` and 43 base64url characters: anything else is refused without asking the store. */
 const KEY_FORMAT = /^tm_[A-Za-z0-9_-]{43}$/
@@ -122,6 +133,10 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
     const store = yield* AccountStore
     const ledger = yield* LedgerStore
     const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+    const cache = KeyCache.make({
+      ttlMs: options.keyCacheTtlMs ?? defaultOptions.keyCacheTtlMs,
+      maxEntries: options.keyCacheEntries ?? defaultOptions.keyCacheEntries
+    })
 
     const get = (id: AccountId) =>
       Effect.flatMap(store.getAccount(id), (account) =>
@@ -202,6 +217,24 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
         return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
       })
 
+    const authenticateCached = (presented: string) =>
+      Effect.gen(function* () {
+        const check = yield* checkOf(presented, undefined)
+        const nowMs = check.now.getTime()
+        const cached = cache.count(check.hash, nowMs)
+        const found =
+          cached ??
+          (yield* store.authenticate(check.hash, check.now).pipe(
+            Effect.mapError(authUnavailable),
+            Effect.map((fromStore) =>
+              fromStore === undefined || fromStore.key.usageLimit !== null || !KeyCheck.sameHash(fromStore.key.hash, check.hash)
+                ? fromStore
+                : cache.verified(check.hash, fromStore, nowMs)
+            )
+          ))
+        return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
+      })
+
     const authenticateWithin = <A, E, R>(
       presented: string,
       scope: Scope,
@@ -230,8 +263,12 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
       createKey: (accountId, keyOptions = {}) =>
         Effect.flatMap(get(accountId), (account) => Effect.flatMap(now, (at) => newKey(account, keyOptions, at))),
       listKeys: store.listApiKeys,
-      revokeKey: (accountId, keyId) => Effect.flatMap(now, (at) => store.revokeApiKey(accountId, keyId, at)),
+      revokeKey: (accountId, keyId) =>
+        Effect.flatMap(now, (at) => store.revokeApiKey(accountId, keyId, at)).pipe(
+          Effect.tap(() => Effect.sync(() => cache.forget(keyId)))
+        ),
       authenticate,
+      authenticateCached,
       authenticateWithin
     })
   })

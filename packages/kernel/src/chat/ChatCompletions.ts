@@ -177,10 +177,16 @@ export const make = Effect.gen(function* () {
   const providers = yield* ChatProviders
   const billing = yield* ChatBilling
 
+  /** The provider the price list names for the model, if configured and serving it. */
+  const servedBy = (name: string, model: string) => {
+    const provider = providers.get(name)
+    return provider !== undefined && (provider.serves?.(model) ?? true) ? provider : undefined
+  }
+
   const prepare = (request: ChatRequest) =>
     Effect.gen(function* () {
       const entry = yield* prices.lookup(request.model)
-      const provider = entry === undefined ? undefined : providers.get(entry.provider)
+      const provider = entry === undefined ? undefined : servedBy(entry.provider, request.model)
       if (entry === undefined || provider === undefined) {
         return yield* new Errors.ModelNotFound({
           message: `No chat model is called ${request.model}; use the id of a listed chat model.`,
@@ -398,7 +404,7 @@ export const make = Effect.gen(function* () {
   return ChatCompletions.of({
     models: Effect.map(prices.current, (list) =>
       Object.entries(list.models).flatMap(([id, price]) =>
-        ChatPrices.isPriced(price) && providers.get(price.provider) !== undefined ? [{ id, price }] : []
+        ChatPrices.isPriced(price) && servedBy(price.provider, id) !== undefined ? [{ id, price }] : []
       )
     ),
     create: (caller, request) =>

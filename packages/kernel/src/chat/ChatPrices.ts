@@ -3,11 +3,16 @@
  * chat model its `provider` (the configured upstream serving it; `local` is the offline model),
  * `contextLength`, `tokenizer` (default `o200k_base`) and `tiers` of micro-USD per million prompt
  * and completion tokens by prompt size, never falling from one tier to the next. `costUpTo` rounds
- * once, up, in BigInt. The rules: docs/decisions.md, Chat.
+ * once, up, in BigInt. `layerStore` keeps the list versioned in the ChatPriceStore and follows
+ * changes made by any process. The rules: docs/decisions.md, Chat.
  */
 import { readFile } from "node:fs/promises"
-import { Context, Effect, Layer, Result, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Ref, Result, Schema } from "effect"
+import type { Scope } from "effect"
 import defaultChatPrices from "../../prices/default-chat-prices.json" with { type: "json" }
+import { ChatPriceStore } from "./ChatPriceStore.ts"
+import type { PriceListConflict } from "../pricing/PriceStore.ts"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import { decodeAll } from "../domain/internal/SchemaProblems.ts"
 import { Micros, micros } from "../domain/Money.ts"
@@ -130,6 +135,9 @@ export const decode = (raw: unknown): Result.Result<ChatPriceList, ChatPriceList
 export const isPriced = (entry: ChatModelPrice): entry is ChatModelPrice & { readonly tiers: ReadonlyArray<ChatPriceTier> } =>
   entry.enabled && entry.tiers !== undefined
 
+/** Why a change of the list was not made: an invalid result, other processes' saves in a row, no store. */
+export type ChangeError = ChatPriceListInvalid | PriceListConflict | StoreUnavailable
+
 export class ChatPrices extends Context.Service<
   ChatPrices,
   {
@@ -137,28 +145,142 @@ export class ChatPrices extends Context.Service<
     readonly current: Effect.Effect<ChatPriceList>
     /** The entry of one model; undefined when the list does not name it. */
     readonly lookup: (model: string) => Effect.Effect<ChatModelPrice | undefined>
+    /** Replaces one model's entry (undefined: left as it is) with what `next` makes of it; answers the new entry. */
+    readonly updateModel: (
+      model: string,
+      next: (current: ChatModelPrice | undefined) => ChatModelPrice | undefined
+    ) => Effect.Effect<ChatModelPrice | undefined, ChangeError>
   }
 >()("@taskmeter/kernel/ChatPrices") {}
 
-/** ChatPrices over raw price-list data, checked first. */
+const entryOf = (list: ChatPriceList, model: string) => (Object.hasOwn(list.models, model) ? list.models[model] : undefined)
+
+const withEntry = (list: ChatPriceList, model: string, entry: ChatModelPrice | undefined): ChatPriceList =>
+  entry === undefined ? list : { models: { ...list.models, [model]: entry } }
+
+/** ChatPrices over raw price-list data, checked first; changes are kept in this process only. */
 export const make = (raw: unknown): Effect.Effect<ChatPrices["Service"], ChatPriceListInvalid> =>
-  Effect.map(Effect.fromResult(decode(raw)), (list) =>
-    ChatPrices.of({
-      current: Effect.succeed(list),
-      lookup: (model) => Effect.succeed(Object.hasOwn(list.models, model) ? list.models[model] : undefined)
+  Effect.gen(function* () {
+    const ref = yield* Ref.make(yield* Effect.fromResult(decode(raw)))
+    return ChatPrices.of({
+      current: Ref.get(ref),
+      lookup: (model) => Effect.map(Ref.get(ref), (list) => entryOf(list, model)),
+      updateModel: (model, next) =>
+        Effect.gen(function* () {
+          const list = yield* Ref.get(ref)
+          const changed = yield* Effect.fromResult(decode(withEntry(list, model, next(entryOf(list, model)))))
+          yield* Ref.set(ref, changed)
+          return entryOf(changed, model)
+        })
     })
-  )
+  })
+
+export interface StoreOptions {
+  /** The list saved as version 1 when the store holds none (read only then), checked like any other. */
+  readonly seed: Effect.Effect<unknown, ChatPriceListInvalid>
+  /** How often the store's version is compared, besides the notifications. Default 5 s. */
+  readonly pollIntervalMs?: number | undefined
+}
+
+/** A change meeting this many saves of other processes in a row gives up with PriceListConflict. */
+const CHANGE_ATTEMPTS = 5
+
+const inVersion = (version: number) => (error: ChatPriceListInvalid) =>
+  new ChatPriceListInvalid({ problems: error.problems.map((problem) => `version ${version} in the store: ${problem}`) })
+
+/**
+ * ChatPrices over the ChatPriceStore: prices from this process's copy of the current version,
+ * changes saved as compare-and-set versions (redone on a conflict, a few times), other processes'
+ * saves followed by notification or every `pollIntervalMs`, an empty store seeded as version 1. A
+ * stored version this release cannot read is logged and skipped, the prices staying as they were.
+ */
+export const makeStored = (
+  options: StoreOptions
+): Effect.Effect<ChatPrices["Service"], ChatPriceListInvalid | StoreUnavailable, ChatPriceStore | Scope.Scope> =>
+  Effect.gen(function* () {
+    const store = yield* ChatPriceStore
+    // Before the first read, so that no save after it goes unheard.
+    const saved = yield* store.subscribe
+    const first =
+      (yield* store.current) ??
+      (yield* Effect.gen(function* () {
+        const list = yield* Effect.fromResult(decode(yield* options.seed))
+        return yield* store.save(undefined, list).pipe(
+          Effect.map(({ version }) => ({ version, list: list as unknown })),
+          Effect.catchTag("PriceListConflict", () =>
+            Effect.flatMap(store.current, (stored) =>
+              stored === undefined
+                ? Effect.die(new Error("ChatPriceStore refused a first save yet holds no list"))
+                : Effect.succeed(stored)
+            )
+          )
+        )
+      }))
+    const held = yield* Ref.make({
+      version: first.version,
+      seen: first.version,
+      list: yield* Effect.mapError(Effect.fromResult(decode(first.list)), inVersion(first.version))
+    })
+    const adopt = (version: number, list: ChatPriceList) =>
+      Ref.update(held, (now) => (version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now))
+
+    const follow = Effect.gen(function* () {
+      const latest = yield* store.version
+      if (latest === undefined || latest <= (yield* Ref.get(held)).seen) return
+      const stored = yield* store.current
+      if (stored === undefined) return
+      const loaded = decode(stored.list)
+      if (Result.isSuccess(loaded)) return yield* adopt(stored.version, loaded.success)
+      const now = yield* Ref.updateAndGet(held, (now) => ({ ...now, seen: Math.max(now.seen, stored.version) }))
+      yield* Effect.logWarning(
+        `Chat price list version ${stored.version} cannot be used; prices stay on version ${now.version}`,
+        loaded.failure.message
+      )
+    })
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.timeoutOption(saved, Duration.millis(options.pollIntervalMs ?? 5_000)).pipe(
+          Effect.andThen(follow),
+          Effect.catch((error) => Effect.logWarning("Could not follow the stored chat price list", error.message))
+        )
+      )
+    )
+
+    const attempt = (model: string, next: (current: ChatModelPrice | undefined) => ChatModelPrice | undefined) =>
+      Effect.gen(function* () {
+        const stored = yield* store.current
+        const base =
+          stored === undefined
+            ? { models: {} }
+            : yield* Effect.mapError(Effect.fromResult(decode(stored.list)), inVersion(stored.version))
+        const list = yield* Effect.fromResult(decode(withEntry(base, model, next(entryOf(base, model)))))
+        const { version } = yield* store.save(stored?.version, list)
+        yield* adopt(version, list)
+        return entryOf(list, model)
+      })
+    const current = Effect.map(Ref.get(held), (now) => now.list)
+    return ChatPrices.of({
+      current,
+      lookup: (model) => Effect.map(current, (list) => entryOf(list, model)),
+      updateModel: (model, next) =>
+        Effect.retry(attempt(model, next), { while: (error) => error._tag === "PriceListConflict", times: CHANGE_ATTEMPTS - 1 })
+    })
+  })
 
 export const layer = (raw: unknown): Layer.Layer<ChatPrices, ChatPriceListInvalid> => Layer.effect(ChatPrices, make(raw))
 
-/** ChatPrices read from a JSON file at start. */
-export const layerFromFile = (path: string): Layer.Layer<ChatPrices, ChatPriceListInvalid> =>
-  Layer.unwrap(
-    Effect.tryPromise({
-      try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
-      catch: (cause) => new ChatPriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
-    }).pipe(Effect.map(layer))
-  )
+/** Raw chat price-list data read from a JSON file; ChatPriceListInvalid when it cannot be read or parsed. */
+export const readList = (path: string): Effect.Effect<unknown, ChatPriceListInvalid> =>
+  Effect.tryPromise({
+    try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
+    catch: (cause) => new ChatPriceListInvalid({ problems: [`${path}: cannot be read as JSON: ${String(cause)}`] })
+  })
 
-/** The shipped defaults (prices/default-chat-prices.json). */
-export const layerDefault: Layer.Layer<ChatPrices, ChatPriceListInvalid> = layer(defaultChatPrices)
+/** The shipped defaults (prices/default-chat-prices.json), as raw data. */
+export const defaultList: unknown = defaultChatPrices
+
+/** ChatPrices over the ChatPriceStore (see `makeStored`): a change made through one process is priced by all. */
+export const layerStore = (
+  options: StoreOptions
+): Layer.Layer<ChatPrices, ChatPriceListInvalid | StoreUnavailable, ChatPriceStore> =>
+  Layer.effect(ChatPrices, makeStored(options))

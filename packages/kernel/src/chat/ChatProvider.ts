@@ -59,6 +59,8 @@ export interface ChatProviderV1 {
   readonly specificationVersion: "v1"
   /** The name the chat price list's `provider` refers to, e.g. "local" or "upstream". */
   readonly provider: string
+  /** Whether it serves this chat model; absent: every model the price list gives it. */
+  readonly serves?: ((model: string) => boolean) | undefined
   readonly complete: (call: ChatCall) => Effect.Effect<ChatReply, ChatProviderError>
   /**
    * Sends a streaming request and waits until the upstream has accepted it: the outer effect

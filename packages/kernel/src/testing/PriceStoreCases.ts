@@ -1,5 +1,6 @@
 import { Effect, Fiber, Option, Result } from "effect"
 import { describe, expect } from "@effect/vitest"
+import { ChatPriceStore } from "../chat/ChatPriceStore.ts"
 import { PriceListConflict, PriceStore } from "../pricing/PriceStore.ts"
 import type { Case } from "./Case.ts"
 import { defined } from "./Fixtures.ts"
@@ -27,23 +28,25 @@ const nested = {
   }
 }
 
-const save = (expectedVersion: number | undefined, list: unknown) => PriceStore.use((store) => store.save(expectedVersion, list))
-
-/** The conflict a save must meet; anything else fails the case. */
-const conflictOf = (expectedVersion: number | undefined, list: unknown) =>
-  Effect.flatMap(Effect.flip(save(expectedVersion, list)), (error) =>
-    error instanceof PriceListConflict ? Effect.succeed(error) : Effect.die(error)
-  )
-
 /** Whether `next` completes within `ms`. */
 const wokenWithin = (next: Effect.Effect<void>, ms: number) => Effect.map(Effect.timeoutOption(next, ms), Option.isSome)
 
-export const priceStoreCases = (test: Case) =>
-  describe("PriceStore", () => {
+/** The cases of one price list's store: the task list's (PriceStore) or the chat list's (ChatPriceStore). */
+const casesOf = (test: Case, name: string, port: typeof PriceStore | typeof ChatPriceStore) => {
+  const Store = port as typeof PriceStore
+  const save = (expectedVersion: number | undefined, list: unknown) => Store.use((store) => store.save(expectedVersion, list))
+
+  /** The conflict a save must meet; anything else fails the case. */
+  const conflictOf = (expectedVersion: number | undefined, list: unknown) =>
+    Effect.flatMap(Effect.flip(save(expectedVersion, list)), (error) =>
+      error instanceof PriceListConflict ? Effect.succeed(error) : Effect.die(error)
+    )
+
+  describe(name, () => {
     test(
       "an empty store has no list and no version",
       Effect.gen(function* () {
-        const store = yield* PriceStore
+        const store = yield* Store
         expect(yield* store.current).toBeUndefined()
         expect(yield* store.version).toBeUndefined()
       })
@@ -52,7 +55,7 @@ export const priceStoreCases = (test: Case) =>
     test(
       "the first save is version 1, read back whole with the time it was saved",
       Effect.gen(function* () {
-        const store = yield* PriceStore
+        const store = yield* Store
         const before = Date.now()
         expect(yield* save(undefined, nested)).toEqual({ version: 1 })
         const stored = defined(yield* store.current)
@@ -66,7 +69,7 @@ export const priceStoreCases = (test: Case) =>
     test(
       "each save is the next version and becomes the current list",
       Effect.gen(function* () {
-        const store = yield* PriceStore
+        const store = yield* Store
         for (let version = 1; version <= 4; version++) {
           expect(yield* save(version === 1 ? undefined : version - 1, flat(version * 1_000))).toEqual({ version })
           expect(yield* store.version).toBe(version)
@@ -78,7 +81,7 @@ export const priceStoreCases = (test: Case) =>
     test(
       "a save not based on the current version is a conflict and writes nothing",
       Effect.gen(function* () {
-        const store = yield* PriceStore
+        const store = yield* Store
         yield* save(undefined, flat(1_000))
         yield* save(1, flat(2_000))
         const current = yield* store.current
@@ -98,14 +101,14 @@ export const priceStoreCases = (test: Case) =>
       "a save onto an empty store based on a version is a conflict",
       Effect.gen(function* () {
         yield* conflictOf(1, flat(9))
-        expect(yield* PriceStore.use((store) => store.current)).toBeUndefined()
+        expect(yield* Store.use((store) => store.current)).toBeUndefined()
       })
     )
 
     test(
       "of concurrent saves based on one version exactly one wins",
       Effect.gen(function* () {
-        const store = yield* PriceStore
+        const store = yield* Store
         /** Ten saves at once of lists `base + i`, based on `expectedVersion`; the index of the one that won. */
         const race = (expectedVersion: number | undefined, base: number) =>
           Effect.gen(function* () {
@@ -134,7 +137,7 @@ export const priceStoreCases = (test: Case) =>
       "a save wakes every subscriber; nothing else does",
       Effect.scoped(
         Effect.gen(function* () {
-          const store = yield* PriceStore
+          const store = yield* Store
           const first = yield* store.subscribe
           const second = yield* store.subscribe
           expect(yield* wokenWithin(first, 200)).toBe(false)
@@ -155,7 +158,7 @@ export const priceStoreCases = (test: Case) =>
       "a subscriber that stopped waiting still hears the next save",
       Effect.scoped(
         Effect.gen(function* () {
-          const store = yield* PriceStore
+          const store = yield* Store
           const next = yield* store.subscribe
           expect(yield* wokenWithin(next, 100)).toBe(false)
           const waiting = yield* Effect.forkChild(next)
@@ -165,3 +168,21 @@ export const priceStoreCases = (test: Case) =>
       )
     )
   })
+}
+
+export const priceStoreCases = (test: Case) => {
+  casesOf(test, "PriceStore", PriceStore)
+  casesOf(test, "ChatPriceStore", ChatPriceStore)
+  test(
+    "the task and chat price lists are kept apart",
+    Effect.gen(function* () {
+      const tasks = yield* PriceStore
+      const chat = yield* ChatPriceStore
+      yield* tasks.save(undefined, flat(1_000))
+      expect(yield* chat.version).toBeUndefined()
+      expect(yield* chat.save(undefined, { models: {} })).toEqual({ version: 1 })
+      expect(yield* tasks.save(1, flat(2_000))).toEqual({ version: 2 })
+      expect(yield* chat.current).toMatchObject({ version: 1, list: { models: {} } })
+    })
+  )
+}

@@ -433,6 +433,17 @@ describe("ChatCompletions.models", () => {
       expect(list.map((model) => model.id)).toEqual([MODEL])
     }).pipe(Effect.provide(layerFor(fake({}))))
   )
+
+  it.effect("leaves out, and refuses as unknown, a model its upstream says it does not serve", () => {
+    const upstream = fake({})
+    const picky = { ...upstream, provider: { ...upstream.provider, serves: (model: string) => model !== MODEL } }
+    return Effect.gen(function* () {
+      expect(yield* ChatCompletions.ChatCompletions.use((chat) => chat.models)).toEqual([])
+      const error = yield* Effect.flip(create(callerOf(yield* fundedAccount(USD))))
+      expect(error._tag).toBe("ModelNotFound")
+      expect(upstream.calls).toEqual([])
+    }).pipe(Effect.provide(layerFor(picky)))
+  })
 })
 
 describe("ChatBilling.sweepAtStart", () => {

@@ -93,6 +93,8 @@ export interface State {
   readonly blobs: Map<string, Uint8Array>
   /** Every price list saved, oldest first: index i holds version i + 1. */
   readonly priceLists: Array<PriceStore.StoredPriceList>
+  /** The same for the chat price list (ChatPriceStore). */
+  readonly chatPriceLists: Array<PriceStore.StoredPriceList>
   /** `${day} ${model}` -> micros admitted for the model that UTC day (BudgetStore) */
   readonly budgetDays: Map<string, number>
   /** lane -> its slots by number; a slot is free when empty or its lease is not live */
@@ -121,6 +123,7 @@ export const make = (): State => ({
   results: new Map(),
   blobs: new Map(),
   priceLists: [],
+  chatPriceLists: [],
   budgetDays: new Map(),
   slots: new Map(),
   payments: new Map(),

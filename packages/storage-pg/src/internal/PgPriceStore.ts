@@ -1,5 +1,6 @@
 /**
- * The price list's versions in `price_lists` (migration 0010), each method one statement. `save` is
+ * A price list's versions in `price_lists` (migration 0010; the chat list's in `chat_price_lists`,
+ * migration 0018), each method one statement. `save` is
  * one INSERT of version `expected + 1`, only while the highest version is `expected`, with ON CONFLICT
  * DO NOTHING (a concurrent save of the same version waits, then inserts nothing); no row back is a
  * conflict. The other processes are told after the commit.
@@ -19,14 +20,15 @@ interface PriceListRow {
   readonly created_at: Date
 }
 
-export const make = (wakeups: PriceWakeups) =>
+export const make = (wakeups: PriceWakeups, table: "price_lists" | "chat_price_lists" = "price_lists") =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const lists = sql(table)
 
     return PriceStore.PriceStore.of({
       current: Failures.run(
         "current price list",
-        sql<PriceListRow>`SELECT version, list, created_at FROM price_lists ORDER BY version DESC LIMIT 1`.pipe(
+        sql<PriceListRow>`SELECT version, list, created_at FROM ${lists} ORDER BY version DESC LIMIT 1`.pipe(
           Effect.map(([row]) =>
             row === undefined ? undefined : { version: Number(row.version), list: row.list, changedAt: row.created_at }
           )
@@ -35,7 +37,7 @@ export const make = (wakeups: PriceWakeups) =>
 
       version: Failures.run(
         "price list version",
-        sql<{ readonly version: Int8 | null }>`SELECT max(version) AS version FROM price_lists`.pipe(
+        sql<{ readonly version: Int8 | null }>`SELECT max(version) AS version FROM ${lists}`.pipe(
           Effect.map(([row]) => (row?.version == null ? undefined : Number(row.version)))
         )
       ),
@@ -44,9 +46,9 @@ export const make = (wakeups: PriceWakeups) =>
         const expected = expectedVersion ?? 0
         return Failures.run(
           "save price list",
-          sql<{ readonly version: Int8 }>`INSERT INTO price_lists (version, list)
+          sql<{ readonly version: Int8 }>`INSERT INTO ${lists} (version, list)
             SELECT ${expected + 1}::bigint, ${PgTypes.jsonb(list)}
-            WHERE coalesce((SELECT max(version) FROM price_lists), 0) = ${expected}::bigint
+            WHERE coalesce((SELECT max(version) FROM ${lists}), 0) = ${expected}::bigint
             ON CONFLICT (version) DO NOTHING
             RETURNING version`
         ).pipe(

@@ -1,7 +1,8 @@
 /**
  * Wake-ups between the processes sharing a database, for idle workers (`TaskStore.awaitWork`) and
- * price-list followers (`PriceStore.subscribe`): at once within this process; across processes a
- * NOTIFY on one channel after the write commits (payload `prices`, anything else is work),
+ * price-list followers (`PriceStore.subscribe`, `ChatPriceStore.subscribe`): at once within this
+ * process; across processes a NOTIFY on one channel after the write commits (payload `prices` or
+ * `chat-prices`, anything else is work),
  * coalesced, heard on one dedicated LISTEN connection that has answered before the store starts.
  * Without LISTEN (PGlite) wake-ups stay in this process. Why: packages/storage-pg/README.md.
  */
@@ -20,16 +21,18 @@ export interface WorkWakeups {
 export interface PriceWakeups {
   /** A price list was saved: wake local subscribers and tell other processes. */
   readonly announce: Effect.Effect<void>
-  /** PriceStore.subscribe. */
+  /** PriceStore.subscribe (ChatPriceStore.subscribe). */
   readonly subscribe: Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
 }
 
 export interface Wakeups {
   readonly work: WorkWakeups
   readonly prices: PriceWakeups
+  readonly chatPrices: PriceWakeups
 }
 
 const PRICES = "prices"
+const CHAT_PRICES = "chat-prices"
 const WORK = ""
 
 export const make = Effect.fnUntraced(function* (options: {
@@ -51,6 +54,8 @@ export const make = Effect.fnUntraced(function* (options: {
   // One pending wake-up per subscriber is enough: a follower reads every save since in one go.
   const saves = yield* PubSub.sliding<void>(1)
   const wakePrices = Effect.asVoid(PubSub.publish(saves, undefined))
+  const chatSaves = yield* PubSub.sliding<void>(1)
+  const wakeChatPrices = Effect.asVoid(PubSub.publish(chatSaves, undefined))
 
   const channel = options.channel
   const scope = yield* Effect.scope
@@ -92,7 +97,9 @@ export const make = Effect.fnUntraced(function* (options: {
         options.client.listen(channel).pipe(Effect.onExit(() => Deferred.succeed(answered, undefined))),
         (notifications) =>
           Effect.forever(
-            Effect.flatMap(Queue.take(notifications), (notification) => (notification.payload === PRICES ? wakePrices : wakeWork))
+            Effect.flatMap(Queue.take(notifications), (notification) =>
+              notification.payload === PRICES ? wakePrices : notification.payload === CHAT_PRICES ? wakeChatPrices : wakeWork
+            )
           )
       )
     )
@@ -120,6 +127,10 @@ export const make = Effect.fnUntraced(function* (options: {
     prices: {
       announce: announcer(PRICES, wakePrices),
       subscribe: Effect.map(PubSub.subscribe(saves), PubSub.take)
+    },
+    chatPrices: {
+      announce: announcer(CHAT_PRICES, wakeChatPrices),
+      subscribe: Effect.map(PubSub.subscribe(chatSaves), PubSub.take)
     }
   }
 })

@@ -1,0 +1,103 @@
+/**
+ * One chat provider over named upstreams in order: a call goes to the first upstream that serves
+ * the model and falls back to the next on 429, 5xx, a connection failure or a timeout (RateLimited,
+ * Unavailable, Timeout) met before the first part of the reply; a refusal of the request itself
+ * (InvalidRequest) and anything after the first streamed part are final. An upstream at its own
+ * limits (requests open at once, requests per minute, counted in this process) is passed over as
+ * if it had answered 429. Policy: docs/decisions.md, Chat.
+ */
+import { Clock, Effect, Exit, Scope, Sink, Stream } from "effect"
+import { ChatProvider } from "@taskmeter/kernel"
+
+/** An upstream in a route and the models it serves (undefined: any model). */
+export interface Member {
+  readonly provider: ChatProvider.ChatProviderV1
+  readonly models: ReadonlySet<string> | undefined
+  /** Requests this process keeps open at once on it; undefined: no limit. */
+  readonly maxConcurrent?: number | undefined
+  /** Requests this process sends it per minute (a fixed window); undefined: no limit. */
+  readonly requestsPerMinute?: number | undefined
+}
+
+/** Whether the next upstream may take the call after this failure. */
+export const fallsBack = (error: ChatProvider.ChatProviderError): boolean => error.reason !== "InvalidRequest"
+
+/** The route named `provider` (the price list's `provider`) over `members`, tried in this order. */
+export const make = (provider: string, members: ReadonlyArray<Member>): ChatProvider.ChatProviderV1 => {
+  const serving = (model: string) => members.filter((member) => member.models === undefined || member.models.has(model))
+  const open = new Map<Member, number>()
+  const windows = new Map<Member, { startMs: number; count: number }>()
+
+  const atLimit = (member: Member, message: string, retryAfterSeconds?: number) =>
+    Effect.fail(
+      new ChatProvider.ChatProviderError({
+        reason: "RateLimited",
+        message: `${member.provider.provider} ${message}`,
+        ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds })
+      })
+    )
+
+  /** Counts a request on `member` within its limits, or refuses it as RateLimited; `release` ends it. */
+  const admit = (member: Member) =>
+    Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
+      const inFlight = open.get(member) ?? 0
+      if (member.maxConcurrent !== undefined && inFlight >= member.maxConcurrent) {
+        return atLimit(member, `has its ${member.maxConcurrent} requests open`)
+      }
+      if (member.requestsPerMinute !== undefined) {
+        const current = windows.get(member)
+        const window = current === undefined || nowMs >= current.startMs + 60_000 ? { startMs: nowMs, count: 0 } : current
+        if (window.count >= member.requestsPerMinute) {
+          return atLimit(
+            member,
+            `had its ${member.requestsPerMinute} requests this minute`,
+            Math.ceil((window.startMs + 60_000 - nowMs) / 1000)
+          )
+        }
+        windows.set(member, { ...window, count: window.count + 1 })
+      }
+      open.set(member, inFlight + 1)
+      return Effect.void
+    })
+  const release = (member: Member) => Effect.sync(() => open.set(member, (open.get(member) ?? 1) - 1))
+
+  /** Runs `attempt` on each serving upstream in turn until one succeeds or fails for good. */
+  const firstOf = <A, R>(
+    model: string,
+    attempt: (member: Member) => Effect.Effect<A, ChatProvider.ChatProviderError, R>
+  ): Effect.Effect<A, ChatProvider.ChatProviderError, R> => {
+    const [first, ...rest] = serving(model)
+    if (first === undefined) {
+      return Effect.fail(
+        new ChatProvider.ChatProviderError({ reason: "Unavailable", message: `no configured upstream serves ${model}` })
+      )
+    }
+    const limited = (member: Member) => Effect.andThen(admit(member), attempt(member))
+    return rest.reduce((chain, next) => Effect.catchIf(chain, fallsBack, () => limited(next)), limited(first))
+  }
+
+  return {
+    specificationVersion: "v1",
+    provider,
+    serves: (model) => serving(model).length > 0,
+    complete: (call) => firstOf(call.model, (member) => Effect.ensuring(member.provider.complete(call), release(member))),
+    stream: (call) =>
+      Effect.flatMap(Effect.scope, (outer) =>
+        firstOf(call.model, (member) =>
+          // Each attempt in a scope of its own, closed at once when it fails, so a refused upstream's connection is not held;
+          // the request stays open on the upstream until the scope closes.
+          Effect.flatMap(Scope.fork(outer, "sequential"), (scope) =>
+            Effect.gen(function* () {
+              yield* Scope.addFinalizer(scope, release(member))
+              const parts = yield* member.provider.stream(call)
+              const [first, rest] = yield* Stream.peel(parts, Sink.take<ChatProvider.ChatStreamPart>(1))
+              return Stream.concat(Stream.fromIterable(first), rest)
+            }).pipe(
+              Scope.provide(scope),
+              Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))
+            )
+          )
+        )
+      )
+  }
+}
