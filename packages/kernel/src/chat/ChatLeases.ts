@@ -137,7 +137,9 @@ export const make = (
       }
       if (held.size > 0 && nowMs - lastRenewMs >= ttlMs / 3) {
         lastRenewMs = nowMs
-        const leases = Array.from(held.values())
+        // A lease whose grow is under way is left out: its first one may not be in the store yet, and
+        // dropping it here would strand the credit that grow is about to reserve.
+        const leases = Array.from(held.values()).filter((lease) => lease.growing === undefined)
         const renewed = new Set(
           yield* store.renewLeases(
             leases.map((lease) => lease.id),
@@ -146,7 +148,7 @@ export const make = (
         )
         for (const lease of leases) {
           if (renewed.has(lease.id)) lease.usableUntilMs = nowMs + (ttlMs * 2) / 3
-          else if (held.get(lease.accountId) === lease) held.delete(lease.accountId)
+          else if (held.get(lease.accountId) === lease && lease.growing === undefined) held.delete(lease.accountId)
         }
       }
       if (nowMs - lastSweepMs >= ttlMs / 2) {
