@@ -94,6 +94,7 @@ CREATE TABLE tasks (
     lease_token text,
     lease_owner text,
     lease_expires_at timestamp with time zone,
+    cancel_requested_at timestamp with time zone,
     CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT tasks_check CHECK (((charged_micros >= 0) AND (charged_micros <= price_micros))),
     CONSTRAINT tasks_check1 CHECK (((status <> 'succeeded'::text) OR (charged_micros IS NOT NULL))),

@@ -70,6 +70,11 @@ export type SubmitError =
   | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
+export interface Canceled {
+  readonly task: TaskRecord
+  readonly pending: boolean
+}
+
 export class TaskRunner extends Context.Service<
   TaskRunner,
   {
@@ -88,6 +93,14 @@ export class TaskRunner extends Context.Service<
     readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
     /** The caller's latest 100 tasks, newest first. */
     readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * The owner's cancel (rules: TaskStore.cancel): the task, and `pending` while its worker still
+     * has to cancel it upstream. A finished task is TASK_NOT_CANCELABLE, unless a cancel ended it.
+     */
+    readonly cancel: (
+      caller: Caller,
+      id: string
+    ) => Effect.Effect<Canceled, Errors.JobNotFound | Errors.TaskNotCancelable | StoreUnavailable>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 
@@ -457,7 +470,19 @@ export const make = (
               task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task)
             )
           : Effect.fail(jobNotFound(id)),
-      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT)
+      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT),
+      cancel: (caller, id) =>
+        Effect.gen(function* () {
+          if (!Ids.isTaskId(id)) return yield* jobNotFound(id)
+          const result = yield* tasks.cancel(caller.accountId, id, new Date(yield* Clock.currentTimeMillis))
+          if (result === undefined) return yield* jobNotFound(id)
+          if (result._tag === "NotCancelable") {
+            return yield* new Errors.TaskNotCancelable({
+              message: `Task ${id} is ${result.task.status} already; only queued, submitting and running tasks can be canceled.`
+            })
+          }
+          return { task: result.task, pending: result._tag === "Requested" }
+        })
     })
   })
 

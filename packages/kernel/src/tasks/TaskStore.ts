@@ -13,6 +13,7 @@ import * as KeyCheck from "../accounts/KeyCheck.ts"
 import type { Micros } from "../domain/Money.ts"
 import type { Settlement } from "../pricing/PriceList.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import * as ErrorCode from "../domain/TaskErrorCode.ts"
 import type { AssetType } from "../domain/Task.ts"
 import type { TaskStatus } from "../domain/TaskStatus.ts"
 
@@ -55,6 +56,8 @@ export interface TaskRecord {
   readonly updatedAt: Date
   /** Past this, a worker fails the task and releases its reservation. */
   readonly deadlineAt: Date
+  /** When the owner asked to cancel a task already with a worker; the worker acts on it (see `cancel`). */
+  readonly cancelRequestedAt: Date | null
 }
 
 export interface NewTask {
@@ -163,6 +166,20 @@ export type TransitionResult =
   | { readonly _tag: "LeaseLost" }
   | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
 
+/**
+ * What `cancel` did: Canceled (the task is failed CANCELED, its reservation released: now, or by an
+ * earlier cancel), Requested (a worker holds it past queued: the request is recorded and the worker
+ * cancels upstream at its next poll), NotCancelable (it finished otherwise or awaits reconciliation).
+ */
+export type CancelResult =
+  | { readonly _tag: "Canceled"; readonly task: TaskRecord }
+  | { readonly _tag: "Requested"; readonly task: TaskRecord }
+  | { readonly _tag: "NotCancelable"; readonly task: TaskRecord }
+
+/** `cancel`'s answer for a task past submitting and running: Canceled only if a cancel ended it. */
+export const finishedCancel = (task: TaskRecord): CancelResult =>
+  task.status === "failed" && task.errorCode === ErrorCode.Canceled ? { _tag: "Canceled", task } : { _tag: "NotCancelable", task }
+
 /** Settles a reconciliation_required task without a lease: the reconciler's or an operator's decision. */
 export interface Resolution {
   readonly taskId: TaskId
@@ -238,6 +255,17 @@ export class TaskStore extends Context.Service<
       limit: number,
       afterId?: TaskId | undefined
     ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * The owner's cancel (undefined for a task of another account): a queued task moves to failed
+     * CANCELED with its release at once, whoever leases it (that worker's next write loses its
+     * compare-and-set); a submitting or running one keeps its first `cancelRequestedAt`.
+     * Idempotent: a repeat answers as the first did, unless the task has since finished.
+     */
+    readonly cancel: (
+      accountId: AccountId,
+      taskId: TaskId,
+      now: Date
+    ) => Effect.Effect<CancelResult | undefined, StoreUnavailable>
     /** Only from reconciliation_required; undefined when the task is not in that state. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**

@@ -4,6 +4,7 @@ import * as Ids from "../domain/Ids.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import { TaskStore } from "../tasks/TaskStore.ts"
 import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } from "../tasks/TaskStore.ts"
+import { cancelCases } from "./CancelCases.ts"
 import type { Case } from "./Case.ts"
 import {
   admission,
@@ -70,6 +71,7 @@ const done = (result: TransitionResult): TaskRecord => {
 }
 
 export const taskCases = (test: Case) => {
+  cancelCases(test)
   describe("TaskStore reads", () => {
     test(
       "tasks are read only by their account, newest first",

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Deferred, Effect } from "effect"
-import { AdmissionRules, TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { AdmissionRules, TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import { wake } from "./State.ts"
@@ -64,7 +64,8 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       assets: [],
       upstreamRef: null,
       attempts: 0,
-      updatedAt: task.createdAt
+      updatedAt: task.createdAt,
+      cancelRequestedAt: null
     }
     append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
     state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, seq: state.nextSeq++ })
@@ -193,6 +194,23 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
           .slice(0, limit)
       ),
+    cancel: (accountId, taskId, now) =>
+      Effect.sync((): TaskStore.CancelResult | undefined => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.record.accountId !== accountId) return undefined
+        if (row.record.status === "queued") {
+          settle(row, "failed", undefined, now)
+          row.record = { ...row.record, status: "failed", errorCode: TaskErrorCode.Canceled, updatedAt: now }
+          row.leaseToken = null
+          row.leaseExpiresAt = null
+          return { _tag: "Canceled", task: row.record }
+        }
+        if (TaskStatus.isUnfinished(row.record.status)) {
+          if (row.record.cancelRequestedAt === null) row.record = { ...row.record, cancelRequestedAt: now }
+          return { _tag: "Requested", task: row.record }
+        }
+        return TaskStore.finishedCancel(row.record)
+      }),
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)

@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgTypes } from "@effect/sql-pg"
-import { TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
@@ -426,6 +426,40 @@ export const make = (wakeups: WorkWakeups) =>
             WHERE t.status = ${sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)}
               AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
             ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
+        ),
+
+      // Reads the task, then compare-and-sets on the status it read; statuses only move forward,
+      // so a lost race reads again at most three times.
+      cancel: (accountId, taskId, now) =>
+        Failures.run(
+          "cancel",
+          Effect.gen(function* () {
+            for (;;) {
+              const rows = yield* sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.id = ${taskId}`
+              if (rows.length === 0 || rows[0].account_id !== accountId) return undefined
+              const task = toTask(rows[0])
+              if (task.status === "queued") {
+                const [canceled] = yield* runMoves([
+                  move(0, {
+                    taskId,
+                    leaseToken: null,
+                    from: "queued",
+                    to: "failed",
+                    now,
+                    errorCode: TaskErrorCode.Canceled,
+                    keepLease: false
+                  })
+                ])
+                if (canceled !== undefined) return { _tag: "Canceled", task: canceled } satisfies TaskStore.CancelResult
+                continue
+              }
+              if (!TaskStatus.isUnfinished(task.status)) return TaskStore.finishedCancel(task)
+              const requested =
+                yield* sql<TaskRow>`UPDATE tasks t SET cancel_requested_at = coalesce(t.cancel_requested_at, ${now})
+                WHERE t.id = ${taskId} AND t.status = ${task.status} RETURNING ${taskColumns}`
+              if (requested.length > 0) return { _tag: "Requested", task: toTask(requested[0]) } satisfies TaskStore.CancelResult
+            }
+          })
         ),
 
       resolve: (resolution) =>

@@ -115,6 +115,7 @@ export interface TaskRow {
   readonly deadline_at: Date
   readonly lease_token: string | null
   readonly lease_expires_at: Date | null
+  readonly cancel_requested_at: Date | null
 }
 
 const taskColumnNames = [
@@ -137,7 +138,8 @@ const taskColumnNames = [
   "updated_at",
   "deadline_at",
   "lease_token",
-  "lease_expires_at"
+  "lease_expires_at",
+  "cancel_requested_at"
 ] as const
 
 /** `alias.col, ...` for the tasks columns a TaskRow holds: what every query returning tasks selects. */
@@ -163,7 +165,8 @@ export const toTask = (row: TaskRow): TaskStore.TaskRecord => ({
   attempts: row.attempts,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
-  deadlineAt: row.deadline_at
+  deadlineAt: row.deadline_at,
+  cancelRequestedAt: row.cancel_requested_at
 })
 
 export interface EntryRow {
