@@ -59,6 +59,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/usage",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
+          "POST /api/v1/jobs/{id}/cancel",
           "POST /api/v1/media"
         ])
         for (const { method, path, operation } of operations(document)) {
@@ -111,6 +112,12 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           ["bearerAuth", ["jobs:read"]],
           ["apiKeyAuth", ["jobs:read"]]
         ])
+        expect(scopes["post /api/v1/jobs/{id}/cancel"]).toEqual([
+          ["bearerAuth", ["jobs:create"]],
+          ["apiKeyAuth", ["jobs:create"]]
+        ])
+        const cancelResponses = document.paths["/api/v1/jobs/{id}/cancel"].post.responses
+        expect(Object.keys(cancelResponses)).toEqual(expect.arrayContaining(["200", "202", "404", "409"]))
         expect(scopes["get /api/v1/prices"]).toEqual([])
         expect(scopes["post /api/v1/chat/completions"]).toEqual([
           ["bearerAuth", ["chat:create"]],

@@ -1,5 +1,5 @@
 /**
- * Tasks (jobs): submit, list, poll.
+ * Tasks (jobs): submit, list, poll, cancel.
  *
  * The documented request body of POST /api/v1/jobs here is the envelope every model shares; the
  * served OpenAPI document replaces it with the union of every model's body, discriminated by
@@ -121,6 +121,23 @@ export const JobsApi = HttpApiGroup.make("jobs")
         })
       )
       .annotateMerge(requireScope("jobs:read"))
+      .middleware(Authentication),
+    HttpApiEndpoint.post("cancel", "/api/v1/jobs/:id/cancel", {
+      params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
+      success: [Task.Task.pipe(HttpApiSchema.status(200)), Task.Task.pipe(HttpApiSchema.status(202))],
+      error: [Errors.JobNotFound, Errors.TaskNotCancelable, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Cancel a task",
+          description:
+            "A queued task, or one not yet accepted upstream, ends failed with errorCode CANCELED and its reservation released (200). " +
+            "A running task is canceled upstream where the provider can (202: poll it); if the upstream confirms, it ends failed " +
+            "CANCELED and released; if it finished anyway, it settles as it finished. Repeating a cancel answers the same; " +
+            "a task that finished otherwise is 409 TASK_NOT_CANCELABLE."
+        })
+      )
+      .annotateMerge(requireScope("jobs:create"))
       .middleware(Authentication)
   )
-  .annotate(OpenApi.Description, "Submit, list and poll tasks.")
+  .annotate(OpenApi.Description, "Submit, list, poll and cancel tasks.")

@@ -1,5 +1,6 @@
 /**
- * POST /api/v1/jobs, GET /api/v1/jobs and GET /api/v1/jobs/{id}, over the kernel's TaskRunner.
+ * POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id} and POST /api/v1/jobs/{id}/cancel,
+ * over the kernel's TaskRunner.
  *
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
@@ -114,6 +115,14 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           const caller = yield* CurrentCaller
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
           return TaskView.task(yield* runner.get(caller, params.id))
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handleRaw("cancel", ({ params }) =>
+        Effect.gen(function* () {
+          const caller = yield* CurrentCaller
+          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
+          const { task, pending } = yield* runner.cancel(caller, params.id)
+          return HttpServerResponse.jsonUnsafe(TaskView.task(task), { status: pending ? 202 : 200 })
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
   })
