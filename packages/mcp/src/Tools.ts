@@ -1,6 +1,6 @@
 /**
- * The seven MCP tools (search_models, get_model, create_task, wait_for_task, get_task,
- * list_tasks, get_balance), each a thin face of a kernel service for the signed-in account, with
+ * The eight MCP tools (search_models, get_model, create_task, wait_for_task, get_task,
+ * list_tasks, cancel_task, get_balance), each a thin face of a kernel service for the signed-in account, with
  * Effect Schema arguments and results built from the kernel's. Refusals are tool errors carrying
  * the spec's `{ code, error }` body. The tool table: packages/mcp/README.md; idempotency and
  * download links: docs/decisions.md, MCP.
@@ -458,6 +458,37 @@ export const listTasks = tool({
     })
 })
 
+export const cancelTask = tool({
+  name: "cancel_task",
+  title: "Cancel a task",
+  description:
+    "Cancel a task of this account that has not finished. A task not yet accepted by its provider ends failed " +
+    "(CANCELED) at once and its reserved credits are released. A running task is canceled at its provider where " +
+    "the provider can (pending: true; follow it with wait_for_task): if the provider confirms, it ends failed " +
+    "(CANCELED) and nothing is charged; if it finished anyway, it is charged as usual. Calling again answers the " +
+    "same; a task that already finished otherwise is refused (TASK_NOT_CANCELABLE).",
+  annotations: { title: "Cancel a task", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  input: Schema.Struct({ id: TaskIdArgument }),
+  output: Schema.Struct({
+    ...taskFields,
+    pending: Schema.Boolean.annotate({
+      description: "True while the provider still has to confirm the cancel; the task's final status tells."
+    })
+  }),
+  scope: "jobs:create",
+  run: (args, call) =>
+    Effect.gen(function* () {
+      const { task, pending } = yield* (yield* TaskRunner.TaskRunner).cancel(call.caller, args.id)
+      const view = yield* present(task, call.baseUrl)
+      return {
+        structured: { ...view, pending },
+        summary: pending
+          ? `Task ${task.id} (${task.model}) is being canceled at its provider; call wait_for_task to see how it ends.`
+          : describeTask(view)
+      }
+    })
+})
+
 export const getBalance = tool({
   name: "get_balance",
   title: "Get the credit balance",
@@ -483,4 +514,13 @@ export const getBalance = tool({
 })
 
 /** Every tool, in the order tools/list shows them. */
-export const all: ReadonlyArray<Tool> = [searchModels, getModel, createTask, waitForTask, getTask, listTasks, getBalance]
+export const all: ReadonlyArray<Tool> = [
+  searchModels,
+  getModel,
+  createTask,
+  waitForTask,
+  getTask,
+  listTasks,
+  cancelTask,
+  getBalance
+]
