@@ -6,6 +6,7 @@
  * compare-and-set on (id, lease token, status) with the credit effect in the same unit, once.
  */
 import { Context, Effect } from "effect"
+import type { Scope } from "effect"
 import type { AccountStore, Authenticated } from "../accounts/AccountStore.ts"
 import type { ModelInput } from "../catalog/Catalog.ts"
 import type { AccountId, ApiKeyId, ResultId, TaskId } from "../domain/Ids.ts"
@@ -268,6 +269,12 @@ export class TaskStore extends Context.Service<
     ) => Effect.Effect<CancelResult | undefined, StoreUnavailable>
     /** Only from reconciliation_required; undefined when the task is not in that state. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+    /**
+     * Watches one task for the scope's lifetime: the effect given completes when the task may
+     * have entered a terminal status (a write in this or, for a shared store, another process)
+     * after the call; read the task again to know. For `Prefer: wait`.
+     */
+    readonly watchSettled: (taskId: TaskId) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an
      * admission in this one), or after `maxWaitMs`, whichever comes first.

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { describe, expect } from "@effect/vitest"
 import * as Ids from "../domain/Ids.ts"
 import * as ErrorCode from "../domain/TaskErrorCode.ts"
@@ -172,6 +172,37 @@ export const cancelCases = (test: Case) => {
           expect(result.task.status).not.toBe("queued")
         }
         expect(yield* expectBalances(accountId, { balance: 4 * USD, reserved: USD })).toEqual(before)
+      })
+    )
+
+    test(
+      "watchSettled wakes a watcher when its task ends, by a cancel or a worker's write",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const queued = yield* admitted(admission(newTask(accountId)))
+        const running = yield* admitted(admission(newTask(accountId)))
+        const leaseToken = yield* leased(running, ["submitting", "running"])
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const first = yield* Effect.forkChild(yield* store.watchSettled(queued.id))
+            const second = yield* Effect.forkChild(yield* store.watchSettled(running.id))
+            yield* Effect.yieldNow
+            expect(tagOf(yield* cancel(queued, 3))).toBe("Canceled")
+            yield* Fiber.join(first).pipe(Effect.timeout("5 seconds"))
+            const done = yield* store.transition({
+              taskId: running.id,
+              leaseToken,
+              from: "running",
+              to: "failed",
+              now: at(4),
+              errorCode: "UPSTREAM_FAILED",
+              keepLease: false
+            })
+            expect(done._tag).toBe("Done")
+            yield* Fiber.join(second).pipe(Effect.timeout("5 seconds"))
+          })
+        )
       })
     )
   })

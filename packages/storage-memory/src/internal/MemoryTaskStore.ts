@@ -131,6 +131,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       row.leaseExpiresAt = null
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
+    if (TaskStatus.isTerminal(request.to)) state.settled.wake([request.taskId])
     return { _tag: "Done", task: row.record }
   }
 
@@ -203,6 +204,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           row.record = { ...row.record, status: "failed", errorCode: TaskErrorCode.Canceled, updatedAt: now }
           row.leaseToken = null
           row.leaseExpiresAt = null
+          state.settled.wake([taskId])
           return { _tag: "Canceled", task: row.record }
         }
         if (TaskStatus.isUnfinished(row.record.status)) {
@@ -224,8 +226,10 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }
+        state.settled.wake([resolution.taskId])
         return row.record
       }),
+    watchSettled: (taskId) => state.settled.watch(taskId),
     awaitWork: (maxWaitMs) => Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
   })
 }

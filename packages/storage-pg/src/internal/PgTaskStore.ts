@@ -20,7 +20,7 @@ import {
   toRefusal,
   toTask
 } from "./Rows.ts"
-import type { WorkWakeups } from "./Wakeups.ts"
+import type { SettledWakeups, WorkWakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
 
@@ -173,7 +173,7 @@ const toAdmissionResult = (
   }
 }
 
-export const make = (wakeups: WorkWakeups) =>
+export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))
@@ -242,6 +242,8 @@ export const make = (wakeups: WorkWakeups) =>
         if (moves.some((m) => written.has(m.ordinal) && !m.keep_lease && TaskStatus.isUnfinished(m.to_status))) {
           yield* wakeups.announce
         }
+        const finished = moves.filter((m) => written.has(m.ordinal) && TaskStatus.isTerminal(m.to_status))
+        if (finished.length > 0) yield* settled.announce(finished.map((m) => m.task_id))
         return moves.map((m) => written.get(m.ordinal))
       })
 
@@ -474,6 +476,8 @@ export const make = (wakeups: WorkWakeups) =>
               )
             )
           : Effect.succeed(undefined),
+
+      watchSettled: settled.watch,
 
       awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)
     })
