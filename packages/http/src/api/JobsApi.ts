@@ -8,6 +8,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, Task } from "@taskmeter/kernel"
+import * as PreferWait from "../PreferWait.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
 
@@ -50,7 +51,7 @@ export type TaskList = typeof TaskList.Type
 const submitDocumentation = (operation: Record<string, any>) => {
   const responses = operation.responses
   return parameterSchemas({ [IDEMPOTENCY_KEY_HEADER]: IdempotencyKey })({
-    ...operation,
+    ...PreferWait.documented(operation),
     responses: {
       ...responses,
       "202": { ...responses["202"], description: "A new task was accepted and its price reserved (replayed: false)." },
@@ -110,17 +111,17 @@ export const JobsApi = HttpApiGroup.make("jobs")
     HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
       success: Task.Task,
-      error: [Errors.JobNotFound, Errors.ApiUnavailable]
+      error: [Errors.InvalidRequest, Errors.JobNotFound, Errors.ApiUnavailable]
     })
       .annotateMerge(
         OpenApi.annotations({
           summary: "Poll a task",
           description:
-            "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required). " +
-            "A task of another account is JOB_NOT_FOUND."
+            "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required), " +
+            "or send `Prefer: wait=N` to be answered as soon as it is. A task of another account is JOB_NOT_FOUND."
         })
       )
-      .annotateMerge(requireScope("jobs:read"))
+      .annotateMerge(requireScope("jobs:read", PreferWait.documented))
       .middleware(Authentication),
     HttpApiEndpoint.post("cancel", "/api/v1/jobs/:id/cancel", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },

@@ -23,6 +23,7 @@ import type { Quote } from "../pricing/Pricer.ts"
 import * as ProblemList from "../domain/ProblemList.ts"
 import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import { isTerminal } from "../domain/TaskStatus.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
 
@@ -70,6 +71,11 @@ export type SubmitError =
   | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
+export interface Awaited {
+  readonly task: TaskRecord
+  readonly waited: boolean
+}
+
 export interface Canceled {
   readonly task: TaskRecord
   readonly pending: boolean
@@ -101,6 +107,12 @@ export class TaskRunner extends Context.Service<
       caller: Caller,
       id: string
     ) => Effect.Effect<Canceled, Errors.JobNotFound | Errors.TaskNotCancelable | StoreUnavailable>
+    /**
+     * `task` (the caller's) once it is terminal, or as it stands after `maxWaitMs` (Prefer: wait),
+     * woken by the store (TaskStore.watchSettled), never a poll. At most `maxWaitsPerAccount`
+     * waits of one account at once in this process; past that it answers at once, `waited: false`.
+     */
+    readonly awaitTask: (task: TaskRecord, maxWaitMs: number) => Effect.Effect<Awaited, StoreUnavailable>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 
@@ -118,6 +130,8 @@ export interface Options {
   readonly deadlines?: Partial<{ readonly [C in Category]: Duration.Input }> | undefined
   /** Whether a worker can run the model now; submissions of other models are EXECUTION_UNAVAILABLE. */
   readonly executorAvailable: (model: string) => boolean
+  /** `awaitTask` calls of one account under way at once in this process (default 10). */
+  readonly maxWaitsPerAccount?: number | undefined
 }
 
 /** Video and music take minutes upstream; the deadlines leave room for queueing and retries. */
@@ -127,6 +141,8 @@ export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
   audio: "30 minutes",
   text: "10 minutes"
 }
+
+const DEFAULT_WAITS_PER_ACCOUNT = 10
 
 /** An EXECUTION_TEMPORARILY_UNAVAILABLE caller may retry after this long: a store fail-over or restart. */
 const ADMISSION_RETRY_SECONDS = 1
@@ -462,8 +478,48 @@ export const make = (
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
 
+    const maxWaits = options.maxWaitsPerAccount ?? DEFAULT_WAITS_PER_ACCOUNT
+    const waits = new Map<string, number>()
+    const holdWait = (accountId: string) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const count = waits.get(accountId) ?? 0
+          if (count >= maxWaits) return false
+          waits.set(accountId, count + 1)
+          return true
+        }),
+        (held) =>
+          Effect.sync(() => {
+            if (!held) return
+            const left = (waits.get(accountId) ?? 1) - 1
+            if (left === 0) waits.delete(accountId)
+            else waits.set(accountId, left)
+          })
+      )
+
+    const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
+      isTerminal(task.status) || maxWaitMs <= 0
+        ? Effect.succeed({ task, waited: true })
+        : Effect.scoped(
+            Effect.gen(function* () {
+              if (!(yield* holdWait(task.accountId))) return { task, waited: false }
+              // Watching before reading again: a task that ends in between still wakes us.
+              const settled = yield* tasks.watchSettled(task.id)
+              const until = (yield* Clock.currentTimeMillis) + maxWaitMs
+              let current = (yield* tasks.get(task.accountId, task.id)) ?? task
+              while (!isTerminal(current.status)) {
+                const left = until - (yield* Clock.currentTimeMillis)
+                if (left <= 0) break
+                yield* Effect.race(settled, Effect.sleep(left))
+                current = (yield* tasks.get(task.accountId, task.id)) ?? current
+              }
+              return { task: current, waited: true }
+            })
+          )
+
     return TaskRunner.of({
       submit: submit as TaskRunner["Service"]["submit"],
+      awaitTask,
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
