@@ -1019,7 +1019,11 @@ CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
+CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
+
 CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
+
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC);
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 

@@ -446,11 +446,8 @@ export const listTasks = tool({
   scope: "jobs:read",
   run: (args, call) =>
     Effect.gen(function* () {
-      const records = yield* (yield* TaskRunner.TaskRunner).list(call.caller)
-      const tasks = yield* Effect.forEach(
-        records.filter((record) => args.status === undefined || record.status === args.status).slice(0, args.limit ?? 20),
-        (record) => present(record, call.baseUrl)
-      )
+      const page = yield* (yield* TaskRunner.TaskRunner).list(call.caller, { limit: args.limit ?? 20, status: args.status })
+      const tasks = yield* Effect.forEach(page.tasks, (record) => present(record, call.baseUrl))
       return {
         structured: { tasks },
         summary: tasks.length === 0 ? "No tasks." : `${tasks.length} task${tasks.length === 1 ? "" : "s"}, newest first.`

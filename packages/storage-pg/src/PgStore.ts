@@ -40,7 +40,7 @@ import priceLists from "./migrations/0010_price_lists.ts"
 import modelBudgets from "./migrations/0011_model_budgets.ts"
 import oneAdmission from "./migrations/0012_one_admission.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
-import taskCancel from "./migrations/0019_task_cancel.ts"
+import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -87,7 +87,7 @@ export const migrations = Migrator.fromRecord({
   "11_model_budgets": modelBudgets,
   "12_one_admission": oneAdmission,
   "17_chat_leases": chatLeases,
-  "19_task_cancel": taskCancel
+  "19_task_cancel_lists": taskCancelLists
 })
 
 /** Runs the pending migrations; the ids and names of those it ran. */

@@ -7,10 +7,11 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Errors, Task } from "@taskmeter/kernel"
+import { Errors, Task, TaskStatus } from "@taskmeter/kernel"
 import * as PreferWait from "../PreferWait.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageSize } from "./UsageApi.ts"
 
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -44,9 +45,35 @@ export const JobRequest = Schema.Struct({
 export type JobRequest = typeof JobRequest.Type
 
 export const TaskList = Schema.Struct({
-  data: Schema.Array(Task.Task).annotate({ description: "The caller's latest 100 tasks, newest first." })
+  data: Schema.Array(Task.Task).annotate({
+    description: "The caller's tasks, newest first: the latest 100 unless limit, before or a filter says otherwise."
+  }),
+  nextCursor: Schema.NullOr(Schema.String).annotate({
+    description: "Pass as `before` for the next (older) page; null at the end."
+  })
 }).annotate({ identifier: "TaskList" })
 export type TaskList = typeof TaskList.Type
+
+const instantRule = "must be an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z"
+
+/** An ISO 8601 date-time with its zone, as `createdAt` shows them. */
+export const Instant = Schema.String.check(
+  Schema.makeFilter(
+    (text: string) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/u.test(text) && !Number.isNaN(Date.parse(text)),
+    { message: instantRule }
+  )
+).annotate({ format: "date-time" })
+
+/** GET /api/v1/jobs: page and filters; each documented by the schema it is decoded with. */
+const listQuery = {
+  limit: Schema.optionalKey(PageSize),
+  before: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page." })),
+  status: Schema.optionalKey(TaskStatus.TaskStatus.annotate({ description: "Only tasks in this status." })),
+  model: Schema.optionalKey(Schema.String.annotate({ description: "Only tasks of this model slug." })),
+  createdAfter: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly after this instant." })),
+  createdBefore: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly before this instant." }))
+}
 
 const submitDocumentation = (operation: Record<string, any>) => {
   const responses = operation.responses
@@ -102,11 +129,28 @@ export const JobsApi = HttpApiGroup.make("jobs")
       // The kernel authenticates the key within the admission (one store call): see handlers/PresentedKey.
       .middleware(PresentedKey),
     HttpApiEndpoint.get("list", "/api/v1/jobs", {
+      query: listQuery,
       success: TaskList,
-      error: [Errors.ApiUnavailable]
+      error: [Errors.InvalidRequest, Errors.JobNotFound, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({ summary: "List the latest 100 tasks" }))
-      .annotateMerge(requireScope("jobs:read"))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "List tasks",
+          description:
+            "The latest 100 tasks, newest first, or a page of `limit` (1 to 100) of them; follow `nextCursor` with `before` " +
+            "for older ones, without gaps or repeats while new tasks arrive. Filters narrow the list by status, model and " +
+            "creation time. An invalid parameter is INVALID_REQUEST; a cursor that names no task of the account is JOB_NOT_FOUND."
+        })
+      )
+      .annotateMerge(
+        requireScope(
+          "jobs:read",
+          parameterSchemas(
+            { limit: PageSize, createdAfter: Instant, createdBefore: Instant },
+            { limit: { default: DEFAULT_PAGE_SIZE, description: `Tasks per page, 1 to ${MAX_PAGE_SIZE}.` } }
+          )
+        )
+      )
       .middleware(Authentication),
     HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },

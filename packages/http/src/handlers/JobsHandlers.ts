@@ -124,11 +124,16 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint)))
         )
       )
-      .handle("list", () =>
+      .handle("list", ({ query }) =>
         Effect.gen(function* () {
           const caller = yield* CurrentCaller
-          const tasks = yield* runner.list(caller)
-          return { data: tasks.map(TaskView.task) }
+          const { createdAfter, createdBefore, ...rest } = query
+          const page = yield* runner.list(caller, {
+            ...rest,
+            createdAfter: createdAfter === undefined ? undefined : new Date(createdAfter),
+            createdBefore: createdBefore === undefined ? undefined : new Date(createdBefore)
+          })
+          return { data: page.tasks.map(TaskView.task), nextCursor: page.nextCursor }
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("get", ({ params, request }) =>

@@ -25,7 +25,7 @@ import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { isTerminal } from "../domain/TaskStatus.ts"
 import { TaskStore } from "./TaskStore.ts"
-import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
+import type { AdmissionResult, TaskListFilter, TaskRecord } from "./TaskStore.ts"
 
 export interface Submission {
   readonly model: string
@@ -71,6 +71,19 @@ export type SubmitError =
   | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
+export interface ListQuery extends Omit<TaskListFilter, "before"> {
+  /** 1 to 100; default 100. */
+  readonly limit?: number | undefined
+  /** The `nextCursor` of the previous page. */
+  readonly before?: string | undefined
+}
+
+export interface TaskPage {
+  readonly tasks: ReadonlyArray<TaskRecord>
+  /** Pass as `before` for the next (older) page; null at the end. */
+  readonly nextCursor: string | null
+}
+
 export interface Awaited {
   readonly task: TaskRecord
   readonly waited: boolean
@@ -97,8 +110,11 @@ export class TaskRunner extends Context.Service<
     ) => Effect.Effect<Submitted, SubmitError | (W extends PresentedKey ? KeyError : never)>
     /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
     readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
-    /** The caller's latest 100 tasks, newest first. */
-    readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * A page of the caller's tasks, newest first (default: the latest 100), with the cursor of
+     * the next, older, page. A `before` that names no task of the caller is JOB_NOT_FOUND.
+     */
+    readonly list: (caller: Caller, query?: ListQuery) => Effect.Effect<TaskPage, Errors.JobNotFound | StoreUnavailable>
     /**
      * The owner's cancel (rules: TaskStore.cancel): the task, and `pending` while its worker still
      * has to cancel it upstream. A finished task is TASK_NOT_CANCELABLE, unless a cancel ended it.
@@ -526,7 +542,19 @@ export const make = (
               task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task)
             )
           : Effect.fail(jobNotFound(id)),
-      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT),
+      list: (caller, { limit = LIST_LIMIT, before, ...filter } = {}) =>
+        Effect.gen(function* () {
+          if (before !== undefined && (!Ids.isTaskId(before) || (yield* tasks.get(caller.accountId, before)) === undefined)) {
+            return yield* new Errors.JobNotFound({
+              message: `No page before ${JSON.stringify(before)}: pass a nextCursor this account received, or none for the newest tasks.`
+            })
+          }
+          const page = yield* tasks.list(caller.accountId, limit + 1, { ...filter, before: before as TaskId | undefined })
+          return {
+            tasks: page.slice(0, limit),
+            nextCursor: page.length > limit ? (page[limit - 1]?.id ?? null) : null
+          }
+        }),
       cancel: (caller, id) =>
         Effect.gen(function* () {
           if (!Ids.isTaskId(id)) return yield* jobNotFound(id)

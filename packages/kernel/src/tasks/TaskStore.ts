@@ -167,6 +167,16 @@ export type TransitionResult =
   | { readonly _tag: "LeaseLost" }
   | { readonly _tag: "IllegalTransition"; readonly from: TaskStatus; readonly to: TaskStatus }
 
+export interface TaskListFilter {
+  /** Only tasks after this one in the list's order (older); a task of the account, or nothing is listed. */
+  readonly before?: TaskId | undefined
+  readonly status?: TaskStatus | undefined
+  readonly model?: string | undefined
+  /** Only tasks created strictly after, and strictly before, these instants. */
+  readonly createdAfter?: Date | undefined
+  readonly createdBefore?: Date | undefined
+}
+
 /**
  * What `cancel` did: Canceled (the task is failed CANCELED, its reservation released: now, or by an
  * earlier cancel), Requested (a worker holds it past queued: the request is recorded and the worker
@@ -222,8 +232,15 @@ export class TaskStore extends Context.Service<
     readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
     /** The task, only if it belongs to the account. */
     readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
-    /** The account's latest tasks, newest first. */
-    readonly list: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * The account's latest tasks, newest first (createdAt, then admission order), at most
+     * `limit`, narrowed by `filter`; each a bounded index range (migration 0019).
+     */
+    readonly list: (
+      accountId: AccountId,
+      limit: number,
+      filter?: TaskListFilter | undefined
+    ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
     /**
      * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
      * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.

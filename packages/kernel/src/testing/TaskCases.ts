@@ -6,6 +6,7 @@ import { TaskStore } from "../tasks/TaskStore.ts"
 import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } from "../tasks/TaskStore.ts"
 import { cancelCases } from "./CancelCases.ts"
 import type { Case } from "./Case.ts"
+import { listCases } from "./ListCases.ts"
 import {
   admission,
   admitted,
@@ -72,6 +73,7 @@ const done = (result: TransitionResult): TaskRecord => {
 
 export const taskCases = (test: Case) => {
   cancelCases(test)
+  listCases(test)
   describe("TaskStore reads", () => {
     test(
       "tasks are read only by their account, newest first",

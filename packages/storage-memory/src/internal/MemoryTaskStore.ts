@@ -157,14 +157,25 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         const row = state.tasks.get(taskId)
         return row?.record.accountId === accountId ? row.record : undefined
       }),
-    list: (accountId, limit) =>
-      Effect.sync(() =>
-        Array.from(state.tasks.values())
-          .filter((row) => row.record.accountId === accountId)
-          .sort((a, b) => b.record.createdAt.getTime() - a.record.createdAt.getTime() || b.seq - a.seq)
+    list: (accountId, limit, filter = {}) =>
+      Effect.sync(() => {
+        const cursor = filter.before === undefined ? undefined : state.tasks.get(filter.before)
+        if (filter.before !== undefined && cursor?.record.accountId !== accountId) return []
+        const newer = (a: TaskRow, b: TaskRow) => b.record.createdAt.getTime() - a.record.createdAt.getTime() || b.seq - a.seq
+        return Array.from(state.tasks.values())
+          .filter(
+            (row) =>
+              row.record.accountId === accountId &&
+              (cursor === undefined || newer(row, cursor) > 0) &&
+              (filter.status === undefined || row.record.status === filter.status) &&
+              (filter.model === undefined || row.record.model === filter.model) &&
+              (filter.createdAfter === undefined || row.record.createdAt > filter.createdAfter) &&
+              (filter.createdBefore === undefined || row.record.createdAt < filter.createdBefore)
+          )
+          .sort(newer)
           .slice(0, limit)
           .map((row) => row.record)
-      ),
+      }),
     claim: (options) =>
       Effect.sync(() => {
         const now = options.now.getTime()

@@ -359,10 +359,22 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
           )
         ),
 
-      list: (accountId, limit) =>
+      list: (accountId, limit, filter = {}) =>
         Failures.run(
           "list",
+          // Only the filters given, so that each plan is a range of one index: tasks_account_newest,
+          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019).
           sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
+            ${filter.status === undefined ? sql`` : sql`AND t.status = ${filter.status}`}
+            ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
+            ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
+            ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}
+            ${
+              filter.before === undefined
+                ? sql``
+                : sql`AND (t.created_at, t.seq) < (SELECT c.created_at, c.seq FROM tasks c
+                    WHERE c.id = ${filter.before} AND c.account_id = ${accountId})`
+            }
             ORDER BY t.created_at DESC, t.seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
         ),
 
