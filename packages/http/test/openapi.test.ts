@@ -118,6 +118,16 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         ])
         const cancelResponses = document.paths["/api/v1/jobs/{id}/cancel"].post.responses
         expect(Object.keys(cancelResponses)).toEqual(expect.arrayContaining(["200", "202", "404", "409"]))
+        const names = (operation: { parameters?: Array<{ name: string }> }) => (operation.parameters ?? []).map((p) => p.name)
+        expect(names(document.paths["/api/v1/jobs"].get)).toEqual(
+          expect.arrayContaining(["limit", "before", "status", "model", "createdAfter", "createdBefore"])
+        )
+        expect(names(document.paths["/api/v1/jobs"].post)).toContain("Prefer")
+        expect(names(document.paths["/api/v1/jobs/{id}"].get)).toContain("Prefer")
+        const createdAfter = document.paths["/api/v1/jobs"].get.parameters.find(
+          (p: { name: string }) => p.name === "createdAfter"
+        )
+        expect(createdAfter.schema.format).toBe("date-time")
         expect(scopes["get /api/v1/prices"]).toEqual([])
         expect(scopes["post /api/v1/chat/completions"]).toEqual([
           ["bearerAuth", ["chat:create"]],

@@ -147,7 +147,11 @@ export const JobsApi = HttpApiGroup.make("jobs")
           "jobs:read",
           parameterSchemas(
             { limit: PageSize, createdAfter: Instant, createdBefore: Instant },
-            { limit: { default: DEFAULT_PAGE_SIZE, description: `Tasks per page, 1 to ${MAX_PAGE_SIZE}.` } }
+            {
+              limit: { default: DEFAULT_PAGE_SIZE, description: `Tasks per page, 1 to ${MAX_PAGE_SIZE}.` },
+              createdAfter: { format: "date-time", description: "Only tasks created strictly after this instant (ISO 8601)." },
+              createdBefore: { format: "date-time", description: "Only tasks created strictly before this instant (ISO 8601)." }
+            }
           )
         )
       )
