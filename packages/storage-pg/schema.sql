@@ -97,6 +97,7 @@ CREATE TABLE tasks (
     traceparent text,
     provider text,
     upstream_answer text,
+    cancel_requested_at timestamp with time zone,
     CONSTRAINT tasks_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT tasks_check CHECK (((charged_micros >= 0) AND (charged_micros <= price_micros))),
     CONSTRAINT tasks_check1 CHECK (((status <> 'succeeded'::text) OR (charged_micros IS NOT NULL))),
@@ -1275,7 +1276,11 @@ CREATE INDEX payments_account_newest ON payments USING btree (account_id, create
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
+CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
+
 CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
+
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC);
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 

@@ -64,6 +64,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
+          "POST /api/v1/jobs/{id}/cancel",
           "POST /api/v1/media",
           "POST /callbacks/v1/{accountId}/{taskId}/{token}"
         ])
@@ -122,6 +123,22 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           ["bearerAuth", ["jobs:read"]],
           ["apiKeyAuth", ["jobs:read"]]
         ])
+        expect(scopes["post /api/v1/jobs/{id}/cancel"]).toEqual([
+          ["bearerAuth", ["jobs:create"]],
+          ["apiKeyAuth", ["jobs:create"]]
+        ])
+        const cancelResponses = document.paths["/api/v1/jobs/{id}/cancel"].post.responses
+        expect(Object.keys(cancelResponses)).toEqual(expect.arrayContaining(["200", "202", "404", "409"]))
+        const names = (operation: { parameters?: Array<{ name: string }> }) => (operation.parameters ?? []).map((p) => p.name)
+        expect(names(document.paths["/api/v1/jobs"].get)).toEqual(
+          expect.arrayContaining(["limit", "before", "status", "model", "createdAfter", "createdBefore"])
+        )
+        expect(names(document.paths["/api/v1/jobs"].post)).toContain("Prefer")
+        expect(names(document.paths["/api/v1/jobs/{id}"].get)).toContain("Prefer")
+        const createdAfter = document.paths["/api/v1/jobs"].get.parameters.find(
+          (p: { name: string }) => p.name === "createdAfter"
+        )
+        expect(createdAfter.schema.format).toBe("date-time")
         expect(scopes["get /api/v1/prices"]).toEqual([])
         expect(scopes["post /api/v1/chat/completions"]).toEqual([
           ["bearerAuth", ["chat:create"]],

@@ -1,7 +1,7 @@
 /**
  * The MCP protocol handler: the official SDK's `createMcpHandler` (v2), serving 2026-07-28 and,
  * through its stateless fallback, 2025-11-25 and 2025-06-18. Every request gets a fresh `McpServer`
- * with the seven tools bound to the account it authenticated as (`authInfo.extra`). Tool calls run
+ * with the eight tools bound to the account it authenticated as (`authInfo.extra`). Tool calls run
  * as Effects on the kernel services and are interrupted when the client cancels or goes away.
  */
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server"

@@ -1,6 +1,6 @@
 /**
- * The seven MCP tools (search_models, get_model, create_task, wait_for_task, get_task,
- * list_tasks, get_balance), each a thin face of a kernel service for the signed-in account, with
+ * The eight MCP tools (search_models, get_model, create_task, wait_for_task, get_task,
+ * list_tasks, cancel_task, get_balance), each a thin face of a kernel service for the signed-in account, with
  * Effect Schema arguments and results built from the kernel's. Refusals are tool errors carrying
  * the spec's `{ code, error }` body. The tool table: packages/mcp/README.md; idempotency and
  * download links: docs/decisions.md, MCP.
@@ -473,14 +473,42 @@ export const listTasks = tool({
   scope: "jobs:read",
   run: (args, call) =>
     Effect.gen(function* () {
-      const records = yield* (yield* TaskRunner.TaskRunner).list(call.caller)
-      const tasks = yield* Effect.forEach(
-        records.filter((record) => args.status === undefined || record.status === args.status).slice(0, args.limit ?? 20),
-        (record) => present(record, call.baseUrl)
-      )
+      const page = yield* (yield* TaskRunner.TaskRunner).list(call.caller, { limit: args.limit ?? 20, status: args.status })
+      const tasks = yield* Effect.forEach(page.tasks, (record) => present(record, call.baseUrl))
       return {
         structured: { tasks },
         summary: tasks.length === 0 ? "No tasks." : `${tasks.length} task${tasks.length === 1 ? "" : "s"}, newest first.`
+      }
+    })
+})
+
+export const cancelTask = tool({
+  name: "cancel_task",
+  title: "Cancel a task",
+  description:
+    "Cancel a task of this account that has not finished. A task not yet accepted by its provider ends failed " +
+    "(CANCELED) at once and its reserved credits are released. A running task is canceled at its provider where " +
+    "the provider can (pending: true; follow it with wait_for_task): if the provider confirms, it ends failed " +
+    "(CANCELED) and nothing is charged; if it finished anyway, it is charged as usual. Calling again answers the " +
+    "same; a task that already finished otherwise is refused (TASK_NOT_CANCELABLE).",
+  annotations: { title: "Cancel a task", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+  input: Schema.Struct({ id: TaskIdArgument }),
+  output: Schema.Struct({
+    ...taskFields,
+    pending: Schema.Boolean.annotate({
+      description: "True while the provider still has to confirm the cancel; the task's final status tells."
+    })
+  }),
+  scope: "jobs:create",
+  run: (args, call) =>
+    Effect.gen(function* () {
+      const { task, pending } = yield* (yield* TaskRunner.TaskRunner).cancel(call.caller, args.id)
+      const view = yield* present(task, call.baseUrl)
+      return {
+        structured: { ...view, pending },
+        summary: pending
+          ? `Task ${task.id} (${task.model}) is being canceled at its provider; call wait_for_task to see how it ends.`
+          : describeTask(view)
       }
     })
 })
@@ -510,4 +538,13 @@ export const getBalance = tool({
 })
 
 /** Every tool, in the order tools/list shows them. */
-export const all: ReadonlyArray<Tool> = [searchModels, getModel, createTask, waitForTask, getTask, listTasks, getBalance]
+export const all: ReadonlyArray<Tool> = [
+  searchModels,
+  getModel,
+  createTask,
+  waitForTask,
+  getTask,
+  listTasks,
+  cancelTask,
+  getBalance
+]

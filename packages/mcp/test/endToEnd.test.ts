@@ -107,7 +107,7 @@ describe.each([
     expect(provider.tokens()?.scope).toBe("jobs:create jobs:read usage:read")
     expect(transport.protocolVersion).toBe(revision)
 
-    // tools/list: seven tools, their schemas and annotations.
+    // tools/list: eight tools, their schemas and annotations.
     const { tools } = await client.listTools()
     expect(tools.map((tool) => tool.name)).toEqual([
       "search_models",
@@ -116,12 +116,13 @@ describe.each([
       "wait_for_task",
       "get_task",
       "list_tasks",
+      "cancel_task",
       "get_balance"
     ])
     for (const tool of tools) {
       expect(tool.outputSchema?.type).toBe("object")
       expect(tool.inputSchema.type).toBe("object")
-      if (tool.name !== "create_task") expect(tool.annotations?.readOnlyHint).toBe(true)
+      if (tool.name !== "create_task" && tool.name !== "cancel_task") expect(tool.annotations?.readOnlyHint).toBe(true)
     }
     const createTool = tools.find((tool) => tool.name === "create_task")!
     expect(createTool.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: true })

@@ -202,6 +202,24 @@ describe("simulated provider", () => {
     })
   )
 
+  it.effect("cancels a job still Pending, which then polls Failed; a finished job stays finished", () =>
+    Effect.gen(function* () {
+      const delayed = Simulated.make({ delayMs: { video: 10_000 } })
+      const model = "delta-omni-flash-text-to-video-economy"
+      const first = yield* delayed.submit({ model, input: { prompt: "x", duration: "4" }, reference: "a" })
+      const second = yield* delayed.submit({ model, input: { prompt: "y", duration: "4" }, reference: "b" })
+      yield* delayed.cancel({ model, upstreamId: first.upstreamId })
+      expect(yield* delayed.poll({ model, upstreamId: first.upstreamId, reference: "a" })).toMatchObject({
+        _tag: "Failed",
+        errorCode: "UPSTREAM_CANCELED"
+      })
+      yield* TestClock.adjust(10_000)
+      yield* delayed.cancel({ model, upstreamId: second.upstreamId })
+      expect(yield* delayed.poll({ model, upstreamId: second.upstreamId, reference: "b" })).toMatchObject({ _tag: "Succeeded" })
+      expect(yield* delayed.poll({ model, upstreamId: first.upstreamId, reference: "a" })).toMatchObject({ _tag: "Failed" })
+    })
+  )
+
   it.effect("fails the jobs whose seed falls below failureRate, the same ones every time", () =>
     Effect.gen(function* () {
       const flaky = Simulated.make({ failureRate: 0.5 })

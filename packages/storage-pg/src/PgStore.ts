@@ -50,6 +50,7 @@ import upstreamAnswer from "./migrations/0015_upstream_answer.ts"
 import payments from "./migrations/0016_payments.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
 import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
+import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -103,7 +104,8 @@ const migrationRecord = {
   "15_upstream_answer": upstreamAnswer,
   "16_payments": payments,
   "17_chat_leases": chatLeases,
-  "18_chat_price_lists": chatPriceLists
+  "18_chat_price_lists": chatPriceLists,
+  "19_task_cancel_lists": taskCancelLists
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -153,7 +155,7 @@ export const layerClient = (options: {
       const wakeups = yield* Wakeups.make({ client, channel: options.channel })
       const accounts = yield* PgAccountStore.make
       const ledger = yield* PgLedgerStore.make
-      const tasks = yield* PgTaskStore.make(wakeups.work)
+      const tasks = yield* PgTaskStore.make(wakeups.work, wakeups.settled)
       const media = yield* PgMediaStore.make
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)

@@ -330,4 +330,23 @@ describe("storage-pg under concurrency (PostgreSQL)", () => {
       })
     )
   )
+
+  it.live("a task settled in one process wakes a caller waiting on it in another (LISTEN/NOTIFY)", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [first, second] = yield* twoProcesses
+        const accountId = yield* on(first)(fundedAccount(USD))
+        const task = yield* on(first)(admit(newTask(accountId)))
+        if (task._tag !== "Admitted") throw new Error(task._tag)
+        const store = yield* on(second)(TaskStore.TaskStore.use(Effect.succeed))
+        const settled = yield* store.watchSettled(task.task.id)
+        const waiting = yield* Effect.forkChild(settled)
+        yield* Effect.sleep("200 millis")
+        const started = Date.now()
+        yield* on(first)(TaskStore.TaskStore.use((store) => store.cancel(accountId, task.task.id, T0)))
+        yield* Fiber.join(waiting).pipe(Effect.timeout("5 seconds"))
+        expect(Date.now() - started).toBeLessThan(5_000)
+      })
+    )
+  )
 })

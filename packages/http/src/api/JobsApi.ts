@@ -1,5 +1,5 @@
 /**
- * Tasks (jobs): submit, list, poll.
+ * Tasks (jobs): submit, list, poll, cancel.
  *
  * The documented request body of POST /api/v1/jobs here is the envelope every model shares; the
  * served OpenAPI document replaces it with the union of every model's body, discriminated by
@@ -7,9 +7,11 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Errors, Task } from "@taskmeter/kernel"
+import { Errors, Task, TaskStatus } from "@taskmeter/kernel"
+import * as PreferWait from "../PreferWait.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageSize } from "./UsageApi.ts"
 
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -43,14 +45,40 @@ export const JobRequest = Schema.Struct({
 export type JobRequest = typeof JobRequest.Type
 
 export const TaskList = Schema.Struct({
-  data: Schema.Array(Task.Task).annotate({ description: "The caller's latest 100 tasks, newest first." })
+  data: Schema.Array(Task.Task).annotate({
+    description: "The caller's tasks, newest first: the latest 100 unless limit, before or a filter says otherwise."
+  }),
+  nextCursor: Schema.NullOr(Schema.String).annotate({
+    description: "Pass as `before` for the next (older) page; null at the end."
+  })
 }).annotate({ identifier: "TaskList" })
 export type TaskList = typeof TaskList.Type
+
+const instantRule = "must be an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z"
+
+/** An ISO 8601 date-time with its zone, as `createdAt` shows them. */
+export const Instant = Schema.String.check(
+  Schema.makeFilter(
+    (text: string) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/u.test(text) && !Number.isNaN(Date.parse(text)),
+    { message: instantRule }
+  )
+).annotate({ format: "date-time" })
+
+/** GET /api/v1/jobs: page and filters; each documented by the schema it is decoded with. */
+const listQuery = {
+  limit: Schema.optionalKey(PageSize),
+  before: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page." })),
+  status: Schema.optionalKey(TaskStatus.TaskStatus.annotate({ description: "Only tasks in this status." })),
+  model: Schema.optionalKey(Schema.String.annotate({ description: "Only tasks of this model slug." })),
+  createdAfter: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly after this instant." })),
+  createdBefore: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly before this instant." }))
+}
 
 const submitDocumentation = (operation: Record<string, any>) => {
   const responses = operation.responses
   return parameterSchemas({ [IDEMPOTENCY_KEY_HEADER]: IdempotencyKey })({
-    ...operation,
+    ...PreferWait.documented(operation),
     responses: {
       ...responses,
       "202": { ...responses["202"], description: "A new task was accepted and its price reserved (replayed: false)." },
@@ -101,26 +129,64 @@ export const JobsApi = HttpApiGroup.make("jobs")
       // The kernel authenticates the key within the admission (one store call): see handlers/PresentedKey.
       .middleware(PresentedKey),
     HttpApiEndpoint.get("list", "/api/v1/jobs", {
+      query: listQuery,
       success: TaskList,
-      error: [Errors.ApiUnavailable]
+      error: [Errors.InvalidRequest, Errors.JobNotFound, Errors.ApiUnavailable]
     })
-      .annotateMerge(OpenApi.annotations({ summary: "List the latest 100 tasks" }))
-      .annotateMerge(requireScope("jobs:read"))
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "List tasks",
+          description:
+            "The latest 100 tasks, newest first, or a page of `limit` (1 to 100) of them; follow `nextCursor` with `before` " +
+            "for older ones, without gaps or repeats while new tasks arrive. Filters narrow the list by status, model and " +
+            "creation time. An invalid parameter is INVALID_REQUEST; a cursor that names no task of the account is JOB_NOT_FOUND."
+        })
+      )
+      .annotateMerge(
+        requireScope(
+          "jobs:read",
+          parameterSchemas(
+            { limit: PageSize, createdAfter: Instant, createdBefore: Instant },
+            {
+              limit: { default: DEFAULT_PAGE_SIZE, description: `Tasks per page, 1 to ${MAX_PAGE_SIZE}.` },
+              createdAfter: { format: "date-time", description: "Only tasks created strictly after this instant (ISO 8601)." },
+              createdBefore: { format: "date-time", description: "Only tasks created strictly before this instant (ISO 8601)." }
+            }
+          )
+        )
+      )
       .middleware(Authentication),
     HttpApiEndpoint.get("get", "/api/v1/jobs/:id", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
       success: Task.Task,
-      error: [Errors.JobNotFound, Errors.ApiUnavailable]
+      error: [Errors.InvalidRequest, Errors.JobNotFound, Errors.ApiUnavailable]
     })
       .annotateMerge(
         OpenApi.annotations({
           summary: "Poll a task",
           description:
-            "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required). " +
-            "A task of another account is JOB_NOT_FOUND."
+            "Poll every 4 to 5 seconds until the status is terminal (succeeded, failed or reconciliation_required), " +
+            "or send `Prefer: wait=N` to be answered as soon as it is. A task of another account is JOB_NOT_FOUND."
         })
       )
-      .annotateMerge(requireScope("jobs:read"))
+      .annotateMerge(requireScope("jobs:read", PreferWait.documented))
+      .middleware(Authentication),
+    HttpApiEndpoint.post("cancel", "/api/v1/jobs/:id/cancel", {
+      params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
+      success: [Task.Task.pipe(HttpApiSchema.status(200)), Task.Task.pipe(HttpApiSchema.status(202))],
+      error: [Errors.JobNotFound, Errors.TaskNotCancelable, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Cancel a task",
+          description:
+            "A queued task, or one not yet accepted upstream, ends failed with errorCode CANCELED and its reservation released (200). " +
+            "A running task is canceled upstream where the provider can (202: poll it); if the upstream confirms, it ends failed " +
+            "CANCELED and released; if it finished anyway, it settles as it finished. Repeating a cancel answers the same; " +
+            "a task that finished otherwise is 409 TASK_NOT_CANCELABLE."
+        })
+      )
+      .annotateMerge(requireScope("jobs:create"))
       .middleware(Authentication)
   )
-  .annotate(OpenApi.Description, "Submit, list and poll tasks.")
+  .annotate(OpenApi.Description, "Submit, list, poll and cancel tasks.")

@@ -1,5 +1,6 @@
 /**
- * POST /api/v1/jobs, GET /api/v1/jobs and GET /api/v1/jobs/{id}, over the kernel's TaskRunner.
+ * POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id} and POST /api/v1/jobs/{id}/cancel,
+ * over the kernel's TaskRunner.
  *
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
@@ -11,10 +12,12 @@ import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
+import type { TaskStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
 import * as JsonBody from "../JsonBody.ts"
+import * as PreferWait from "../PreferWait.ts"
 import { insufficientScope } from "./Authentication.ts"
 import * as PresentedKey from "./PresentedKey.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
@@ -72,6 +75,9 @@ const repeatedIdempotencyKey = (count: number) =>
     message: `Send one Idempotency-Key header, not ${count}: which one names this submission is ambiguous.`
   })
 
+const appliedHeaders = (applied: number | undefined): Record<string, string> =>
+  applied === undefined ? {} : { [PreferWait.APPLIED_HEADER]: `wait=${applied}` }
+
 const malformedId = (id: string) =>
   new Errors.JobNotFound({
     message: `No task has the id ${JSON.stringify(id)}; task ids look like task_<uuid>, as POST /api/v1/jobs returns them.`
@@ -81,14 +87,24 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const runner = yield* TaskRunner.TaskRunner
+
+    /** The task after the wait the caller prefers, and the seconds applied (undefined: none). */
+    const awaited = (task: TaskStore.TaskRecord, wait: number | undefined) =>
+      wait === undefined
+        ? Effect.succeed({ task, applied: undefined })
+        : Effect.map(runner.awaitTask(task, wait * 1000), (result) => ({
+            task: result.task,
+            applied: result.waited ? wait : undefined
+          }))
     return handlers
       .handleRaw("create", ({ endpoint, headers, request }) =>
         Effect.gen(function* () {
           const key = yield* CurrentKey
-          const job = yield* Effect.gen(function* () {
+          const { job, wait } = yield* Effect.gen(function* () {
             const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
             if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
-            return yield* decodeRequest(yield* JsonBody.read(request))
+            const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
+            return { job: yield* decodeRequest(yield* JsonBody.read(request)), wait }
           }).pipe(Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint)))
           const { replayed, task } = yield* runner.submit(TaskRunner.presentedKey(key), {
             model: job.model,
@@ -96,24 +112,45 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
             expectedPriceMicros: job.expectedPriceMicros,
             idempotencyKey: headers["idempotency-key"]
           })
-          return HttpServerResponse.jsonUnsafe(TaskView.submitted(task, replayed), { status: replayed ? 200 : 202 })
+          const status = replayed ? 200 : 202
+          // The task is admitted: a store outage while waiting answers it as it stood, not an error.
+          const waited = yield* awaited(task, wait).pipe(Effect.orElseSucceed(() => ({ task, applied: undefined })))
+          return HttpServerResponse.jsonUnsafe(TaskView.submitted(waited.task, replayed), {
+            status,
+            headers: appliedHeaders(waited.applied)
+          })
         }).pipe(
           // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.
           Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint)))
         )
       )
-      .handle("list", () =>
+      .handle("list", ({ query }) =>
         Effect.gen(function* () {
           const caller = yield* CurrentCaller
-          const tasks = yield* runner.list(caller)
-          return { data: tasks.map(TaskView.task) }
+          const { createdAfter, createdBefore, ...rest } = query
+          const page = yield* runner.list(caller, {
+            ...rest,
+            createdAfter: createdAfter === undefined ? undefined : new Date(createdAfter),
+            createdBefore: createdBefore === undefined ? undefined : new Date(createdBefore)
+          })
+          return { data: page.tasks.map(TaskView.task), nextCursor: page.nextCursor }
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
-      .handle("get", ({ params }) =>
+      .handleRaw("get", ({ params, request }) =>
+        Effect.gen(function* () {
+          const caller = yield* CurrentCaller
+          const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
+          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
+          const { task, applied } = yield* awaited(yield* runner.get(caller, params.id), wait)
+          return HttpServerResponse.jsonUnsafe(TaskView.task(task), { headers: appliedHeaders(applied) })
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handleRaw("cancel", ({ params }) =>
         Effect.gen(function* () {
           const caller = yield* CurrentCaller
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
-          return TaskView.task(yield* runner.get(caller, params.id))
+          const { task, pending } = yield* runner.cancel(caller, params.id)
+          return HttpServerResponse.jsonUnsafe(TaskView.task(task), { status: pending ? 202 : 200 })
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
   })

@@ -6,7 +6,7 @@
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
-/** The spec's codes, in the order of its Errors table. */
+/** The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE is the service's own (task cancel). */
 export const codes = [
   "AUTH_REQUIRED",
   "INSUFFICIENT_SCOPE",
@@ -25,6 +25,7 @@ export const codes = [
   "MODEL_PRICE_UNAVAILABLE",
   "PAYMENT_REVIEW_REQUIRED",
   "INSUFFICIENT_CREDITS",
+  "TASK_NOT_CANCELABLE",
   "RATE_LIMITED",
   "CONCURRENCY_LIMITED",
   "EXECUTION_UNAVAILABLE",
@@ -283,6 +284,12 @@ export class InsufficientCredits extends Schema.Error<InsufficientCredits>("Insu
     return InsufficientCredits.status
   }
 }
+export class TaskNotCancelable extends define(
+  "TaskNotCancelable",
+  "TASK_NOT_CANCELABLE",
+  409,
+  "The task already finished (or awaits reconciliation); there is nothing left to cancel."
+) {}
 export class RateLimited extends define(
   "RateLimited",
   "RATE_LIMITED",
@@ -362,6 +369,7 @@ export const all = [
   ModelPriceUnavailable,
   PaymentReviewRequired,
   InsufficientCredits,
+  TaskNotCancelable,
   RateLimited,
   ConcurrencyLimited,
   ExecutionUnavailable,

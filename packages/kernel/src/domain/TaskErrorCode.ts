@@ -25,3 +25,5 @@ export const ResultUrlRefused = "RESULT_URL_REFUSED"
 export const ExecutionUnavailable = "EXECUTION_UNAVAILABLE"
 /** Reconciliation found that the upstream never received the task. */
 export const NeverReceived = "UPSTREAM_NEVER_RECEIVED"
+/** The caller canceled the task before it was accepted upstream, or the upstream confirmed the cancel; released. */
+export const Canceled = "CANCELED"

@@ -26,8 +26,9 @@ import * as RequestFacts from "../observability/RequestFacts.ts"
 import * as TraceContext from "../observability/TraceContext.ts"
 import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import { isTerminal } from "../domain/TaskStatus.ts"
 import { TaskStore } from "./TaskStore.ts"
-import type { AdmissionResult, TaskRecord } from "./TaskStore.ts"
+import type { AdmissionResult, TaskListFilter, TaskRecord } from "./TaskStore.ts"
 
 export interface Submission {
   readonly model: string
@@ -73,6 +74,29 @@ export type SubmitError =
   | Errors.PlatformBudgetExceeded
   | Errors.ExecutionTemporarilyUnavailable
 
+export interface ListQuery extends Omit<TaskListFilter, "before"> {
+  /** 1 to 100; default 100. */
+  readonly limit?: number | undefined
+  /** The `nextCursor` of the previous page. */
+  readonly before?: string | undefined
+}
+
+export interface TaskPage {
+  readonly tasks: ReadonlyArray<TaskRecord>
+  /** Pass as `before` for the next (older) page; null at the end. */
+  readonly nextCursor: string | null
+}
+
+export interface Awaited {
+  readonly task: TaskRecord
+  readonly waited: boolean
+}
+
+export interface Canceled {
+  readonly task: TaskRecord
+  readonly pending: boolean
+}
+
 export class TaskRunner extends Context.Service<
   TaskRunner,
   {
@@ -89,8 +113,25 @@ export class TaskRunner extends Context.Service<
     ) => Effect.Effect<Submitted, SubmitError | (W extends PresentedKey ? KeyError : never)>
     /** JOB_NOT_FOUND for an unknown id and for another account's task alike. */
     readonly get: (caller: Caller, id: string) => Effect.Effect<TaskRecord, Errors.JobNotFound | StoreUnavailable>
-    /** The caller's latest 100 tasks, newest first. */
-    readonly list: (caller: Caller) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * A page of the caller's tasks, newest first (default: the latest 100), with the cursor of
+     * the next, older, page. A `before` that names no task of the caller is JOB_NOT_FOUND.
+     */
+    readonly list: (caller: Caller, query?: ListQuery) => Effect.Effect<TaskPage, Errors.JobNotFound | StoreUnavailable>
+    /**
+     * The owner's cancel (rules: TaskStore.cancel): the task, and `pending` while its worker still
+     * has to cancel it upstream. A finished task is TASK_NOT_CANCELABLE, unless a cancel ended it.
+     */
+    readonly cancel: (
+      caller: Caller,
+      id: string
+    ) => Effect.Effect<Canceled, Errors.JobNotFound | Errors.TaskNotCancelable | StoreUnavailable>
+    /**
+     * `task` (the caller's) once it is terminal, or as it stands after `maxWaitMs` (Prefer: wait),
+     * woken by the store (TaskStore.watchSettled), never a poll. At most `maxWaitsPerAccount`
+     * waits of one account at once in this process; past that it answers at once, `waited: false`.
+     */
+    readonly awaitTask: (task: TaskRecord, maxWaitMs: number) => Effect.Effect<Awaited, StoreUnavailable>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 
@@ -110,6 +151,8 @@ export interface Options {
   readonly modelDeadlines?: { readonly [model: string]: Duration.Input } | undefined
   /** Whether a worker can run the model now; submissions of other models are EXECUTION_UNAVAILABLE. */
   readonly executorAvailable: (model: string) => boolean
+  /** `awaitTask` calls of one account under way at once in this process (default 10). */
+  readonly maxWaitsPerAccount?: number | undefined
 }
 
 /** Video and music take minutes upstream; the deadlines leave room for queueing and retries. */
@@ -119,6 +162,8 @@ export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
   audio: "30 minutes",
   text: "10 minutes"
 }
+
+const DEFAULT_WAITS_PER_ACCOUNT = 10
 
 /** An EXECUTION_TEMPORARILY_UNAVAILABLE caller may retry after this long: a store fail-over or restart. */
 const ADMISSION_RETRY_SECONDS = 1
@@ -478,15 +523,79 @@ export const make = (
         Effect.withSpan("TaskRunner.submit")
       )
 
+    const maxWaits = options.maxWaitsPerAccount ?? DEFAULT_WAITS_PER_ACCOUNT
+    const waits = new Map<string, number>()
+    const holdWait = (accountId: string) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const count = waits.get(accountId) ?? 0
+          if (count >= maxWaits) return false
+          waits.set(accountId, count + 1)
+          return true
+        }),
+        (held) =>
+          Effect.sync(() => {
+            if (!held) return
+            const left = (waits.get(accountId) ?? 1) - 1
+            if (left === 0) waits.delete(accountId)
+            else waits.set(accountId, left)
+          })
+      )
+
+    const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
+      isTerminal(task.status) || maxWaitMs <= 0
+        ? Effect.succeed({ task, waited: true })
+        : Effect.scoped(
+            Effect.gen(function* () {
+              if (!(yield* holdWait(task.accountId))) return { task, waited: false }
+              // Watching before reading again: a task that ends in between still wakes us.
+              const settled = yield* tasks.watchSettled(task.id)
+              const until = (yield* Clock.currentTimeMillis) + maxWaitMs
+              let current = (yield* tasks.get(task.accountId, task.id)) ?? task
+              while (!isTerminal(current.status)) {
+                const left = until - (yield* Clock.currentTimeMillis)
+                if (left <= 0) break
+                yield* Effect.race(settled, Effect.sleep(left))
+                current = (yield* tasks.get(task.accountId, task.id)) ?? current
+              }
+              return { task: current, waited: true }
+            })
+          )
+
     return TaskRunner.of({
       submit: observed as TaskRunner["Service"]["submit"],
+      awaitTask,
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>
               task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task)
             )
           : Effect.fail(jobNotFound(id)),
-      list: (caller) => tasks.list(caller.accountId, LIST_LIMIT)
+      list: (caller, { limit = LIST_LIMIT, before, ...filter } = {}) =>
+        Effect.gen(function* () {
+          if (before !== undefined && (!Ids.isTaskId(before) || (yield* tasks.get(caller.accountId, before)) === undefined)) {
+            return yield* new Errors.JobNotFound({
+              message: `No page before ${JSON.stringify(before)}: pass a nextCursor this account received, or none for the newest tasks.`
+            })
+          }
+          const page = yield* tasks.list(caller.accountId, limit + 1, { ...filter, before: before as TaskId | undefined })
+          return {
+            tasks: page.slice(0, limit),
+            nextCursor: page.length > limit ? (page[limit - 1]?.id ?? null) : null
+          }
+        }),
+      cancel: (caller, id) =>
+        Effect.gen(function* () {
+          if (!Ids.isTaskId(id)) return yield* jobNotFound(id)
+          const result = yield* tasks.cancel(caller.accountId, id, new Date(yield* Clock.currentTimeMillis))
+          if (result === undefined) return yield* jobNotFound(id)
+          if (result._tag === "NotCancelable") {
+            return yield* new Errors.TaskNotCancelable({
+              message: `Task ${id} is ${result.task.status} already; only queued, submitting and running tasks can be canceled.`
+            })
+          }
+          return { task: result.task, pending: result._tag === "Requested" }
+        })
     })
   })
 

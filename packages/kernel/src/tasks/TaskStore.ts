@@ -6,6 +6,7 @@
  * compare-and-set on (id, lease token, status) with the credit effect in the same unit, once.
  */
 import { Context, Effect } from "effect"
+import type { Scope } from "effect"
 import type { AccountStore, Authenticated } from "../accounts/AccountStore.ts"
 import type { ModelInput } from "../catalog/Catalog.ts"
 import type { AccountId, ApiKeyId, ResultId, TaskId } from "../domain/Ids.ts"
@@ -13,6 +14,7 @@ import * as KeyCheck from "../accounts/KeyCheck.ts"
 import type { Micros } from "../domain/Money.ts"
 import type { Settlement } from "../pricing/PriceList.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import * as ErrorCode from "../domain/TaskErrorCode.ts"
 import type { AssetType } from "../domain/Task.ts"
 import type { TaskStatus } from "../domain/TaskStatus.ts"
 
@@ -59,6 +61,8 @@ export interface TaskRecord {
   readonly deadlineAt: Date
   /** The submitting request's W3C trace context (TraceContext), when it was traced. */
   readonly traceparent?: string | undefined
+  /** When the owner asked to cancel a task already with a worker; the worker acts on it (see `cancel`). */
+  readonly cancelRequestedAt: Date | null
 }
 
 export interface NewTask {
@@ -196,6 +200,31 @@ export interface SlotRequest {
  * reconciliation_required task, or a verified callback's on one a worker may still hold (its
  * later write then finds the task moved on and drops it).
  */
+
+export interface TaskListFilter {
+  /** Only tasks after this one in the list's order (older); a task of the account, or nothing is listed. */
+  readonly before?: TaskId | undefined
+  readonly status?: TaskStatus | undefined
+  readonly model?: string | undefined
+  /** Only tasks created strictly after, and strictly before, these instants. */
+  readonly createdAfter?: Date | undefined
+  readonly createdBefore?: Date | undefined
+}
+
+/**
+ * What `cancel` did: Canceled (the task is failed CANCELED, its reservation released: now, or by an
+ * earlier cancel), Requested (a worker holds it past queued: the request is recorded and the worker
+ * cancels upstream at its next poll), NotCancelable (it finished otherwise or awaits reconciliation).
+ */
+export type CancelResult =
+  | { readonly _tag: "Canceled"; readonly task: TaskRecord }
+  | { readonly _tag: "Requested"; readonly task: TaskRecord }
+  | { readonly _tag: "NotCancelable"; readonly task: TaskRecord }
+
+/** `cancel`'s answer for a task past submitting and running: Canceled only if a cancel ended it. */
+export const finishedCancel = (task: TaskRecord): CancelResult =>
+  task.status === "failed" && task.errorCode === ErrorCode.Canceled ? { _tag: "Canceled", task } : { _tag: "NotCancelable", task }
+
 export interface Resolution {
   readonly taskId: TaskId
   /** The status the task must still be in; default reconciliation_required. */
@@ -252,8 +281,15 @@ export class TaskStore extends Context.Service<
     readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
     /** The task, only if it belongs to the account. */
     readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
-    /** The account's latest tasks, newest first. */
-    readonly list: (accountId: AccountId, limit: number) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
+    /**
+     * The account's latest tasks, newest first (createdAt, then admission order), at most
+     * `limit`, narrowed by `filter`; each a bounded index range (migration 0019).
+     */
+    readonly list: (
+      accountId: AccountId,
+      limit: number,
+      filter?: TaskListFilter | undefined
+    ) => Effect.Effect<ReadonlyArray<TaskRecord>, StoreUnavailable>
     /**
      * Leases up to `limit` tasks that need a worker: queued ones, and submitting or running ones
      * whose lease has lapsed (their worker died). Oldest first. Each claim increments `attempts`.
@@ -311,8 +347,25 @@ export class TaskStore extends Context.Service<
      * next polls it rather than searching; true when written. No lease is needed or changed.
      */
     readonly noteUpstream: (taskId: TaskId, upstreamRef: string) => Effect.Effect<boolean, StoreUnavailable>
+    /**
+     * The owner's cancel (undefined for a task of another account): a queued task moves to failed
+     * CANCELED with its release at once, whoever leases it (that worker's next write loses its
+     * compare-and-set); a submitting or running one keeps its first `cancelRequestedAt`.
+     * Idempotent: a repeat answers as the first did, unless the task has since finished.
+     */
+    readonly cancel: (
+      accountId: AccountId,
+      taskId: TaskId,
+      now: Date
+    ) => Effect.Effect<CancelResult | undefined, StoreUnavailable>
     /** Only from `from` (reconciliation_required by default); undefined when the task is not in it. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+    /**
+     * Watches one task for the scope's lifetime: the effect given completes when the task may
+     * have entered a terminal status (a write in this or, for a shared store, another process)
+     * after the call; read the task again to know. For `Prefer: wait`.
+     */
+    readonly watchSettled: (taskId: TaskId) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an
      * admission in this one), or after `maxWaitMs`, whichever comes first.

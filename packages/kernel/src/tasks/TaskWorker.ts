@@ -299,10 +299,29 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
             }
           })
 
-        /** Polls the upstream job until it ends or the deadline passes. */
+        /** Whether the owner asked to cancel: the record at hand first, then the store's (a PK read per poll). */
+        const cancelRequested = (task: TaskRecord, fresh: boolean): Effect.Effect<boolean> =>
+          task.cancelRequestedAt !== null || fresh
+            ? Effect.succeed(task.cancelRequestedAt !== null)
+            : store.get(task.accountId, task.id).pipe(
+                Effect.map((current) => current?.cancelRequestedAt != null),
+                Effect.orElseSucceed(() => false)
+              )
+
+        /**
+         * Polls the upstream job until it ends or the deadline passes. A cancel the owner asked
+         * for is sent upstream once (where the adapter can); after it a failed job is CANCELED
+         * (released) and a job that succeeded anyway settles as it finished.
+         */
         const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
+            let canceled = false
             for (let round = 0; ; round++) {
+              if (provider.cancel !== undefined && !canceled && (yield* cancelRequested(task, round === 0))) {
+                canceled = Exit.isSuccess(yield* Effect.exit(provider.cancel({ model, upstreamId })))
+                if (canceled) round = 0
+              }
+
               const polled = yield* persist(
                 task,
                 provider.poll({ model, upstreamId, reference }).pipe(TaskMetrics.providerCall(provider.provider, "poll")),
@@ -310,11 +329,11 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
               )
               if (polled._tag === "DeadlineReached") return yield* expire(task, provider, upstreamId)
               if (polled._tag === "Error") {
-                return yield* fail(task, "running", polled.error.errorCode ?? ErrorCode.Failed)
+                return yield* fail(task, "running", canceled ? ErrorCode.Canceled : (polled.error.errorCode ?? ErrorCode.Failed))
               }
               const result = polled.value
               if (result._tag === "Succeeded") return yield* complete(task, "running", upstreamId, result.outputs)
-              if (result._tag === "Failed") return yield* fail(task, "running", result.errorCode)
+              if (result._tag === "Failed") return yield* fail(task, "running", canceled ? ErrorCode.Canceled : result.errorCode)
               const left = task.deadlineAt.getTime() - (yield* Clock.currentTimeMillis)
               if (left <= 0) return yield* expire(task, provider, upstreamId)
               yield* Effect.sleep(Math.min(left, backoff(config.pollInitialMs, config.pollMaxMs, round)))
@@ -335,6 +354,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         /** Sends a task that is in submitting and known not to be upstream yet. */
         const send = (task: TaskRecord, provider: ProviderV1): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
+            if (task.cancelRequestedAt !== null) return yield* fail(task, "submitting", ErrorCode.Canceled)
             const submitted = yield* persist(
               task,
               Effect.flatMap(signMedia(task.accountId, task.input, mediaFieldsOf.get(model) ?? [], links), (input) =>

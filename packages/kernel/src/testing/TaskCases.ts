@@ -5,8 +5,10 @@ import type { AccountId } from "../domain/Ids.ts"
 import { StoreHealth } from "../observability/StoreHealth.ts"
 import { TaskStore } from "../tasks/TaskStore.ts"
 import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } from "../tasks/TaskStore.ts"
+import { cancelCases } from "./CancelCases.ts"
 import type { Case } from "./Case.ts"
 import { slotCases } from "./SlotCases.ts"
+import { listCases } from "./ListCases.ts"
 import {
   admission,
   admitted,
@@ -123,6 +125,8 @@ export const taskCases = (test: Case) => {
   })
 
   slotCases(test)
+  cancelCases(test)
+  listCases(test)
   describe("TaskStore reads", () => {
     test(
       "tasks are read only by their account, newest first",

@@ -180,7 +180,7 @@ describe("TaskRunner.submit", () => {
       expect(yield* Effect.flip(runner.submit(other, request))).toBeInstanceOf(Errors.PriceChanged)
 
       expect(yield* reserved(who)).toBe(80_000)
-      expect((yield* runner.list(who)).map((task) => task.id)).toEqual([first.task.id])
+      expect((yield* runner.list(who)).tasks.map((task) => task.id)).toEqual([first.task.id])
     }).pipe(Effect.provide(layerWith({}, counting.stores)))
   })
 
@@ -410,7 +410,7 @@ describe("TaskRunner.submit with a presented key", () => {
         expect(refused).toBeInstanceOf(Errors.InsufficientScope)
         expect(refused.message).toContain("jobs:create")
       }
-      expect(yield* runner.list(who)).toEqual([])
+      expect((yield* runner.list(who)).tasks).toEqual([])
 
       yield* accounts.revokeKey(who.accountId, who.apiKeyId as Ids.ApiKeyId)
       expect(yield* Effect.flip(runner.submit(keyed(secret), submission()))).toBeInstanceOf(Errors.PermissionDenied)
@@ -530,7 +530,7 @@ describe("TaskRunner.submit with a presented key", () => {
       const retry = yield* runner.submit(keyed(secret), submission())
       expect(retry.replayed).toBe(true)
       expect(yield* reserved(who)).toBe(price)
-      expect(yield* runner.list(who)).toHaveLength(1)
+      expect((yield* runner.list(who)).tasks).toHaveLength(1)
     }).pipe(Effect.provide(layerWith({}, storeFailing("admitKeyed", "after"))))
   )
 
@@ -563,7 +563,7 @@ describe("TaskRunner.submit with a presented key", () => {
         expect(refused.message).toMatch(/^input\.prompt: contains (U\+0000 \(NUL\)|an unpaired surrogate)/)
         expect(yield* Effect.flip(runner.submit(who, submission({ input: { prompt } })))).toBeInstanceOf(Errors.InvalidModelInput)
       }
-      expect(yield* runner.list(who)).toEqual([])
+      expect((yield* runner.list(who)).tasks).toEqual([])
       expect(yield* reserved(who)).toBe(0)
     }).pipe(Effect.provide(layerWith()))
   )
@@ -663,7 +663,8 @@ describe("TaskRunner reads", () => {
         yield* TestClock.adjust("1 second")
       }
       const listed = yield* runner.list(who)
-      expect(listed.map((task) => task.id)).toEqual(ids.slice(2).reverse())
+      expect(listed.tasks.map((task) => task.id)).toEqual(ids.slice(2).reverse())
+      expect(listed.nextCursor).toBe(ids[2])
     }).pipe(Effect.provide(layerWith({ submissionsPerMinute: 1000, maxUnfinishedTasks: 1000 })))
   )
 })

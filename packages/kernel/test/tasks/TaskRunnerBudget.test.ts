@@ -95,7 +95,7 @@ describe("TaskRunner and a model's daily budget", () => {
         expect(refused).toMatchObject({ status: 503, code: "PLATFORM_BUDGET_EXCEEDED", retryAfterSeconds: 4 * 3_600 })
         expect(refused.message).toContain(`Model ${TEXT_TO_IMAGE} is unavailable until 00:00 UTC`)
         expect(yield* reserved(who)).toBe(PRICE)
-        expect(yield* runner.list(who)).toHaveLength(1)
+        expect((yield* runner.list(who)).tasks).toHaveLength(1)
         expect(yield* spent()).toBe(2 * PRICE)
         // A model without a budget is not held back.
         expect((yield* runner.submit(who, { ...UNBUDGETED, idempotencyKey: "c" })).replayed).toBe(false)

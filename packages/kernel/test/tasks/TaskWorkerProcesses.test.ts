@@ -150,6 +150,28 @@ describe("TaskWorker processes on PostgreSQL", () => {
   }
 
   it.live(
+    "a cancel recorded by another process reaches the worker holding the lease: canceled upstream, released",
+    () =>
+      Effect.gen(function* () {
+        const { startWorker, stores, upstream } = yield* environment(() => "pending")
+        const use = <A, E>(effect: Effect.Effect<A, E, PgStore.Stores | BlobStore.BlobStore>) => Effect.provide(effect, stores)
+        const accountId = yield* use(fundedAccount(10 * USD))
+        const task = yield* use(admitOne(accountId))
+        yield* startWorker("holder", 5_000)
+        yield* use(waitFor(accountId, task.id, (t) => t.status === "running"))
+        const requested = yield* use(TaskStore.use((store) => store.cancel(accountId, task.id, new Date())))
+        expect(requested?._tag).toBe("Requested")
+        const done = yield* use(waitFor(accountId, task.id, (t) => t.status === "failed"))
+        expect(done.errorCode).toBe("CANCELED")
+        expect(upstream.cancels.get(task.id)).toBe(1)
+        yield* use(expectBalances(accountId, { balance: 10 * USD, reserved: 0 }))
+        const kinds = (yield* use(allEntries(accountId))).filter((entry) => entry.taskId === task.id).map((entry) => entry.kind)
+        expect(kinds.sort()).toEqual(["release", "reserve"])
+      }),
+    60_000
+  )
+
+  it.live(
     "two worker processes drain 1,000 tasks: each runs once, succeeded ones charged once, failed ones released",
     () =>
       Effect.gen(function* () {

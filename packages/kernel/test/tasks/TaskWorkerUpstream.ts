@@ -3,8 +3,8 @@
  * and the small ProviderV1 adapter the worker processes use to reach it.
  *
  * Protocol: POST /jobs {model, input, reference} -> {id, status[, outputs]}; GET /jobs/<id> ->
- * {id, status, outputs | errorCode}; GET /jobs?reference=<r> -> {id} or 404; GET /files/<name>
- * -> PNG bytes. The server counts every POST per reference, duplicates included, so a test can
+ * {id, status, outputs | errorCode}; GET /jobs?reference=<r> -> {id} or 404; POST
+ * /jobs/<id>/cancel -> 200 (a pending job fails); GET /files/<name> -> PNG bytes. The server counts every POST per reference, duplicates included, so a test can
  * prove that no task was ever sent twice.
  */
 import { createServer } from "node:http"
@@ -28,6 +28,8 @@ export interface Upstream {
   readonly url: string
   /** POSTs received per reference. */
   readonly submissions: Map<string, number>
+  /** Cancels received per reference. */
+  readonly cancels: Map<string, number>
   /** Submissions whose response is held back (the connection stays open, unanswered). */
   holdSubmitResponses: boolean
   readonly finish: (reference: string, state: JobState) => void
@@ -83,6 +85,14 @@ export const serve = async (initial: (reference: string) => JobState): Promise<U
       const job = byReference.get(url.searchParams.get("reference") ?? "")
       return job === undefined ? json(404, { error: "no such job" }) : json(200, { id: job.id })
     }
+    const cancelMatch = /^\/jobs\/([\w-]+)\/cancel$/.exec(url.pathname)
+    if (request.method === "POST" && cancelMatch !== null) {
+      const job = jobs.get(cancelMatch[1]!)
+      if (job === undefined) return json(404, { error: "no such job" })
+      upstream.cancels.set(job.reference, (upstream.cancels.get(job.reference) ?? 0) + 1)
+      if (job.state === "pending") job.state = "failed"
+      return json(200, view(job, base))
+    }
     const jobMatch = /^\/jobs\/([\w-]+)$/.exec(url.pathname)
     if (request.method === "GET" && jobMatch !== null) {
       const job = jobs.get(jobMatch[1]!)
@@ -98,6 +108,7 @@ export const serve = async (initial: (reference: string) => JobState): Promise<U
   const upstream: Upstream = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     submissions: new Map(),
+    cancels: new Map(),
     holdSubmitResponses: false,
     finish: (reference, state) => {
       const job = byReference.get(reference)
@@ -173,6 +184,10 @@ export const adapter = (baseUrl: string, models: ReadonlyArray<string>): Provide
                 : { _tag: "Pending" }
           )
         }
+      ),
+    cancel: ({ upstreamId }) =>
+      Effect.flatMap(call("POST", `/jobs/${upstreamId}/cancel`, {}, false), (response) =>
+        response.status === 200 ? Effect.void : terminal(response.status)
       ),
     lookup: ({ reference }) =>
       Effect.flatMap(call("GET", `/jobs?reference=${encodeURIComponent(reference)}`, undefined, false), (response) =>

@@ -3,7 +3,8 @@
  * (PNG, H.264 MP4, WAV, lyrics text; see `Render`), made deterministically from model and input.
  * It is `npm start`'s default executor and the benchmarks' upstream. Options: `delayMs` (per
  * category) before a job completes, `failureRate` (the same seeds fail every time, SIMULATED_FAILURE),
- * and `journal`, which makes submit idempotent per reference and gives `lookup`.
+ * and `journal`, which makes submit idempotent per reference and gives `lookup`. `cancel` stops a
+ * job still Pending (in this instance): it then polls Failed UPSTREAM_CANCELED.
  */
 import { Clock, Config, Effect, Option } from "effect"
 import { type Catalog, Provider } from "@taskmeter/kernel"
@@ -32,6 +33,7 @@ export const PROVIDER = Provider.SIMULATED
 
 export interface SimulatedProvider extends Provider.ProviderV1 {
   readonly lookup: NonNullable<Provider.ProviderV1["lookup"]>
+  readonly cancel: NonNullable<Provider.ProviderV1["cancel"]>
   /** The journal of submissions, e.g. to count them in tests. */
   readonly journal: Journal.Journal
 }
@@ -46,6 +48,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
     if (!definitions.has(slug)) throw new Error(`Simulated: no definition for the model ${JSON.stringify(slug)}`)
   }
   const servedSet = new Set(served)
+  const canceled = new Set<string>()
   const journal = options.journal ?? Journal.memory()
   const delayOf = (category: Catalog.Category) => {
     const delay = options.delayMs
@@ -93,6 +96,13 @@ export const make = (options: Options = {}): SimulatedProvider => {
       yield* definitionOf(model)
       const plan = yield* planOf(model, upstreamId)
       const now = yield* Clock.currentTimeMillis
+      if (canceled.has(upstreamId)) {
+        return {
+          _tag: "Failed" as const,
+          errorCode: UpstreamError.ErrorCodes.Canceled,
+          message: "the simulated job was canceled"
+        }
+      }
       if (now < plan.ready) return { _tag: "Pending" as const, progress: (now - plan.at) / (plan.ready - plan.at) }
       if (plan.fail) {
         return {
@@ -102,6 +112,14 @@ export const make = (options: Options = {}): SimulatedProvider => {
         }
       }
       return { _tag: "Succeeded" as const, outputs: Render.outputs(plan) }
+    })
+
+  /** Like a queue's cancel: a job that already finished stays finished. */
+  const cancel: SimulatedProvider["cancel"] = ({ model, upstreamId }) =>
+    Effect.gen(function* () {
+      yield* definitionOf(model)
+      const plan = yield* planOf(model, upstreamId)
+      if ((yield* Clock.currentTimeMillis) < plan.ready) canceled.add(upstreamId)
     })
 
   const lookup: SimulatedProvider["lookup"] = ({ model, reference }) =>
@@ -119,6 +137,7 @@ export const make = (options: Options = {}): SimulatedProvider => {
     submit,
     poll,
     lookup,
+    cancel,
     journal
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Deferred, Effect } from "effect"
-import { AdmissionRules, TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { AdmissionRules, TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import { wake } from "./State.ts"
@@ -65,7 +65,8 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       upstreamRef: null,
       provider: null,
       attempts: 0,
-      updatedAt: task.createdAt
+      updatedAt: task.createdAt,
+      cancelRequestedAt: null
     }
     append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
     state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, upstreamAnswer: null, seq: state.nextSeq++ })
@@ -141,6 +142,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       row.leaseExpiresAt = null
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
+    if (TaskStatus.isTerminal(request.to)) state.settled.wake([request.taskId])
     return { _tag: "Done", task: row.record }
   }
 
@@ -198,14 +200,25 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         const row = state.tasks.get(taskId)
         return row?.record.accountId === accountId ? row.record : undefined
       }),
-    list: (accountId, limit) =>
-      Effect.sync(() =>
-        Array.from(state.tasks.values())
-          .filter((row) => row.record.accountId === accountId)
-          .sort((a, b) => b.record.createdAt.getTime() - a.record.createdAt.getTime() || b.seq - a.seq)
+    list: (accountId, limit, filter = {}) =>
+      Effect.sync(() => {
+        const cursor = filter.before === undefined ? undefined : state.tasks.get(filter.before)
+        if (filter.before !== undefined && cursor?.record.accountId !== accountId) return []
+        const newer = (a: TaskRow, b: TaskRow) => b.record.createdAt.getTime() - a.record.createdAt.getTime() || b.seq - a.seq
+        return Array.from(state.tasks.values())
+          .filter(
+            (row) =>
+              row.record.accountId === accountId &&
+              (cursor === undefined || newer(row, cursor) > 0) &&
+              (filter.status === undefined || row.record.status === filter.status) &&
+              (filter.model === undefined || row.record.model === filter.model) &&
+              (filter.createdAfter === undefined || row.record.createdAt > filter.createdAfter) &&
+              (filter.createdBefore === undefined || row.record.createdAt < filter.createdBefore)
+          )
+          .sort(newer)
           .slice(0, limit)
           .map((row) => row.record)
-      ),
+      }),
     claim: (options) =>
       Effect.sync(() => {
         const now = options.now.getTime()
@@ -262,6 +275,24 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         row.record = { ...row.record, upstreamRef }
         return true
       }),
+    cancel: (accountId, taskId, now) =>
+      Effect.sync((): TaskStore.CancelResult | undefined => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.record.accountId !== accountId) return undefined
+        if (row.record.status === "queued") {
+          settle(row, "failed", undefined, now)
+          row.record = { ...row.record, status: "failed", errorCode: TaskErrorCode.Canceled, updatedAt: now }
+          row.leaseToken = null
+          row.leaseExpiresAt = null
+          state.settled.wake([taskId])
+          return { _tag: "Canceled", task: row.record }
+        }
+        if (TaskStatus.isUnfinished(row.record.status)) {
+          if (row.record.cancelRequestedAt === null) row.record = { ...row.record, cancelRequestedAt: now }
+          return { _tag: "Requested", task: row.record }
+        }
+        return TaskStore.finishedCancel(row.record)
+      }),
     resolve: (resolution) =>
       Effect.sync(() => {
         const row = state.tasks.get(resolution.taskId)
@@ -278,8 +309,10 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }
+        state.settled.wake([resolution.taskId])
         return row.record
       }),
+    watchSettled: (taskId) => state.settled.watch(taskId),
     awaitWork: (maxWaitMs) => Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
   })
 }

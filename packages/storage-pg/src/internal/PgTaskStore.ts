@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgTypes } from "@effect/sql-pg"
-import { TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
@@ -20,7 +20,7 @@ import {
   toRefusal,
   toTask
 } from "./Rows.ts"
-import type { WorkWakeups } from "./Wakeups.ts"
+import type { SettledWakeups, WorkWakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
 
@@ -185,7 +185,7 @@ const toAdmissionResult = (
   }
 }
 
-export const make = (wakeups: WorkWakeups) =>
+export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))
@@ -256,6 +256,8 @@ export const make = (wakeups: WorkWakeups) =>
         if (moves.some((m) => written.has(m.ordinal) && !m.keep_lease && TaskStatus.isUnfinished(m.to_status))) {
           yield* wakeups.announce
         }
+        const finished = moves.filter((m) => written.has(m.ordinal) && TaskStatus.isTerminal(m.to_status))
+        if (finished.length > 0) yield* settled.announce(finished.map((m) => m.task_id))
         return moves.map((m) => written.get(m.ordinal))
       })
 
@@ -403,10 +405,22 @@ export const make = (wakeups: WorkWakeups) =>
           )
         ),
 
-      list: (accountId, limit) =>
+      list: (accountId, limit, filter = {}) =>
         Failures.run(
           "list",
+          // Only the filters given, so that each plan is a range of one index: tasks_account_newest,
+          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019).
           sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
+            ${filter.status === undefined ? sql`` : sql`AND t.status = ${filter.status}`}
+            ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
+            ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
+            ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}
+            ${
+              filter.before === undefined
+                ? sql``
+                : sql`AND (t.created_at, t.seq) < (SELECT c.created_at, c.seq FROM tasks c
+                    WHERE c.id = ${filter.before} AND c.account_id = ${accountId})`
+            }
             ORDER BY t.created_at DESC, t.seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
         ),
 
@@ -513,6 +527,40 @@ export const make = (wakeups: WorkWakeups) =>
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
         ),
 
+      // Reads the task, then compare-and-sets on the status it read; statuses only move forward,
+      // so a lost race reads again at most three times.
+      cancel: (accountId, taskId, now) =>
+        Failures.run(
+          "cancel",
+          Effect.gen(function* () {
+            for (;;) {
+              const rows = yield* sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.id = ${taskId}`
+              if (rows.length === 0 || rows[0].account_id !== accountId) return undefined
+              const task = toTask(rows[0])
+              if (task.status === "queued") {
+                const [canceled] = yield* runMoves([
+                  move(0, {
+                    taskId,
+                    leaseToken: null,
+                    from: "queued",
+                    to: "failed",
+                    now,
+                    errorCode: TaskErrorCode.Canceled,
+                    keepLease: false
+                  })
+                ])
+                if (canceled !== undefined) return { _tag: "Canceled", task: canceled } satisfies TaskStore.CancelResult
+                continue
+              }
+              if (!TaskStatus.isUnfinished(task.status)) return TaskStore.finishedCancel(task)
+              const requested =
+                yield* sql<TaskRow>`UPDATE tasks t SET cancel_requested_at = coalesce(t.cancel_requested_at, ${now})
+                WHERE t.id = ${taskId} AND t.status = ${task.status} RETURNING ${taskColumns}`
+              if (requested.length > 0) return { _tag: "Requested", task: toTask(requested[0]) } satisfies TaskStore.CancelResult
+            }
+          })
+        ),
+
       resolve: (resolution) =>
         TaskStatus.canTransition(resolution.from ?? "reconciliation_required", resolution.to)
           ? Failures.run(
@@ -532,6 +580,8 @@ export const make = (wakeups: WorkWakeups) =>
               )
             )
           : Effect.succeed(undefined),
+
+      watchSettled: settled.watch,
 
       awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)
     })

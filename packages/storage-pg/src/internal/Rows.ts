@@ -117,6 +117,7 @@ export interface TaskRow {
   readonly lease_token: string | null
   readonly lease_expires_at: Date | null
   readonly traceparent: string | null
+  readonly cancel_requested_at: Date | null
 }
 
 const taskColumnNames = [
@@ -141,7 +142,8 @@ const taskColumnNames = [
   "deadline_at",
   "lease_token",
   "lease_expires_at",
-  "traceparent"
+  "traceparent",
+  "cancel_requested_at"
 ] as const
 
 /** `alias.col, ...` for the tasks columns a TaskRow holds: what every query returning tasks selects. */
@@ -169,7 +171,8 @@ export const toTask = (row: TaskRow): TaskStore.TaskRecord => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   deadlineAt: row.deadline_at,
-  ...(row.traceparent === null ? {} : { traceparent: row.traceparent })
+  ...(row.traceparent === null ? {} : { traceparent: row.traceparent }),
+  cancelRequestedAt: row.cancel_requested_at
 })
 
 export interface EntryRow {

@@ -1,0 +1,85 @@
+import { Effect } from "effect"
+import { describe, expect } from "@effect/vitest"
+import { TaskStore } from "../tasks/TaskStore.ts"
+import type { TaskListFilter, TaskRecord } from "../tasks/TaskStore.ts"
+import type { AccountId } from "../domain/Ids.ts"
+import type { Case } from "./Case.ts"
+import { admission, admitted, at, fundedAccount, newTask, USD } from "./Fixtures.ts"
+
+/** Every page of `limit` under `filter`, following the last id of each page as `before`. */
+const allPages = (
+  accountId: AccountId,
+  limit: number,
+  filter: TaskListFilter,
+  between: Effect.Effect<void, unknown, TaskStore>
+) =>
+  Effect.gen(function* () {
+    const store = yield* TaskStore
+    const pages: Array<ReadonlyArray<string>> = []
+    let before: TaskRecord["id"] | undefined
+    for (;;) {
+      const page = yield* store.list(accountId, limit, { ...filter, before })
+      if (page.length === 0) return pages
+      pages.push(page.map((task) => task.id))
+      before = page.at(-1)?.id
+      yield* between
+    }
+  })
+
+export const listCases = (test: Case) => {
+  describe("TaskStore list pages and filters", () => {
+    test(
+      "cursor pages have no gaps or repeats while tasks are being added, ties in createdAt included",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const mine = yield* fundedAccount(1_000 * USD)
+        const theirs = yield* fundedAccount(10 * USD, "theirs")
+        // Pairs of tasks share a createdAt: admission order breaks the tie.
+        for (let i = 0; i < 10; i++) yield* admitted(admission(newTask(mine, { createdAt: at(Math.floor(i / 2)) })))
+        yield* admitted(admission(newTask(theirs, { createdAt: at(3) })))
+        const snapshot = (yield* store.list(mine, 100)).map((task) => task.id)
+        expect(snapshot).toHaveLength(10)
+        let added = 0
+        const addTwo = Effect.gen(function* () {
+          yield* admitted(admission(newTask(mine, { createdAt: at(100 + added) })))
+          yield* admitted(admission(newTask(mine, { createdAt: at(4) })))
+          added++
+        })
+        const pages = yield* allPages(mine, 3, {}, addTwo)
+        expect(pages.map((page) => page.length)).toEqual([3, 3, 3, 1])
+        expect(pages.flat()).toEqual(snapshot)
+        expect((yield* store.list(mine, 100)).length).toBe(10 + 2 * added)
+      })
+    )
+
+    test(
+      "filters by status, model and created time, and pages within a filter",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const mine = yield* fundedAccount(100 * USD)
+        const theirs = yield* fundedAccount(10 * USD, "theirs")
+        const tasks: Array<TaskRecord> = []
+        for (let i = 0; i < 8; i++) {
+          tasks.push(yield* admitted(admission(newTask(mine, { createdAt: at(i), model: i % 2 === 0 ? "even" : "odd" }))))
+        }
+        const foreign = yield* admitted(admission(newTask(theirs, { createdAt: at(5), model: "even" })))
+        for (const task of tasks.slice(0, 3)) expect((yield* store.cancel(mine, task.id, at(20)))?._tag).toBe("Canceled")
+        const ids = (filter: TaskListFilter, limit = 100) =>
+          Effect.map(store.list(mine, limit, filter), (page) => page.map((task) => task.id))
+        const newestFirst = (picked: ReadonlyArray<TaskRecord>) => picked.map((task) => task.id).reverse()
+
+        expect(yield* ids({ status: "failed" })).toEqual(newestFirst(tasks.slice(0, 3)))
+        expect(yield* ids({ status: "queued" })).toEqual(newestFirst(tasks.slice(3)))
+        expect(yield* ids({ status: "running" })).toEqual([])
+        expect(yield* ids({ model: "even" })).toEqual(newestFirst(tasks.filter((_, i) => i % 2 === 0)))
+        expect(yield* ids({ model: "even", status: "queued" })).toEqual(newestFirst([tasks[4]!, tasks[6]!]))
+        expect(yield* ids({ createdAfter: at(2), createdBefore: at(5) })).toEqual(newestFirst(tasks.slice(3, 5)))
+        expect(yield* ids({ createdAfter: at(7) })).toEqual([])
+        const pages = yield* allPages(mine, 2, { model: "odd" }, Effect.void)
+        expect(pages.flat()).toEqual(newestFirst(tasks.filter((_, i) => i % 2 === 1)))
+        // A cursor of another account's task lists nothing.
+        expect(yield* ids({ before: foreign.id })).toEqual([])
+      })
+    )
+  })
+}
