@@ -82,6 +82,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/s3-postgres.test.ts",
       "packages/http/test/upstreamLimits.postgres.test.ts",
       "packages/http/test/providerCallbacks.postgres.test.ts",
+      "packages/http/test/workerProcess.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",

@@ -24,6 +24,7 @@ const worker = Command.make("worker", {}, () =>
   Effect.flatMap(main, (Main) => Main.worker).pipe(
     Effect.catchTags({
       WorkerNotConfigured: (error) => AdminCli.failWith(error.message),
+      WorkerListenError: (error) => AdminCli.failWith(error.message),
       S3NotReady: (error) => AdminCli.failWith(error.message)
     })
   )

@@ -41,6 +41,7 @@ import * as DataDir from "./DataDir.ts"
 import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
 import * as Logging from "./observability/Logging.ts"
 import * as Tracing from "./observability/Tracing.ts"
+import * as WorkerListener from "./observability/WorkerListener.ts"
 import * as Server from "./Server.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
@@ -89,6 +90,10 @@ export interface Settings {
   readonly accessLog: boolean
   /** METRICS_TOKEN: the bearer token GET /metrics on the admin listener asks for; none: open there. */
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
+  /** WORKER_METRICS_PORT: a `taskmeter worker` process serves /metrics, /healthz and /readyz here; none: no listener. */
+  readonly workerMetricsPort: Option.Option<number>
+  /** WORKER_METRICS_HOST: the interface of that listener. */
+  readonly workerMetricsHost: string
 }
 
 /** The settings when nothing is configured. */
@@ -119,10 +124,14 @@ export const defaults: Settings = {
   modelDeadlineSeconds: {},
   logFormat: "text",
   accessLog: true,
-  metricsToken: Option.none()
+  metricsToken: Option.none(),
+  workerMetricsPort: Option.none(),
+  workerMetricsHost: "127.0.0.1"
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+const PortOrZero = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 }))
 
 const positive = (name: string, fallback: number) => Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
 
@@ -230,7 +239,9 @@ export const config: Config.Config<Settings> = Config.all({
   modelDeadlineSeconds: perModel("MODEL_DEADLINE_SECONDS"),
   logFormat: Config.Literals(["json", "text"], "LOG_FORMAT").pipe(Config.withDefault(defaults.logFormat)),
   accessLog: Config.Boolean("ACCESS_LOG").pipe(Config.withDefault(defaults.accessLog)),
-  metricsToken: Config.option(Config.Redacted("METRICS_TOKEN"))
+  metricsToken: Config.option(Config.Redacted("METRICS_TOKEN")),
+  workerMetricsPort: Config.option(Config.schema(PortOrZero, "WORKER_METRICS_PORT")),
+  workerMetricsHost: Config.NonEmptyString("WORKER_METRICS_HOST").pipe(Config.withDefault(defaults.workerMetricsHost))
 })
 
 /**
@@ -561,10 +572,18 @@ export const start = Effect.scoped(
   })
 ).pipe(withLogger)
 
+/** The worker banner's account of its listener. */
+const workerListenerLine = (address: NetAddress.SocketAddress | undefined, settings: Pick<Settings, "metricsToken">) => {
+  if (address === undefined) return "no metrics listener (set WORKER_METRICS_PORT)"
+  const url = localUrl(address)
+  return `metrics ${url}/metrics${Option.isSome(settings.metricsToken) ? " (METRICS_TOKEN)" : ""}, health ${url}/healthz, ${url}/readyz`
+}
+
 export class WorkerNotConfigured extends Data.TaggedError("WorkerNotConfigured")<{ readonly message: string }> {}
 
 /**
- * What `taskmeter worker` runs: a task worker and the reconciler, without an HTTP server,
+ * What `taskmeter worker` runs: a task worker and the reconciler, without an API server (with
+ * WORKER_METRICS_PORT, a listener for /metrics, /healthz and /readyz: WorkerListener),
  * against the PostgreSQL at DATABASE_URL (PGlite cannot be shared between processes). Results
  * go to the S3_BUCKET the servers use, else under DATA_DIR/blobs, which the servers must then
  * see too (same machine). Media links are signed like the server's: with MEDIA_LINK_SECRET, or
@@ -601,14 +620,25 @@ export const worker = Effect.scoped(
     }
     const executors = executorsOf(adapters, settings)
     return yield* Effect.gen(function* () {
+      const listener = yield* Option.match(settings.workerMetricsPort, {
+        onNone: () => Effect.undefined,
+        onSome: (port) =>
+          WorkerListener.serve({
+            host: settings.workerMetricsHost,
+            port,
+            metricsToken: Option.getOrUndefined(settings.metricsToken)
+          })
+      })
       yield* Console.log(
         `taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; ` +
-          `blobs in ${blobsLine(dataDir, settings)}; stop with Ctrl-C.`
+          `blobs in ${blobsLine(dataDir, settings)}; ${workerListenerLine(listener, settings)}; stop with Ctrl-C.`
       )
       return yield* TaskWorker.serve()
     }).pipe(
       Effect.provide(
         Layer.mergeAll(
+          // Readiness on the listener asks for the worker's heartbeat.
+          Option.isSome(settings.workerMetricsPort) ? Heartbeat.layer : Layer.empty,
           Catalog.layer,
           Layer.succeed(Executors.Executors, executors),
           MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),

@@ -7,83 +7,18 @@
  */
 import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Executors, MediaUrls, TaskWorker } from "@taskmeter/kernel"
 import { Simulated } from "@taskmeter/providers"
 import * as Main from "../src/main.ts"
 import * as Tracing from "../src/observability/Tracing.ts"
 import { observedServer } from "./support/Observed.ts"
+import { attribute, receiver, storedTraceparent, tracingTo } from "./support/Traces.ts"
 import { eventually, fetchJson, SERVED, token } from "./support/Servers.ts"
 import { databaseUrl } from "./support/stores.ts"
-
-interface OtlpSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly links?: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
-  readonly attributes?: ReadonlyArray<{ readonly key: string; readonly value: { readonly stringValue?: string } }>
-  readonly service: string
-}
-
-/** An OTLP/HTTP JSON receiver on a free port: the spans it received, with their service's name. */
-const receiver = Effect.acquireRelease(
-  Effect.promise(
-    () =>
-      new Promise<{ readonly url: string; readonly spans: Array<OtlpSpan>; readonly close: () => void }>((resolve) => {
-        const spans: Array<OtlpSpan> = []
-        const server = createServer((request, response) => {
-          let body = ""
-          request.on("data", (chunk: Buffer) => {
-            body += chunk.toString("utf8")
-          })
-          request.on("end", () => {
-            if (request.url === "/v1/traces") {
-              for (const resourceSpans of JSON.parse(body).resourceSpans ?? []) {
-                const service =
-                  resourceSpans.resource.attributes.find((a: any) => a.key === "service.name")?.value.stringValue ?? ""
-                for (const scope of resourceSpans.scopeSpans ?? []) {
-                  for (const span of scope.spans ?? []) spans.push({ ...span, service })
-                }
-              }
-            }
-            response.writeHead(200, { "content-type": "application/json" }).end("{}")
-          })
-        })
-        server.listen(0, "127.0.0.1", () =>
-          resolve({
-            url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-            spans,
-            close: () => server.close()
-          })
-        )
-      })
-  ),
-  (r) => Effect.sync(r.close)
-)
-
-const tracingTo = (endpoint: string | undefined, serviceName: string) =>
-  Tracing.layer.pipe(
-    Layer.provide(
-      ConfigProvider.layer(
-        ConfigProvider.fromEnv({
-          env: {
-            ...(endpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
-            OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-            OTEL_SERVICE_NAME: serviceName,
-            OTEL_BSP_SCHEDULE_DELAY: "100"
-          }
-        })
-      )
-    )
-  )
 
 const adminRpc = (adminUrl: string, tag: string, payload: unknown) =>
   Effect.map(
@@ -106,17 +41,6 @@ const submit = (url: string, secret: string) =>
     },
     body: JSON.stringify({ model: SERVED, input: { prompt: "a quiet harbour" } })
   })
-
-/** The traceparent column of the task, as stored. */
-const storedTraceparent = (schema: string, taskId: string) =>
-  SqlClient.SqlClient.use(
-    (sql) => sql<{ readonly traceparent: string | null }>`SELECT traceparent FROM ${sql(schema)}.tasks WHERE id = ${taskId}`
-  ).pipe(
-    Effect.map((rows) => rows[0]?.traceparent ?? null),
-    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))
-  )
-
-const attribute = (span: OtlpSpan, key: string) => span.attributes?.find((a) => a.key === key)?.value.stringValue
 
 describe("tracing", () => {
   it.live("exports the request's and the worker's spans, the worker's trace linked to the submission", () =>

@@ -8,7 +8,7 @@
  */
 import { createServer } from "node:http"
 import { Context, Data, Effect, Layer, type Redacted } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http"
 import type { NetAddress } from "effect/net"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -77,11 +77,6 @@ export interface Options {
   readonly metricsToken?: Redacted.Redacted<string> | undefined
 }
 
-const metricsUnauthorized = ErrorResponse.fromError(
-  new Errors.AuthRequired({ message: "GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>." }),
-  { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
-)
-
 /** The admin service on its own HTTP server, listening on ADMIN_HOST:ADMIN_PORT until the layer is released. */
 export const layer = (options: Options) =>
   Layer.effect(
@@ -90,18 +85,12 @@ export const layer = (options: Options) =>
       const { adminHost, adminPort } = yield* ServerConfig
       const serve = yield* RpcServer.toHttpEffect(AdminRpcs)
       const verify = OperatorToken.verifier(options.token)
-      const verifyScraper = options.metricsToken === undefined ? undefined : OperatorToken.verifier(options.metricsToken)
-      const scrape = yield* MetricsScrape.scraper
+      const metrics = yield* MetricsScrape.handler(options.metricsToken)
       const handler = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         // RpcClient posts to `<PATH>/`; the router this replaced ignored a trailing slash too.
         const path = request.url.split("?")[0]!.replace(/(.)\/$/, "$1")
-        if (request.method === "GET" && path === MetricsScrape.PATH) {
-          if (verifyScraper !== undefined && !verifyScraper(OperatorToken.fromAuthorization(request.headers.authorization))) {
-            return metricsUnauthorized
-          }
-          return HttpServerResponse.text(yield* scrape, { contentType: MetricsScrape.CONTENT_TYPE })
-        }
+        if (request.method === "GET" && path === MetricsScrape.PATH) return yield* metrics(request)
         if (request.method !== "POST" || path !== PATH) {
           return ErrorResponse.routeNotFound(request.method, request.url)
         }

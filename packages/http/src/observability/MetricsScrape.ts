@@ -1,12 +1,17 @@
 /**
- * GET /metrics on the admin listener: the process's effect metrics (kernel/Metrics) in Prometheus
- * text format, after setting the gauges read at scrape time: queue depth by status and model
- * (one bounded query) and this process's database connections. A series that disappears from
- * the queue is set to 0, not dropped, so that rates and alerts see it end.
+ * GET /metrics on the admin listener (and a worker process's listener): the process's effect
+ * metrics (kernel/Metrics) in Prometheus text format, behind METRICS_TOKEN when one is set, after
+ * setting the gauges read at scrape time: queue depth by status and model (one bounded query) and
+ * this process's database connections. A series that disappears from the queue is set to 0, not
+ * dropped, so that rates and alerts see it end.
  */
-import { Effect, Metric } from "effect"
+import { Effect, Metric, type Redacted } from "effect"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
-import { Metrics, StoreHealth } from "@taskmeter/kernel"
+import { Errors, Metrics, StoreHealth } from "@taskmeter/kernel"
+import * as OperatorToken from "../admin/OperatorToken.ts"
+import * as ErrorResponse from "../ErrorResponse.ts"
+import * as ResponseHeaders from "../ResponseHeaders.ts"
 
 export const PATH = "/metrics"
 
@@ -40,5 +45,26 @@ const make = Effect.gen(function* () {
   return Effect.andThen(Effect.all([queue, connections], { concurrency: 2, discard: true }), PrometheusMetrics.format())
 })
 
-/** The scrape: the text of every metric, the gauges just read. */
-export const scraper: Effect.Effect<Effect.Effect<string>, never, StoreHealth.StoreHealth> = make
+const unauthorized = ErrorResponse.fromError(
+  new Errors.AuthRequired({ message: "GET /metrics needs the metrics token: Authorization: Bearer <METRICS_TOKEN>." }),
+  { headers: { "www-authenticate": ResponseHeaders.BEARER_CHALLENGE } }
+)
+
+/**
+ * The answer to GET /metrics: the text of every metric, the gauges just read; 401 AUTH_REQUIRED
+ * when `metricsToken` (METRICS_TOKEN) is set and the request does not present it as a Bearer token.
+ */
+export const handler = (
+  metricsToken: Redacted.Redacted<string> | undefined
+): Effect.Effect<
+  (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  never,
+  StoreHealth.StoreHealth
+> =>
+  Effect.map(make, (scrape) => {
+    const verify = metricsToken === undefined ? undefined : OperatorToken.verifier(metricsToken)
+    return (request) =>
+      verify !== undefined && !verify(OperatorToken.fromAuthorization(request.headers.authorization))
+        ? Effect.succeed(unauthorized)
+        : Effect.map(scrape, (text) => HttpServerResponse.text(text, { contentType: CONTENT_TYPE }))
+  })
