@@ -20,7 +20,7 @@ const nothingStored = (who: T.Customer) =>
     expect(usage.body).toMatchObject({ reservedMicros: 0, balanceMicros: 10_000_000 })
     expect(usage.body.entries.map((entry: { kind: string }) => entry.kind)).toEqual(["grant"])
     const jobs = yield* T.call("/api/v1/jobs", { headers: T.bearer(who.secret) })
-    expect(jobs.body).toEqual({ data: [] })
+    expect(jobs.body).toEqual({ data: [], nextCursor: null })
   })
 
 for (const store of stores) {
