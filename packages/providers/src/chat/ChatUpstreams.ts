@@ -42,7 +42,10 @@ export const NamedUpstream = Schema.Struct({
   /** Requests each process keeps open on it at once; past it the route's next upstream is tried. */
   maxConcurrent: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
   /** Requests each process sends it per minute; past it the route's next upstream is tried. */
-  requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+  requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  /** What it costs us, USD micros per million prompt / completion tokens: recorded with each request it serves. */
+  costPromptMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  costCompletionMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
 })
 export type NamedUpstream = typeof NamedUpstream.Type
 
@@ -101,6 +104,8 @@ const upstreamsOf = (config: Settings) =>
         models: upstream.models === undefined ? undefined : new Set(Object.keys(upstream.models)),
         maxConcurrent: upstream.maxConcurrent,
         requestsPerMinute: upstream.requestsPerMinute,
+        costPromptMicrosPerMillion: upstream.costPromptMicrosPerMillion,
+        costCompletionMicrosPerMillion: upstream.costCompletionMicrosPerMillion,
         provider: yield* OpenAiCompatible.scoped({
           provider: upstream.name,
           baseUrl: upstream.baseUrl,
