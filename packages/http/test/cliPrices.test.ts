@@ -177,6 +177,14 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
           }
         ]
       })
+      const url = yield* baseUrl
+      const human = yield* run(
+        ["admin", "--url", url, "chat-margin", "--from", "2031-03-01T00:00:00Z", "--to", "2031-03-02T00:00:00Z"],
+        { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
+      )
+      expect(human.stdout).toContain(
+        "chat-pro  backup  2 requests  charged 0.050000 USD  upstream cost 0.021000 USD  margin 0.029000 USD"
+      )
       const refused = yield* adminFails("chat-margin", "--from", "2031-03-02T00:00:00Z", "--to", "2031-03-01T00:00:00Z")
       expect(refused.reason).toBe("InvalidRequest")
     })

@@ -7,6 +7,7 @@
  * Credit leases (ChatLeases): `lease` reserves a block of available credit under a lease id (never
  * over-reserving), `settleLeased` records settled requests and charges them from their lease (one
  * charge entry each, once per id), `closeLeases` and `sweepLeases` release what a lease did not use.
+ * A settlement records the upstream that served the request and its cost; `margin` sums them.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

@@ -2,7 +2,8 @@
  * The chat upstreams a deployment runs, from configuration (`scoped`): OpenAI-compatible APIs, the
  * default one from `CHAT_UPSTREAM_BASE_URL`, `_API_KEY`, `_MODELS` (our id → the upstream's) and
  * `_CAP_PARAMETER`, named ones from `CHAT_UPSTREAMS` (JSON); routes from `CHAT_ROUTES` (a route is
- * what the price list's `provider` names: its upstreams in fallback order, ChatRoute); and the
+ * what the price list's `provider` names: its upstreams in fallback order, ChatRoute; a named
+ * upstream's optional cost per token is recorded with the requests it serves); and the
  * offline `local` model (`CHAT_LOCAL_ENABLED`, `CHAT_LOCAL_TOKEN_DELAY_MS`). With nothing set only
  * the local model is served. The settings: packages/http/README.md, Configuration.
  */
