@@ -526,6 +526,8 @@ CREATE TABLE chat_requests (
     completed_at timestamp with time zone,
     lease_id text,
     uncharged_micros bigint DEFAULT 0 NOT NULL,
+    upstream text,
+    upstream_cost_micros bigint,
     CONSTRAINT chat_requests_check CHECK (((charged_micros >= 0) AND (charged_micros <= reserved_micros))),
     CONSTRAINT chat_requests_check1 CHECK (((status = 'open'::text) = (completed_at IS NULL))),
     CONSTRAINT chat_requests_check2 CHECK (((status = 'open'::text) = (charged_micros IS NULL))),
@@ -534,7 +536,8 @@ CREATE TABLE chat_requests (
     CONSTRAINT chat_requests_prompt_tokens_check CHECK ((prompt_tokens >= 0)),
     CONSTRAINT chat_requests_reserved_micros_check CHECK ((reserved_micros >= 0)),
     CONSTRAINT chat_requests_status_check CHECK ((status = ANY (ARRAY['open'::text, 'succeeded'::text, 'partial'::text, 'failed'::text]))),
-    CONSTRAINT chat_requests_uncharged_micros_check CHECK ((uncharged_micros >= 0))
+    CONSTRAINT chat_requests_uncharged_micros_check CHECK ((uncharged_micros >= 0)),
+    CONSTRAINT chat_requests_upstream_cost_micros_check CHECK ((upstream_cost_micros >= 0))
 );
 
 CREATE FUNCTION taskmeter_chat_open(p_id text, p_account_id text, p_api_key_id text, p_model text, p_reserved_micros bigint, p_tiers jsonb, p_created_at timestamp with time zone, p_requests_per_minute integer, p_max_open_requests integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, request chat_requests)
@@ -678,7 +681,8 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
     FOR r IN SELECT * FROM jsonb_to_recordset(p_batch) AS x (
         id text, lease_id text, account_id text, api_key_id text, model text, reserved_micros bigint,
         tiers jsonb, created_at timestamptz, status text, prompt_tokens bigint, completion_tokens bigint,
-        finish_reason text, error_code text, charge_micros bigint, completed_at timestamptz
+        finish_reason text, error_code text, charge_micros bigint, completed_at timestamptz,
+        upstream text, upstream_cost_micros bigint
       ) ORDER BY x.lease_id, x.id
     LOOP
       CONTINUE WHEN EXISTS (SELECT 1 FROM chat_requests c WHERE c.id = r.id) OR r.id = ANY (v_ids);
@@ -692,10 +696,10 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
       END IF;
       INSERT INTO chat_requests (id, account_id, api_key_id, model, status, reserved_micros, charged_micros,
           prompt_tokens, completion_tokens, finish_reason, error_code, tiers, created_at, completed_at, lease_id,
-          uncharged_micros)
+          uncharged_micros, upstream, upstream_cost_micros)
         VALUES (r.id, r.account_id, r.api_key_id, r.model, r.status, r.reserved_micros, v_charge,
           r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error_code, r.tiers, r.created_at, r.completed_at,
-          r.lease_id, r.charge_micros - v_charge);
+          r.lease_id, r.charge_micros - v_charge, r.upstream, r.upstream_cost_micros);
       v_ids := v_ids || r.id;
     END LOOP;
 
@@ -1251,6 +1255,8 @@ CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 CREATE INDEX chat_leases_expiring ON chat_leases USING btree (expires_at) WHERE (closed_at IS NULL);
 
 CREATE INDEX chat_requests_account_newest ON chat_requests USING btree (account_id, seq DESC);
+
+CREATE INDEX chat_requests_created ON chat_requests USING btree (created_at);
 
 CREATE INDEX chat_requests_open ON chat_requests USING btree (account_id, created_at) WHERE (status = 'open'::text);
 

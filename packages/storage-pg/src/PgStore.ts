@@ -51,6 +51,7 @@ import payments from "./migrations/0016_payments.ts"
 import chatLeases from "./migrations/0017_chat_leases.ts"
 import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
+import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -105,7 +106,8 @@ const migrationRecord = {
   "16_payments": payments,
   "17_chat_leases": chatLeases,
   "18_chat_price_lists": chatPriceLists,
-  "19_task_cancel_lists": taskCancelLists
+  "19_task_cancel_lists": taskCancelLists,
+  "20_chat_upstream_cost": chatUpstreamCost
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

@@ -509,6 +509,40 @@ const chatPriceDisable = Command.make("disable", { model: Flag.String("model") }
   )
 ).pipe(Command.withDescription("Stop a chat model from being used, keeping its price."))
 
+const chatMargin = Command.make(
+  "chat-margin",
+  {
+    from: Flag.String("from").pipe(
+      Flag.optional,
+      Flag.withDescription("Requests created from (ISO 8601; default: 24 hours before --to).")
+    ),
+    to: Flag.String("to").pipe(Flag.optional, Flag.withDescription("Requests created before (ISO 8601; default: now)."))
+  },
+  ({ from, to }) =>
+    call(
+      (admin) =>
+        admin.ChatMargin({
+          ...Option.match(from, { onNone: () => ({}), onSome: (from) => ({ from }) }),
+          ...Option.match(to, { onNone: () => ({}), onSome: (to) => ({ to }) })
+        }),
+      (margin) =>
+        [
+          `Chat requests created from ${margin.from} to ${margin.to}:`,
+          ...(margin.rows.length === 0
+            ? ["none settled."]
+            : margin.rows.map(
+                (row) =>
+                  `${row.model}  ${row.upstream ?? "(no upstream)"}  ${row.requests} requests  charged ${usd(row.chargedMicros)}  ` +
+                  `upstream cost ${usd(row.upstreamCostMicros)}  margin ${usd(row.marginMicros)}`
+              ))
+        ].join("\n")
+    )
+).pipe(
+  Command.withDescription(
+    "Per chat model and upstream: requests, charged, upstream cost (CHAT_UPSTREAMS' cost per token) and margin."
+  )
+)
+
 const taskResolve = Command.make(
   "resolve",
   {
@@ -746,6 +780,7 @@ export const command = admin.pipe(
       Command.withDescription("The price list."),
       Command.withSubcommands([priceList, priceSet, priceDisable])
     ),
+    chatMargin,
     Command.make("chat-price").pipe(
       Command.withDescription("The chat price list."),
       Command.withSubcommands([chatPriceList, chatPriceSet, chatPriceDisable])

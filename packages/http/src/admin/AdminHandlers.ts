@@ -9,6 +9,7 @@ import {
   Accounts,
   type AccountStore,
   type BlobStore,
+  ChatStore,
   Ids,
   Ledger,
   type LedgerStore,
@@ -101,6 +102,8 @@ const paymentEvent = (kept: PaymentStore.KeptEvent): AdminRpc.PaymentEvent => {
   }
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000
+
 const fail = (reason: AdminRpc.AdminErrorReason, message: string) => Effect.fail(new AdminError({ reason, message }))
 
 const storeUnavailable = (error: StoreError.StoreUnavailable) =>
@@ -138,6 +141,7 @@ export const layer = AdminRpcs.toLayer(
     const ledger = yield* Ledger.Ledger
     const pricer = yield* Pricer.Pricer
     const chatPrices = yield* ChatPrices.ChatPrices
+    const chatStore = yield* ChatStore.ChatStore
     const tasks = yield* TaskStore.TaskStore
     const oauth = yield* OAuthStore.OAuthStore
     const paymentStore = yield* PaymentStore.PaymentStore
@@ -247,6 +251,20 @@ export const layer = AdminRpcs.toLayer(
         chatPriceChange(model, (current) => ({ ...current, ...given, enabled: true }) as ChatPrices.ChatModelPrice),
       ChatPriceDisable: ({ model }) =>
         Effect.asVoid(chatPriceChange(model, (current) => (current === undefined ? undefined : { ...current, enabled: false }))),
+      ChatMargin: (payload) =>
+        Effect.gen(function* () {
+          const to = payload.to === undefined ? new Date() : new Date(payload.to)
+          const from = payload.from === undefined ? new Date(to.getTime() - DAY_MS) : new Date(payload.from)
+          if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime()) || from >= to) {
+            return yield* fail("InvalidRequest", "from and to must be ISO 8601 date-times, from before to.")
+          }
+          const rows = yield* chatStore.margin({ from, to }).pipe(Effect.mapError(storeUnavailable))
+          return {
+            from: from.toISOString(),
+            to: to.toISOString(),
+            rows: rows.map((row) => ({ ...row, marginMicros: row.chargedMicros - row.upstreamCostMicros }))
+          }
+        }),
       TaskList: ({ after, limit }) =>
         Effect.gen(function* () {
           const size = limit ?? MAX_TASK_PAGE

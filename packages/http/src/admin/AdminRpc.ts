@@ -38,6 +38,22 @@ const Timestamp = Schema.String.annotate({ description: "ISO 8601 date-time" })
 const PositiveMicros = Money.Micros.check(Schema.isGreaterThan(0))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
+/** Per model and upstream: requests, what they were charged, what the upstream cost (where configured) and the difference. */
+export const ChatMargin = Schema.Struct({
+  from: Timestamp,
+  to: Timestamp,
+  rows: Schema.Array(
+    Schema.Struct({
+      model: Schema.String,
+      upstream: Schema.NullOr(Schema.String),
+      requests: Count,
+      chargedMicros: Schema.Int,
+      upstreamCostMicros: Schema.Int,
+      marginMicros: Schema.Int
+    })
+  )
+})
+
 export const Balances = Schema.Struct({
   balanceMicros: Schema.Int,
   reservedMicros: Schema.Int,
@@ -308,6 +324,15 @@ export class AdminRpcs extends RpcGroup.make(
     error: AdminError
   }),
   Rpc.make("ChatPriceDisable", { payload: { model: Schema.String }, error: AdminError }),
+  /**
+   * The chat margin of the settled requests created in [from, to) (by default the last 24 hours
+   * up to now), per model and upstream (null: none, the offline model): at most MARGIN_ROWS lines.
+   */
+  Rpc.make("ChatMargin", {
+    payload: { from: Schema.optionalKey(Timestamp), to: Schema.optionalKey(Timestamp) },
+    success: ChatMargin,
+    error: AdminError
+  }),
   /**
    * Settles a reconciliation_required task: succeeded attaches `results` (at least one, fetched
    * or uploaded, stored before the charge), charges `chargeMicros` (at most the quote, by

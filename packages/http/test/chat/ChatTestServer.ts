@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
-import type { Ids, Scope } from "@taskmeter/kernel"
+import type { ChatProvider, Ids, Scope } from "@taskmeter/kernel"
 import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import OpenAI from "openai"
@@ -23,7 +23,13 @@ export const UPSTREAM = "https://chat.upstream.test/v1"
 /** Short upstream timeouts, so the timeout cases take a moment. */
 export const upstreamTimeouts = { firstByteTimeoutMs: 400, idleTimeoutMs: 400, requestTimeoutMs: 400 }
 
-export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) => {
+export const layer = (
+  options: {
+    readonly limits?: ChatBilling.Limits
+    /** In place of the default upstream at UPSTREAM (the offline model stays). */
+    readonly upstream?: ChatProvider.ChatProviderV1
+  } = {}
+) => {
   const kernel = Layer.mergeAll(
     TaskRunner.layer({ executorAvailable: () => true }).pipe(
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))
@@ -33,13 +39,14 @@ export const layer = (options: { readonly limits?: ChatBilling.Limits } = {}) =>
   const chat = ChatServices.layer({
     providers: [
       LocalChatModel.make(),
-      OpenAiCompatible.make({
-        provider: "upstream",
-        baseUrl: UPSTREAM,
-        apiKey: "sk-upstream",
-        models: { "chat-pro": "vendor-pro-2" },
-        ...upstreamTimeouts
-      })
+      options.upstream ??
+        OpenAiCompatible.make({
+          provider: "upstream",
+          baseUrl: UPSTREAM,
+          apiKey: "sk-upstream",
+          models: { "chat-pro": "vendor-pro-2" },
+          ...upstreamTimeouts
+        })
     ],
     limits: options.limits,
     // Idle credit leases are closed at once, so that the books show nothing reserved soon after a request.

@@ -9,6 +9,8 @@ import { Clock, Context, Effect, Layer } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as ChatPrices from "./ChatPrices.ts"
+import { upstreamCost } from "./ChatProvider.ts"
+import type { ServedBy } from "./ChatProvider.ts"
 import { ChatStore } from "./ChatStore.ts"
 import type { ChatLimits, ChatOutcome, ChatRequestRecord, OpenResult } from "./ChatStore.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
@@ -16,7 +18,7 @@ import * as Errors from "../domain/Errors.ts"
 import { isChatRequestId, makeChatRequestId } from "../domain/Ids.ts"
 import type { ChatRequestId } from "../domain/Ids.ts"
 import type { Micros } from "../domain/Money.ts"
-import { ZERO } from "../domain/Money.ts"
+import { micros, ZERO } from "../domain/Money.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 
 /** Why a chat request was not opened: nothing was reserved. */
@@ -45,6 +47,8 @@ export class ChatBilling extends Context.Service<
         readonly usage: TokenUsage | null
         readonly finishReason: string | null
         readonly errorCode?: string | null | undefined
+        /** The named upstream that answered: recorded with its cost for the usage. */
+        readonly servedBy?: ServedBy | undefined
       }
     ) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
     readonly get: (caller: Caller, id: string) => Effect.Effect<ChatRequestRecord, Errors.RequestNotFound | StoreUnavailable>
@@ -130,7 +134,8 @@ export const make = (limits: Limits = defaultLimits) =>
             finishReason: outcome.finishReason,
             errorCode: outcome.errorCode ?? null,
             chargeMicros,
-            completedAt: yield* now
+            completedAt: yield* now,
+            ...servedFields(outcome)
           })
           pricedHere.delete(id)
           if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
@@ -156,6 +161,16 @@ export const make = (limits: Limits = defaultLimits) =>
       sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
     })
   })
+
+/** The upstream that served a settled request and its cost, as the store records them. */
+export const servedFields = (outcome: {
+  readonly usage: TokenUsage | null
+  readonly servedBy?: ServedBy | undefined
+}): { readonly upstream: string | null; readonly upstreamCostMicros: Micros | null } => {
+  if (outcome.servedBy === undefined) return { upstream: null, upstreamCostMicros: null }
+  const cost = outcome.usage === null ? null : upstreamCost(outcome.servedBy, outcome.usage)
+  return { upstream: outcome.servedBy.upstream, upstreamCostMicros: cost === null ? null : micros(cost) }
+}
 
 /** A settlement's tokens, charge and release, in the metrics. */
 export const observeSettled = (settled: ChatRequestRecord, reservedMicros: number, chargeMicros: number) =>

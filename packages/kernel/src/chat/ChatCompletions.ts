@@ -11,7 +11,7 @@ import { ChatBilling, MAX_REQUEST_MS } from "./ChatBilling.ts"
 import type { OpenError } from "./ChatBilling.ts"
 import * as ChatPrices from "./ChatPrices.ts"
 import { ChatProviderError, ChatProviders } from "./ChatProvider.ts"
-import type { ChatCall, ChatProviderV1, ChatStreamPart, Json, JsonObject } from "./ChatProvider.ts"
+import type { ChatCall, ChatProviderV1, ChatStreamPart, Json, JsonObject, ServedBy } from "./ChatProvider.ts"
 import type { ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
 import * as ChatTokens from "./ChatTokens.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
@@ -115,6 +115,7 @@ class Tally {
   delivered = false
   finishReason: string | null = null
   usage: TokenUsage | undefined = undefined
+  servedBy: ServedBy | undefined = undefined
 
   addContent(source: JsonObject): void {
     for (const key of ["content", "refusal", "reasoning_content", "reasoning"]) {
@@ -240,6 +241,7 @@ export const make = Effect.gen(function* () {
         readonly usage: TokenUsage | null
         readonly finishReason: string | null
         readonly errorCode: string | null
+        readonly servedBy?: ServedBy | undefined
       }): Effect.Effect<ChatRequestRecord, StoreUnavailable> =>
         Effect.suspend(() => {
           if (started) return Deferred.await(done)
@@ -287,7 +289,8 @@ export const make = Effect.gen(function* () {
           status: "succeeded",
           usage,
           finishReason: reply.finishReason,
-          errorCode: null
+          errorCode: null,
+          servedBy: reply.servedBy
         })
         const completion: Created = {
           _tag: "Completion",
@@ -315,7 +318,8 @@ export const make = Effect.gen(function* () {
                 status: "partial",
                 usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
                 finishReason: tally.finishReason,
-                errorCode
+                errorCode,
+                servedBy: tally.servedBy
               })
             : settle({ status: "failed", usage: null, finishReason: null, errorCode })
         // Whatever becomes of the stream (even if it is never run), the request is settled when the Scope closes.
@@ -346,7 +350,13 @@ export const make = Effect.gen(function* () {
 
         const finished = Effect.gen(function* () {
           const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
-          const settled = yield* settle({ status: "succeeded", usage, finishReason: tally.finishReason, errorCode: null })
+          const settled = yield* settle({
+            status: "succeeded",
+            usage,
+            finishReason: tally.finishReason,
+            errorCode: null,
+            servedBy: tally.servedBy
+          })
           const last: ChatEvent = {
             _tag: "Finished",
             usage: settled.usage ?? usage,
@@ -378,9 +388,13 @@ export const make = Effect.gen(function* () {
               Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
             )
           ),
-          Stream.filterMap((part) => {
+          Stream.filterMap((part): Result.Result<Extract<ChatStreamPart, { readonly _tag: "Delta" }>, ChatStreamPart> => {
             if (part._tag === "Usage") {
               tally.usage = part.usage
+              return Result.fail(part)
+            }
+            if (part._tag === "Served") {
+              tally.servedBy = part.servedBy
               return Result.fail(part)
             }
             tally.addContent(part.delta)

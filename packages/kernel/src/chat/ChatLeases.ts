@@ -349,7 +349,8 @@ export const make = (
             finishReason: outcome.finishReason,
             errorCode: outcome.errorCode ?? null,
             chargeMicros,
-            completedAt: settled.completedAt!
+            completedAt: settled.completedAt!,
+            ...ChatBilling.servedFields(outcome)
           })
           signal()
           yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros)

@@ -36,6 +36,23 @@ export interface ChatCall {
   readonly maxTokens: number
 }
 
+/** The named upstream that answered a call, and its cost per million tokens when configured. */
+export interface ServedBy {
+  readonly upstream: string
+  readonly costPromptMicrosPerMillion?: number | undefined
+  readonly costCompletionMicrosPerMillion?: number | undefined
+}
+
+/** What `usage` cost at the upstream's prices, rounded up to a micro; null when it has none. */
+export const upstreamCost = (served: ServedBy, usage: TokenUsage): number | null =>
+  served.costPromptMicrosPerMillion === undefined && served.costCompletionMicrosPerMillion === undefined
+    ? null
+    : Math.ceil(
+        (usage.promptTokens * (served.costPromptMicrosPerMillion ?? 0) +
+          usage.completionTokens * (served.costCompletionMicrosPerMillion ?? 0)) /
+          1_000_000
+      )
+
 export interface ChatReply {
   /** The assistant message as the upstream gave it (content, tool_calls, refusal...). */
   readonly message: JsonObject
@@ -43,6 +60,8 @@ export interface ChatReply {
   readonly logprobs?: Json | undefined
   /** undefined when the upstream did not report usage. */
   readonly usage: TokenUsage | undefined
+  /** The named upstream that answered, when the adapter routes over some. */
+  readonly servedBy?: ServedBy | undefined
 }
 
 export type ChatStreamPart =
@@ -54,6 +73,8 @@ export type ChatStreamPart =
       readonly logprobs?: Json | undefined
     }
   | { readonly _tag: "Usage"; readonly usage: TokenUsage }
+  /** The named upstream that answers, sent before its first part by an adapter that routes over some. */
+  | { readonly _tag: "Served"; readonly servedBy: ServedBy }
 
 export interface ChatProviderV1 {
   readonly specificationVersion: "v1"

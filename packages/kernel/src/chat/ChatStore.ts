@@ -7,6 +7,7 @@
  * Credit leases (ChatLeases): `lease` reserves a block of available credit under a lease id (never
  * over-reserving), `settleLeased` records settled requests and charges them from their lease (one
  * charge entry each, once per id), `closeLeases` and `sweepLeases` release what a lease did not use.
+ * A settlement records the upstream that served the request and its cost; `margin` sums them.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -82,6 +83,9 @@ export interface ChatSettlement {
   /** At most the reservation; the rest is released. */
   readonly chargeMicros: Micros
   readonly completedAt: Date
+  /** The named upstream that answered (null: none, e.g. the local model) and its cost, when configured. */
+  readonly upstream?: string | null | undefined
+  readonly upstreamCostMicros?: Micros | null | undefined
 }
 
 export interface ChatPage {
@@ -125,7 +129,23 @@ export interface LeasedSettlement {
   /** At most the reservation; charged from the lease while it is open and holds it, else left uncharged. */
   readonly chargeMicros: Micros
   readonly completedAt: Date
+  /** The named upstream that answered (null: none, e.g. the local model) and its cost, when configured. */
+  readonly upstream?: string | null | undefined
+  readonly upstreamCostMicros?: Micros | null | undefined
 }
+
+/** One line of the margin report: the requests of one model on one upstream (null: none). */
+export interface ChatMarginRow {
+  readonly model: string
+  readonly upstream: string | null
+  readonly requests: number
+  readonly chargedMicros: Micros
+  /** The upstream cost of the requests whose upstream has a cost configured. */
+  readonly upstreamCostMicros: Micros
+}
+
+/** At most this many lines in a margin report. */
+export const MARGIN_ROWS = 1000
 
 export class ChatStore extends Context.Service<
   ChatStore,
@@ -151,6 +171,11 @@ export class ChatStore extends Context.Service<
     readonly settleLeased: (settlements: ReadonlyArray<LeasedSettlement>) => Effect.Effect<void, StoreUnavailable>
     /** Releases what each open lease among `ids` did not charge and closes it; returns how many it closed. */
     readonly closeLeases: (ids: ReadonlyArray<string>, at: Date) => Effect.Effect<number, StoreUnavailable>
+    /** Per model and upstream, the settled requests created in [from, to): at most MARGIN_ROWS lines, by model then upstream. */
+    readonly margin: (range: {
+      readonly from: Date
+      readonly to: Date
+    }) => Effect.Effect<ReadonlyArray<ChatMarginRow>, StoreUnavailable>
     /** Closes, as `closeLeases`, every open lease that expired before `now`; returns how many. */
     readonly sweepLeases: (now: Date) => Effect.Effect<number, StoreUnavailable>
   }

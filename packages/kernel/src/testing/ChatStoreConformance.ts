@@ -87,6 +87,62 @@ export const suite = <R = never>(name: string, makeLayer: () => Layer.Layer<Chat
     ChatLeaseCases.cases(test)
 
     test(
+      "the upstream and its cost are recorded on both paths, and the margin report groups them by model and upstream",
+      Effect.gen(function* () {
+        const store = yield* ChatStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const model = `margin-${Ids.makeChatRequestId()}`
+        const exact = yield* opened(newRequest(accountId, { model, createdAt: at(1) }))
+        yield* settle(settlement(exact.id, { upstream: "backup", upstreamCostMicros: micros(120_000) }))
+        // A second settle changes nothing, its upstream neither.
+        yield* settle(settlement(exact.id, { upstream: "primary", upstreamCostMicros: micros(999) }))
+        const local = yield* opened(newRequest(accountId, { model, createdAt: at(2) }))
+        yield* settle(settlement(local.id, { chargeMicros: micros(100_000) }))
+        const still = yield* opened(newRequest(accountId, { model, createdAt: at(3) }))
+        const leaseId = `lease_margin_${exact.id}`
+        yield* store.lease({
+          id: leaseId,
+          accountId,
+          needMicros: micros(USD),
+          wantMicros: micros(2 * USD),
+          at: T0,
+          expiresAt: at(60)
+        })
+        const leased = (upstream: string, cost: number | null) => ({
+          leaseId,
+          id: Ids.makeChatRequestId(),
+          accountId,
+          apiKeyId: null,
+          model,
+          reservedMicros: micros(USD),
+          tiers,
+          createdAt: at(4),
+          status: "succeeded" as const,
+          usage: { promptTokens: 100, completionTokens: 50 },
+          finishReason: "stop",
+          errorCode: null,
+          chargeMicros: micros(200_000),
+          completedAt: at(5),
+          upstream,
+          upstreamCostMicros: cost === null ? null : micros(cost)
+        })
+        yield* store.settleLeased([leased("backup", 80_000), leased("primary", null), leased("primary", 50_000)])
+        // Out of the range: a request created at its end.
+        const late = yield* opened(newRequest(accountId, { model, createdAt: at(10) }))
+        yield* settle(settlement(late.id, { upstream: "backup", upstreamCostMicros: micros(1) }))
+
+        const rows = (yield* store.margin({ from: T0, to: at(10) })).filter((row) => row.model === model)
+        expect(rows).toEqual([
+          { model, upstream: null, requests: 1, chargedMicros: 100_000, upstreamCostMicros: 0 },
+          { model, upstream: "backup", requests: 2, chargedMicros: 500_000, upstreamCostMicros: 200_000 },
+          { model, upstream: "primary", requests: 2, chargedMicros: 400_000, upstreamCostMicros: 50_000 }
+        ])
+        yield* settle(settlement(still.id, { status: "failed", usage: null, chargeMicros: micros(0) }))
+        yield* store.closeLeases([leaseId], at(6))
+      })
+    )
+
+    test(
       "open reserves and records an open request",
       Effect.gen(function* () {
         const store = yield* ChatStore

@@ -4,7 +4,8 @@
  * Unavailable, Timeout) met before the first part of the reply; a refusal of the request itself
  * (InvalidRequest) and anything after the first streamed part are final. An upstream at its own
  * limits (requests open at once, requests per minute, counted in this process) is passed over as
- * if it had answered 429. Policy: docs/decisions.md, Chat.
+ * if it had answered 429. The reply names the upstream that gave it, with its cost per token
+ * (`servedBy`, a `Served` part first in a stream). Policy: docs/decisions.md, Chat.
  */
 import { Clock, Effect, Exit, Scope, Sink, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
@@ -17,7 +18,16 @@ export interface Member {
   readonly maxConcurrent?: number | undefined
   /** Requests this process sends it per minute (a fixed window); undefined: no limit. */
   readonly requestsPerMinute?: number | undefined
+  /** What it costs per million tokens; recorded with each request it serves. */
+  readonly costPromptMicrosPerMillion?: number | undefined
+  readonly costCompletionMicrosPerMillion?: number | undefined
 }
+
+const servedBy = (member: Member): ChatProvider.ServedBy => ({
+  upstream: member.provider.provider,
+  costPromptMicrosPerMillion: member.costPromptMicrosPerMillion,
+  costCompletionMicrosPerMillion: member.costCompletionMicrosPerMillion
+})
 
 /** Whether the next upstream may take the call after this failure. */
 export const fallsBack = (error: ChatProvider.ChatProviderError): boolean => error.reason !== "InvalidRequest"
@@ -80,7 +90,13 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
     specificationVersion: "v1",
     provider,
     serves: (model) => serving(model).length > 0,
-    complete: (call) => firstOf(call.model, (member) => Effect.ensuring(member.provider.complete(call), release(member))),
+    complete: (call) =>
+      firstOf(call.model, (member) =>
+        member.provider.complete(call).pipe(
+          Effect.map((reply) => ({ ...reply, servedBy: servedBy(member) })),
+          Effect.ensuring(release(member))
+        )
+      ),
     stream: (call) =>
       Effect.flatMap(Effect.scope, (outer) =>
         firstOf(call.model, (member) =>
@@ -91,7 +107,8 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
               yield* Scope.addFinalizer(scope, release(member))
               const parts = yield* member.provider.stream(call)
               const [first, rest] = yield* Stream.peel(parts, Sink.take<ChatProvider.ChatStreamPart>(1))
-              return Stream.concat(Stream.fromIterable(first), rest)
+              const served: ChatProvider.ChatStreamPart = { _tag: "Served", servedBy: servedBy(member) }
+              return Stream.concat(Stream.fromIterable([served, ...first]), rest)
             }).pipe(
               Scope.provide(scope),
               Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))

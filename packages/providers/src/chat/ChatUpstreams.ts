@@ -2,7 +2,8 @@
  * The chat upstreams a deployment runs, from configuration (`scoped`): OpenAI-compatible APIs, the
  * default one from `CHAT_UPSTREAM_BASE_URL`, `_API_KEY`, `_MODELS` (our id → the upstream's) and
  * `_CAP_PARAMETER`, named ones from `CHAT_UPSTREAMS` (JSON); routes from `CHAT_ROUTES` (a route is
- * what the price list's `provider` names: its upstreams in fallback order, ChatRoute); and the
+ * what the price list's `provider` names: its upstreams in fallback order, ChatRoute; a named
+ * upstream's optional cost per token is recorded with the requests it serves); and the
  * offline `local` model (`CHAT_LOCAL_ENABLED`, `CHAT_LOCAL_TOKEN_DELAY_MS`). With nothing set only
  * the local model is served. The settings: packages/http/README.md, Configuration.
  */
@@ -42,7 +43,10 @@ export const NamedUpstream = Schema.Struct({
   /** Requests each process keeps open on it at once; past it the route's next upstream is tried. */
   maxConcurrent: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
   /** Requests each process sends it per minute; past it the route's next upstream is tried. */
-  requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+  requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  /** What it costs us, USD micros per million prompt / completion tokens: recorded with each request it serves. */
+  costPromptMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  costCompletionMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
 })
 export type NamedUpstream = typeof NamedUpstream.Type
 
@@ -101,6 +105,8 @@ const upstreamsOf = (config: Settings) =>
         models: upstream.models === undefined ? undefined : new Set(Object.keys(upstream.models)),
         maxConcurrent: upstream.maxConcurrent,
         requestsPerMinute: upstream.requestsPerMinute,
+        costPromptMicrosPerMillion: upstream.costPromptMicrosPerMillion,
+        costCompletionMicrosPerMillion: upstream.costCompletionMicrosPerMillion,
         provider: yield* OpenAiCompatible.scoped({
           provider: upstream.name,
           baseUrl: upstream.baseUrl,

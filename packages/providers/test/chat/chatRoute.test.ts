@@ -72,6 +72,7 @@ describe("ChatRoute.complete", () => {
       const route = ChatRoute.make("upstream", [member("a"), member("b"), member("c"), member("d"), member("e")])
       const reply = yield* route.complete(call)
       expect(reply.message).toEqual({ role: "assistant", content: "from d" })
+      expect(reply.servedBy?.upstream).toBe("d")
       expect(order).toEqual(["a", "b", "c", "d"])
     })
   )

@@ -22,7 +22,16 @@ interface Lease {
 interface ChatRow {
   record: ChatStore.ChatRequestRecord
   readonly stored: Omit<ChatStore.StoredChatRequest, "record">
+  /** The upstream that served it and its cost, once settled. */
+  served?: { readonly upstream: string | null; readonly costMicros: number | null }
 }
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+const servedOf = (s: ChatStore.ChatSettlement | ChatStore.LeasedSettlement) => ({
+  upstream: s.upstream ?? null,
+  costMicros: s.upstreamCostMicros ?? null
+})
 
 export const make = (state: State): ChatStore.ChatStore["Service"] => {
   const rows = new Map<string, ChatRow>()
@@ -104,6 +113,7 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
       errorCode: settlement.errorCode,
       completedAt: settlement.completedAt
     }
+    row.served = servedOf(settlement)
     return row.record
   }
 
@@ -163,7 +173,8 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
         createdAt: s.createdAt,
         completedAt: s.completedAt
       },
-      stored: { accountId: s.accountId as ChatStore.StoredChatRequest["accountId"], tiers: s.tiers }
+      stored: { accountId: s.accountId as ChatStore.StoredChatRequest["accountId"], tiers: s.tiers },
+      served: servedOf(s)
     })
   }
 
@@ -233,6 +244,35 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
           return true
         })
       ),
+    margin: (range) =>
+      Effect.sync(() => {
+        const groups = new Map<
+          string,
+          { model: string; upstream: string | null; requests: number; charged: number; cost: number }
+        >()
+        for (const row of rows.values()) {
+          const { record } = row
+          if (record.status === "open" || record.createdAt < range.from || record.createdAt >= range.to) continue
+          const upstream = row.served?.upstream ?? null
+          const key = JSON.stringify([record.model, upstream])
+          const group = groups.get(key) ?? { model: record.model, upstream, requests: 0, charged: 0, cost: 0 }
+          group.requests += 1
+          group.charged += record.chargedMicros ?? 0
+          group.cost += row.served?.costMicros ?? 0
+          groups.set(key, group)
+        }
+        return [...groups.values()]
+          .sort((a, b) => byCodePoint(a.model, b.model) || byCodePoint(a.upstream ?? "", b.upstream ?? ""))
+          .slice(0, ChatStore.MARGIN_ROWS)
+          .map((group) => ({
+            model: group.model,
+            upstream: group.upstream,
+            requests: group.requests,
+            chargedMicros: Money.micros(group.charged),
+            upstreamCostMicros: Money.micros(group.cost)
+          }))
+      }),
+
     settleLeased: (settlements) => Effect.sync(() => settlements.forEach(settleLeased)),
     closeLeases: (ids, at) => Effect.sync(() => ids.filter((id) => close(id, at)).length),
     sweepLeases: (now) =>

@@ -120,9 +120,21 @@ export const make = Effect.gen(function* () {
       ),
 
     settle: (s) =>
-      Failures.run("settle chat request", settle(s)).pipe(
-        Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0])))
-      ),
+      Failures.run(
+        "settle chat request",
+        s.upstream === undefined || s.upstream === null
+          ? settle(s)
+          : sql.withTransaction(
+              Effect.tap(settle(s), (rows) =>
+                rows[0]?.written === true
+                  ? Effect.asVoid(
+                      sql`UPDATE chat_requests SET upstream = ${s.upstream}, upstream_cost_micros = ${s.upstreamCostMicros ?? null}::bigint
+                        WHERE id = ${s.id}`
+                    )
+                  : Effect.void
+              )
+            )
+      ).pipe(Effect.map((rows) => (rows[0] === undefined ? undefined : toRecord(rows[0])))),
 
     get: (accountId, id) =>
       Failures.run(
@@ -227,10 +239,40 @@ export const make = Effect.gen(function* () {
             finish_reason: s.finishReason,
             error_code: s.errorCode,
             charge_micros: s.chargeMicros,
-            completed_at: s.completedAt.toISOString()
+            completed_at: s.completedAt.toISOString(),
+            upstream: s.upstream ?? null,
+            upstream_cost_micros: s.upstreamCostMicros ?? null
           }))
         )})`
       ).pipe(Effect.asVoid),
+
+    margin: (range) =>
+      Failures.run(
+        "chat margin",
+        sql<{
+          readonly model: string
+          readonly upstream: string | null
+          readonly requests: Int8
+          readonly charged: Int8
+          readonly cost: Int8
+        }>`SELECT c.model, c.upstream, count(*) AS requests, coalesce(sum(c.charged_micros), 0) AS charged,
+            coalesce(sum(c.upstream_cost_micros), 0) AS cost
+          FROM chat_requests c
+          WHERE c.created_at >= ${range.from} AND c.created_at < ${range.to} AND c.status <> 'open'
+          GROUP BY c.model, c.upstream
+          ORDER BY c.model COLLATE "C", c.upstream COLLATE "C" NULLS FIRST
+          LIMIT ${ChatStore.MARGIN_ROWS}`
+      ).pipe(
+        Effect.map((rows) =>
+          rows.map((row) => ({
+            model: row.model,
+            upstream: row.upstream,
+            requests: Number(row.requests),
+            chargedMicros: Money.micros(Number(row.charged)),
+            upstreamCostMicros: Money.micros(Number(row.cost))
+          }))
+        )
+      ),
 
     closeLeases: (ids, at) =>
       Failures.run(
