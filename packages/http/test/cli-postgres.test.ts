@@ -5,11 +5,10 @@
  * Both stop gracefully on SIGTERM; a worker process stopping gives up its tasks' leases. A Stripe
  * event delivered to both at once grants once.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -19,10 +18,10 @@ import { afterAll, vi } from "vitest"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 import { databaseUrl, dropSchema, schemaName } from "./support/stores.ts"
+import * as TaskmeterProcess from "./support/TaskmeterProcess.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
 
-const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
 const schema = schemaName("test")
 const token = Redacted.value(OperatorToken.generate())
 
@@ -40,37 +39,11 @@ const env = {
   DATA_DIR: mkdtempSync(join(tmpdir(), "taskmeter-pg-servers-"))
 }
 
-/**
- * Starts `taskmeter <command>` and waits for the output matching `ready`; its first group (the
- * address) and second (the admin listener's, for a server). Stopped (SIGTERM) when the scope closes.
- */
+/** `taskmeter <command>` on this file's schema, with `extraEnv` on top. */
 const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<string, string> = {}) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly url: string; readonly adminUrl: string; readonly child: ChildProcess }, Error>((resume) => {
-      const child = spawn(process.execPath, [BIN, command], {
-        env: { ...env, ...extraEnv },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString()
-        const match = ready.exec(output)
-        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", adminUrl: match[2] ?? "", child }))
-      }
-      child.stdout.on("data", onData)
-      child.stderr.on("data", onData)
-      child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter ${command} exited ${code}:\n${output}`))))
-    }),
-    ({ child }) =>
-      Effect.callback<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-      })
-  )
+  TaskmeterProcess.launch(command, ready, { ...env, ...extraEnv })
 
-const startServer = (extraEnv: Record<string, string> = {}) =>
-  launch("start", /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /, extraEnv)
+const startServer = (extraEnv: Record<string, string> = {}) => launch("start", TaskmeterProcess.SERVER_READY, extraEnv)
 
 /** Sends SIGTERM and waits for the process to exit; its exit code. */
 const stop = (child: ChildProcess) =>
@@ -79,16 +52,7 @@ const stop = (child: ChildProcess) =>
     child.kill("SIGTERM")
   })
 
-const admin = (url: string, ...args: ReadonlyArray<string>) =>
-  Effect.callback<any>((resume) => {
-    execFile(
-      process.execPath,
-      [BIN, "admin", "--url", url, "--token", token, "--json", ...args],
-      { env: Dependencies.childEnv, timeout: 30_000 },
-      (error, stdout, stderr) =>
-        resume(error === null ? Effect.succeed(JSON.parse(stdout)) : Effect.die(new Error(`${error.message}\n${stderr}`)))
-    )
-  })
+const admin = (url: string, ...args: ReadonlyArray<string>) => TaskmeterProcess.admin(url, token, ...args)
 
 const api = (url: string, path: string, key: string, init: RequestInit = {}) =>
   Effect.promise(async () => {

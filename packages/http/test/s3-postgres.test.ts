@@ -6,12 +6,10 @@
  * S3_PRESIGNED_DOWNLOADS a download is a 302 to S3, which serves the file and then expires. A bucket
  * that does not exist stops a server or worker at start with what to fix.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { readdir } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Redacted } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll, beforeAll, vi } from "vitest"
@@ -20,10 +18,10 @@ import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 import { databaseUrl, dropSchema, schemaName } from "./support/stores.ts"
 import { MEDIA_MODEL, PNG } from "./support/TestServer.ts"
+import * as TaskmeterProcess from "./support/TaskmeterProcess.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
 
-const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
 const schema = schemaName("s3")
 const token = Redacted.value(OperatorToken.generate())
 const dataDirs: Array<string> = []
@@ -37,49 +35,26 @@ afterAll(async () => {
   await Effect.runPromise(dropSchema(schema))
 })
 
-/** Starts `taskmeter <command>` with a DATA_DIR of its own; stopped (SIGTERM) when the scope closes. */
+/** `taskmeter <command>` with a DATA_DIR of its own; stopped (SIGTERM) when the scope closes. */
 const launch = (command: "start" | "worker", ready: RegExp, extraEnv: Record<string, string> = {}) =>
-  Effect.acquireRelease(
-    Effect.callback<
-      { readonly url: string; readonly adminUrl: string; readonly output: () => string; readonly child: ChildProcess },
-      Error
-    >((resume) => {
-      const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-s3-"))
-      dataDirs.push(dataDir)
-      const child = spawn(process.execPath, [BIN, command], {
-        env: {
-          ...Dependencies.childEnv,
-          ...s3.env,
-          // Production's default keeps the simulator off where DATABASE_URL is set; these tasks run on it.
-          SIMULATED_ENABLED: "true",
-          DATABASE_URL: databaseUrl,
-          DATABASE_SCHEMA: schema,
-          OPERATOR_TOKEN: token,
-          PORT: "0",
-          HOST: "127.0.0.1",
-          ADMIN_PORT: "0",
-          DATA_DIR: dataDir,
-          ...extraEnv
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString()
-        const match = ready.exec(output)
-        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", adminUrl: match[2] ?? "", output: () => output, child }))
-      }
-      child.stdout.on("data", onData)
-      child.stderr.on("data", onData)
-      child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter ${command} exited ${code}:\n${output}`))))
-    }),
-    ({ child }) =>
-      Effect.callback<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-      })
-  )
+  Effect.suspend(() => {
+    const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-s3-"))
+    dataDirs.push(dataDir)
+    return TaskmeterProcess.launch(command, ready, {
+      ...Dependencies.childEnv,
+      ...s3.env,
+      // Production's default keeps the simulator off where DATABASE_URL is set; these tasks run on it.
+      SIMULATED_ENABLED: "true",
+      DATABASE_URL: databaseUrl,
+      DATABASE_SCHEMA: schema,
+      OPERATOR_TOKEN: token,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ADMIN_PORT: "0",
+      DATA_DIR: dataDir,
+      ...extraEnv
+    })
+  })
 
 const startServer = (extraEnv: Record<string, string> = {}) =>
   launch("start", /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc [\s\S]*\n {2}workers /, {
@@ -87,16 +62,7 @@ const startServer = (extraEnv: Record<string, string> = {}) =>
     ...extraEnv
   })
 
-const admin = (url: string, ...args: ReadonlyArray<string>) =>
-  Effect.callback<any>((resume) => {
-    execFile(
-      process.execPath,
-      [BIN, "admin", "--url", url, "--token", token, "--json", ...args],
-      { env: Dependencies.childEnv, timeout: 30_000 },
-      (error, stdout, stderr) =>
-        resume(error === null ? Effect.succeed(JSON.parse(stdout)) : Effect.die(new Error(`${error.message}\n${stderr}`)))
-    )
-  })
+const admin = (url: string, ...args: ReadonlyArray<string>) => TaskmeterProcess.admin(url, token, ...args)
 
 const request = (url: string, key: string, init: RequestInit = {}) =>
   Effect.promise(async () => {

@@ -4,23 +4,21 @@
  * local HTTP upstream (the song API's lyrics calls) that counts the jobs it has under way. With
  * SONG_MAX_CONCURRENCY=2, it never sees more than two at once, though each worker alone may run two.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Redacted } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll, vi } from "vitest"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Dependencies from "../../../test/Dependencies.ts"
 import { databaseUrl, dropSchema, schemaName } from "./support/stores.ts"
+import * as TaskmeterProcess from "./support/TaskmeterProcess.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
 
-const BIN = fileURLToPath(new URL("../bin/taskmeter.ts", import.meta.url))
 const schema = schemaName("limits")
 const token = Redacted.value(OperatorToken.generate())
 const LIMIT = 2
@@ -84,39 +82,9 @@ const baseEnv = {
   SONG_MAX_CONCURRENCY: String(LIMIT)
 }
 
-/** Starts `taskmeter <command>` and waits for `ready`; its first two groups. Stopped (SIGTERM) with the scope. */
-const launch = (command: "start" | "worker", ready: RegExp, env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly url: string; readonly adminUrl: string; readonly child: ChildProcess }, Error>((resume) => {
-      const child = spawn(process.execPath, [BIN, command], { env, stdio: ["ignore", "pipe", "pipe"] })
-      let output = ""
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString()
-        const match = ready.exec(output)
-        if (match !== null) resume(Effect.succeed({ url: match[1] ?? "", adminUrl: match[2] ?? "", child }))
-      }
-      child.stdout.on("data", onData)
-      child.stderr.on("data", onData)
-      child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter ${command} exited ${code}:\n${output}`))))
-    }),
-    ({ child }) =>
-      Effect.callback<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-      })
-  )
+const { launch } = TaskmeterProcess
 
-const admin = (url: string, ...args: ReadonlyArray<string>) =>
-  Effect.callback<any>((resume) => {
-    execFile(
-      process.execPath,
-      [BIN, "admin", "--url", url, "--token", token, "--json", ...args],
-      { env: Dependencies.childEnv, timeout: 60_000 },
-      (error, stdout, stderr) =>
-        resume(error === null ? Effect.succeed(JSON.parse(stdout)) : Effect.die(new Error(`${error.message}\n${stderr}`)))
-    )
-  })
+const admin = (url: string, ...args: ReadonlyArray<string>) => TaskmeterProcess.admin(url, token, ...args)
 
 const api = (url: string, path: string, key: string, init: RequestInit = {}) =>
   Effect.promise(async () => {
@@ -144,7 +112,7 @@ describe("upstream limits across worker processes on PostgreSQL", () => {
     Effect.gen(function* () {
       const song = yield* upstream()
       const env = { ...baseEnv, SONG_BASE_URL: song.url }
-      const server = yield* launch("start", /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /, {
+      const server = yield* launch("start", TaskmeterProcess.SERVER_READY, {
         ...env,
         WORKERS: "false"
       })
