@@ -11,6 +11,7 @@ import { Context, Duration, Effect, Layer, Ref, Result, Schema } from "effect"
 import type { Scope } from "effect"
 import defaultChatPrices from "../../prices/default-chat-prices.json" with { type: "json" }
 import { ChatPriceStore } from "./ChatPriceStore.ts"
+import * as FollowedList from "../pricing/FollowedList.ts"
 import type { PriceListConflict } from "../pricing/PriceStore.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
@@ -216,35 +217,18 @@ export const makeStored = (
           )
         )
       }))
-    const held = yield* Ref.make({
-      version: first.version,
-      seen: first.version,
-      list: yield* Effect.mapError(Effect.fromResult(decode(first.list)), inVersion(first.version))
+    const { adopt, current } = yield* FollowedList.follow({
+      store,
+      saved,
+      first: {
+        version: first.version,
+        list: yield* Effect.mapError(Effect.fromResult(decode(first.list)), inVersion(first.version))
+      },
+      load: (stored) => Effect.fromResult(decode(stored.list)),
+      pollInterval: Duration.millis(options.pollIntervalMs ?? 5_000),
+      unusable: (version, kept) => `Chat price list version ${version} cannot be used; prices stay on version ${kept}`,
+      unreachable: "Could not follow the stored chat price list"
     })
-    const adopt = (version: number, list: ChatPriceList) =>
-      Ref.update(held, (now) => (version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now))
-
-    const follow = Effect.gen(function* () {
-      const latest = yield* store.version
-      if (latest === undefined || latest <= (yield* Ref.get(held)).seen) return
-      const stored = yield* store.current
-      if (stored === undefined) return
-      const loaded = decode(stored.list)
-      if (Result.isSuccess(loaded)) return yield* adopt(stored.version, loaded.success)
-      const now = yield* Ref.updateAndGet(held, (now) => ({ ...now, seen: Math.max(now.seen, stored.version) }))
-      yield* Effect.logWarning(
-        `Chat price list version ${stored.version} cannot be used; prices stay on version ${now.version}`,
-        loaded.failure.message
-      )
-    })
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.timeoutOption(saved, Duration.millis(options.pollIntervalMs ?? 5_000)).pipe(
-          Effect.andThen(follow),
-          Effect.catch((error) => Effect.logWarning("Could not follow the stored chat price list", error.message))
-        )
-      )
-    )
 
     const attempt = (model: string, next: (current: ChatModelPrice | undefined) => ChatModelPrice | undefined) =>
       Effect.gen(function* () {
@@ -258,7 +242,6 @@ export const makeStored = (
         yield* adopt(version, list)
         return entryOf(list, model)
       })
-    const current = Effect.map(Ref.get(held), (now) => now.list)
     return ChatPrices.of({
       current,
       lookup: (model) => Effect.map(current, (list) => entryOf(list, model)),

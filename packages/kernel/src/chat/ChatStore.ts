@@ -112,26 +112,18 @@ export type LeaseResult =
   | { readonly _tag: "PaymentReviewRequired" }
   | { readonly _tag: "InsufficientCredits"; readonly availableMicros: number }
 
-/** A request admitted against a lease and settled by its process, written once per id. */
-export interface LeasedSettlement {
+/**
+ * A request admitted against a lease and settled by its process, written once per id; its charge
+ * is taken from the lease while the lease is open and holds it, else left uncharged.
+ */
+export interface LeasedSettlement extends ChatSettlement {
   readonly leaseId: string
-  readonly id: ChatRequestId
   readonly accountId: AccountId
   readonly apiKeyId: ApiKeyId | null
   readonly model: string
   readonly reservedMicros: Micros
   readonly tiers: ReadonlyArray<ChatPriceTier>
   readonly createdAt: Date
-  readonly status: ChatOutcome
-  readonly usage: TokenUsage | null
-  readonly finishReason: string | null
-  readonly errorCode: string | null
-  /** At most the reservation; charged from the lease while it is open and holds it, else left uncharged. */
-  readonly chargeMicros: Micros
-  readonly completedAt: Date
-  /** The named upstream that answered (null: none, e.g. the local model) and its cost, when configured. */
-  readonly upstream?: string | null | undefined
-  readonly upstreamCostMicros?: Micros | null | undefined
 }
 
 /** One line of the margin report: the requests of one model on one upstream (null: none). */

@@ -6,7 +6,7 @@
  * list in this process. Changes are validated whole first: docs/decisions.md, Prices.
  */
 import { readFile } from "node:fs/promises"
-import { Context, Duration, Effect, Layer, Ref, Result, Schema, SynchronizedRef } from "effect"
+import { Context, Duration, Effect, Layer, Schema, SynchronizedRef } from "effect"
 import type { Scope } from "effect"
 import defaultPrices from "../../prices/default-prices.json" with { type: "json" }
 import { Catalog } from "../catalog/Catalog.ts"
@@ -14,6 +14,7 @@ import * as Errors from "../domain/Errors.ts"
 import type { ModelInput } from "../catalog/ModelDefinition.ts"
 import * as Money from "../domain/Money.ts"
 import { Micros } from "../domain/Money.ts"
+import * as FollowedList from "./FollowedList.ts"
 import * as PriceList from "./PriceList.ts"
 import { type PriceListConflict, PriceStore } from "./PriceStore.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
@@ -277,14 +278,6 @@ const seeded = (
     )
   })
 
-/** What this process quotes from, and how far it has looked. */
-interface Held {
-  readonly version: number
-  readonly list: PriceList.PriceList
-  /** The highest version read, usable or not: a version this release refuses is not read again. */
-  readonly seen: number
-}
-
 /**
  * A Pricer over a PriceStore: it quotes from this process's copy of the store's current version,
  * saves changes as compare-and-set versions (redone on a conflict, a few times), follows other
@@ -301,33 +294,16 @@ export const makeStored = (
     const saved = yield* store.subscribe
     const first = (yield* store.current) ?? (yield* seeded(models, store, options.seed))
     const list = yield* loadStored(models, first)
-    const held = yield* Ref.make<Held>({ version: first.version, list, seen: first.version })
-
-    const adopt = (version: number, list: PriceList.PriceList) =>
-      Ref.update(held, (now) => (version > now.version ? { version, list, seen: Math.max(now.seen, version) } : now))
-
-    const follow = Effect.gen(function* () {
-      const latest = yield* store.version
-      if (latest === undefined || latest <= (yield* Ref.get(held)).seen) return
-      const stored = yield* store.current
-      if (stored === undefined) return
-      const loaded = yield* Effect.result(loadStored(models, stored))
-      if (Result.isSuccess(loaded)) return yield* adopt(stored.version, loaded.success)
-      const now = yield* Ref.updateAndGet(held, (now) => ({ ...now, seen: Math.max(now.seen, stored.version) }))
-      yield* Effect.logWarning(
-        `Price list version ${stored.version} does not fit this release's catalog; quotes stay on version ${now.version}`,
-        loaded.failure.message
-      )
+    const { adopt, current } = yield* FollowedList.follow({
+      store,
+      saved,
+      first: { version: first.version, list },
+      load: (stored) => loadStored(models, stored),
+      pollInterval: Duration.millis(options.pollIntervalMs ?? POLL_INTERVAL_MS),
+      unusable: (version, kept) =>
+        `Price list version ${version} does not fit this release's catalog; quotes stay on version ${kept}`,
+      unreachable: "Could not follow the stored price list"
     })
-    const poll = Duration.millis(options.pollIntervalMs ?? POLL_INTERVAL_MS)
-    yield* Effect.forkScoped(
-      Effect.forever(
-        Effect.timeoutOption(saved, poll).pipe(
-          Effect.andThen(follow),
-          Effect.catch((error) => Effect.logWarning("Could not follow the stored price list", error.message))
-        )
-      )
-    )
 
     const attempt = (next: Change) =>
       Effect.gen(function* () {
@@ -340,14 +316,11 @@ export const makeStored = (
         const { version } = yield* store.save(stored?.version, list)
         yield* adopt(version, list)
       })
-    return service(
-      models,
-      Effect.map(Ref.get(held), (now) => now.list),
-      (next) =>
-        Effect.retry(attempt(next), {
-          while: (error) => error._tag === "PriceListConflict",
-          times: CHANGE_ATTEMPTS - 1
-        })
+    return service(models, current, (next) =>
+      Effect.retry(attempt(next), {
+        while: (error) => error._tag === "PriceListConflict",
+        times: CHANGE_ATTEMPTS - 1
+      })
     )
   })
 
