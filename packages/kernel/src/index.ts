@@ -39,6 +39,9 @@ export * as Scope from "./accounts/Scope.ts"
 export * as Ledger from "./ledger/Ledger.ts"
 export * as LedgerStore from "./ledger/LedgerStore.ts"
 
+// mail: the one port every outgoing message goes through
+export * as Mailer from "./mail/Mailer.ts"
+
 // payments: top-ups through a payment processor, its events into the ledger
 export * as PaymentEvent from "./payments/PaymentEvent.ts"
 export * as PaymentProcessor from "./payments/PaymentProcessor.ts"
