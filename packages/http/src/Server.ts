@@ -6,7 +6,7 @@
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Effect, identity, Layer } from "effect"
+import { Context, Effect, identity, Layer } from "effect"
 import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
@@ -33,11 +33,15 @@ import { ServerConfig } from "./ServerConfig.ts"
 
 export const OPENAPI_PATH = "/api/openapi.json"
 
+/** The public base URL (PUBLIC_URL, else the bound address) the OpenAPI document names as its server; "/" when unset. */
+export const PublicUrl = Context.Reference<string | undefined>("@taskmeter/http/PublicUrl", { defaultValue: () => undefined })
+
 /** GET /api/openapi.json, built once for the catalog in force. */
 const openApiRoute = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const catalog = yield* Catalog.Catalog
-    yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models)))
+    const publicUrl = yield* PublicUrl
+    yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models, { publicUrl })))
   })
 )
 

@@ -423,7 +423,7 @@ export const server = (options: ServerOptions) =>
       const local = localUrl(http.address)
       const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
       const app = Layer.mergeAll(
-        Server.layer,
+        Server.layer.pipe(Layer.provide(Layer.succeed(Server.PublicUrl, publicUrl))),
         ChatServer.layer,
         BillingServer.layer,
         McpEndpoint.layer({
