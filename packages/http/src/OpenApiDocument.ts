@@ -228,10 +228,15 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>, options: Op
   Object.assign(spec.paths, Health.openApiPaths)
   spec.tags = [
     ...(spec.tags ?? []),
-    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." },
+    {
+      name: MEDIA_LINKS_TAG,
+      description: "Internal: where upstream providers fetch uploaded media. Not for API callers.",
+      "x-internal": true
+    },
     {
       name: PROVIDER_CALLBACKS_TAG,
-      description: "Internal: where upstream providers report that a job ended. Not for API callers."
+      description: "Internal: where upstream providers report that a job ended. Not for API callers.",
+      "x-internal": true
     },
     { name: "health", description: "Liveness and readiness, for supervisors and load balancers. No credentials." }
   ]

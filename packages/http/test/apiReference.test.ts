@@ -63,7 +63,10 @@ const visit = (base: string, screenshot: string): Promise<Visit> =>
       await page.getByText("Submit a task", { exact: true }).first().click()
       await page.getByText("idempotency-key", { exact: true }).first().waitFor({ timeout: 30_000 })
       await page.getByText("Alpha Pro text to image (economy)").first().waitFor({ timeout: 30_000 })
-      const internal = await page.getByText("Fetch an upload through a signed link (upstream providers only)").count()
+      const internal =
+        (await page.getByText("Fetch an upload through a signed link (upstream providers only)").count()) +
+        (await page.getByText("media-links", { exact: true }).count()) +
+        (await page.getByText("providerCallbacks", { exact: true }).count())
       mkdirSync(OUTPUT, { recursive: true })
       await page.screenshot({ path: screenshot, fullPage: false })
       return { foreign, problems, operations, internal }
