@@ -3,6 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Catalog, Errors } from "@taskmeter/kernel"
 import * as ChatWire from "../src/api/ChatWire.ts"
+import * as OpenApiDocument from "../src/OpenApiDocument.ts"
 import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
 
@@ -157,9 +158,16 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
       })
     )
 
-    it.effect("names the server as / when no public URL is set", () =>
+    it.effect("names the server as / when no public URL is set, else the public URL without its trailing slash", () =>
       Effect.gen(function* () {
         expect((yield* fetchDocument).servers).toEqual([{ url: "/" }])
+        const { models } = yield* Catalog.Catalog
+        expect(OpenApiDocument.make(models, { publicUrl: "https://api.example.com/" }).servers).toEqual([
+          { url: "https://api.example.com" }
+        ])
+        expect(OpenApiDocument.make(models, { publicUrl: "https://example.com/taskmeter/" }).servers).toEqual([
+          { url: "https://example.com/taskmeter" }
+        ])
       })
     )
 
