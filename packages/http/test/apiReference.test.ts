@@ -21,6 +21,8 @@ interface Visit {
   readonly problems: ReadonlyArray<string>
   readonly operations: ReadonlyArray<string>
   readonly internal: number
+  /** Where the page's links lead off this origin. */
+  readonly links: ReadonlyArray<string>
 }
 
 const visit = (base: string, screenshot: string): Promise<Visit> =>
@@ -67,9 +69,20 @@ const visit = (base: string, screenshot: string): Promise<Visit> =>
         (await page.getByText("Fetch an upload through a signed link (upstream providers only)").count()) +
         (await page.getByText("media-links", { exact: true }).count()) +
         (await page.getByText("providerCallbacks", { exact: true }).count())
+      const hrefs = await page.locator("a[href]").evaluateAll((anchors) => anchors.map((anchor) => anchor.getAttribute("href")))
+      const links = hrefs.map((href) => new URL(href ?? "", `${base}/docs`).href).filter((href) => !href.startsWith(`${base}/`))
       mkdirSync(OUTPUT, { recursive: true })
       await page.screenshot({ path: screenshot, fullPage: false })
-      return { foreign, problems, operations, internal }
+      // The in-page client sends its request to this server, not through a proxy.
+      await page.getByRole("button", { name: "Test Request" }).first().click()
+      const sent = page.waitForResponse((answer) => answer.url().startsWith(`${base}/api/v1/`), { timeout: 30_000 })
+      await page
+        .getByRole("button", { name: /^Send Request/ })
+        .first()
+        .click()
+      const answer = await sent
+      if (answer.status() !== 200 && answer.status() !== 401) throw new Error(`the test request was answered ${answer.status()}`)
+      return { foreign, problems, operations, internal, links }
     } finally {
       await context.close()
       rmSync(profile, { recursive: true, force: true })
@@ -89,6 +102,8 @@ layer(T.layer(stores[0]!), { excludeTestServices: true })("GET /docs", (it) => {
           expect(seen.foreign).toEqual([])
           expect(seen.problems).toEqual([])
           expect(seen.internal).toBe(0)
+          // Only the credit; not Scalar's hosted client, which would be handed the document's URL.
+          expect(seen.links).toEqual(["https://www.scalar.com/"])
           expect(statSync(screenshot).size).toBeGreaterThan(10_000)
         }),
       90_000

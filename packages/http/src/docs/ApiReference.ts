@@ -27,6 +27,8 @@ const configuration = (documentPath: string) => ({
   telemetry: false,
   agent: { disabled: true },
   mcp: { disabled: true },
+  // Its button opens Scalar's hosted client with this document's URL; "Test Request" stays in the page.
+  hideClientButton: true,
   showDeveloperTools: "never",
   documentDownloadType: "json",
   defaultOpenAllTags: true,
