@@ -6,7 +6,7 @@
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Context, Effect, identity, Layer } from "effect"
+import { Effect, identity, Layer } from "effect"
 import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
@@ -29,13 +29,11 @@ import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
+import { PublicUrl } from "./PublicUrl.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import { ServerConfig } from "./ServerConfig.ts"
 
 export const OPENAPI_PATH = "/api/openapi.json"
-
-/** The public base URL (PUBLIC_URL, else the bound address) the OpenAPI document names as its server; "/" when unset. */
-export const PublicUrl = Context.Reference<string | undefined>("@taskmeter/http/PublicUrl", { defaultValue: () => undefined })
 
 /** GET /api/openapi.json, built once for the catalog in force. */
 const openApiRoute = HttpRouter.use((router) =>

@@ -44,6 +44,7 @@ import * as Tracing from "./observability/Tracing.ts"
 import * as WorkerListener from "./observability/WorkerListener.ts"
 import * as Server from "./Server.ts"
 import * as ApiReference from "./docs/ApiReference.ts"
+import { PublicUrl } from "./PublicUrl.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
 export interface Settings {
@@ -424,7 +425,7 @@ export const server = (options: ServerOptions) =>
       const local = localUrl(http.address)
       const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
       const app = Layer.mergeAll(
-        Server.layer.pipe(Layer.provide(Layer.succeed(Server.PublicUrl, publicUrl))),
+        Server.layer.pipe(Layer.provide(Layer.succeed(PublicUrl, publicUrl))),
         ChatServer.layer,
         BillingServer.layer,
         McpEndpoint.layer({

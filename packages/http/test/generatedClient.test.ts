@@ -119,6 +119,9 @@ layer(TestServer, { excludeTestServices: true })("a client generated with openap
         const base = HttpServer.formatAddress((yield* HttpServer.HttpServer).address)
         const document: any = yield* Effect.promise(() => fetch(`${base}/api/openapi.json`).then((response) => response.json()))
         expect(document.servers).toEqual([{ url: base }])
+        // The reference page may send its test requests there too.
+        const docs = yield* Effect.promise(() => fetch(`${base}/docs`))
+        expect(docs.headers.get("content-security-policy")).toContain(`connect-src 'self' ${base};`)
 
         const schema = astToString(yield* Effect.promise(() => openapiTS(document)))
         writeFileSync(join(clientDir, "schema.ts"), schema)

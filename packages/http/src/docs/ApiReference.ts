@@ -4,7 +4,8 @@
  * node_modules at /docs/scalar-<version>.js (gzipped when accepted, cached for good: the version
  * is in the path). Nothing is loaded from elsewhere: no CDN, Scalar's remote fonts, telemetry, AI
  * agent and MCP integration off, and a Content-Security-Policy that lets the page reach its own
- * origin only. Operations marked `x-internal` are not shown.
+ * origin only (and the public URL's, where its test requests go). Operations marked `x-internal`
+ * are not shown.
  */
 import { createHash } from "node:crypto"
 import { readFile } from "node:fs/promises"
@@ -14,6 +15,7 @@ import { promisify } from "node:util"
 import { gzip } from "node:zlib"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { PublicUrl } from "../PublicUrl.ts"
 
 export const PATH = "/docs"
 
@@ -37,7 +39,7 @@ const configuration = (documentPath: string) => ({
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("base64")
 
-const page = (documentPath: string, bundlePath: string) => {
+const page = (documentPath: string, bundlePath: string, publicUrl: string | undefined) => {
   const start = `Scalar.createApiReference("#app", ${JSON.stringify(configuration(documentPath))})`
   const html = `<!doctype html>
 <html lang="en">
@@ -60,7 +62,7 @@ const page = (documentPath: string, bundlePath: string) => {
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' data: blob:",
     "font-src 'self' data:",
-    "connect-src 'self'",
+    publicUrl === undefined ? "connect-src 'self'" : `connect-src 'self' ${new URL(publicUrl).origin}`,
     "worker-src 'self' blob:",
     "base-uri 'none'",
     "form-action 'none'",
@@ -82,7 +84,7 @@ export const layer = (documentPath: string) =>
         async () => JSON.parse(await readFile(join(scalarDist, "..", "package.json"), "utf8")) as { version: string }
       )
       const bundlePath = `${PATH}/scalar-${version}.js` as const
-      const { html, policy } = page(documentPath, bundlePath)
+      const { html, policy } = page(documentPath, bundlePath, yield* PublicUrl)
       const bundle = yield* Effect.cached(loadBundle)
       yield* router.add(
         "GET",
