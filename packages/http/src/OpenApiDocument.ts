@@ -1,10 +1,16 @@
 /**
  * The OpenAPI 3.1 document served at GET /api/openapi.json, generated from the API definition, with
- * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, its `input`
- * the Catalog's JSON Schema), the chat endpoints and their stream events (from ChatApi and the chat
- * wire schemas), and the two signed-link routes: media links as internal (`x-internal: true`),
- * result links under the results tag; provider callbacks as internal too; and the health routes
- * (observability/Health).
+ * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, inline in
+ * the request body, its `model` a const and its `input` the Catalog's JSON Schema), the chat
+ * endpoints and their stream events (from ChatApi and the chat wire schemas), and the two
+ * signed-link routes: media links as internal (`x-internal: true`), result links under the results
+ * tag; provider callbacks as internal too; and the health routes (observability/Health).
+ *
+ * Made for generated clients (openapi-typescript and @hey-api/openapi-ts at their defaults): the
+ * per-model bodies are inline because openapi-typescript makes a property with a `default`
+ * required everywhere but in a request body; an object schema that lists no members is marked
+ * open (`additionalProperties: true`), which generators otherwise read as an empty object; and
+ * `servers` names the public base URL (a relative "/" without one).
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
@@ -28,21 +34,42 @@ const MEDIA_LINKS_TAG = "media-links"
 const RESULTS_TAG = "results"
 const ERROR_BODY = { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } }
 
-/** Component name of a model's request body; slugs are already valid component keys. */
-export const requestComponent = (slug: string): string => `JobRequest.${slug}`
-
 const requestOf = (model: Catalog.ModelDefinition, envelope: Json): Json => ({
   type: "object",
   title: model.title,
   description: model.description,
   properties: {
     model: { type: "string", const: model.slug },
-    input: model.jsonSchema,
+    input: structuredClone(model.jsonSchema),
     expectedPriceMicros: envelope.properties.expectedPriceMicros
   },
   required: ["model", "input"],
   additionalProperties: false
 })
+
+/** Keywords whose values are data, not schemas: never rewritten. */
+const DATA_KEYWORDS = new Set(["const", "default", "enum", "example", "examples"])
+
+/** Marks every object schema under `node` that lists no members as open (`additionalProperties: true`). */
+const openBareObjects = (node: unknown): void => {
+  if (Array.isArray(node)) {
+    for (const item of node) openBareObjects(item)
+    return
+  }
+  if (typeof node !== "object" || node === null) return
+  const schema = node as Json
+  if (
+    schema.type === "object" &&
+    schema.properties === undefined &&
+    schema.additionalProperties === undefined &&
+    schema.patternProperties === undefined
+  ) {
+    schema.additionalProperties = true
+  }
+  for (const [key, value] of Object.entries(schema)) {
+    if (!DATA_KEYWORDS.has(key)) openBareObjects(value)
+  }
+}
 
 const queryParameter = (name: string, description: string, schema: Json = { type: "string" }): Json => ({
   name,
@@ -179,28 +206,20 @@ const streamEventComponents = (): Json => {
   return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions
 }
 
+export interface Options {
+  /** The public base URL the API is served at (PUBLIC_URL); the document's server is "/" without one. */
+  readonly publicUrl?: string | undefined
+}
+
 /** The document for an API serving the given models. */
-export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.OpenAPISpec => {
+export const make = (models: ReadonlyArray<Catalog.ModelDefinition>, options: Options = {}): OpenApi.OpenAPISpec => {
   const spec = OpenApi.fromApi(Documented) as Json
+  spec.servers = [{ url: options.publicUrl === undefined ? "/" : new URL(options.publicUrl).href.replace(/\/+$/, "") }]
   spec.components.schemas = { ...streamEventComponents(), ...spec.components.schemas }
   const envelope: Json = spec.components.schemas[JOB_REQUEST_IDENTIFIER]
-  for (const model of models) {
-    spec.components.schemas[requestComponent(model.slug)] = requestOf(model, envelope)
-  }
-  const ref = (slug: string) => `#/components/schemas/${requestComponent(slug)}`
   spec.paths[JOBS_PATH].post.requestBody = {
     required: true,
-    content: {
-      "application/json": {
-        schema: {
-          oneOf: models.map((model) => ({ $ref: ref(model.slug) })),
-          discriminator: {
-            propertyName: "model",
-            mapping: Object.fromEntries(models.map((model) => [model.slug, ref(model.slug)]))
-          }
-        }
-      }
-    }
+    content: { "application/json": { schema: { oneOf: models.map((model) => requestOf(model, envelope)) } } }
   }
   delete spec.components.schemas[JOB_REQUEST_IDENTIFIER]
   spec.paths[MediaLinksHandlers.PATH] = { get: signedLinkOperation(spec.paths[RESULTS_PATH].get, mediaLink) }
@@ -209,12 +228,19 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>): OpenApi.Op
   Object.assign(spec.paths, Health.openApiPaths)
   spec.tags = [
     ...(spec.tags ?? []),
-    { name: MEDIA_LINKS_TAG, description: "Internal: where upstream providers fetch uploaded media. Not for API callers." },
+    {
+      name: MEDIA_LINKS_TAG,
+      description: "Internal: where upstream providers fetch uploaded media. Not for API callers.",
+      "x-internal": true
+    },
     {
       name: PROVIDER_CALLBACKS_TAG,
-      description: "Internal: where upstream providers report that a job ended. Not for API callers."
+      description: "Internal: where upstream providers report that a job ended. Not for API callers.",
+      "x-internal": true
     },
     { name: "health", description: "Liveness and readiness, for supervisors and load balancers. No credentials." }
   ]
+  openBareObjects(spec.paths)
+  openBareObjects(spec.components.schemas)
   return spec as OpenApi.OpenAPISpec
 }

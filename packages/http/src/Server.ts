@@ -1,8 +1,8 @@
 /**
  * The HTTP server of the API on an `HttpRouter`: `layer` registers every endpoint of `Api`,
- * GET /api/openapi.json, the signed media and result links and the health routes, with a router-wide middleware giving
- * every error the spec's `{ code, error }` (ErrorResponse) and every response the default headers
- * (ResponseHeaders); other packages merge their route layers beside it (chat, MCP). `serve` runs it
+ * GET /api/openapi.json and its reference page at /docs (docs/ApiReference), the signed media and
+ * result links and the health routes, with a router-wide middleware giving every error the spec's
+ * `{ code, error }` (ErrorResponse) and every response the default headers (ResponseHeaders); other packages merge their route layers beside it (chat, MCP). `serve` runs it
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
@@ -13,6 +13,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
+import * as ApiReference from "./docs/ApiReference.ts"
 import * as ErrorResponse from "./ErrorResponse.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
@@ -28,6 +29,7 @@ import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
+import { PublicUrl } from "./PublicUrl.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import { ServerConfig } from "./ServerConfig.ts"
 
@@ -37,7 +39,8 @@ export const OPENAPI_PATH = "/api/openapi.json"
 const openApiRoute = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const catalog = yield* Catalog.Catalog
-    yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models)))
+    const publicUrl = yield* PublicUrl
+    yield* router.add("GET", OPENAPI_PATH, HttpServerResponse.jsonUnsafe(OpenApiDocument.make(catalog.models, { publicUrl })))
   })
 )
 
@@ -66,6 +69,7 @@ const handlers = Layer.mergeAll(
 export const layer = Layer.mergeAll(
   HttpApiBuilder.layer(Api).pipe(Layer.provide(handlers)),
   openApiRoute,
+  ApiReference.layer(OPENAPI_PATH),
   Health.layer,
   MediaLinksHandlers.layer,
   ResultLinksHandlers.layer,

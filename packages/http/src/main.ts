@@ -43,6 +43,8 @@ import * as Logging from "./observability/Logging.ts"
 import * as Tracing from "./observability/Tracing.ts"
 import * as WorkerListener from "./observability/WorkerListener.ts"
 import * as Server from "./Server.ts"
+import * as ApiReference from "./docs/ApiReference.ts"
+import { PublicUrl } from "./PublicUrl.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 
 export interface Settings {
@@ -423,7 +425,7 @@ export const server = (options: ServerOptions) =>
       const local = localUrl(http.address)
       const publicUrl = Option.getOrElse(options.settings.publicUrl, () => local)
       const app = Layer.mergeAll(
-        Server.layer,
+        Server.layer.pipe(Layer.provide(Layer.succeed(PublicUrl, publicUrl))),
         ChatServer.layer,
         BillingServer.layer,
         McpEndpoint.layer({
@@ -512,6 +514,7 @@ const announce = (
       `taskmeter is listening on ${url}`,
       `  api        ${origin}/api/v1`,
       `  openapi    ${origin}${Server.OPENAPI_PATH}`,
+      `  docs       ${origin}${ApiReference.PATH} (the API reference)`,
       `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
       `  mcp        ${mcpUrlOf(publicUrl)} (MCP clients sign in with an API key or \`npx taskmeter admin signin-code\`)`,
       `  admin      ${adminUrl}${AdminServer.PATH} (ADMIN_HOST, ADMIN_PORT; operator token in ${AdminFile.pathOf(dataDir)}, the CLI reads it)`,

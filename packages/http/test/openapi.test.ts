@@ -3,6 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Catalog, Errors } from "@taskmeter/kernel"
 import * as ChatWire from "../src/api/ChatWire.ts"
+import * as OpenApiDocument from "../src/OpenApiDocument.ts"
 import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
 
@@ -83,22 +84,90 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
       })
     )
 
-    it.effect("describes the body of POST /api/v1/jobs per model, discriminated by model, with the Catalog's input schemas", () =>
+    it.effect(
+      "describes the body of POST /api/v1/jobs per model, inline, its model a const and its input the Catalog's schema",
+      () =>
+        Effect.gen(function* () {
+          const document = yield* fetchDocument
+          const catalog = yield* Catalog.Catalog
+          const body = document.paths["/api/v1/jobs"].post.requestBody.content["application/json"].schema
+          expect(body.oneOf).toHaveLength(catalog.models.length)
+          expect(body.oneOf.map((branch: any) => branch.properties.model)).toEqual(
+            catalog.models.map((model) => ({ type: "string", const: model.slug }))
+          )
+          for (const [index, model] of catalog.models.entries()) {
+            const branch = body.oneOf[index]
+            expect(branch.properties.input).toEqual(model.jsonSchema)
+            expect(branch.required).toEqual(["model", "input"])
+            expect(branch.properties.expectedPriceMicros.type).toBe("integer")
+          }
+          expect(catalog.models).toHaveLength(33)
+        })
+    )
+
+    it.effect("leaves an input field with a default out of `required`, as generators read it", () =>
       Effect.gen(function* () {
         const document = yield* fetchDocument
-        const catalog = yield* Catalog.Catalog
         const body = document.paths["/api/v1/jobs"].post.requestBody.content["application/json"].schema
-        expect(body.oneOf).toHaveLength(catalog.models.length)
-        expect(body.discriminator.propertyName).toBe("model")
-        for (const model of catalog.models) {
-          const ref: string = body.discriminator.mapping[model.slug]
-          const component = document.components.schemas[ref.replace("#/components/schemas/", "")]
-          expect(component.properties.model).toEqual({ type: "string", const: model.slug })
-          expect(component.properties.input).toEqual(model.jsonSchema)
-          expect(component.required).toEqual(["model", "input"])
-          expect(component.properties.expectedPriceMicros.type).toBe("integer")
+        const defaulted = body.oneOf.flatMap((branch: any) =>
+          Object.entries<any>(branch.properties.input.properties)
+            .filter(([, field]) => field.default !== undefined)
+            .map(([name]) => ({ model: branch.properties.model.const, name, required: branch.properties.input.required ?? [] }))
+        )
+        expect(defaulted.length).toBeGreaterThan(20)
+        for (const { model, name, required } of defaulted) expect(required, `${model} ${name}`).not.toContain(name)
+      })
+    )
+
+    it.effect("lists every member a task always carries as required, errorCode nullable", () =>
+      Effect.gen(function* () {
+        const document = yield* fetchDocument
+        const schemas = document.components.schemas
+        const who = yield* T.customer()
+        const submitted = (yield* T.submit(who)).body
+        const polled = (yield* T.call(`/api/v1/jobs/${submitted.id}`, { headers: T.bearer(who.secret) })).body
+        expect(submitted.errorCode).toBeNull()
+        expect([...schemas.SubmittedTask.required].sort()).toEqual(Object.keys(submitted).sort())
+        expect([...schemas.Task.required].sort()).toEqual(Object.keys(polled).sort())
+        for (const name of ["Task", "SubmittedTask"]) {
+          expect(schemas[name].properties.errorCode.anyOf).toContainEqual({ type: "null" })
         }
-        expect(catalog.models).toHaveLength(33)
+        expect(schemas.Asset.required).toEqual(["id", "type"])
+      })
+    )
+
+    it.effect("marks every object schema that lists no members open, so generators type it as a record of unknown", () =>
+      Effect.gen(function* () {
+        const document = yield* fetchDocument
+        const bare: Array<string> = []
+        const walk = (node: unknown, path: string): void => {
+          if (typeof node !== "object" || node === null) return
+          const schema = node as Record<string, unknown>
+          if (schema["type"] === "object" && schema["properties"] === undefined && schema["additionalProperties"] === undefined) {
+            bare.push(path)
+          }
+          for (const [key, value] of Object.entries(schema)) walk(value, `${path}/${key}`)
+        }
+        walk(document, "#")
+        expect(bare).toEqual([])
+        expect(document.components.schemas.Model.properties.inputSchema).toMatchObject({
+          type: "object",
+          additionalProperties: true
+        })
+        expect(JSON.stringify(document.components.schemas.ModelField)).not.toContain("Infinity")
+      })
+    )
+
+    it.effect("names the server as / when no public URL is set, else the public URL without its trailing slash", () =>
+      Effect.gen(function* () {
+        expect((yield* fetchDocument).servers).toEqual([{ url: "/" }])
+        const { models } = yield* Catalog.Catalog
+        expect(OpenApiDocument.make(models, { publicUrl: "https://api.example.com/" }).servers).toEqual([
+          { url: "https://api.example.com" }
+        ])
+        expect(OpenApiDocument.make(models, { publicUrl: "https://example.com/taskmeter/" }).servers).toEqual([
+          { url: "https://example.com/taskmeter" }
+        ])
       })
     )
 
@@ -189,7 +258,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(Object.keys(upload.requestBody.content)).toContain("video/webm")
         expect(upload.responses["201"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/UploadedMedia" })
         const download = document.paths["/api/v1/results/{id}"].get
-        expect(Object.keys(download.responses)).toEqual(expect.arrayContaining(["200", "206", "304", "416"]))
+        expect(Object.keys(download.responses)).toEqual(expect.arrayContaining(["200", "206", "304", "404", "416"]))
+        expect(download.responses["404"].description).toContain("text asset")
         expect(download.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(
           expect.arrayContaining(["id", "range", "if-none-match"])
         )

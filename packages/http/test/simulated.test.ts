@@ -60,43 +60,55 @@ layer(TestServer, { excludeTestServices: true })("the simulated provider in the 
       })
     )
 
-    it.effect("a simulated task says so, costs nothing, and leaves zero entries in the ledger", () =>
-      Effect.gen(function* () {
-        const { account, key } = yield* Accounts.Accounts.use((accounts) =>
-          accounts.create({ name: "sim", credits: Money.micros(5_000_000) })
-        )
-        const submitted = yield* api("/api/v1/jobs", key.secret, {
-          method: "POST",
-          headers: { "idempotency-key": "sim-1" },
-          body: JSON.stringify({ model: SIMULATED_MODEL, input: { prompt: "a song about ledgers" }, expectedPriceMicros: 0 })
-        })
-        expect(submitted.status).toBe(202)
-        expect(submitted.body.priceMicros).toBe(0)
-        let task = submitted.body
-        for (let i = 0; i < 200 && task.status !== "succeeded" && task.status !== "failed"; i++) {
-          yield* Effect.sleep("25 millis")
-          task = (yield* api(`/api/v1/jobs/${task.id}`, key.secret)).body
-        }
-        expect(task.status).toBe("succeeded")
-        expect(task.provider).toBe("simulated")
+    it.effect(
+      "a simulated task says so, costs nothing, and leaves zero entries in the ledger; its lyrics are inline, not a download",
+      () =>
+        Effect.gen(function* () {
+          const { account, key } = yield* Accounts.Accounts.use((accounts) =>
+            accounts.create({ name: "sim", credits: Money.micros(5_000_000) })
+          )
+          const submitted = yield* api("/api/v1/jobs", key.secret, {
+            method: "POST",
+            headers: { "idempotency-key": "sim-1" },
+            body: JSON.stringify({ model: SIMULATED_MODEL, input: { prompt: "a song about ledgers" }, expectedPriceMicros: 0 })
+          })
+          expect(submitted.status).toBe(202)
+          expect(submitted.body.priceMicros).toBe(0)
+          let task = submitted.body
+          for (let i = 0; i < 200 && task.status !== "succeeded" && task.status !== "failed"; i++) {
+            yield* Effect.sleep("25 millis")
+            task = (yield* api(`/api/v1/jobs/${task.id}`, key.secret)).body
+          }
+          expect(task.status).toBe("succeeded")
+          expect(task.provider).toBe("simulated")
+          const [lyrics] = task.assets
+          expect(lyrics).toMatchObject({ type: "text", text: expect.any(String) })
+          expect(lyrics.url).toBeUndefined()
+          expect(lyrics.id).toMatch(/^text_/)
+          const download = yield* api(`/api/v1/results/${lyrics.id}`, key.secret)
+          expect(download.status).toBe(404)
+          expect(download.body).toEqual({
+            code: "JOB_NOT_FOUND",
+            error: `${lyrics.id} is a text asset: it has no file to download. Its content is the asset's \`text\` in the task (GET /api/v1/jobs/{id}).`
+          })
 
-        const ledger = yield* Ledger.Ledger
-        const balances = yield* ledger.balances(account.id)
-        expect(balances).toMatchObject({ balanceMicros: 5_000_000, reservedMicros: 0 })
-        const entries = (yield* ledger.usage(account.id, { limit: 100 })).entries.filter((entry) => entry.taskId === task.id)
-        expect(entries.map((entry) => [entry.kind, entry.amountMicros]).sort()).toEqual([
-          ["charge", 0],
-          ["reserve", 0]
-        ])
+          const ledger = yield* Ledger.Ledger
+          const balances = yield* ledger.balances(account.id)
+          expect(balances).toMatchObject({ balanceMicros: 5_000_000, reservedMicros: 0 })
+          const entries = (yield* ledger.usage(account.id, { limit: 100 })).entries.filter((entry) => entry.taskId === task.id)
+          expect(entries.map((entry) => [entry.kind, entry.amountMicros]).sort()).toEqual([
+            ["charge", 0],
+            ["reserve", 0]
+          ])
 
-        const unserved = yield* api("/api/v1/jobs", key.secret, {
-          method: "POST",
-          headers: { "idempotency-key": "unserved-1" },
-          body: JSON.stringify({ model: UNSERVED_MODEL, input: { prompt: "a lighthouse" } })
+          const unserved = yield* api("/api/v1/jobs", key.secret, {
+            method: "POST",
+            headers: { "idempotency-key": "unserved-1" },
+            body: JSON.stringify({ model: UNSERVED_MODEL, input: { prompt: "a lighthouse" } })
+          })
+          expect(unserved.status).toBe(503)
+          expect(unserved.body.code).toBe("EXECUTION_UNAVAILABLE")
         })
-        expect(unserved.status).toBe(503)
-        expect(unserved.body.code).toBe("EXECUTION_UNAVAILABLE")
-      })
     )
   })
 })

@@ -5,7 +5,8 @@
  * Served with Content-Type, Content-Length, an ETag (the SHA-256 of the bytes), single-range
  * HTTP Range requests (206, or 416 when the range is outside the file) and If-None-Match (304).
  * A result of another account, like an unknown id, is 404 JOB_NOT_FOUND: the spec's code for
- * "no task with this id belongs to the account", which is what the caller has to learn.
+ * "no task with this id belongs to the account", which is what the caller has to learn; so is a
+ * text asset's id, whose content is inline in the task (the message says so).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -76,6 +77,12 @@ const downloadResponses = (operation: Record<string, any>) => {
       "304": {
         description: "Not modified: If-None-Match matched the ETag.",
         headers: { etag: bodyHeaders.etag }
+      },
+      "404": {
+        ...operation.responses["404"],
+        description:
+          "JOB_NOT_FOUND: no result file with this id belongs to the account. A text asset (type `text`, e.g. lyrics, " +
+          "with a `text_` id) has no file: its content is the asset's `text` in the task, and its id answers this 404 saying so."
       },
       "416": {
         description: "INVALID_REQUEST: the range starts past the end of the file; Content-Range `bytes */<size>` gives the size.",

@@ -1,7 +1,8 @@
 /**
  * GET /api/v1/results/{id}: the bytes of one of the caller's result files, served by
  * FileDownload (ETag, single HTTP Range, If-None-Match), or with S3_PRESIGNED_DOWNLOADS a 302 to
- * a presigned S3 GET (PresignedDownloads).
+ * a presigned S3 GET (PresignedDownloads). A text asset's id (lyrics) is 404 JOB_NOT_FOUND saying
+ * that its content is inline in the task.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
@@ -13,9 +14,11 @@ import { toApiUnavailable } from "./StoreFailures.ts"
 
 const notFound = (id: string) =>
   new Errors.JobNotFound({
-    message: Ids.isResultId(id)
-      ? `No result ${id} belongs to this account.`
-      : `No result has the id ${JSON.stringify(id)}; download results at the url of a task's asset (/api/v1/results/<uuid>).`
+    message: Ids.isTextAssetId(id)
+      ? `${id} is a text asset: it has no file to download. Its content is the asset's \`text\` in the task (GET /api/v1/jobs/{id}).`
+      : Ids.isResultId(id)
+        ? `No result file ${id} belongs to this account (a text asset has no file: its content is the asset's \`text\`).`
+        : `No result has the id ${JSON.stringify(id)}; download results at the url of a task's asset (/api/v1/results/<uuid>).`
   })
 
 export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>

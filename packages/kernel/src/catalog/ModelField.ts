@@ -23,12 +23,12 @@ export const FieldInfo = Schema.Struct({
   media: Schema.Boolean.annotate({
     description: "Takes an https URL or a media:<uuid> reference from POST /api/v1/media (per item for arrays)."
   }),
-  options: Schema.optionalKey(Schema.Array(Schema.Union([Schema.String, Schema.Number]))),
-  default: Schema.optionalKey(Schema.Union([Schema.String, Schema.Number])),
+  options: Schema.optionalKey(Schema.Array(Schema.Union([Schema.String, Schema.Finite]))),
+  default: Schema.optionalKey(Schema.Union([Schema.String, Schema.Finite])),
   minLength: Schema.optionalKey(Bound),
   maxLength: Schema.optionalKey(Bound),
-  minimum: Schema.optionalKey(Schema.Number),
-  maximum: Schema.optionalKey(Schema.Number),
+  minimum: Schema.optionalKey(Schema.Finite),
+  maximum: Schema.optionalKey(Schema.Finite),
   minItems: Schema.optionalKey(Bound),
   maxItems: Schema.optionalKey(Bound),
   allowedCounts: Schema.optionalKey(

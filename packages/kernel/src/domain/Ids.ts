@@ -22,6 +22,9 @@ export type LedgerEntryId = typeof LedgerEntryId.Type
 /** Results are served at /api/v1/results/<uuid>: the spec names them by a bare UUID. */
 export const ResultId = prefixed("").pipe(Schema.brand("ResultId"))
 export type ResultId = typeof ResultId.Type
+/** The asset of a text result (lyrics): its content is the asset's `text`; there is no file to download. */
+export const TextAssetId = prefixed("text_").pipe(Schema.brand("TextAssetId"))
+export type TextAssetId = typeof TextAssetId.Type
 
 export const makeAccountId = (): AccountId => `acct_${randomUUID()}` as AccountId
 export const makeApiKeyId = (): ApiKeyId => `key_${randomUUID()}` as ApiKeyId
@@ -29,8 +32,10 @@ export const makeTaskId = (): TaskId => `task_${randomUUID()}` as TaskId
 export const makeChatRequestId = (): ChatRequestId => `chatreq_${randomUUID()}` as ChatRequestId
 export const makeLedgerEntryId = (): LedgerEntryId => `entry_${randomUUID()}` as LedgerEntryId
 export const makeResultId = (): ResultId => randomUUID() as ResultId
+export const makeTextAssetId = (): TextAssetId => `text_${randomUUID()}` as TextAssetId
 
 export const isTaskId = Schema.is(TaskId)
 export const isResultId = Schema.is(ResultId)
+export const isTextAssetId = Schema.is(TextAssetId)
 export const isChatRequestId = Schema.is(ChatRequestId)
 export const isLedgerEntryId = Schema.is(LedgerEntryId)

@@ -25,8 +25,12 @@ const DateTimeString = Schema.String.annotate({ format: "date-time", description
 export const Asset = Schema.Struct({
   id: Schema.String,
   type: AssetType,
-  url: Schema.optionalKey(Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>." })),
-  text: Schema.optionalKey(Schema.String.annotate({ description: "The text of a text result, such as lyrics." }))
+  url: Schema.optionalKey(
+    Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>; absent for text results." })
+  ),
+  text: Schema.optionalKey(
+    Schema.String.annotate({ description: "The text of a text result, such as lyrics; it has no file (no url)." })
+  )
 }).annotate({ identifier: "Asset" })
 export type Asset = typeof Asset.Type
 
@@ -34,7 +38,9 @@ const taskFields = {
   id: Schema.String,
   model: Schema.String,
   status: TaskStatus,
-  errorCode: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  errorCode: Schema.NullOr(Schema.String).annotate({
+    description: "Set when the task fails or needs review (e.g. CANCELED, UPSTREAM_REJECTED_INPUT); null otherwise."
+  }),
   priceMicros: Micros,
   currency: Schema.Literal("USD"),
   createdAt: DateTimeString,

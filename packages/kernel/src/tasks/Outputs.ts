@@ -7,7 +7,7 @@
  */
 import { Clock, Data, Effect } from "effect"
 import { BlobStore, BlobTooLarge } from "../media/BlobStore.ts"
-import { makeResultId } from "../domain/Ids.ts"
+import { makeResultId, makeTextAssetId } from "../domain/Ids.ts"
 import type { AccountId, ResultId, TaskId } from "../domain/Ids.ts"
 import { MediaStore } from "../media/MediaStore.ts"
 import * as PublicFetch from "../outbound/PublicFetch.ts"
@@ -86,7 +86,7 @@ const download = (
 
 /**
  * Stores every output and returns the task's assets in the same order. File assets are
- * identified by their result id.
+ * identified by their result id, text assets by a `text_` id (Ids.TextAssetId).
  */
 export const store = (
   task: { readonly id: TaskId; readonly accountId: AccountId },
@@ -108,7 +108,7 @@ export const store = (
         Effect.gen(function* () {
           if (output.text !== undefined) {
             return {
-              id: crypto.randomUUID(),
+              id: makeTextAssetId(),
               type: output.type,
               text: toStorable(output.text),
               mimeType: output.contentType,
