@@ -77,6 +77,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/cli-postgres.test.ts",
       "packages/http/test/chat/leases-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
+      "packages/http/test/jobsEvents.postgres.test.ts",
       "packages/http/test/hostile/properties.test.ts: its storage-pg (PostgreSQL) property",
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",
       "packages/http/test/observability.test.ts",
