@@ -77,6 +77,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/cli-postgres.test.ts",
       "packages/http/test/chat/leases-postgres.test.ts",
       "packages/http/test/hostile/corpus.postgres.test.ts",
+      "packages/http/test/jobsEvents.postgres.test.ts",
       "packages/http/test/hostile/properties.test.ts: its storage-pg (PostgreSQL) property",
       "packages/http/test/mcpMount.test.ts: its PostgreSQL cases",
       "packages/http/test/observability.test.ts",
@@ -109,7 +110,11 @@ export const requirements: Record<Dependency, Requirement> = {
     name: "Chromium",
     enable: "apt-get install chromium (or set CHROMIUM_PATH)",
     detect: async () => (executable(chromiumPath) ? undefined : `no Chromium at ${chromiumPath}`),
-    suites: ["packages/http/test/apiReference.test.ts", "packages/mcp/test/endToEnd.test.ts"]
+    suites: [
+      "packages/http/test/apiReference.test.ts",
+      "packages/http/test/jobsEvents.browser.test.ts",
+      "packages/mcp/test/endToEnd.test.ts"
+    ]
   },
   ffmpeg: {
     name: "ffmpeg",

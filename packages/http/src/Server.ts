@@ -6,7 +6,7 @@
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Effect, identity, Layer } from "effect"
+import { Deferred, Effect, Exit, identity, Layer } from "effect"
 import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
@@ -15,6 +15,7 @@ import { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import * as ApiReference from "./docs/ApiReference.ts"
 import * as ErrorResponse from "./ErrorResponse.ts"
+import * as EventStream from "./EventStream.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
@@ -80,12 +81,26 @@ export const layer = Layer.mergeAll(
 /**
  * Node's HTTP server on ServerConfig's host and port, listening once built. The HttpServer it
  * provides tells the bound address (useful with PORT=0), so that layers built over it can use
- * the address (main.ts takes the default public URL from it).
+ * the address (main.ts takes the default public URL from it). It provides EventStream.Draining,
+ * fired when the server starts closing, before it waits for the responses in flight.
  */
 export const listen = Layer.unwrap(
   Effect.gen(function* () {
     const { host, port } = yield* ServerConfig
-    return NodeHttpServer.layer(createServer, { port, host })
+    const draining = Deferred.makeUnsafe<void>()
+    const create = () => {
+      const server = createServer()
+      const close = server.close.bind(server)
+      server.close = ((callback?: (error?: Error) => void) => {
+        Deferred.doneUnsafe(draining, Exit.void)
+        return close(callback)
+      }) as typeof server.close
+      return server
+    }
+    return Layer.merge(
+      NodeHttpServer.layer(create, { port, host }),
+      Layer.succeed(EventStream.Draining, Deferred.await(draining))
+    )
   })
 )
 

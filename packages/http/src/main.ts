@@ -38,6 +38,7 @@ import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
 import * as DataDir from "./DataDir.ts"
+import * as EventStream from "./EventStream.ts"
 import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
 import * as Logging from "./observability/Logging.ts"
 import * as Tracing from "./observability/Tracing.ts"
@@ -60,6 +61,12 @@ export interface Settings {
   readonly providerCallbacks: boolean
   readonly submissionsPerMinute: number
   readonly maxUnfinishedTasks: number
+  /** MAX_WAITS_PER_PROCESS: Prefer: wait (and MCP wait_for_task) calls held at once by this process. */
+  readonly maxWaitsPerProcess: number
+  /** SSE_MAX_STREAMS_PER_ACCOUNT: event streams of one account open at once on this process. */
+  readonly sseMaxStreamsPerAccount: number
+  /** SSE_HEARTBEAT_SECONDS: a comment line this often on a quiet event stream. */
+  readonly sseHeartbeatSeconds: number
   readonly keyRateLimitPerMinute: number
   /** KEY_CACHE_TTL_MS: how long the chat routes serve an API key verified in the store (0: always ask the store). */
   readonly keyCacheTtlMs: number
@@ -110,6 +117,9 @@ export const defaults: Settings = {
   providerCallbacks: false,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
+  maxWaitsPerProcess: 1000,
+  sseMaxStreamsPerAccount: 100,
+  sseHeartbeatSeconds: 15,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
   keyCacheTtlMs: Accounts.defaultOptions.keyCacheTtlMs,
   workers: true,
@@ -212,6 +222,9 @@ export const config: Config.Config<Settings> = Config.all({
   providerCallbacks: Config.Boolean("PROVIDER_CALLBACKS").pipe(Config.withDefault(defaults.providerCallbacks)),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
+  maxWaitsPerProcess: positive("MAX_WAITS_PER_PROCESS", defaults.maxWaitsPerProcess),
+  sseMaxStreamsPerAccount: positive("SSE_MAX_STREAMS_PER_ACCOUNT", defaults.sseMaxStreamsPerAccount),
+  sseHeartbeatSeconds: positive("SSE_HEARTBEAT_SECONDS", defaults.sseHeartbeatSeconds),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
   keyCacheTtlMs: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })), "KEY_CACHE_TTL_MS").pipe(
     Config.withDefault(defaults.keyCacheTtlMs)
@@ -373,6 +386,8 @@ export const kernel = (options: KernelOptions) => {
     TaskRunner.layer({
       submissionsPerMinute: settings.submissionsPerMinute,
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
+      maxWaits: settings.maxWaitsPerProcess,
+      maxStreamsPerAccount: settings.sseMaxStreamsPerAccount,
       executorAvailable: executors.executorAvailable,
       modelDeadlines: Object.fromEntries(
         Object.entries(settings.modelDeadlineSeconds).map(([model, seconds]) => [model, Duration.seconds(seconds)])
@@ -467,6 +482,7 @@ export const server = (options: ServerOptions) =>
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
         Layer.provideMerge(PaymentsConfig.layer(publicUrl)),
         Layer.provideMerge(heartbeat),
+        Layer.provideMerge(Layer.succeed(EventStream.Settings, { heartbeatMs: options.settings.sseHeartbeatSeconds * 1000 })),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))
       )

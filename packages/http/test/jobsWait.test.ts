@@ -134,3 +134,26 @@ for (const store of stores) {
     }
   )
 }
+
+layer(T.layer(stores[0]!, { runner: { maxWaits: 2 } }), { excludeTestServices: true })(
+  "Prefer: wait bounded per process (MAX_WAITS_PER_PROCESS)",
+  (it) => {
+    it.effect("holds at most maxWaits waits in the process, whatever the account; more answer at once", () =>
+      Effect.gen(function* () {
+        const [first, second, third] = [yield* T.customer(), yield* T.customer(), yield* T.customer()]
+        const tasks = [(yield* T.submit(first)).body, (yield* T.submit(second)).body, (yield* T.submit(third)).body]
+        const holders = yield* Effect.forkChild(
+          Effect.all([poll(first, tasks[0].id, "wait=2"), poll(second, tasks[1].id, "wait=2")], { concurrency: "unbounded" })
+        )
+        yield* Effect.sleep("500 millis")
+        const started = Date.now()
+        const extra = yield* poll(third, tasks[2].id, "wait=2")
+        expect(Date.now() - started).toBeLessThan(1_000)
+        expect([extra.status, extra.body.status]).toEqual([200, "queued"])
+        expect(extra.headers.get("preference-applied")).toBeNull()
+        const held = yield* Fiber.join(holders)
+        expect(held.map((reply) => reply.headers.get("preference-applied"))).toEqual(["wait=2", "wait=2"])
+      })
+    )
+  }
+)

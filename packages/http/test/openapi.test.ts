@@ -53,6 +53,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/chat/requests/{id}",
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
+          "GET /api/v1/jobs/{id}/events",
           "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
           "GET /api/v1/prices",
@@ -196,6 +197,15 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           ["bearerAuth", ["jobs:create"]],
           ["apiKeyAuth", ["jobs:create"]]
         ])
+        expect(scopes["get /api/v1/jobs/{id}/events"]).toEqual([
+          ["bearerAuth", ["jobs:read"]],
+          ["apiKeyAuth", ["jobs:read"]]
+        ])
+        const events = document.paths["/api/v1/jobs/{id}/events"].get
+        expect(Object.keys(events.responses)).toEqual(expect.arrayContaining(["200", "204", "404", "429"]))
+        expect(Object.keys(events.responses["200"].content)).toEqual(["text/event-stream"])
+        expect(events.responses["429"].headers["retry-after"]).toBeDefined()
+        expect(events.parameters.map((p: { name: string }) => p.name)).toContain("Last-Event-ID")
         const cancelResponses = document.paths["/api/v1/jobs/{id}/cancel"].post.responses
         expect(Object.keys(cancelResponses)).toEqual(expect.arrayContaining(["200", "202", "404", "409"]))
         const names = (operation: { parameters?: Array<{ name: string }> }) => (operation.parameters ?? []).map((p) => p.name)

@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import type { ToolAnnotations } from "@modelcontextprotocol/server"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Clock, Effect, Option, Schedule, Schema } from "effect"
 import {
   Catalog,
   Errors,
@@ -390,7 +390,10 @@ export const createTask = tool({
 
 const MAX_WAIT_SECONDS = 50
 const DEFAULT_WAIT_SECONDS = 25
-const POLL_MILLIS = 1_000
+/** How often a wait reports progress while the task has not changed. */
+const PROGRESS_MILLIS = 5_000
+/** A wait refused by the process's wait bound (TaskRunner.awaitTask) tries again after this long. */
+const BUSY_RETRY_MILLIS = 1_000
 
 export const waitForTask = tool({
   name: "wait_for_task",
@@ -421,24 +424,33 @@ export const waitForTask = tool({
       const runner = yield* TaskRunner.TaskRunner
       const timeoutMillis = (args.timeoutSeconds ?? DEFAULT_WAIT_SECONDS) * 1000
       const started = yield* Clock.currentTimeMillis
-      for (;;) {
-        const record = yield* runner.get(call.caller, args.id)
-        const elapsed = (yield* Clock.currentTimeMillis) - started
-        const finished = TaskStatus.isTerminal(record.status)
-        if (finished || elapsed + POLL_MILLIS > timeoutMillis) {
-          const view = yield* present(record, call.baseUrl)
-          const waitedSeconds = Math.round(elapsed / 100) / 10
-          return {
-            structured: { ...view, finished, waitedSeconds },
-            summary: finished
-              ? describeTask(view)
-              : `${describeTask(view)} Still working after ${waitedSeconds} s: call wait_for_task again.`
-          }
+      const elapsed = Effect.map(Clock.currentTimeMillis, (now) => now - started)
+      let record = yield* runner.get(call.caller, args.id)
+      const first = record.status
+      const report = Effect.flatMap(elapsed, (ms) =>
+        call.progress(Math.floor(ms / 1000), timeoutMillis / 1000, `Waiting for task ${args.id} (${first} when the wait began)`)
+      )
+      yield* report
+      yield* Effect.forkScoped(Effect.repeat(Effect.delay(report, PROGRESS_MILLIS), Schedule.forever))
+      // Woken by the store as Prefer: wait is; only past the process's wait bound does it poll.
+      for (let left = timeoutMillis; !TaskStatus.isTerminal(record.status) && left > 0; left = timeoutMillis - (yield* elapsed)) {
+        const result = yield* runner.awaitTask(record, left)
+        record = result.task
+        if (!result.waited) {
+          yield* Effect.sleep(Math.min(BUSY_RETRY_MILLIS, left))
+          record = yield* runner.get(call.caller, args.id)
         }
-        yield* call.progress(Math.floor(elapsed / 1000), timeoutMillis / 1000, `Task ${record.id} is ${record.status}`)
-        yield* Effect.sleep(POLL_MILLIS)
       }
-    })
+      const finished = TaskStatus.isTerminal(record.status)
+      const view = yield* present(record, call.baseUrl)
+      const waitedSeconds = Math.round((yield* elapsed) / 100) / 10
+      return {
+        structured: { ...view, finished, waitedSeconds },
+        summary: finished
+          ? describeTask(view)
+          : `${describeTask(view)} Still working after ${waitedSeconds} s: call wait_for_task again.`
+      }
+    }).pipe(Effect.scoped)
 })
 
 export const getTask = tool({

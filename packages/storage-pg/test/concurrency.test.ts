@@ -339,7 +339,7 @@ describe("storage-pg under concurrency (PostgreSQL)", () => {
         const task = yield* on(first)(admit(newTask(accountId)))
         if (task._tag !== "Admitted") throw new Error(task._tag)
         const store = yield* on(second)(TaskStore.TaskStore.use(Effect.succeed))
-        const settled = yield* store.watchSettled(task.task.id)
+        const settled = yield* store.watchStatus(task.task.id)
         const waiting = yield* Effect.forkChild(settled)
         yield* Effect.sleep("200 millis")
         const started = Date.now()

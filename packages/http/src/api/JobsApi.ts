@@ -1,5 +1,5 @@
 /**
- * Tasks (jobs): submit, list, poll, cancel.
+ * Tasks (jobs): submit, list, poll, follow (server-sent events), cancel.
  *
  * The documented request body of POST /api/v1/jobs here is the envelope every model shares; the
  * served OpenAPI document replaces it with the union of every model's body, discriminated by
@@ -74,6 +74,35 @@ const listQuery = {
   createdAfter: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly after this instant." })),
   createdBefore: Schema.optionalKey(Instant.annotate({ description: "Only tasks created strictly before this instant." }))
 }
+
+/** The events of GET /api/v1/jobs/{id}/events (EventStream), as the OpenAPI document shows them. */
+const TaskEventSchema = Schema.Union([
+  Schema.Struct({
+    id: Schema.String.annotate({ description: "The status's sequence, for Last-Event-ID." }),
+    event: Schema.Literal("status"),
+    data: Schema.fromJsonString(
+      Schema.Struct({ id: Schema.String, status: TaskStatus.TaskStatus }).annotate({ identifier: "TaskStatusEvent" })
+    )
+  }),
+  Schema.Struct({
+    id: Schema.String.annotate({ description: "The terminal status's sequence." }),
+    event: Schema.Literal("task"),
+    data: Schema.fromJsonString(Task.Task)
+  })
+])
+
+const lastEventIdParameter = {
+  name: "Last-Event-ID",
+  in: "header",
+  required: false,
+  description: "The id of the last event received: the stream resumes after it. Another value starts from the beginning.",
+  schema: { type: "string", examples: ["3"] }
+} as const
+
+const withLastEventId = (operation: Record<string, any>): Record<string, any> => ({
+  ...operation,
+  parameters: [...(operation.parameters ?? []), lastEventIdParameter]
+})
 
 const submitDocumentation = (operation: Record<string, any>) => {
   const responses = operation.responses
@@ -171,6 +200,30 @@ export const JobsApi = HttpApiGroup.make("jobs")
       )
       .annotateMerge(requireScope("jobs:read", PreferWait.documented))
       .middleware(Authentication),
+    HttpApiEndpoint.get("events", "/api/v1/jobs/:id/events", {
+      params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
+      success: [
+        HttpApiSchema.StreamSse({ contentType: "text/event-stream", events: TaskEventSchema }),
+        HttpApiSchema.NoContent.annotate({
+          description: "The Last-Event-ID is the final event's: the stream has nothing more (an EventSource stops here)."
+        })
+      ],
+      error: [Errors.JobNotFound, Errors.ConcurrencyLimited, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Follow a task's status (server-sent events)",
+          description:
+            "A text/event-stream: `event: status` with data `{ id, status }` each time the task's status changes, then " +
+            "`event: task` with the whole task (as GET /api/v1/jobs/{id}) when it is terminal, and the stream ends; a " +
+            "terminal task gives the final event at once. Each event's `id` is the status's sequence (queued 1, submitting 2, " +
+            "running 3, reconciliation_required 4, succeeded and failed 5): reconnect with `Last-Event-ID` for only the later " +
+            "ones. A comment line (`: heartbeat`) comes every 15 seconds. An account may have 100 streams open at once (per " +
+            "server process, SSE_MAX_STREAMS_PER_ACCOUNT); past that CONCURRENCY_LIMITED. A task of another account is JOB_NOT_FOUND."
+        })
+      )
+      .annotateMerge(requireScope("jobs:read", withLastEventId))
+      .middleware(Authentication),
     HttpApiEndpoint.post("cancel", "/api/v1/jobs/:id/cancel", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
       success: [Task.Task.pipe(HttpApiSchema.status(200)), Task.Task.pipe(HttpApiSchema.status(202))],
@@ -189,4 +242,4 @@ export const JobsApi = HttpApiGroup.make("jobs")
       .annotateMerge(requireScope("jobs:create"))
       .middleware(Authentication)
   )
-  .annotate(OpenApi.Description, "Submit, list, poll and cancel tasks.")
+  .annotate(OpenApi.Description, "Submit, list, poll, follow and cancel tasks.")

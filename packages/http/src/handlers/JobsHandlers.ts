@@ -1,6 +1,6 @@
 /**
- * POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id} and POST /api/v1/jobs/{id}/cancel,
- * over the kernel's TaskRunner.
+ * POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id}, GET /api/v1/jobs/{id}/events
+ * (EventStream) and POST /api/v1/jobs/{id}/cancel, over the kernel's TaskRunner.
  *
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
@@ -16,6 +16,7 @@ import type { TaskStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
+import * as EventStream from "../EventStream.ts"
 import * as JsonBody from "../JsonBody.ts"
 import * as PreferWait from "../PreferWait.ts"
 import { insufficientScope } from "./Authentication.ts"
@@ -87,6 +88,8 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const runner = yield* TaskRunner.TaskRunner
+    const { heartbeatMs } = yield* EventStream.Settings
+    const draining = yield* EventStream.Draining
 
     /** The task after the wait the caller prefers, and the seconds applied (undefined: none). */
     const awaited = (task: TaskStore.TaskRecord, wait: number | undefined) =>
@@ -143,6 +146,22 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
           const { task, applied } = yield* awaited(yield* runner.get(caller, params.id), wait)
           return HttpServerResponse.jsonUnsafe(TaskView.task(task), { headers: appliedHeaders(applied) })
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handleRaw("events", ({ params, request }) =>
+        Effect.gen(function* () {
+          const caller = yield* CurrentCaller
+          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
+          const task = yield* runner.get(caller, params.id)
+          const after = EventStream.lastSeen(request.headers[EventStream.LAST_EVENT_ID_HEADER])
+          if (EventStream.finished(task, after)) return HttpServerResponse.empty({ status: 204 })
+          // The slot is held by the request's scope, which lasts as long as the stream.
+          const events = yield* runner.follow(task, after)
+          return HttpServerResponse.stream(EventStream.encode(events, { heartbeatMs, draining }), {
+            contentType: EventStream.CONTENT_TYPE,
+            // Tells nginx-style proxies not to buffer the stream.
+            headers: { "x-accel-buffering": "no" }
+          })
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("cancel", ({ params }) =>

@@ -26,7 +26,7 @@ import {
   TaskStore
 } from "@taskmeter/kernel"
 import type { Ids, Task } from "@taskmeter/kernel"
-import { Server, ServerConfig } from "../../src/index.ts"
+import { EventStream, Server, ServerConfig } from "../../src/index.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -141,6 +141,7 @@ export const setOutage = (...ports: Array<Port>) =>
 export interface Options {
   readonly runner?: Partial<TaskRunner.Options>
   readonly maxUploadBytes?: number
+  readonly eventStreams?: EventStream.Settings
   /** Routes mounted beside the API, as another package would. */
   readonly beside?: Layer.Layer<never, never, HttpRouter.HttpRouter | HttpRouter.Request<"Error", unknown>>
 }
@@ -160,6 +161,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)
   return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(kernel),
+    Layer.provide(options.eventStreams === undefined ? Layer.empty : Layer.succeed(EventStream.Settings, options.eventStreams)),
     Layer.provide(ServerConfig.layerWith({ port: 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
     Layer.orDie
   )

@@ -5,6 +5,7 @@
  * nothing before the store needs the account. Policy: docs/decisions.md, "Ledger and admission".
  */
 import { Clock, Context, Duration, Effect, Layer, Metric, Redacted, Result } from "effect"
+import type { Scope, Stream } from "effect"
 import { Accounts, insufficientScope } from "../accounts/Accounts.ts"
 import type { AuthenticationError, Caller } from "../accounts/Accounts.ts"
 import { BudgetStore, secondsToNextDay, utcDay } from "../pricing/BudgetStore.ts"
@@ -27,6 +28,8 @@ import * as TraceContext from "../observability/TraceContext.ts"
 import { isStoreRefused } from "../domain/StoreError.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { isTerminal } from "../domain/TaskStatus.ts"
+import * as Slots from "./Slots.ts"
+import * as TaskEvents from "./TaskEvents.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskListFilter, TaskRecord } from "./TaskStore.ts"
 
@@ -128,10 +131,20 @@ export class TaskRunner extends Context.Service<
     ) => Effect.Effect<Canceled, Errors.JobNotFound | Errors.TaskNotCancelable | StoreUnavailable>
     /**
      * `task` (the caller's) once it is terminal, or as it stands after `maxWaitMs` (Prefer: wait),
-     * woken by the store (TaskStore.watchSettled), never a poll. At most `maxWaitsPerAccount`
-     * waits of one account at once in this process; past that it answers at once, `waited: false`.
+     * woken by the store (TaskStore.watchStatus), never a poll. At most `maxWaitsPerAccount`
+     * waits of one account, and `maxWaits` in all, at once in this process; past either it
+     * answers at once, `waited: false`.
      */
     readonly awaitTask: (task: TaskRecord, maxWaitMs: number) => Effect.Effect<Awaited, StoreUnavailable>
+    /**
+     * `task` (the caller's) at each status numbered above `after` (TaskEvents), ending with its
+     * terminal one. The scope holds one of the account's `maxStreamsPerAccount` stream slots in
+     * this process; past them CONCURRENCY_LIMITED.
+     */
+    readonly follow: (
+      task: TaskRecord,
+      after: number
+    ) => Effect.Effect<Stream.Stream<TaskRecord, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 
@@ -153,6 +166,10 @@ export interface Options {
   readonly executorAvailable: (model: string) => boolean
   /** `awaitTask` calls of one account under way at once in this process (default 10). */
   readonly maxWaitsPerAccount?: number | undefined
+  /** `awaitTask` calls under way at once in this process, all accounts together (default 1000). */
+  readonly maxWaits?: number | undefined
+  /** `follow` streams of one account open at once in this process (default 100). */
+  readonly maxStreamsPerAccount?: number | undefined
 }
 
 /** Video and music take minutes upstream; the deadlines leave room for queueing and retries. */
@@ -164,6 +181,11 @@ export const defaultDeadlines: { readonly [C in Category]: Duration.Input } = {
 }
 
 const DEFAULT_WAITS_PER_ACCOUNT = 10
+const DEFAULT_WAITS = 1000
+const DEFAULT_STREAMS_PER_ACCOUNT = 100
+
+/** A refused stream may retry after this long: about one polling interval. */
+const STREAM_RETRY_SECONDS = 5
 
 /** An EXECUTION_TEMPORARILY_UNAVAILABLE caller may retry after this long: a store fail-over or restart. */
 const ADMISSION_RETRY_SECONDS = 1
@@ -523,24 +545,10 @@ export const make = (
         Effect.withSpan("TaskRunner.submit")
       )
 
-    const maxWaits = options.maxWaitsPerAccount ?? DEFAULT_WAITS_PER_ACCOUNT
-    const waits = new Map<string, number>()
-    const holdWait = (accountId: string) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          const count = waits.get(accountId) ?? 0
-          if (count >= maxWaits) return false
-          waits.set(accountId, count + 1)
-          return true
-        }),
-        (held) =>
-          Effect.sync(() => {
-            if (!held) return
-            const left = (waits.get(accountId) ?? 1) - 1
-            if (left === 0) waits.delete(accountId)
-            else waits.set(accountId, left)
-          })
-      )
+    const waits = Slots.make(options.maxWaitsPerAccount ?? DEFAULT_WAITS_PER_ACCOUNT, options.maxWaits ?? DEFAULT_WAITS)
+    const holdWait = waits.hold
+    const maxStreams = options.maxStreamsPerAccount ?? DEFAULT_STREAMS_PER_ACCOUNT
+    const streams = Slots.make(maxStreams)
 
     const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
       isTerminal(task.status) || maxWaitMs <= 0
@@ -549,7 +557,7 @@ export const make = (
             Effect.gen(function* () {
               if (!(yield* holdWait(task.accountId))) return { task, waited: false }
               // Watching before reading again: a task that ends in between still wakes us.
-              const settled = yield* tasks.watchSettled(task.id)
+              const settled = yield* tasks.watchStatus(task.id)
               const until = (yield* Clock.currentTimeMillis) + maxWaitMs
               let current = (yield* tasks.get(task.accountId, task.id)) ?? task
               while (!isTerminal(current.status)) {
@@ -565,6 +573,17 @@ export const make = (
     return TaskRunner.of({
       submit: observed as TaskRunner["Service"]["submit"],
       awaitTask,
+      follow: (task, after) =>
+        Effect.flatMap(streams.hold(task.accountId), (held) =>
+          held
+            ? Effect.succeed(TaskEvents.changes(tasks, task, after))
+            : Effect.fail(
+                new Errors.ConcurrencyLimited({
+                  message: `This account has ${maxStreams} event streams open already, the most it may; close one (or poll GET /api/v1/jobs/{id}) and retry.`,
+                  retryAfterSeconds: STREAM_RETRY_SECONDS
+                })
+              )
+        ),
       get: (caller, id) =>
         Ids.isTaskId(id)
           ? Effect.flatMap(tasks.get(caller.accountId, id), (task) =>

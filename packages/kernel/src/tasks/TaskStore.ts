@@ -361,11 +361,11 @@ export class TaskStore extends Context.Service<
     /** Only from `from` (reconciliation_required by default); undefined when the task is not in it. */
     readonly resolve: (resolution: Resolution) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**
-     * Watches one task for the scope's lifetime: the effect given completes when the task may
-     * have entered a terminal status (a write in this or, for a shared store, another process)
-     * after the call; read the task again to know. For `Prefer: wait`.
+     * Watches one task for the scope's lifetime: the effect given completes when the task's
+     * status may have changed (a write in this or, for a shared store, another process) after
+     * the call or after the effect's previous completion; read the task again to know. For `Prefer: wait` and the task's event stream.
      */
-    readonly watchSettled: (taskId: TaskId) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+    readonly watchStatus: (taskId: TaskId) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an
      * admission in this one), or after `maxWaitMs`, whichever comes first.

@@ -176,7 +176,7 @@ export const cancelCases = (test: Case) => {
     )
 
     test(
-      "watchSettled wakes a watcher when its task ends, by a cancel or a worker's write",
+      "watchStatus wakes a watcher when its task ends, by a cancel or a worker's write",
       Effect.gen(function* () {
         const store = yield* TaskStore
         const accountId = yield* fundedAccount(5 * USD)
@@ -185,8 +185,8 @@ export const cancelCases = (test: Case) => {
         const leaseToken = yield* leased(running, ["submitting", "running"])
         yield* Effect.scoped(
           Effect.gen(function* () {
-            const first = yield* Effect.forkChild(yield* store.watchSettled(queued.id))
-            const second = yield* Effect.forkChild(yield* store.watchSettled(running.id))
+            const first = yield* Effect.forkChild(yield* store.watchStatus(queued.id))
+            const second = yield* Effect.forkChild(yield* store.watchStatus(running.id))
             yield* Effect.yieldNow
             expect(tagOf(yield* cancel(queued, 3))).toBe("Canceled")
             yield* Fiber.join(first).pipe(Effect.timeout("5 seconds"))
@@ -201,6 +201,29 @@ export const cancelCases = (test: Case) => {
             })
             expect(done._tag).toBe("Done")
             yield* Fiber.join(second).pipe(Effect.timeout("5 seconds"))
+          })
+        )
+      })
+    )
+
+    test(
+      "watchStatus wakes on every move, not only the last, and counts a move made while nobody awaited",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const changed = yield* store.watchStatus(task.id)
+            const woken = yield* Effect.forkChild(changed)
+            yield* Effect.yieldNow
+            const leaseToken = yield* leased(task, ["submitting"])
+            yield* Fiber.join(woken).pipe(Effect.timeout("5 seconds"))
+            // The move to running lands before anyone awaits again: the next await answers at once.
+            const step = { taskId: task.id, leaseToken, now: at(3), keepLease: true, upstreamRef: "up-1" } as const
+            expect((yield* store.transition({ ...step, from: "submitting", to: "running" }))._tag).toBe("Done")
+            yield* Effect.sleep("50 millis")
+            yield* changed.pipe(Effect.timeout("5 seconds"))
           })
         )
       })

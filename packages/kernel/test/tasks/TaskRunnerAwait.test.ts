@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import type { TaskStatus } from "../../src/domain/TaskStatus.ts"
+import * as TaskEvents from "../../src/tasks/TaskEvents.ts"
 import * as TaskRunner from "../../src/tasks/TaskRunner.ts"
 import { TaskStore } from "../../src/tasks/TaskStore.ts"
+import type { TaskRecord } from "../../src/tasks/TaskStore.ts"
 import { caller, layerWith, submission } from "./TaskRunnerSupport.ts"
 
 describe("TaskRunner.awaitTask", () => {
@@ -55,5 +58,83 @@ describe("TaskRunner.awaitTask", () => {
       yield* TestClock.adjust(1_000)
       expect((yield* Fiber.join(again)).waited).toBe(true)
     }).pipe(Effect.provide(layerWith({ maxWaitsPerAccount: 2 })))
+  )
+
+  it.effect("holds at most maxWaits waits in the process, whatever the accounts; past it answers at once", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const tasks = []
+      for (let i = 0; i < 3; i++) tasks.push((yield* runner.submit(yield* caller(1_000_000), submission())).task)
+      const [first, second, third] = tasks as [TaskRecord, TaskRecord, TaskRecord]
+      const held = yield* Effect.forkChild(
+        Effect.all([runner.awaitTask(first, 5_000), runner.awaitTask(second, 5_000)], { concurrency: 2 })
+      )
+      yield* TestClock.adjust(1)
+      expect(yield* runner.awaitTask(third, 5_000)).toEqual({ task: third, waited: false })
+      yield* TestClock.adjust(5_000)
+      expect((yield* Fiber.join(held)).map((result) => result.waited)).toEqual([true, true])
+      const again = yield* Effect.forkChild(runner.awaitTask(third, 1_000))
+      yield* TestClock.adjust(1_000)
+      expect((yield* Fiber.join(again)).waited).toBe(true)
+    }).pipe(Effect.provide(layerWith({ maxWaits: 2 })))
+  )
+})
+
+describe("TaskRunner.follow", () => {
+  const transitionTo = (task: TaskRecord, leaseToken: string, from: TaskStatus, to: TaskStatus) =>
+    Effect.flatMap(TaskStore, (store) =>
+      store.transition({ taskId: task.id, leaseToken, from, to, now: new Date(), keepLease: true })
+    )
+
+  it.effect("gives the task at each status change after `after`, ending with the terminal one", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const store = yield* TaskStore
+      const who = yield* caller(1_000_000)
+      const { task } = yield* runner.submit(who, submission())
+      const seen: Array<string> = []
+      const following = yield* Effect.forkChild(
+        Effect.scoped(
+          Effect.flatMap(runner.follow(task, 0), (events) =>
+            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(t.status)))
+          )
+        )
+      )
+      yield* Effect.yieldNow
+      const [claim] = yield* store.claim({ workerId: "w", limit: 1, leaseMs: 60_000, now: new Date() })
+      const leaseToken = claim?.leaseToken ?? ""
+      yield* transitionTo(task, leaseToken, "queued", "submitting")
+      yield* Effect.yieldNow
+      yield* transitionTo(task, leaseToken, "submitting", "running")
+      yield* Effect.yieldNow
+      yield* transitionTo(task, leaseToken, "running", "failed")
+      yield* Fiber.join(following).pipe(Effect.timeout("5 seconds"), TestClock.withLive)
+      expect(seen).toEqual(["queued", "submitting", "running", "failed"])
+      expect(TaskEvents.sequenceOf("failed")).toBe(TaskEvents.LAST_SEQUENCE)
+      // Resumed after running (3): only the final event, at once.
+      const resumed = yield* Effect.scoped(Effect.flatMap(runner.follow(task, 3), Stream.runCollect))
+      expect(resumed.map((t) => t.status)).toEqual(["failed"])
+    }).pipe(Effect.provide(layerWith()))
+  )
+
+  it.effect("holds at most maxStreamsPerAccount streams of one account: CONCURRENCY_LIMITED past them", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const who = yield* caller(1_000_000)
+      const other = yield* caller(1_000_000)
+      const { task } = yield* runner.submit(who, submission())
+      const { task: theirs } = yield* runner.submit(other, submission())
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          yield* runner.follow(task, 0)
+          const refused = yield* Effect.flip(runner.follow(task, 0))
+          expect([refused.code, refused.status]).toEqual(["CONCURRENCY_LIMITED", 429])
+          expect(refused.message).toContain("1 event streams")
+          yield* runner.follow(theirs, 0)
+        })
+      )
+      // The scope gave the slot back.
+      yield* Effect.scoped(runner.follow(task, 0))
+    }).pipe(Effect.provide(layerWith({ maxStreamsPerAccount: 1 })))
   )
 })

@@ -142,7 +142,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       row.leaseExpiresAt = null
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
-    if (TaskStatus.isTerminal(request.to)) state.settled.wake([request.taskId])
+    state.statuses.wake([request.taskId])
     return { _tag: "Done", task: row.record }
   }
 
@@ -284,7 +284,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           row.record = { ...row.record, status: "failed", errorCode: TaskErrorCode.Canceled, updatedAt: now }
           row.leaseToken = null
           row.leaseExpiresAt = null
-          state.settled.wake([taskId])
+          state.statuses.wake([taskId])
           return { _tag: "Canceled", task: row.record }
         }
         if (TaskStatus.isUnfinished(row.record.status)) {
@@ -309,10 +309,10 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }
-        state.settled.wake([resolution.taskId])
+        state.statuses.wake([resolution.taskId])
         return row.record
       }),
-    watchSettled: (taskId) => state.settled.watch(taskId),
+    watchStatus: (taskId) => state.statuses.watch(taskId),
     awaitWork: (maxWaitMs) => Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
   })
 }

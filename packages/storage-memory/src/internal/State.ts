@@ -3,7 +3,7 @@
  * so a method that does its checks and writes inside a single `Effect.sync` is atomic.
  */
 import { Deferred, Effect } from "effect"
-import { SettledWatchers } from "@taskmeter/kernel"
+import { StatusWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
 import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
 
@@ -109,8 +109,8 @@ export interface State {
   readonly paymentEntries: Array<PaymentEntryRow>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
-  /** Waiters for tasks entering a terminal status (TaskStore.watchSettled). */
-  readonly settled: SettledWatchers.SettledWatchers
+  /** Waiters for tasks changing status (TaskStore.watchStatus). */
+  readonly statuses: StatusWatchers.StatusWatchers
   nextSeq: number
 }
 
@@ -134,7 +134,7 @@ export const make = (): State => ({
   paymentEvents: new Map(),
   paymentEntries: [],
   wake: Deferred.makeUnsafe<void>(),
-  settled: SettledWatchers.make(),
+  statuses: StatusWatchers.make(),
   nextSeq: 0
 })
 

@@ -20,7 +20,7 @@ import {
   toRefusal,
   toTask
 } from "./Rows.ts"
-import type { SettledWakeups, WorkWakeups } from "./Wakeups.ts"
+import type { StatusWakeups, WorkWakeups } from "./Wakeups.ts"
 
 type Int8 = bigint | number
 
@@ -185,7 +185,7 @@ const toAdmissionResult = (
   }
 }
 
-export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
+export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))
@@ -256,8 +256,8 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
         if (moves.some((m) => written.has(m.ordinal) && !m.keep_lease && TaskStatus.isUnfinished(m.to_status))) {
           yield* wakeups.announce
         }
-        const finished = moves.filter((m) => written.has(m.ordinal) && TaskStatus.isTerminal(m.to_status))
-        if (finished.length > 0) yield* settled.announce(finished.map((m) => m.task_id))
+        const moved = moves.filter((m) => written.has(m.ordinal))
+        if (moved.length > 0) yield* statuses.announce(moved.map((m) => m.task_id))
         return moves.map((m) => written.get(m.ordinal))
       })
 
@@ -581,7 +581,7 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
             )
           : Effect.succeed(undefined),
 
-      watchSettled: settled.watch,
+      watchStatus: statuses.watch,
 
       awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)
     })

@@ -1,16 +1,17 @@
 /**
  * Wake-ups between the processes sharing a database, for idle workers (`TaskStore.awaitWork`),
- * price-list followers (`PriceStore.subscribe`, `ChatPriceStore.subscribe`) and callers waiting on
- * tasks (`watchSettled`): at once within this process; across processes a NOTIFY on one channel
- * after the write commits (payload `prices` or `chat-prices`; `settled <id>,<id>…`, one per batch of
- * finished tasks; anything else is work, coalesced), heard on one dedicated LISTEN connection that
- * has answered before the store starts.
+ * price-list followers (`PriceStore.subscribe`, `ChatPriceStore.subscribe`) and callers watching
+ * tasks (`watchStatus`: Prefer: wait, event streams): at once within this process; across
+ * processes a NOTIFY on one channel after the write commits (payload `prices` or `chat-prices`;
+ * `status <id>,<id>…` naming tasks whose status changed, one NOTIFY in flight per process, the ids
+ * written meanwhile gathered into the next; anything else is work, coalesced), heard on one
+ * dedicated LISTEN connection that has answered before the store starts.
  * Without LISTEN (PGlite) wake-ups stay in this process. Why: packages/storage-pg/README.md.
  */
 import { Deferred, Effect, PubSub, Queue, Schedule } from "effect"
 import type { Scope } from "effect"
 import type { PgClient } from "@effect/sql-pg"
-import { SettledWatchers } from "@taskmeter/kernel"
+import { StatusWatchers } from "@taskmeter/kernel"
 
 export interface WorkWakeups {
   /** Something became claimable: wake local waiters and tell other processes. */
@@ -27,26 +28,26 @@ export interface PriceWakeups {
   readonly subscribe: Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
 }
 
-export interface SettledWakeups {
-  /** These tasks entered a terminal status: wake local watchers and tell other processes. */
+export interface StatusWakeups {
+  /** These tasks changed status: wake local watchers and tell other processes. */
   readonly announce: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
-  /** TaskStore.watchSettled. */
-  readonly watch: SettledWatchers.SettledWatchers["watch"]
+  /** TaskStore.watchStatus. */
+  readonly watch: StatusWatchers.StatusWatchers["watch"]
 }
 
 export interface Wakeups {
   readonly work: WorkWakeups
   readonly prices: PriceWakeups
   readonly chatPrices: PriceWakeups
-  readonly settled: SettledWakeups
+  readonly statuses: StatusWakeups
 }
 
 const PRICES = "prices"
 const CHAT_PRICES = "chat-prices"
 const WORK = ""
-const SETTLED = "settled "
+const STATUS = "status "
 /** NOTIFY payloads must stay under 8000 bytes; task ids are 41 characters. */
-const SETTLED_PER_NOTIFY = 150
+const IDS_PER_NOTIFY = 150
 
 export const make = Effect.fnUntraced(function* (options: {
   readonly client: PgClient.PgClient
@@ -70,26 +71,34 @@ export const make = Effect.fnUntraced(function* (options: {
   const chatSaves = yield* PubSub.sliding<void>(1)
   const wakeChatPrices = Effect.asVoid(PubSub.publish(chatSaves, undefined))
 
-  const watchers = SettledWatchers.make()
+  const watchers = StatusWatchers.make()
 
   const channel = options.channel
   const scope = yield* Effect.scope
 
-  /** Not coalesced (each payload names its tasks); sent in the background, dropped on failure. */
-  const announceSettled = (taskIds: ReadonlyArray<string>): Effect.Effect<void> =>
+  /**
+   * Sent in the background, dropped on failure; while one NOTIFY is in flight the ids written
+   * meanwhile wait for the next, so a busy process sends few NOTIFYs of many ids.
+   */
+  const changed = new Set<string>()
+  let statusInFlight = false
+  const notifyStatuses: Effect.Effect<void> = Effect.suspend(() => {
+    if (channel === undefined || changed.size === 0) {
+      statusInFlight = false
+      return Effect.void
+    }
+    const ids = [...changed].slice(0, IDS_PER_NOTIFY)
+    for (const id of ids) changed.delete(id)
+    return Effect.flatMap(Effect.ignore(options.client.notify(channel, STATUS + ids.join(","))), () => notifyStatuses)
+  })
+  const announceStatuses = (taskIds: ReadonlyArray<string>): Effect.Effect<void> =>
     Effect.suspend(() => {
       watchers.wake(taskIds)
       if (channel === undefined || taskIds.length === 0) return Effect.void
-      const payloads: Array<string> = []
-      for (let i = 0; i < taskIds.length; i += SETTLED_PER_NOTIFY) {
-        payloads.push(SETTLED + taskIds.slice(i, i + SETTLED_PER_NOTIFY).join(","))
-      }
-      return Effect.asVoid(
-        Effect.forkIn(
-          Effect.forEach(payloads, (payload) => Effect.ignore(options.client.notify(channel, payload)), { discard: true }),
-          scope
-        )
-      )
+      for (const id of taskIds) changed.add(id)
+      if (statusInFlight) return Effect.void
+      statusInFlight = true
+      return Effect.asVoid(Effect.forkIn(notifyStatuses, scope))
     })
 
   /** Wakes this process, then NOTIFYs the others with `payload`, coalesced. */
@@ -134,8 +143,8 @@ export const make = Effect.fnUntraced(function* (options: {
                 ? wakePrices
                 : notification.payload === CHAT_PRICES
                   ? wakeChatPrices
-                  : notification.payload.startsWith(SETTLED)
-                    ? Effect.sync(() => watchers.wake(notification.payload.slice(SETTLED.length).split(",")))
+                  : notification.payload.startsWith(STATUS)
+                    ? Effect.sync(() => watchers.wake(notification.payload.slice(STATUS.length).split(",")))
                     : wakeWork
             )
           )
@@ -170,6 +179,6 @@ export const make = Effect.fnUntraced(function* (options: {
       announce: announcer(CHAT_PRICES, wakeChatPrices),
       subscribe: Effect.map(PubSub.subscribe(chatSaves), PubSub.take)
     },
-    settled: { announce: announceSettled, watch: watchers.watch }
+    statuses: { announce: announceStatuses, watch: watchers.watch }
   }
 })
