@@ -15,7 +15,7 @@ export interface SessionRecord {
   /** The account the session acts for (one of the user's memberships). */
   readonly accountId: AccountId
   readonly createdAt: Date
-  /** The last request seen, moved forward at most once a minute. */
+  /** The last request seen, moved forward at most once a minute (Sessions). */
   readonly lastSeenAt: Date
   /** The absolute end, fixed at creation. */
   readonly expiresAt: Date

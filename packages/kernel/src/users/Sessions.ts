@@ -24,8 +24,8 @@ export interface Options {
 
 export const defaultOptions: Options = { idleTimeoutMs: 7 * 24 * 3600_000, maxAgeMs: 30 * 24 * 3600_000 }
 
-/** lastSeenAt is written at most this often. */
-const TOUCH_INTERVAL_MS = 60_000
+/** lastSeenAt is written at most once a minute (or a quarter of a shorter idle timeout). */
+const touchIntervalOf = (options: Options): number => Math.min(60_000, options.idleTimeoutMs / 4)
 
 export interface CreatedSession {
   /** The cookie's value; never stored. */
@@ -65,6 +65,7 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Sessions[
     const store = yield* SessionStore
     const users = yield* UserStore
     const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+    const touchInterval = touchIntervalOf(options)
 
     const live = (record: SessionRecord, at: Date): boolean =>
       record.revokedAt === null &&
@@ -97,7 +98,7 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Sessions[
           const user = yield* users.getUser(record.userId)
           const membership = (yield* users.memberships(record.userId)).find((m) => m.accountId === record.accountId)
           if (user === undefined || membership === undefined) return undefined
-          if (at.getTime() - record.lastSeenAt.getTime() >= TOUCH_INTERVAL_MS) yield* store.touchSession(record.hash, at)
+          if (at.getTime() - record.lastSeenAt.getTime() >= touchInterval) yield* store.touchSession(record.hash, at)
           return { record, user, role: membership.role, csrfToken: csrfTokenOf(secret) }
         }),
       revoke: (secret) => Effect.flatMap(now, (at) => Effect.asVoid(store.revokeSession(hashOf(secret), at))),
