@@ -154,21 +154,25 @@ export interface Options {
   readonly beside?: Layer.Layer<never, never, HttpRouter.HttpRouter | HttpRouter.Request<"Error", unknown>>
   /** The console's users and sessions; default: open sign-up, no starting credits, the default lifetimes. */
   readonly consoleAuth?: Partial<ConsoleAuth.Options>
-  /** Where the console's mail goes; default: a fresh memory mailer. */
+  /** Where the console's mail goes; default: a fresh memory mailer (or `mailer`, when given). */
   readonly mail?: Mailer.MemoryMailer
+  readonly mailer?: Layer.Layer<Mailer.Mailer>
 }
 
 /** The public base URL the console's settings name in the http suites. */
 export const PUBLIC_BASE_URL = "http://taskmeter.test"
 
 /** The console's users and sessions over `mail` (open sign-up unless `options` say otherwise). */
-export const consoleAuth = (options: Partial<ConsoleAuth.Options> = {}, mail: Mailer.MemoryMailer = Mailer.makeMemory()) =>
+export const consoleAuth = (
+  options: Partial<ConsoleAuth.Options> = {},
+  mailer: Layer.Layer<Mailer.Mailer> = Mailer.layerMemory()
+) =>
   ConsoleAuth.layer({
     publicBaseUrl: PUBLIC_BASE_URL,
     signUp: "open",
     signUpCreditsMicros: Money.micros(0),
     ...options
-  }).pipe(Layer.provide(Mailer.layerMemory(mail)))
+  }).pipe(Layer.provide(mailer))
 
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
@@ -177,7 +181,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
     ),
     Ledger.layer,
-    consoleAuth(options.consoleAuth, options.mail)
+    consoleAuth(options.consoleAuth, options.mailer ?? Mailer.layerMemory(options.mail))
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),
