@@ -1124,6 +1124,31 @@ CREATE TABLE model_budget_days (
     CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
 );
 
+CREATE TABLE passkey_challenges (
+    hash text NOT NULL,
+    purpose text NOT NULL,
+    user_id text,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT passkey_challenges_check CHECK ((expires_at > created_at)),
+    CONSTRAINT passkey_challenges_check1 CHECK (((purpose = 'registration'::text) = (user_id IS NOT NULL))),
+    CONSTRAINT passkey_challenges_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT passkey_challenges_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'authentication'::text])))
+);
+
+CREATE TABLE passkeys (
+    credential_id text NOT NULL,
+    user_id text NOT NULL,
+    public_key bytea NOT NULL,
+    counter bigint NOT NULL,
+    transports text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone,
+    CONSTRAINT passkeys_counter_check CHECK ((counter >= 0)),
+    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text))
+);
+
 CREATE TABLE payment_disputes (
     processor text NOT NULL,
     dispute_id text NOT NULL,
@@ -1274,6 +1299,12 @@ ALTER TABLE ONLY media
 ALTER TABLE ONLY model_budget_days
     ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
 
+ALTER TABLE ONLY passkey_challenges
+    ADD CONSTRAINT passkey_challenges_pkey PRIMARY KEY (hash);
+
+ALTER TABLE ONLY passkeys
+    ADD CONSTRAINT passkeys_pkey PRIMARY KEY (credential_id);
+
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_pkey PRIMARY KEY (processor, dispute_id);
 
@@ -1333,6 +1364,8 @@ CREATE UNIQUE INDEX ledger_entries_lease_released_once ON ledger_entries USING b
 CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+CREATE INDEX passkeys_user ON passkeys USING btree (user_id);
 
 CREATE INDEX payment_entries_payment ON payment_entries USING btree (processor, payment_id);
 
@@ -1411,6 +1444,12 @@ ALTER TABLE ONLY ledger_entries
 
 ALTER TABLE ONLY media
     ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY passkey_challenges
+    ADD CONSTRAINT passkey_challenges_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
+ALTER TABLE ONLY passkeys
+    ADD CONSTRAINT passkeys_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_processor_payment_id_fkey FOREIGN KEY (processor, payment_id) REFERENCES payments(processor, payment_id);

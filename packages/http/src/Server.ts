@@ -25,6 +25,7 @@ import * as KeysHandlers from "./handlers/KeysHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
+import * as PasskeyHandlers from "./handlers/PasskeyHandlers.ts"
 import * as PresentedKey from "./handlers/PresentedKey.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
@@ -64,6 +65,7 @@ const handlers = Layer.mergeAll(
   ResultsHandlers.layer,
   UsageHandlers.layer,
   AuthHandlers.layer,
+  PasskeyHandlers.layer,
   KeysHandlers.layer
 ).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, SessionAuthentication.layer, ErrorBoundary.layer]))
 

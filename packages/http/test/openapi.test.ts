@@ -63,6 +63,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/usage",
           "GET /healthz",
           "GET /readyz",
+          "POST /api/v1/auth/passkeys",
+          "POST /api/v1/auth/passkeys/authentication-options",
+          "POST /api/v1/auth/passkeys/registration-options",
+          "POST /api/v1/auth/passkeys/sign-in",
           "POST /api/v1/auth/password-reset",
           "POST /api/v1/auth/password-reset/confirm",
           "POST /api/v1/auth/sign-in",
@@ -89,7 +93,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           // This server has no payment processor: billing answers 404, once a key is checked where one is needed.
           const noProcessor = path.startsWith("/api/v1/billing/")
           // The console's auth endpoints without a session take a body: none is INVALID_REQUEST.
-          const needsBody = method === "post" && path.startsWith("/api/v1/auth/")
+          const needsBody =
+            method === "post" && path.startsWith("/api/v1/auth/") && path !== "/api/v1/auth/passkeys/authentication-options"
           const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : needsBody ? 400 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }

@@ -35,7 +35,8 @@ export * as KeyCheck from "./accounts/KeyCheck.ts"
 export * as PresentedCredential from "./accounts/PresentedCredential.ts"
 export * as Scope from "./accounts/Scope.ts"
 
-// users: the console's users, their memberships in accounts, sessions and one-time email tokens
+// users: the console's users, their memberships in accounts, sessions, passkeys and one-time email tokens
+export * as PasskeyStore from "./users/PasskeyStore.ts"
 export * as Passwords from "./users/Passwords.ts"
 export * as Sessions from "./users/Sessions.ts"
 export * as SessionStore from "./users/SessionStore.ts"

@@ -13,6 +13,7 @@ import {
   ChatStore,
   LedgerStore,
   MediaStore,
+  PasskeyStore,
   PaymentStore,
   PriceStore,
   SessionStore,
@@ -31,6 +32,7 @@ import * as Prices from "./internal/MemoryPriceStore.ts"
 import * as Health from "./internal/MemoryStoreHealth.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
+import * as Passkeys from "./internal/MemoryPasskeyStore.ts"
 import * as Sessions from "./internal/MemorySessionStore.ts"
 import * as Users from "./internal/MemoryUserStore.ts"
 
@@ -47,6 +49,7 @@ export type Stores =
   | PaymentStore.PaymentStore
   | UserStore.UserStore
   | SessionStore.SessionStore
+  | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
@@ -64,6 +67,7 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(PaymentStore.PaymentStore, Payments.make(state)),
       Context.add(UserStore.UserStore, Users.make(state)),
       Context.add(SessionStore.SessionStore, Sessions.make(state)),
+      Context.add(PasskeyStore.PasskeyStore, Passkeys.make(state)),
       Context.add(StoreHealth.StoreHealth, Health.make(state))
     )
   })

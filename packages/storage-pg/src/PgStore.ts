@@ -1,6 +1,6 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * ChatPriceStore, BudgetStore, PaymentStore, UserStore, SessionStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * ChatPriceStore, BudgetStore, PaymentStore, UserStore, SessionStore, PasskeyStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
  * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
  * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
@@ -14,6 +14,7 @@ import {
   ChatStore,
   LedgerStore,
   MediaStore,
+  PasskeyStore,
   PaymentStore,
   PriceStore,
   ChatPriceStore,
@@ -29,6 +30,7 @@ import * as PgAccountStore from "./internal/PgAccountStore.ts"
 import * as PgBudgetStore from "./internal/PgBudgetStore.ts"
 import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
+import * as PgPasskeyStore from "./internal/PgPasskeyStore.ts"
 import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
 import * as PgSessionStore from "./internal/PgSessionStore.ts"
@@ -70,6 +72,7 @@ export type Stores =
   | PaymentStore.PaymentStore
   | UserStore.UserStore
   | SessionStore.SessionStore
+  | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
 
 export interface Options {
@@ -174,6 +177,7 @@ export const layerClient = (options: {
       const payments = yield* PgPaymentStore.make
       const users = yield* PgUserStore.make
       const sessions = yield* PgSessionStore.make
+      const passkeys = yield* PgPasskeyStore.make
       const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
@@ -186,6 +190,7 @@ export const layerClient = (options: {
         Context.add(PaymentStore.PaymentStore, payments),
         Context.add(UserStore.UserStore, users),
         Context.add(SessionStore.SessionStore, sessions),
+        Context.add(PasskeyStore.PasskeyStore, passkeys),
         Context.add(StoreHealth.StoreHealth, health)
       )
     })

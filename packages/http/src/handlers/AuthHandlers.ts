@@ -27,22 +27,29 @@ export const sessionView = (user: UserStore.UserRecord, accountId: string, role:
   csrfToken
 })
 
+/**
+ * Checks the Origin, runs `start`, revokes a session the request presented and sets the cookie to
+ * the new one: the answer of every sign-in (password, sign-up, passkey).
+ */
+export const signingInWith =
+  (sessions: Sessions.Sessions["Service"]) =>
+  <E, R>(start: Effect.Effect<Users.SignedIn, E, R>) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      yield* SessionCredential.checkOrigin(request)
+      const signedIn = yield* start
+      const presented = SessionCookie.read(request)
+      if (presented !== undefined) yield* sessions.revoke(presented)
+      yield* SessionCookie.set(signedIn.session.secret)
+      return sessionView(signedIn.user, signedIn.account.id, signedIn.role, signedIn.session.csrfToken)
+    })
+
 export const layer = HttpApiBuilder.group(Api, "auth", (handlers) =>
   Effect.gen(function* () {
     const users = yield* Users.Users
     const sessions = yield* Sessions.Sessions
 
-    /** Checks the Origin, revokes a session the request presents, runs `start` and sets the cookie to its session. */
-    const signingIn = <E, R>(start: Effect.Effect<Users.SignedIn, E, R>) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        yield* SessionCredential.checkOrigin(request)
-        const signedIn = yield* start
-        const presented = SessionCookie.read(request)
-        if (presented !== undefined) yield* sessions.revoke(presented)
-        yield* SessionCookie.set(signedIn.session.secret)
-        return sessionView(signedIn.user, signedIn.account.id, signedIn.role, signedIn.session.csrfToken)
-      })
+    const signingIn = signingInWith(sessions)
 
     return handlers
       .handle("signUp", ({ payload }) =>

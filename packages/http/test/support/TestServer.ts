@@ -19,6 +19,7 @@ import {
   MediaStore,
   MediaUrls,
   Money,
+  PasskeyStore,
   Pricer,
   ResultUrls,
   SessionStore,
@@ -40,6 +41,7 @@ export type Stores =
   | BudgetStore.BudgetStore
   | UserStore.UserStore
   | SessionStore.SessionStore
+  | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
 
 /** A store implementation the suites run against. */
@@ -121,7 +123,9 @@ const withOutage = Layer.effectContext(
     const health = yield* StoreHealth.StoreHealth
     const users = yield* UserStore.UserStore
     const sessions = yield* SessionStore.SessionStore
+    const passkeys = yield* PasskeyStore.PasskeyStore
     return Context.make(Outage, outage).pipe(
+      Context.add(PasskeyStore.PasskeyStore, passkeys),
       Context.add(UserStore.UserStore, users),
       Context.add(SessionStore.SessionStore, sessions),
       Context.add(StoreHealth.StoreHealth, health),
@@ -157,6 +161,8 @@ export interface Options {
   /** Where the console's mail goes; default: a fresh memory mailer (or `mailer`, when given). */
   readonly mail?: Mailer.MemoryMailer
   readonly mailer?: Layer.Layer<Mailer.Mailer>
+  /** The port on 127.0.0.1; default 0, an ephemeral one. */
+  readonly port?: number
 }
 
 /** The public base URL the console's settings name in the http suites. */
@@ -190,7 +196,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)
   return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(kernel),
-    Layer.provide(ServerConfig.layerWith({ port: 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
+    Layer.provide(ServerConfig.layerWith({ port: options.port ?? 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
     Layer.orDie
   )
 }

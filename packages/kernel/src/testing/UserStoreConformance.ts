@@ -2,7 +2,8 @@
  * The conformance suite of the UserStore and SessionStore ports (`suite(name, makeLayer)`), run
  * by every store: emails unique without regard to case, several users per account and accounts
  * per user, flags that keep their first time, one-time tokens used once (also when raced) and
- * never after expiry, and sessions touched forward only, revoked one at a time or all of a user's.
+ * never after expiry, sessions touched forward only, revoked one at a time or all of a user's, and
+ * passkeys unique by credential id, their counters never lowered, their challenges used once.
  */
 import { createHash, randomBytes } from "node:crypto"
 import { Effect } from "effect"
@@ -11,13 +12,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { AccountStore } from "../accounts/AccountStore.ts"
 import * as Ids from "../domain/Ids.ts"
 import type { AccountId, UserId } from "../domain/Ids.ts"
+import { PasskeyStore } from "../users/PasskeyStore.ts"
+import type { Passkey } from "../users/PasskeyStore.ts"
 import { SessionStore } from "../users/SessionStore.ts"
 import type { SessionRecord } from "../users/SessionStore.ts"
 import { UserStore } from "../users/UserStore.ts"
 import type { EmailToken, Role, UserRecord } from "../users/UserStore.ts"
 import { at, makeAccount, T0 } from "./Fixtures.ts"
 
-export type UserStores = AccountStore | UserStore | SessionStore
+export type UserStores = AccountStore | UserStore | SessionStore | PasskeyStore
 
 const hash = () => createHash("sha256").update(randomBytes(32)).digest("hex")
 
@@ -48,6 +51,16 @@ const token = (fields: Partial<EmailToken> & Pick<EmailToken, "purpose">): Email
   createdAt: T0,
   expiresAt: at(3600),
   ...fields
+})
+
+const passkey = (userId: UserId, credentialId = randomBytes(16).toString("base64url")): Passkey => ({
+  credentialId,
+  userId,
+  publicKey: new Uint8Array(randomBytes(77)),
+  counter: 0,
+  transports: ["internal", "hybrid"],
+  createdAt: T0,
+  lastUsedAt: null
 })
 
 const session = (userId: UserId, accountId: AccountId): SessionRecord => ({
@@ -183,6 +196,52 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<UserStores, unk
         expect((yield* store.findSession(adas[2]!.hash))?.revokedAt).toEqual(at(10))
         expect((yield* store.findSession(bobs.hash))?.revokedAt).toBeNull()
         expect(yield* store.revokeUserSessions(ada.id, at(20))).toBe(0)
+      })
+    )
+
+    test(
+      "a passkey is unique by credential id, found by it and listed per user, its counter never lowered",
+      Effect.gen(function* () {
+        const store = yield* PasskeyStore
+        const { user: ada } = yield* addUser("ada@example.com")
+        const { user: bob } = yield* addUser("bob@example.com")
+        const first = passkey(ada.id)
+        const second = { ...passkey(ada.id), createdAt: at(5) }
+        expect(yield* store.insertPasskey(first)).toBe(true)
+        expect(yield* store.insertPasskey(second)).toBe(true)
+        expect(yield* store.insertPasskey({ ...passkey(bob.id), credentialId: first.credentialId })).toBe(false)
+        expect(yield* store.findPasskey(first.credentialId)).toEqual(first)
+        expect((yield* store.listPasskeys(ada.id)).map((p) => p.credentialId)).toEqual([first.credentialId, second.credentialId])
+        expect(yield* store.listPasskeys(bob.id)).toEqual([])
+        yield* store.recordUse(first.credentialId, 7, at(10))
+        yield* store.recordUse(first.credentialId, 3, at(20))
+        expect(yield* store.findPasskey(first.credentialId)).toEqual({ ...first, counter: 7, lastUsedAt: at(20) })
+        expect(yield* store.findPasskey("unknown")).toBeUndefined()
+      })
+    )
+
+    test(
+      "a passkey challenge is used once, for its purpose, before its expiry, by one of racing callers",
+      Effect.gen(function* () {
+        const store = yield* PasskeyStore
+        const { user } = yield* addUser("ada@example.com")
+        const registration = {
+          hash: hash(),
+          purpose: "registration" as const,
+          userId: user.id,
+          createdAt: T0,
+          expiresAt: at(300)
+        }
+        const signIn = { hash: hash(), purpose: "authentication" as const, userId: null, createdAt: T0, expiresAt: at(300) }
+        yield* store.insertChallenge(registration)
+        yield* store.insertChallenge(signIn)
+        expect(yield* store.consumeChallenge(registration.hash, "authentication", at(1))).toBeUndefined()
+        expect(yield* store.consumeChallenge(signIn.hash, "authentication", at(300))).toBeUndefined()
+        const answers = yield* Effect.all(
+          Array.from({ length: 6 }, () => store.consumeChallenge(registration.hash, "registration", at(1))),
+          { concurrency: "unbounded" }
+        )
+        expect(answers.filter((answer) => answer !== undefined)).toEqual([registration])
       })
     )
   })

@@ -5,7 +5,7 @@
 import { Deferred, Effect } from "effect"
 import { SettledWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
-import type { MediaStore, PriceStore, SessionStore, TaskStore, UserStore } from "@taskmeter/kernel"
+import type { MediaStore, PasskeyStore, PriceStore, SessionStore, TaskStore, UserStore } from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -115,6 +115,10 @@ export interface State {
   readonly emailTokens: Map<string, { readonly token: UserStore.EmailToken; used: boolean }>
   /** session hash -> session */
   readonly sessions: Map<string, SessionStore.SessionRecord>
+  /** credential id -> passkey */
+  readonly passkeys: Map<string, PasskeyStore.Passkey>
+  /** challenge hash -> the challenge and whether it was used */
+  readonly passkeyChallenges: Map<string, { readonly challenge: PasskeyStore.PasskeyChallenge; used: boolean }>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   /** Waiters for tasks entering a terminal status (TaskStore.watchSettled). */
@@ -145,6 +149,8 @@ export const make = (): State => ({
   memberships: [],
   emailTokens: new Map(),
   sessions: new Map(),
+  passkeys: new Map(),
+  passkeyChallenges: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   settled: SettledWatchers.make(),
   nextSeq: 0

@@ -1,7 +1,7 @@
 /**
  * The console's users: users (email unique without regard to case), their memberships in
- * accounts (owner or member), sessions and one-time email tokens, each found by the SHA-256 hash
- * of its secret.
+ * accounts (owner or member), sessions, one-time email tokens and passkey challenges, each found by
+ * the SHA-256 hash of its secret, and passkeys by their credential id.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -46,6 +46,25 @@ const statements = [
     used_at timestamptz,
     CHECK ((purpose = 'invitation') = (user_id IS NULL)),
     CHECK ((account_id IS NULL) = (role IS NULL))
+  )`,
+  `CREATE TABLE passkeys (
+    credential_id text PRIMARY KEY CHECK (credential_id ~ '^[A-Za-z0-9_-]+$'),
+    user_id text NOT NULL REFERENCES users (id),
+    public_key bytea NOT NULL,
+    counter bigint NOT NULL CHECK (counter >= 0),
+    transports text[] NOT NULL,
+    created_at timestamptz NOT NULL,
+    last_used_at timestamptz
+  )`,
+  `CREATE INDEX passkeys_user ON passkeys (user_id)`,
+  `CREATE TABLE passkey_challenges (
+    hash text PRIMARY KEY CHECK (hash ~ '^[0-9a-f]{64}$'),
+    purpose text NOT NULL CHECK (purpose IN ('registration', 'authentication')),
+    user_id text REFERENCES users (id),
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL CHECK (expires_at > created_at),
+    used_at timestamptz,
+    CHECK ((purpose = 'registration') = (user_id IS NOT NULL))
   )`
 ]
 
