@@ -574,6 +574,9 @@ const announce = (
       `  blobs      ${blobsLine(dataDir, settings)}`,
       `  workers    ${settings.workers ? "in this process" : "none here (WORKERS=false): run `npx taskmeter worker`"}`,
       `  providers  ${providersLine(adapters, settings)}`,
+      `  sign-up    ${origin}/api/v1/auth/sign-up (SIGNUP=${settings.signUp}${
+        settings.signUp === "invite" ? ": `npx taskmeter admin invite EMAIL`" : ""
+      }); mail ${Option.isSome(settings.smtpUrl) ? "through SMTP_URL" : `logged and written to ${join(dataDir, "mail")}`}`,
       "",
       "Create a first account and its API key:",
       "  npx taskmeter admin account create --credits-usd 25",

@@ -186,20 +186,21 @@ export const make = (
       Effect.gen(function* () {
         const email = yield* checkEmail(request.email)
         yield* checkPassword(request.password)
-        const invitation = request.invitation === undefined ? undefined : yield* consume(request.invitation, "invitation")
-        if (request.invitation !== undefined && invitation === undefined) return yield* badLink("invitation")
-        if (invitation !== undefined && invitation.email.toLowerCase() !== email.toLowerCase()) {
-          return yield* invalid("This invitation is for another email address; sign up with the invited one.")
-        }
-        if (options.signUp === "invite" && invitation === undefined) {
-          return yield* new Errors.PermissionDenied({
-            message: "Sign-up on this server is by invitation only; ask the operator for an invitation link."
-          })
-        }
+        // Checked before the invitation is used, so that a refused sign-up leaves it usable.
         if ((yield* users.findByEmail(email)) !== undefined) {
           return yield* new Errors.EmailTaken({
             message: "A user with this email exists already; sign in, or reset the password."
           })
+        }
+        if (options.signUp === "invite" && request.invitation === undefined) {
+          return yield* new Errors.PermissionDenied({
+            message: "Sign-up on this server is by invitation only; ask the operator for an invitation link."
+          })
+        }
+        const invitation = request.invitation === undefined ? undefined : yield* consume(request.invitation, "invitation")
+        if (request.invitation !== undefined && invitation === undefined) return yield* badLink("invitation")
+        if (invitation !== undefined && invitation.email.toLowerCase() !== email.toLowerCase()) {
+          return yield* invalid("This invitation is for another email address; sign up with the invited one.")
         }
         const at = yield* now
         const passwordHash = yield* Passwords.hash(request.password)
