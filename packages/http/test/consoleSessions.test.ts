@@ -284,3 +284,20 @@ layer(
     })
   )
 })
+
+layer(T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 1 } }), { excludeTestServices: true })(
+  "console sign-in throttled per client address",
+  (it) => {
+    it.effect("refuses any email from an address past ten times the per-email failures", () =>
+      Effect.gen(function* () {
+        const who = yield* C.signUp()
+        for (let i = 0; i < 10; i++) {
+          const reply = yield* C.post("/api/v1/auth/sign-in", { email: C.uniqueEmail("guess"), password: "wrong password" })
+          expect(reply.body.code).toBe("AUTH_REQUIRED")
+        }
+        const right = yield* C.post("/api/v1/auth/sign-in", { email: who.email, password: C.PASSWORD })
+        expect([right.status, right.body.code]).toEqual([429, "RATE_LIMITED"])
+      })
+    )
+  }
+)
