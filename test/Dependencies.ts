@@ -103,7 +103,8 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/migrations.test.ts",
       "packages/storage-pg/test/paymentConformance.postgres.test.ts",
       "packages/storage-pg/test/poisonedBatch.test.ts",
-      "packages/storage-pg/test/priceLists.test.ts"
+      "packages/storage-pg/test/priceLists.test.ts",
+      "packages/storage-pg/test/userConformance.postgres.test.ts"
     ]
   },
   chromium: {
@@ -113,6 +114,7 @@ export const requirements: Record<Dependency, Requirement> = {
     suites: [
       "packages/http/test/apiReference.test.ts",
       "packages/http/test/jobsEvents.browser.test.ts",
+      "packages/http/test/passkeys.test.ts",
       "packages/mcp/test/endToEnd.test.ts"
     ]
   },

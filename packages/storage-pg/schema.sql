@@ -987,6 +987,14 @@ CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes
   END
   $$;
 
+CREATE TABLE account_members (
+    account_id text NOT NULL,
+    user_id text NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT account_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
+);
+
 CREATE TABLE accounts (
     id text NOT NULL,
     seq bigint NOT NULL,
@@ -1063,6 +1071,24 @@ ALTER TABLE chat_requests ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE email_tokens (
+    hash text NOT NULL,
+    purpose text NOT NULL,
+    email text NOT NULL,
+    user_id text,
+    account_id text,
+    role text,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT email_tokens_check CHECK ((expires_at > created_at)),
+    CONSTRAINT email_tokens_check1 CHECK (((purpose = 'invitation'::text) = (user_id IS NULL))),
+    CONSTRAINT email_tokens_check2 CHECK (((account_id IS NULL) = (role IS NULL))),
+    CONSTRAINT email_tokens_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT email_tokens_purpose_check CHECK ((purpose = ANY (ARRAY['verify-email'::text, 'password-reset'::text, 'invitation'::text]))),
+    CONSTRAINT email_tokens_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
+);
+
 CREATE TABLE idempotency_keys (
     account_id text NOT NULL,
     idempotency_key text NOT NULL,
@@ -1096,6 +1122,31 @@ CREATE TABLE model_budget_days (
     day date NOT NULL,
     admitted_micros bigint NOT NULL,
     CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
+);
+
+CREATE TABLE passkey_challenges (
+    hash text NOT NULL,
+    purpose text NOT NULL,
+    user_id text,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT passkey_challenges_check CHECK ((expires_at > created_at)),
+    CONSTRAINT passkey_challenges_check1 CHECK (((purpose = 'registration'::text) = (user_id IS NOT NULL))),
+    CONSTRAINT passkey_challenges_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT passkey_challenges_purpose_check CHECK ((purpose = ANY (ARRAY['registration'::text, 'authentication'::text])))
+);
+
+CREATE TABLE passkeys (
+    credential_id text NOT NULL,
+    user_id text NOT NULL,
+    public_key bytea NOT NULL,
+    counter bigint NOT NULL,
+    transports text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_used_at timestamp with time zone,
+    CONSTRAINT passkeys_counter_check CHECK ((counter >= 0)),
+    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text))
 );
 
 CREATE TABLE payment_disputes (
@@ -1157,6 +1208,18 @@ CREATE TABLE results (
     CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
+CREATE TABLE sessions (
+    hash text NOT NULL,
+    user_id text NOT NULL,
+    account_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT sessions_check CHECK ((expires_at > created_at)),
+    CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
+);
+
 CREATE TABLE taskmeter_migrations (
     migration_id integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1180,6 +1243,19 @@ CREATE TABLE upstream_slots (
     CONSTRAINT upstream_slots_check CHECK (((task_id IS NULL) = (lease_token IS NULL))),
     CONSTRAINT upstream_slots_slot_check CHECK ((slot >= 0))
 );
+
+CREATE TABLE users (
+    id text NOT NULL,
+    email text NOT NULL,
+    email_verified_at timestamp with time zone,
+    password_hash text,
+    operator boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT users_email_check CHECK (((email <> ''::text) AND (length(email) <= 254)))
+);
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_pkey PRIMARY KEY (user_id, account_id);
 
 ALTER TABLE ONLY accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
@@ -1208,6 +1284,9 @@ ALTER TABLE ONLY chat_requests
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_seq_key UNIQUE (seq);
 
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_pkey PRIMARY KEY (hash);
+
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (account_id, idempotency_key);
 
@@ -1219,6 +1298,12 @@ ALTER TABLE ONLY media
 
 ALTER TABLE ONLY model_budget_days
     ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
+
+ALTER TABLE ONLY passkey_challenges
+    ADD CONSTRAINT passkey_challenges_pkey PRIMARY KEY (hash);
+
+ALTER TABLE ONLY passkeys
+    ADD CONSTRAINT passkeys_pkey PRIMARY KEY (credential_id);
 
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_pkey PRIMARY KEY (processor, dispute_id);
@@ -1238,6 +1323,9 @@ ALTER TABLE ONLY price_lists
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
+
 ALTER TABLE ONLY taskmeter_migrations
     ADD CONSTRAINT taskmeter_migrations_pkey PRIMARY KEY (migration_id);
 
@@ -1249,6 +1337,11 @@ ALTER TABLE tasks
 
 ALTER TABLE ONLY upstream_slots
     ADD CONSTRAINT upstream_slots_pkey PRIMARY KEY (lane, slot);
+
+ALTER TABLE ONLY users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+CREATE INDEX account_members_account ON account_members USING btree (account_id);
 
 CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 
@@ -1272,6 +1365,8 @@ CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING
 
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
+CREATE INDEX passkeys_user ON passkeys USING btree (user_id);
+
 CREATE INDEX payment_entries_payment ON payment_entries USING btree (processor, payment_id);
 
 CREATE INDEX payment_events_newest ON payment_events USING btree (seq DESC);
@@ -1282,6 +1377,8 @@ CREATE INDEX payments_account_newest ON payments USING btree (account_id, create
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
+CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
+
 CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
 
 CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
@@ -1291,6 +1388,14 @@ CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, statu
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 
 CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
+
+CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY api_key_windows
     ADD CONSTRAINT api_key_windows_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
@@ -1313,6 +1418,12 @@ ALTER TABLE ONLY chat_requests
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES chat_leases(id);
 
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
@@ -1334,6 +1445,12 @@ ALTER TABLE ONLY ledger_entries
 ALTER TABLE ONLY media
     ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
+ALTER TABLE ONLY passkey_challenges
+    ADD CONSTRAINT passkey_challenges_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
+ALTER TABLE ONLY passkeys
+    ADD CONSTRAINT passkeys_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_processor_payment_id_fkey FOREIGN KEY (processor, payment_id) REFERENCES payments(processor, payment_id);
 
@@ -1351,6 +1468,12 @@ ALTER TABLE ONLY results
 
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks(id);
+
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);

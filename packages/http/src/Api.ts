@@ -5,17 +5,23 @@
  * generated from it (OpenApiDocument).
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { AuthApi } from "./api/AuthApi.ts"
 import { CatalogApi } from "./api/CatalogApi.ts"
 import { ErrorBoundary } from "./api/ErrorBoundary.ts"
 import { JobsApi } from "./api/JobsApi.ts"
+import { KeysApi } from "./api/KeysApi.ts"
 import { MediaApi } from "./api/MediaApi.ts"
+import { PasskeysApi } from "./api/PasskeysApi.ts"
 import { ResultsApi } from "./api/ResultsApi.ts"
 import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
 import { UsageApi } from "./api/UsageApi.ts"
 
+export { AuthApi } from "./api/AuthApi.ts"
 export { CatalogApi } from "./api/CatalogApi.ts"
 export { JobsApi } from "./api/JobsApi.ts"
+export { KeysApi } from "./api/KeysApi.ts"
 export { MediaApi } from "./api/MediaApi.ts"
+export { PasskeysApi } from "./api/PasskeysApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { UsageApi } from "./api/UsageApi.ts"
 
@@ -61,7 +67,7 @@ const finishDocument = (spec: Json): Json => {
 }
 
 export const Api = HttpApi.make("taskmeter")
-  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi)
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, PasskeysApi, KeysApi)
   .middleware(ErrorBoundary)
   .annotateMerge(
     OpenApi.annotations({

@@ -3,6 +3,8 @@
  * the server): a child process against the composed server, with --url/--token --json, or finding
  * the server through the data directory's admin.json.
  */
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Redacted } from "effect"
 import { describe, expect, layer } from "@effect/vitest"
 import { vi } from "vitest"
@@ -39,6 +41,42 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       const usage = yield* api("/api/v1/usage", key)
       expect(usage.status).toBe(200)
       expect(JSON.stringify(usage.body)).toContain(String(25 * USD - task.priceMicros))
+    })
+  )
+
+  it.effect("admin invite mails (into the data dir) and prints a sign-up link; operator add and remove mark the user", () =>
+    Effect.gen(function* () {
+      const url = yield* apiUrl
+      const email = `invited-${Date.now()}@example.com`
+      const invitation = yield* admin("invite", email)
+      expect(invitation.link).toMatch(new RegExp(`^${url}/sign-up\\?invitation=[A-Za-z0-9_-]{43}$`))
+      const mailed = readdirSync(join(dataDir, "mail")).map((file) => readFileSync(join(dataDir, "mail", file), "utf8"))
+      expect(mailed.some((text) => text.includes(`To: ${email}`) && text.includes(invitation.link))).toBe(true)
+
+      const signUp = yield* Effect.promise(() =>
+        fetch(`${url}/api/v1/auth/sign-up`, {
+          method: "POST",
+          headers: { "content-type": "application/json", origin: url },
+          body: JSON.stringify({
+            email,
+            password: "correct horse battery staple",
+            invitation: new URL(invitation.link).searchParams.get("invitation")
+          })
+        })
+      )
+      expect(signUp.status).toBe(201)
+      const cookie = signUp.headers.getSetCookie()[0]!.split(";")[0]!
+      const operator = () =>
+        Effect.promise(async () => {
+          const session = await fetch(`${url}/api/v1/auth/session`, { headers: { cookie } })
+          return ((await session.json()) as { user: { operator: boolean } }).user.operator
+        })
+      expect(yield* operator()).toBe(false)
+      expect(yield* admin("operator", "add", email.toUpperCase())).toEqual({ email: email.toUpperCase(), operator: true })
+      expect(yield* operator()).toBe(true)
+      yield* admin("operator", "remove", email)
+      expect(yield* operator()).toBe(false)
+      expect((yield* adminFails("operator", "add", "nobody@example.com")).reason).toBe("UserNotFound")
     })
   )
 

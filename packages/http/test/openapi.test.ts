@@ -47,6 +47,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
             .sort()
         ).toEqual([
+          "DELETE /api/v1/keys/{id}",
+          "GET /api/v1/auth/session",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
@@ -54,6 +56,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
           "GET /api/v1/jobs/{id}/events",
+          "GET /api/v1/keys",
           "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
           "GET /api/v1/prices",
@@ -62,11 +65,23 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/usage",
           "GET /healthz",
           "GET /readyz",
+          "POST /api/v1/auth/passkeys",
+          "POST /api/v1/auth/passkeys/authentication-options",
+          "POST /api/v1/auth/passkeys/registration-options",
+          "POST /api/v1/auth/passkeys/sign-in",
+          "POST /api/v1/auth/password-reset",
+          "POST /api/v1/auth/password-reset/confirm",
+          "POST /api/v1/auth/sign-in",
+          "POST /api/v1/auth/sign-out",
+          "POST /api/v1/auth/sign-out-everywhere",
+          "POST /api/v1/auth/sign-up",
+          "POST /api/v1/auth/verify-email",
           "POST /api/v1/billing/checkout",
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/jobs/{id}/cancel",
+          "POST /api/v1/keys",
           "POST /api/v1/media",
           "POST /callbacks/v1/{accountId}/{taskId}/{token}"
         ])
@@ -79,7 +94,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             ) === true
           // This server has no payment processor: billing answers 404, once a key is checked where one is needed.
           const noProcessor = path.startsWith("/api/v1/billing/")
-          const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : 200
+          // The console's auth endpoints without a session take a body: none is INVALID_REQUEST.
+          const needsBody =
+            method === "post" && path.startsWith("/api/v1/auth/") && path !== "/api/v1/auth/passkeys/authentication-options"
+          const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : needsBody ? 400 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }
       })
@@ -177,7 +195,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         const document = yield* fetchDocument
         expect(document.components.securitySchemes).toEqual({
           bearerAuth: { type: "http", scheme: "Bearer", description: expect.any(String) },
-          apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) }
+          apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) },
+          sessionCookie: { type: "apiKey", in: "cookie", name: "taskmeter_session", description: expect.any(String) }
         })
         const scopes = Object.fromEntries(
           operations(document).map(({ method, operation, path }) => [
@@ -187,15 +206,18 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         )
         expect(scopes["post /api/v1/jobs"]).toEqual([
           ["bearerAuth", ["jobs:create"]],
-          ["apiKeyAuth", ["jobs:create"]]
+          ["apiKeyAuth", ["jobs:create"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/jobs/{id}"]).toEqual([
           ["bearerAuth", ["jobs:read"]],
-          ["apiKeyAuth", ["jobs:read"]]
+          ["apiKeyAuth", ["jobs:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["post /api/v1/jobs/{id}/cancel"]).toEqual([
           ["bearerAuth", ["jobs:create"]],
-          ["apiKeyAuth", ["jobs:create"]]
+          ["apiKeyAuth", ["jobs:create"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/jobs/{id}/events"]).toEqual([
           ["bearerAuth", ["jobs:read"]],
@@ -221,17 +243,22 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(scopes["get /api/v1/prices"]).toEqual([])
         expect(scopes["post /api/v1/chat/completions"]).toEqual([
           ["bearerAuth", ["chat:create"]],
-          ["apiKeyAuth", ["chat:create"]]
+          ["apiKeyAuth", ["chat:create"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/requests"]).toEqual([
           ["bearerAuth", ["usage:read"]],
-          ["apiKeyAuth", ["usage:read"]]
+          ["apiKeyAuth", ["usage:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/requests/{id}"]).toEqual([
           ["bearerAuth", ["usage:read"]],
-          ["apiKeyAuth", ["usage:read"]]
+          ["apiKeyAuth", ["usage:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/models"]).toEqual([])
+        expect(scopes["get /api/v1/keys"]).toEqual([["sessionCookie", []]])
+        expect(scopes["post /api/v1/auth/sign-in"]).toEqual([])
       })
     )
 

@@ -606,6 +606,39 @@ const signInCode = Command.make("signin-code", { account: accountFlag }, ({ acco
   )
 ).pipe(Command.withDescription("Make a one-time code an account's owner enters on the MCP sign-in page instead of an API key."))
 
+const userInvite = Command.make(
+  "invite",
+  {
+    email: Argument.String("email").pipe(Argument.withDescription("Who may sign up with the link.")),
+    account: accountFlag.pipe(
+      Flag.optional,
+      Flag.withDescription("Into this account (acct_...) as a member; without, the new user gets an account of their own.")
+    )
+  },
+  ({ account, email }) =>
+    call(
+      (admin) =>
+        admin.UserInvite({ email, ...Option.match(account, { onNone: () => ({}), onSome: (accountId) => ({ accountId }) }) }),
+      (invitation) =>
+        [`Invitation for ${invitation.email} (mailed; it works once, until ${invitation.expiresAt}):`, invitation.link].join("\n")
+    )
+).pipe(Command.withDescription("Invite someone to sign up in the console (the only way in under SIGNUP=invite)."))
+
+const operatorSet = (name: "add" | "remove") =>
+  Command.make(
+    name,
+    { email: Argument.String("email").pipe(Argument.withDescription("The console user's email.")) },
+    ({ email }) =>
+      call(
+        (admin) => admin.OperatorSet({ email, operator: name === "add" }),
+        (set) => (set.operator ? `${set.email} is an operator now.` : `${set.email} is no longer an operator.`)
+      )
+  ).pipe(
+    Command.withDescription(
+      name === "add" ? "Mark a console user as an operator (the operator pages)." : "Take a console user's operator mark off."
+    )
+  )
+
 const signInLine = (signIn: AdminRpc.McpSignIn) =>
   `${signIn.id}  ${signIn.clientName ?? "(unnamed client)"} [${signIn.clientId}]  ${signIn.scopes.join(" ")}  ` +
   `signed in ${signIn.createdAt}${signIn.apiKeyId === null ? " with a sign-in code" : ` with key ${signIn.apiKeyId}`}, ` +
@@ -792,6 +825,11 @@ export const command = admin.pipe(
     ),
     audit,
     signInCode,
+    userInvite,
+    Command.make("operator").pipe(
+      Command.withDescription("Console users marked as operators."),
+      Command.withSubcommands([operatorSet("add"), operatorSet("remove")])
+    ),
     Command.make("blobs").pipe(
       Command.withDescription("Uploads and result files, run here rather than on the server."),
       Command.withSubcommands([blobsCopy])

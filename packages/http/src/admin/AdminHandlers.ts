@@ -21,7 +21,8 @@ import {
   ChatPrices,
   type PriceList,
   type StoreError,
-  TaskStore
+  TaskStore,
+  Users
 } from "@taskmeter/kernel"
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { AdminError, AdminRpcs, MAX_TASK_PAGE } from "./AdminRpc.ts"
@@ -144,6 +145,7 @@ export const layer = AdminRpcs.toLayer(
     const chatStore = yield* ChatStore.ChatStore
     const tasks = yield* TaskStore.TaskStore
     const oauth = yield* OAuthStore.OAuthStore
+    const users = yield* Users.Users
     const paymentStore = yield* PaymentStore.PaymentStore
     const payments = yield* Effect.serviceOption(Payments.Payments)
     const resultStores = yield* Effect.context<BlobStore.BlobStore | MediaStore.MediaStore>()
@@ -391,6 +393,27 @@ export const layer = AdminRpcs.toLayer(
             revokedAt: iso(revoked ? now : (grant.revokedAt ?? now)),
             alreadyRevoked: !revoked
           }
+        }),
+      UserInvite: ({ accountId, email, role }) =>
+        Effect.gen(function* () {
+          const id = accountId === undefined ? undefined : yield* accountIdOf(accountId)
+          if (id !== undefined) yield* accounts.get(id).pipe(onAccount(id))
+          const invitation = yield* users
+            .invite({ email, accountId: id, role })
+            .pipe(
+              Effect.mapError((error) =>
+                error._tag === "InvalidRequest"
+                  ? new AdminError({ reason: "InvalidRequest", message: error.message })
+                  : storeUnavailable(error)
+              )
+            )
+          return { email: invitation.email, link: invitation.link, expiresAt: iso(invitation.expiresAt) }
+        }),
+      OperatorSet: ({ email, operator }) =>
+        Effect.gen(function* () {
+          const found = yield* users.setOperator(email, operator).pipe(Effect.mapError(storeUnavailable))
+          if (!found) return yield* fail("UserNotFound", `No console user has the email ${email}.`)
+          return { email, operator }
         })
     })
   })

@@ -21,6 +21,7 @@ export const AdminErrorReason = Schema.Literals([
   "ResultUnavailable",
   "PriceListInvalid",
   "SignInNotFound",
+  "UserNotFound",
   "InvalidRequest",
   "PaymentsNotConfigured",
   "ProcessorUnavailable",
@@ -53,6 +54,10 @@ export const ChatMargin = Schema.Struct({
     })
   )
 })
+
+/** A console sign-up link, shown once. */
+export const Invitation = Schema.Struct({ email: Schema.String, link: Schema.String, expiresAt: Timestamp })
+export type Invitation = typeof Invitation.Type
 
 export const Balances = Schema.Struct({
   balanceMicros: Schema.Int,
@@ -388,6 +393,26 @@ export class AdminRpcs extends RpcGroup.make(
   Rpc.make("McpSignInRevoke", {
     payload: { signInId: Schema.String, accountId: Schema.optionalKey(Schema.String) },
     success: McpSignInRevoked,
+    error: AdminError
+  }),
+  /**
+   * Mails (and answers) a console sign-up link for `email`, `<PUBLIC_URL>/sign-up?invitation=...`,
+   * working once within 7 days; the only way to sign up under SIGNUP=invite. With `accountId`
+   * the new user joins that account (as `role`, default member) instead of getting one.
+   */
+  Rpc.make("UserInvite", {
+    payload: {
+      email: Schema.String,
+      accountId: Schema.optionalKey(Schema.String),
+      role: Schema.optionalKey(Schema.Literals(["owner", "member"]))
+    },
+    success: Invitation,
+    error: AdminError
+  }),
+  /** Marks (or unmarks) the console user with this email as an operator. UserNotFound when no user has it. */
+  Rpc.make("OperatorSet", {
+    payload: { email: Schema.String, operator: Schema.Boolean },
+    success: Schema.Struct({ email: Schema.String, operator: Schema.Boolean }),
     error: AdminError
   })
 ) {}

@@ -15,18 +15,22 @@ import {
   Catalog,
   Ledger,
   LedgerStore,
+  Mailer,
   MediaStore,
   MediaUrls,
   Money,
+  PasskeyStore,
   Pricer,
   ResultUrls,
+  SessionStore,
   StoreError,
   StoreHealth,
   TaskRunner,
-  TaskStore
+  TaskStore,
+  UserStore
 } from "@taskmeter/kernel"
 import type { Ids, Task } from "@taskmeter/kernel"
-import { EventStream, Server, ServerConfig } from "../../src/index.ts"
+import { ConsoleAuth, EventStream, Server, ServerConfig } from "../../src/index.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -35,6 +39,9 @@ export type Stores =
   | MediaStore.MediaStore
   | BlobStore.BlobStore
   | BudgetStore.BudgetStore
+  | UserStore.UserStore
+  | SessionStore.SessionStore
+  | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
 
 /** A store implementation the suites run against. */
@@ -114,7 +121,13 @@ const withOutage = Layer.effectContext(
     const blobs = yield* BlobStore.BlobStore
     const budgets = yield* BudgetStore.BudgetStore
     const health = yield* StoreHealth.StoreHealth
+    const users = yield* UserStore.UserStore
+    const sessions = yield* SessionStore.SessionStore
+    const passkeys = yield* PasskeyStore.PasskeyStore
     return Context.make(Outage, outage).pipe(
+      Context.add(PasskeyStore.PasskeyStore, passkeys),
+      Context.add(UserStore.UserStore, users),
+      Context.add(SessionStore.SessionStore, sessions),
       Context.add(StoreHealth.StoreHealth, health),
       Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
       Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
@@ -144,7 +157,29 @@ export interface Options {
   readonly eventStreams?: EventStream.Settings
   /** Routes mounted beside the API, as another package would. */
   readonly beside?: Layer.Layer<never, never, HttpRouter.HttpRouter | HttpRouter.Request<"Error", unknown>>
+  /** The console's users and sessions; default: open sign-up, no starting credits, the default lifetimes. */
+  readonly consoleAuth?: Partial<ConsoleAuth.Options>
+  /** Where the console's mail goes; default: a fresh memory mailer (or `mailer`, when given). */
+  readonly mail?: Mailer.MemoryMailer
+  readonly mailer?: Layer.Layer<Mailer.Mailer>
+  /** The port on 127.0.0.1; default 0, an ephemeral one. */
+  readonly port?: number
 }
+
+/** The public base URL the console's settings name in the http suites. */
+export const PUBLIC_BASE_URL = "http://taskmeter.test"
+
+/** The console's users and sessions over `mail` (open sign-up unless `options` say otherwise). */
+export const consoleAuth = (
+  options: Partial<ConsoleAuth.Options> = {},
+  mailer: Layer.Layer<Mailer.Mailer> = Mailer.layerMemory()
+) =>
+  ConsoleAuth.layer({
+    publicBaseUrl: PUBLIC_BASE_URL,
+    signUp: "open",
+    signUpCreditsMicros: Money.micros(0),
+    ...options
+  }).pipe(Layer.provide(mailer))
 
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
@@ -152,7 +187,8 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
     ),
-    Ledger.layer
+    Ledger.layer,
+    consoleAuth(options.consoleAuth, options.mailer ?? Mailer.layerMemory(options.mail))
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),
@@ -162,7 +198,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
   return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(kernel),
     Layer.provide(options.eventStreams === undefined ? Layer.empty : Layer.succeed(EventStream.Settings, options.eventStreams)),
-    Layer.provide(ServerConfig.layerWith({ port: 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
+    Layer.provide(ServerConfig.layerWith({ port: options.port ?? 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
     Layer.orDie
   )
 }

@@ -5,7 +5,7 @@
 import { Deferred, Effect } from "effect"
 import { StatusWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
-import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
+import type { MediaStore, PasskeyStore, PriceStore, SessionStore, TaskStore, UserStore } from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -107,6 +107,18 @@ export interface State {
   /** `${processor} ${eventId}`, in the order received */
   readonly paymentEvents: Map<string, PaymentEventRow>
   readonly paymentEntries: Array<PaymentEntryRow>
+  /** user id -> user */
+  readonly users: Map<string, UserStore.UserRecord>
+  /** Oldest first. */
+  readonly memberships: Array<UserStore.Membership>
+  /** token hash -> the token and whether it was used */
+  readonly emailTokens: Map<string, { readonly token: UserStore.EmailToken; used: boolean }>
+  /** session hash -> session */
+  readonly sessions: Map<string, SessionStore.SessionRecord>
+  /** credential id -> passkey */
+  readonly passkeys: Map<string, PasskeyStore.Passkey>
+  /** challenge hash -> the challenge and whether it was used */
+  readonly passkeyChallenges: Map<string, { readonly challenge: PasskeyStore.PasskeyChallenge; used: boolean }>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   /** Waiters for tasks changing status (TaskStore.watchStatus). */
@@ -133,6 +145,12 @@ export const make = (): State => ({
   disputes: new Map(),
   paymentEvents: new Map(),
   paymentEntries: [],
+  users: new Map(),
+  memberships: [],
+  emailTokens: new Map(),
+  sessions: new Map(),
+  passkeys: new Map(),
+  passkeyChallenges: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   statuses: StatusWatchers.make(),
   nextSeq: 0

@@ -1,0 +1,170 @@
+/**
+ * Passkeys in a real browser: Chromium (playwright-core) with a virtual authenticator (CDP
+ * WebAuthn.addVirtualAuthenticator) on a page of the server's origin signs up, registers a
+ * passkey, signs out and signs in with the passkey alone; a replayed assertion is refused.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { chromium } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
+import * as Dependencies from "../../../test/Dependencies.ts"
+import * as C from "./support/Console.ts"
+import { stores } from "./support/stores.ts"
+import * as T from "./support/TestServer.ts"
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer()
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+
+/** A port per store, probed together so that they differ. */
+const ports = await Promise.all(stores.map(freePort))
+
+/** WebAuthn needs a secure context and a domain as the relying party: localhost (mapped to 127.0.0.1). */
+const originOf = (port: number) => `http://localhost:${port}`
+
+const profile = mkdtempSync(join(tmpdir(), "taskmeter-chromium-"))
+let context: BrowserContext
+
+beforeAll(async () => {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: Dependencies.chromiumPath,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--host-resolver-rules=MAP localhost 127.0.0.1"
+    ]
+  })
+}, 120_000)
+
+afterAll(async () => {
+  await context?.close()
+  rmSync(profile, { recursive: true, force: true })
+})
+
+/** A page of the server's origin with a virtual platform authenticator that holds resident keys. */
+const pageWithAuthenticator = async (origin: string): Promise<Page> => {
+  const page = await context.newPage()
+  const cdp = await context.newCDPSession(page)
+  await cdp.send("WebAuthn.enable")
+  await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true
+    }
+  })
+  await page.goto(`${origin}/healthz`)
+  return page
+}
+
+interface Journey {
+  readonly signedUp: { status: number; body: any }
+  readonly registered: { status: number; body: any }
+  readonly signedOut: number
+  readonly afterSignOut: number
+  readonly signedIn: { status: number; body: any }
+  readonly session: { status: number; body: any }
+  readonly replayed: { status: number; body: any }
+}
+
+/** The console's passkey journey, run in the page with the page's own fetch (its cookie, its Origin). */
+const journey = (page: Page, email: string, password: string): Promise<Journey> =>
+  page.evaluate(
+    async ({ email, password }) => {
+      // The page's WebAuthn API (this package is type-checked without the DOM library).
+      const { credentials } = navigator as any
+      const { PublicKeyCredential } = globalThis as any
+      let csrf = ""
+      const send = async (method: string, path: string, body?: unknown) => {
+        const response = await fetch(path, {
+          method,
+          headers: { "x-csrf-token": csrf, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) })
+        })
+        const text = await response.text()
+        return { status: response.status, body: text === "" ? null : JSON.parse(text) }
+      }
+      const signedUp = await send("POST", "/api/v1/auth/sign-up", { email, password })
+      csrf = signedUp.body.csrfToken
+      const creation = await send("POST", "/api/v1/auth/passkeys/registration-options")
+      const created = await credentials.create({
+        publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(creation.body)
+      })
+      const registered = await send("POST", "/api/v1/auth/passkeys", { response: created.toJSON() })
+      const signedOut = (await send("POST", "/api/v1/auth/sign-out")).status
+      const afterSignOut = (await send("GET", "/api/v1/auth/session")).status
+      csrf = ""
+      const request = await send("POST", "/api/v1/auth/passkeys/authentication-options")
+      const assertion = await credentials.get({
+        publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(request.body)
+      })
+      const signedIn = await send("POST", "/api/v1/auth/passkeys/sign-in", { response: assertion.toJSON() })
+      const session = await send("GET", "/api/v1/auth/session")
+      const replayed = await send("POST", "/api/v1/auth/passkeys/sign-in", { response: assertion.toJSON() })
+      return { signedUp, registered, signedOut, afterSignOut, signedIn, session, replayed }
+    },
+    { email, password }
+  )
+
+for (const [index, store] of stores.entries()) {
+  const port = ports[index]!
+  const origin = originOf(port)
+  layer(T.layer(store, { port, consoleAuth: { publicBaseUrl: origin } }), { excludeTestServices: true })(
+    `passkeys in Chromium over ${store.name}`,
+    (it) => {
+      it.effect(
+        "registers a passkey under a session and signs in with it alone; the assertion does not work twice",
+        () =>
+          Effect.gen(function* () {
+            const page = yield* Effect.promise(() => pageWithAuthenticator(origin))
+            const email = C.uniqueEmail("passkey")
+            const result = yield* Effect.promise(() => journey(page, email, C.PASSWORD))
+            yield* Effect.promise(() => page.close())
+            expect(result.signedUp.status).toBe(201)
+            expect(result.registered.status, JSON.stringify(result.registered.body)).toBe(201)
+            expect(result.registered.body.id).toMatch(/^[A-Za-z0-9_-]+$/)
+            expect([result.signedOut, result.afterSignOut]).toEqual([204, 401])
+            expect(result.signedIn.status, JSON.stringify(result.signedIn.body)).toBe(200)
+            expect(result.signedIn.body.user.email).toBe(email)
+            expect(result.session.status).toBe(200)
+            expect(result.session.body.user.id).toBe(result.signedUp.body.user.id)
+            expect([result.replayed.status, result.replayed.body.code]).toEqual([401, "AUTH_REQUIRED"])
+          }),
+        120_000
+      )
+
+      it.effect("refuses passkey sign-in options and sign-in from another Origin", () =>
+        Effect.gen(function* () {
+          const options = yield* C.post("/api/v1/auth/passkeys/sign-in", { response: {} }, { origin: "https://evil.example" })
+          expect([options.status, options.body.code]).toEqual([403, "CSRF_REJECTED"])
+          const forged = yield* C.post(
+            "/api/v1/auth/passkeys/sign-in",
+            { response: { id: "AAAA", response: { clientDataJSON: "e30" } } },
+            { origin }
+          )
+          expect([forged.status, forged.body.code]).toEqual([401, "AUTH_REQUIRED"])
+        })
+      )
+    }
+  )
+}
