@@ -221,7 +221,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         ])
         expect(scopes["get /api/v1/jobs/{id}/events"]).toEqual([
           ["bearerAuth", ["jobs:read"]],
-          ["apiKeyAuth", ["jobs:read"]]
+          ["apiKeyAuth", ["jobs:read"]],
+          ["sessionCookie", []]
         ])
         const events = document.paths["/api/v1/jobs/{id}/events"].get
         expect(Object.keys(events.responses)).toEqual(expect.arrayContaining(["200", "204", "404", "429"]))
