@@ -16,7 +16,8 @@ import {
   PaymentStore,
   PriceStore,
   StoreHealth,
-  TaskStore
+  TaskStore,
+  WebhookStore
 } from "@taskmeter/kernel"
 import * as Chat from "./internal/MemoryChatStore.ts"
 import * as Accounts from "./internal/MemoryAccountStore.ts"
@@ -29,6 +30,7 @@ import * as Prices from "./internal/MemoryPriceStore.ts"
 import * as Health from "./internal/MemoryStoreHealth.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
+import * as Webhooks from "./internal/MemoryWebhookStore.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -42,6 +44,7 @@ export type Stores =
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
   | StoreHealth.StoreHealth
+  | WebhookStore.WebhookStore
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Effect.all([Prices.make(state), Prices.make(state, "chatPriceLists")]), ([prices, chatPrices]) => {
@@ -56,7 +59,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
       Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
       Context.add(PaymentStore.PaymentStore, Payments.make(state)),
-      Context.add(StoreHealth.StoreHealth, Health.make(state))
+      Context.add(StoreHealth.StoreHealth, Health.make(state)),
+      Context.add(WebhookStore.WebhookStore, Webhooks.make(state))
     )
   })
 

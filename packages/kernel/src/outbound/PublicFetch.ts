@@ -1,5 +1,5 @@
 /**
- * A GET of a URL someone else chose (an upstream's result link, an OAuth client's document)
+ * A GET (or a POST) of a URL someone else chose (an upstream's result link, an OAuth client's document, a webhook)
  * under the `AddressPolicy`: URL checked, host resolved and every address checked, connection
  * pinned to those addresses (its own connector answers the lookup; DNS rebinding cannot swap one
  * in), no redirect followed (a 3xx is `Refused`). Reading and capping the body is the caller's.
@@ -25,6 +25,9 @@ export interface Options {
   /** The only ports allowed (the URL's, or its scheme's default); any when absent. */
   readonly ports?: ReadonlyArray<number> | undefined
   readonly headers?: { readonly [name: string]: string } | undefined
+  /** GET unless given; a POST sends `body`. */
+  readonly method?: "GET" | "POST" | undefined
+  readonly body?: string | undefined
   /**
    * Tests: the transport in place of the global `fetch`. The URL and address checks still run
    * before it; the pinned connection is the global fetch's (through its `dispatcher`).
@@ -110,6 +113,8 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
         transport(url, {
           redirect: "manual",
           signal: controller.signal,
+          ...(options.method === undefined ? {} : { method: options.method }),
+          ...(options.body === undefined ? {} : { body: options.body }),
           ...(options.headers === undefined ? {} : { headers: options.headers }),
           // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
           dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
@@ -127,3 +132,10 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
     }
     return response
   })
+
+/** `get` as a POST of `body` (a webhook delivery). */
+export const post = (
+  url: string,
+  body: string,
+  options: Omit<Options, "method" | "body"> = {}
+): Effect.Effect<Response, Refused | Failed, Scope.Scope> => get(url, { ...options, method: "POST", body })

@@ -29,12 +29,18 @@ import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { isTerminal } from "../domain/TaskStatus.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskListFilter, TaskRecord } from "./TaskStore.ts"
+import type { TaskWebhook } from "../webhooks/WebhookEvent.ts"
 
 export interface Submission {
   readonly model: string
   readonly input: unknown
   readonly expectedPriceMicros?: number | undefined
   readonly idempotencyKey: string
+  /**
+   * The submission's own webhook, its URL already judged by `WebhookEndpoints.urlRefusal`; kept
+   * beside the task (not part of the fingerprint).
+   */
+  readonly webhook?: TaskWebhook | undefined
 }
 
 export interface Submitted {
@@ -395,6 +401,7 @@ export const make = (
       Effect.zipWith(Clock.currentTimeMillis, TraceContext.current, (now, traceparent) => ({
         task: {
           ...(traceparent === undefined ? {} : { traceparent }),
+          ...(submission.webhook === undefined ? {} : { webhook: submission.webhook }),
           id: Ids.makeTaskId(),
           model: model.slug,
           input,

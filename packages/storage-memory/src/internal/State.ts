@@ -5,7 +5,7 @@
 import { Deferred, Effect } from "effect"
 import { SettledWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
-import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
+import type { MediaStore, PriceStore, TaskStore, WebhookEvent, WebhookStore } from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -77,6 +77,18 @@ export interface PaymentEntryRow {
   readonly entry: LedgerStore.LedgerEntry
 }
 
+export interface DeliveryRow {
+  delivery: WebhookStore.Delivery
+  /** The task when the event happened. */
+  readonly task: TaskStore.TaskRecord
+  leaseToken: string | null
+  /** When it is due: its next attempt, or the end of its lease while claimed. */
+  dueAt: number
+  /** Attempts since it was written or last resent. */
+  roundAttempts: number
+  readonly seq: number
+}
+
 export interface State {
   readonly accounts: Map<string, AccountRow>
   readonly keys: Map<string, KeyRow>
@@ -109,6 +121,13 @@ export interface State {
   readonly paymentEntries: Array<PaymentEntryRow>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
+  readonly webhookEndpoints: Map<string, WebhookStore.Endpoint>
+  /** account id -> its signing secret for per-submission webhook URLs */
+  readonly webhookSecrets: Map<string, string>
+  /** task id -> the submission's own webhook */
+  readonly taskWebhooks: Map<string, WebhookEvent.TaskWebhook>
+  /** In the order written. */
+  readonly deliveries: Map<string, DeliveryRow>
   /** Waiters for tasks entering a terminal status (TaskStore.watchSettled). */
   readonly settled: SettledWatchers.SettledWatchers
   nextSeq: number
@@ -134,6 +153,10 @@ export const make = (): State => ({
   paymentEvents: new Map(),
   paymentEntries: [],
   wake: Deferred.makeUnsafe<void>(),
+  webhookEndpoints: new Map(),
+  webhookSecrets: new Map(),
+  taskWebhooks: new Map(),
+  deliveries: new Map(),
   settled: SettledWatchers.make(),
   nextSeq: 0
 })
