@@ -11,7 +11,18 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, ResultUrls, TaskRunner } from "@taskmeter/kernel"
+import {
+  Accounts,
+  BlobStore,
+  Catalog,
+  Ledger,
+  MediaUrls,
+  Money,
+  Pricer,
+  ResultUrls,
+  TaskRunner,
+  WebhookEndpoints
+} from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -28,7 +39,8 @@ const kernel = Layer.mergeAll(
   TaskRunner.layer({ executorAvailable: () => true }).pipe(
     Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }))
   ),
-  Ledger.layer
+  Ledger.layer,
+  WebhookEndpoints.layer()
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),
   Layer.provideMerge(

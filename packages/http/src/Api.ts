@@ -12,12 +12,14 @@ import { MediaApi } from "./api/MediaApi.ts"
 import { ResultsApi } from "./api/ResultsApi.ts"
 import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
 import { UsageApi } from "./api/UsageApi.ts"
+import { WebhooksApi } from "./api/WebhooksApi.ts"
 
 export { CatalogApi } from "./api/CatalogApi.ts"
 export { JobsApi } from "./api/JobsApi.ts"
 export { MediaApi } from "./api/MediaApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { UsageApi } from "./api/UsageApi.ts"
+export { WebhooksApi } from "./api/WebhooksApi.ts"
 
 /** The version of the interface description, which the spec fixes at 1.0.0. */
 export const VERSION = "1.0.0"
@@ -61,7 +63,7 @@ const finishDocument = (spec: Json): Json => {
 }
 
 export const Api = HttpApi.make("taskmeter")
-  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi)
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, WebhooksApi)
   .middleware(ErrorBoundary)
   .annotateMerge(
     OpenApi.annotations({

@@ -27,6 +27,7 @@ import * as PresentedKey from "./handlers/PresentedKey.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
+import * as WebhooksHandlers from "./handlers/WebhooksHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
 import { ServerConfig } from "./ServerConfig.ts"
@@ -59,7 +60,8 @@ const handlers = Layer.mergeAll(
   JobsHandlers.layer,
   MediaHandlers.layer,
   ResultsHandlers.layer,
-  UsageHandlers.layer
+  UsageHandlers.layer,
+  WebhooksHandlers.layer
 ).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, ErrorBoundary.layer]))
 
 /** The API's routes on the HttpRouter in context. */

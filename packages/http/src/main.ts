@@ -24,6 +24,8 @@ import {
   ResultUrls,
   TaskRunner,
   TaskWorker,
+  WebhookDelivery,
+  WebhookEndpoints,
   ZeroPriced
 } from "@taskmeter/kernel"
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
@@ -94,6 +96,8 @@ export interface Settings {
   readonly workerMetricsPort: Option.Option<number>
   /** WORKER_METRICS_HOST: the interface of that listener. */
   readonly workerMetricsHost: string
+  /** WEBHOOK_DISABLE_AFTER: a webhook endpoint failing every delivery this long is disabled (and its account told). */
+  readonly webhookDisableAfter: Duration.Duration
 }
 
 /** The settings when nothing is configured. */
@@ -126,7 +130,8 @@ export const defaults: Settings = {
   accessLog: true,
   metricsToken: Option.none(),
   workerMetricsPort: Option.none(),
-  workerMetricsHost: "127.0.0.1"
+  workerMetricsHost: "127.0.0.1",
+  webhookDisableAfter: Duration.millis(WebhookDelivery.DEFAULT_DISABLE_AFTER_MS)
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -241,8 +246,16 @@ export const config: Config.Config<Settings> = Config.all({
   accessLog: Config.Boolean("ACCESS_LOG").pipe(Config.withDefault(defaults.accessLog)),
   metricsToken: Config.option(Config.Redacted("METRICS_TOKEN")),
   workerMetricsPort: Config.option(Config.schema(PortOrZero, "WORKER_METRICS_PORT")),
-  workerMetricsHost: Config.NonEmptyString("WORKER_METRICS_HOST").pipe(Config.withDefault(defaults.workerMetricsHost))
+  workerMetricsHost: Config.NonEmptyString("WORKER_METRICS_HOST").pipe(Config.withDefault(defaults.workerMetricsHost)),
+  webhookDisableAfter: Config.Duration("WEBHOOK_DISABLE_AFTER").pipe(Config.withDefault(defaults.webhookDisableAfter))
 })
+
+/** What a process's workers run: the task worker (with the reconciler and housekeeping) and the webhook deliveries. */
+const serveWorkers = (settings: Pick<Settings, "webhookDisableAfter">) =>
+  Effect.raceAllFirst([
+    TaskWorker.serve(),
+    WebhookDelivery.run({ disableAfterMs: Duration.toMillis(settings.webhookDisableAfter) })
+  ])
 
 /**
  * Blobs in the S3 bucket of `settings.s3` (checked at start; with presigned downloads, the
@@ -368,6 +381,7 @@ export const kernel = (options: KernelOptions) => {
   )
   return Layer.mergeAll(
     Ledger.layer,
+    WebhookEndpoints.layer(),
     TaskRunner.layer({
       submissionsPerMinute: settings.submissionsPerMinute,
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
@@ -446,7 +460,9 @@ export const server = (options: ServerOptions) =>
           yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
         })
       )
-      const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+      const workers = options.settings.workers
+        ? Layer.effectDiscard(Effect.forkScoped(serveWorkers(options.settings)))
+        : Layer.empty
       // Readiness asks for a recent heartbeat only of workers in this process.
       const heartbeat = options.settings.workers ? Heartbeat.layer : Layer.empty
       const mediaUrls = {
@@ -633,7 +649,7 @@ export const worker = Effect.scoped(
         `taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; ` +
           `blobs in ${blobsLine(dataDir, settings)}; ${workerListenerLine(listener, settings)}; stop with Ctrl-C.`
       )
-      return yield* TaskWorker.serve()
+      return yield* serveWorkers(settings)
     }).pipe(
       Effect.provide(
         Layer.mergeAll(

@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import {
-  Accounts,
   AccountStore,
+  Accounts,
   BlobStore,
   BudgetStore,
   Catalog,
@@ -23,7 +23,9 @@ import {
   StoreError,
   StoreHealth,
   TaskRunner,
-  TaskStore
+  TaskStore,
+  WebhookEndpoints,
+  WebhookStore
 } from "@taskmeter/kernel"
 import type { Ids, Task } from "@taskmeter/kernel"
 import { Server, ServerConfig } from "../../src/index.ts"
@@ -36,6 +38,7 @@ export type Stores =
   | BlobStore.BlobStore
   | BudgetStore.BudgetStore
   | StoreHealth.StoreHealth
+  | WebhookStore.WebhookStore
 
 /** A store implementation the suites run against. */
 export interface StoreUnderTest {
@@ -114,6 +117,7 @@ const withOutage = Layer.effectContext(
     const blobs = yield* BlobStore.BlobStore
     const budgets = yield* BudgetStore.BudgetStore
     const health = yield* StoreHealth.StoreHealth
+    const webhooks = yield* WebhookStore.WebhookStore
     return Context.make(Outage, outage).pipe(
       Context.add(StoreHealth.StoreHealth, health),
       Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
@@ -127,7 +131,8 @@ const withOutage = Layer.effectContext(
       ),
       Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
       Context.add(BlobStore.BlobStore, blobs),
-      Context.add(BudgetStore.BudgetStore, budgets)
+      Context.add(BudgetStore.BudgetStore, budgets),
+      Context.add(WebhookStore.WebhookStore, webhooks)
     )
   })
 )
@@ -151,7 +156,8 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
     ),
-    Ledger.layer
+    Ledger.layer,
+    WebhookEndpoints.layer()
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),

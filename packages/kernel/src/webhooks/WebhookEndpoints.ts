@@ -13,6 +13,7 @@ import type { AccountId } from "../domain/Ids.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { AddressPolicy, urlProblem } from "../outbound/AddressPolicy.ts"
 import * as Signature from "./Signature.ts"
+import { eventTypes } from "./WebhookEvent.ts"
 import type { EventType } from "./WebhookEvent.ts"
 import { WebhookStore } from "./WebhookStore.ts"
 import type { Delivery, Endpoint } from "./WebhookStore.ts"
@@ -28,6 +29,7 @@ export interface DeliveryPage {
 }
 
 type Failure = Errors.InvalidRequest | Errors.RequestNotFound | StoreUnavailable
+type Lookup = Errors.RequestNotFound | StoreUnavailable
 
 export class WebhookEndpoints extends Context.Service<
   WebhookEndpoints,
@@ -35,9 +37,9 @@ export class WebhookEndpoints extends Context.Service<
     readonly create: (
       accountId: AccountId,
       request: { readonly url: string; readonly events: ReadonlyArray<EventType> }
-    ) => Effect.Effect<Endpoint, Failure>
+    ) => Effect.Effect<Endpoint, Errors.InvalidRequest | StoreUnavailable>
     readonly list: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Endpoint>, StoreUnavailable>
-    readonly get: (accountId: AccountId, id: string) => Effect.Effect<Endpoint, Failure>
+    readonly get: (accountId: AccountId, id: string) => Effect.Effect<Endpoint, Lookup>
     readonly update: (
       accountId: AccountId,
       id: string,
@@ -47,18 +49,21 @@ export class WebhookEndpoints extends Context.Service<
         readonly enabled?: boolean | undefined
       }
     ) => Effect.Effect<Endpoint, Failure>
-    readonly remove: (accountId: AccountId, id: string) => Effect.Effect<void, Failure>
-    readonly rotateSecret: (accountId: AccountId, id: string) => Effect.Effect<Endpoint, Failure>
+    readonly remove: (accountId: AccountId, id: string) => Effect.Effect<void, Lookup>
+    readonly rotateSecret: (accountId: AccountId, id: string) => Effect.Effect<Endpoint, Lookup>
     readonly deliveries: (
       accountId: AccountId,
       endpointId: string,
       page: { readonly limit: number; readonly before?: string | undefined }
-    ) => Effect.Effect<DeliveryPage, Failure>
-    readonly resend: (accountId: AccountId, deliveryId: string) => Effect.Effect<Delivery, Failure>
+    ) => Effect.Effect<DeliveryPage, Lookup>
+    readonly resend: (accountId: AccountId, deliveryId: string) => Effect.Effect<Delivery, Lookup>
     /** The account's signing secret for per-submission webhook URLs (made on first use). */
     readonly signingSecret: (accountId: AccountId) => Effect.Effect<string, StoreUnavailable>
   }
 >()("@taskmeter/kernel/WebhookEndpoints") {}
+
+/** What an endpoint made without a list of events receives. */
+export const allEvents: ReadonlyArray<EventType> = eventTypes
 
 const DEFAULT_OVERLAP_MS = 24 * 60 * 60 * 1000
 

@@ -19,7 +19,8 @@ import {
   Pricer,
   ResultUrls,
   TaskRunner,
-  TaskWorker
+  TaskWorker,
+  WebhookEndpoints
 } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { Server, ServerConfig } from "@taskmeter/http"
@@ -53,6 +54,7 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
   const secret = Redacted.make(randomUUID() + randomUUID())
   const kernel = Layer.mergeAll(
     Ledger.layer,
+    WebhookEndpoints.layer(),
     TaskRunner.layer({
       executorAvailable: executors.executorAvailable,
       submissionsPerMinute: 1000,
