@@ -86,6 +86,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/tracing.test.ts",
       "packages/http/test/workerProcess.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
+      "packages/kernel/test/webhooks/WebhookDeliveryProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",
       "packages/mcp/test/OAuthStorePg.test.ts",

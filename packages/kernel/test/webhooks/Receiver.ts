@@ -15,7 +15,7 @@ export interface Received {
 export interface Receiver {
   url: string
   readonly received: Array<Received>
-  /** Statuses to answer, in order; the last repeats. */
+  /** Statuses to answer, in order; the last repeats. 0 answers nothing (the request hangs until the receiver closes). */
   statuses: Array<number>
 }
 
@@ -32,6 +32,7 @@ export const make = (statuses: Array<number> = [204]) =>
             for (const [name, value] of Object.entries(request.headers)) if (typeof value === "string") headers[name] = value
             receiver.received.push({ headers, body: Buffer.concat(chunks).toString("utf8") })
             const status = receiver.statuses.length > 1 ? receiver.statuses.shift()! : receiver.statuses[0]!
+            if (status === 0) return
             response.writeHead(status, status >= 300 && status < 400 ? { location: "https://example.com/" } : {})
             response.end(`answer ${status}`)
           })
@@ -41,7 +42,11 @@ export const make = (statuses: Array<number> = [204]) =>
           resume(Effect.succeed({ receiver, server }))
         })
       }),
-      ({ server }) => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      ({ server }) =>
+        Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
     ),
     ({ receiver }) => receiver
   )
