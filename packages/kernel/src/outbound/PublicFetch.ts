@@ -29,6 +29,11 @@ export interface Options {
   readonly method?: "GET" | "POST" | undefined
   readonly body?: string | undefined
   /**
+   * Connections kept per host (`makePool`), for a caller posting to the same hosts often (webhook
+   * deliveries); without one, every request resolves and connects anew.
+   */
+  readonly pool?: Pool | undefined
+  /**
    * Tests: the transport in place of the global `fetch`. The URL and address checks still run
    * before it; the pinned connection is the global fetch's (through its `dispatcher`).
    */
@@ -56,9 +61,16 @@ const reasonOf = (error: unknown): string =>
 /**
  * A dispatcher that connects to `host` at the vetted `addresses` only: its lookup answers with
  * them and with nothing for any other name, and an IP literal (which skips the lookup) must be
- * permitted itself. One per request, closed with it, so no pooled connection outlives its check.
+ * permitted itself. One per request, closed with it, unless a `Pool` keeps it for its host: then
+ * its connections outlive the check by at most the pool's time to live.
  */
-const pinnedAgent = (host: string, addresses: ReadonlyArray<LookupAddress>, policy: Policy, connectTimeoutMs: number) => {
+const pinnedAgent = (
+  host: string,
+  addresses: ReadonlyArray<LookupAddress>,
+  policy: Policy,
+  connectTimeoutMs: number,
+  connections: number
+) => {
   const lookup: LookupFunction = (hostname, options, callback) => {
     const family = options.family === 4 || options.family === 6 ? options.family : undefined
     const answer = bareHost(hostname) === host ? addresses.filter((a) => family === undefined || a.family === family) : []
@@ -68,7 +80,7 @@ const pinnedAgent = (host: string, addresses: ReadonlyArray<LookupAddress>, poli
   }
   const connector = buildConnector({ timeout: connectTimeoutMs, lookup })
   return new Agent({
-    connections: 1,
+    connections,
     connect: (options, callback) => {
       const target = bareHost(options.hostname)
       if (isIP(target) !== 0 && !permits(policy, target))
@@ -77,6 +89,46 @@ const pinnedAgent = (host: string, addresses: ReadonlyArray<LookupAddress>, poli
     }
   })
 }
+
+/**
+ * Pinned agents kept per host (see `pinnedAgent`) for `ttlMs` after the resolution that vetted
+ * their addresses, so repeated requests to a host reuse connections; a host resolving elsewhere
+ * is followed within `ttlMs`. Agents are closed when replaced and when the scope closes.
+ */
+export interface Pool {
+  /** The host's agent, if one was vetted under this policy less than the time to live ago. */
+  readonly fresh: (host: string, policy: Policy) => Agent | undefined
+  /** Keeps (or replaces) the host's agent for these vetted addresses; answers the agent to use. */
+  readonly keep: (host: string, policy: Policy, addresses: ReadonlyArray<LookupAddress>, connectTimeoutMs: number) => Agent
+}
+
+export const makePool = (options: { readonly ttlMs?: number; readonly connectionsPerHost?: number } = {}) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const ttlMs = options.ttlMs ?? 60_000
+      const agents = new Map<string, { readonly agent: Agent; readonly policy: Policy; readonly expiresAt: number }>()
+      const pool: Pool = {
+        fresh: (host, policy) => {
+          const entry = agents.get(host)
+          return entry !== undefined && entry.policy === policy && entry.expiresAt > Date.now() ? entry.agent : undefined
+        },
+        keep: (host, policy, addresses, connectTimeoutMs) => {
+          const current = pool.fresh(host, policy)
+          if (current !== undefined) return current
+          agents
+            .get(host)
+            ?.agent.close()
+            .catch(() => undefined)
+          const agent = pinnedAgent(host, addresses, policy, connectTimeoutMs, options.connectionsPerHost ?? 32)
+          agents.set(host, { agent, policy, expiresAt: Date.now() + ttlMs })
+          return agent
+        }
+      }
+      return { pool, agents }
+    }),
+    ({ agents }) =>
+      Effect.promise(() => Promise.all([...agents.values()].map(({ agent }) => agent.destroy().catch(() => undefined))))
+  ).pipe(Effect.map(({ pool }) => pool))
 
 /**
  * Fetches `url` under the policy in force. The response is open until the scope closes (which
@@ -91,17 +143,25 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
     if (options.ports !== undefined && !options.ports.includes(portOf(parsed))) {
       return yield* new Refused({ message: `${shown(url)} is not on port ${options.ports.join(" or ")}` })
     }
-    const addresses = yield* Effect.tryPromise({
-      try: () => resolveChecked(parsed.hostname, policy),
-      catch: (error) =>
-        error instanceof AddressRefused
-          ? new Refused({ message: `${shown(url)}: ${error.message}` })
-          : new Failed({ message: `${shown(url)}: the host name did not resolve`, cause: error })
-    })
-    const agent = yield* Effect.acquireRelease(
-      Effect.sync(() => pinnedAgent(bareHost(parsed.hostname), addresses, policy, options.connectTimeoutMs ?? 10_000)),
-      (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
-    )
+    const host = bareHost(parsed.hostname)
+    const pooled = options.pool?.fresh(host, policy)
+    const agent =
+      pooled ??
+      (yield* Effect.gen(function* () {
+        const addresses = yield* Effect.tryPromise({
+          try: () => resolveChecked(parsed.hostname, policy),
+          catch: (error) =>
+            error instanceof AddressRefused
+              ? new Refused({ message: `${shown(url)}: ${error.message}` })
+              : new Failed({ message: `${shown(url)}: the host name did not resolve`, cause: error })
+        })
+        const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+        if (options.pool !== undefined) return options.pool.keep(host, policy, addresses, connectTimeoutMs)
+        return yield* Effect.acquireRelease(
+          Effect.sync(() => pinnedAgent(host, addresses, policy, connectTimeoutMs, 1)),
+          (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+        )
+      }))
     // Aborting on scope close also stops a body the caller is still reading.
     const controller = yield* Effect.acquireRelease(
       Effect.sync(() => new AbortController()),

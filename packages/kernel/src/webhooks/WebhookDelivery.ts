@@ -29,6 +29,8 @@ export interface Options {
   readonly idleMs?: number | undefined
   /** For the jitter, in [0, 1). */
   readonly random?: (() => number) | undefined
+  /** Connections kept per receiving host (`run` keeps one pool for its life). */
+  readonly pool?: PublicFetch.Pool | undefined
 }
 
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000
@@ -45,16 +47,18 @@ const noAnswer = (at: Date, started: number, error: string): Attempt => ({
 })
 
 /** Posts one delivery and answers its attempt. */
-const post = (claim: DeliveryClaim, secrets: ReadonlyArray<string>, now: Date, timeoutMs: number) =>
+const post = (claim: DeliveryClaim, secrets: ReadonlyArray<string>, now: Date, options: Options) =>
   Effect.gen(function* () {
     const { delivery } = claim
+    const timeoutMs = options.timeoutMs ?? 15_000
     const body = WebhookBody.body(delivery.type, delivery.occurredAt, claim.task)
     const signed = Signature.headers(secrets, delivery.id, Math.floor(now.getTime() / 1000), body)
     const started = Date.now()
     return yield* Effect.scoped(
       Effect.gen(function* () {
         const response = yield* PublicFetch.post(delivery.url, body, {
-          headers: { ...signed, "content-type": "application/json", "user-agent": "taskmeter-webhooks" }
+          headers: { ...signed, "content-type": "application/json", "user-agent": "taskmeter-webhooks" },
+          pool: options.pool
         })
         const text = yield* Effect.promise(() => response.text().catch(() => ""))
         return {
@@ -110,7 +114,7 @@ const deliver = (claim: DeliveryClaim, options: Options, now: Date) =>
     }
     const secrets =
       claim.secrets.length > 0 ? claim.secrets : [yield* store.accountSecret(delivery.accountId, Signature.newSecret(), now)]
-    const attempt = yield* post(claim, secrets, now, options.timeoutMs ?? 15_000)
+    const attempt = yield* post(claim, secrets, now, options)
     const retryAt = Backoff.nextAttemptAt(claim.attemptNumber, now, (options.random ?? Math.random)())
     const outcome: Outcome =
       attempt.error === null ? { _tag: "Delivered" } : retryAt === undefined ? { _tag: "Failed" } : { _tag: "Retry", at: retryAt }
@@ -141,8 +145,14 @@ export const deliverDue = (options: Options): Effect.Effect<number, StoreUnavail
 
 /** Delivers until interrupted: claims again at once after a busy round, after `idleMs` after an empty one. */
 export const run = (options: Options): Effect.Effect<never, never, Requirements> =>
-  deliverDue(options).pipe(
-    Effect.catchCause((cause) => Effect.as(Effect.logWarning("Webhook deliveries failed this round", Cause.pretty(cause)), 0)),
-    Effect.flatMap((claimed) => (claimed > 0 ? Effect.void : Effect.sleep(options.idleMs ?? 1000))),
-    Effect.forever
+  Effect.scoped(
+    Effect.flatMap(PublicFetch.makePool(), (pool) =>
+      deliverDue({ ...options, pool }).pipe(
+        Effect.catchCause((cause) =>
+          Effect.as(Effect.logWarning("Webhook deliveries failed this round", Cause.pretty(cause)), 0)
+        ),
+        Effect.flatMap((claimed) => (claimed > 0 ? Effect.void : Effect.sleep(options.idleMs ?? 1000))),
+        Effect.forever
+      )
+    )
   )
