@@ -9,7 +9,7 @@ import type { Scope } from "effect"
 import type { LookupAddress } from "node:dns"
 import { isIP } from "node:net"
 import type { LookupFunction } from "node:net"
-import { Agent, buildConnector } from "undici"
+import { Agent, buildConnector, request } from "undici"
 import { AddressPolicy, AddressRefused, bareHost, permits, resolveChecked, urlProblem } from "./AddressPolicy.ts"
 import type { Policy } from "./AddressPolicy.ts"
 
@@ -25,9 +25,6 @@ export interface Options {
   /** The only ports allowed (the URL's, or its scheme's default); any when absent. */
   readonly ports?: ReadonlyArray<number> | undefined
   readonly headers?: { readonly [name: string]: string } | undefined
-  /** GET unless given; a POST sends `body`. */
-  readonly method?: "GET" | "POST" | undefined
-  readonly body?: string | undefined
   /**
    * Connections kept per host (`makePool`), for a caller posting to the same hosts often (webhook
    * deliveries); without one, every request resolves and connects anew.
@@ -130,11 +127,8 @@ export const makePool = (options: { readonly ttlMs?: number; readonly connection
       Effect.promise(() => Promise.all([...agents.values()].map(({ agent }) => agent.destroy().catch(() => undefined))))
   ).pipe(Effect.map(({ pool }) => pool))
 
-/**
- * Fetches `url` under the policy in force. The response is open until the scope closes (which
- * aborts it); any status but a 3xx comes back for the caller to judge.
- */
-export const get = (url: string, options: Options = {}): Effect.Effect<Response, Refused | Failed, Scope.Scope> =>
+/** The URL checked and its host resolved and vetted under the policy: the agent that connects only there. */
+const vetted = (url: string, options: Options) =>
   Effect.gen(function* () {
     const policy = yield* AddressPolicy
     const problem = urlProblem(url, policy)
@@ -145,23 +139,94 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
     }
     const host = bareHost(parsed.hostname)
     const pooled = options.pool?.fresh(host, policy)
-    const agent =
-      pooled ??
-      (yield* Effect.gen(function* () {
-        const addresses = yield* Effect.tryPromise({
-          try: () => resolveChecked(parsed.hostname, policy),
-          catch: (error) =>
-            error instanceof AddressRefused
-              ? new Refused({ message: `${shown(url)}: ${error.message}` })
-              : new Failed({ message: `${shown(url)}: the host name did not resolve`, cause: error })
-        })
-        const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
-        if (options.pool !== undefined) return options.pool.keep(host, policy, addresses, connectTimeoutMs)
-        return yield* Effect.acquireRelease(
-          Effect.sync(() => pinnedAgent(host, addresses, policy, connectTimeoutMs, 1)),
-          (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+    if (pooled !== undefined) return pooled
+    const addresses = yield* Effect.tryPromise({
+      try: () => resolveChecked(parsed.hostname, policy),
+      catch: (error) =>
+        error instanceof AddressRefused
+          ? new Refused({ message: `${shown(url)}: ${error.message}` })
+          : new Failed({ message: `${shown(url)}: the host name did not resolve`, cause: error })
+    })
+    const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+    if (options.pool !== undefined) return options.pool.keep(host, policy, addresses, connectTimeoutMs)
+    return yield* Effect.acquireRelease(
+      Effect.sync(() => pinnedAgent(host, addresses, policy, connectTimeoutMs, 1)),
+      (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+    )
+  })
+
+/** A failed request's error: the policy's refusal if the connector refused, else a failure. */
+const requestError = (url: string) => (error: unknown) => {
+  const refusal = refusalIn(error)
+  return refusal !== undefined
+    ? new Refused({ message: `${shown(url)}: ${refusal.message}` })
+    : new Failed({ message: `${shown(url)}: the request failed (${reasonOf(error)})`, cause: error })
+}
+
+const redirectRefused = (url: string, status: number) =>
+  new Refused({ message: `${shown(url)} answered a redirect (HTTP ${status}), which is not followed` })
+
+/** What a POST was answered: its status and the start of its body. */
+export interface Answer {
+  readonly status: number
+  /** At most `maxAnswerBytes` of the body, as text. */
+  readonly text: string
+}
+
+/**
+ * POSTs `body` to `url` under the policy in force (a webhook delivery), on undici's `request`
+ * (several times the rate of `fetch` per process): the answer's status and at most
+ * `maxAnswerBytes` (default 1024) of its body; the rest is not read. A 3xx is `Refused`.
+ */
+export const post = (
+  url: string,
+  body: string,
+  options: Omit<Options, "fetch"> & { readonly maxAnswerBytes?: number | undefined } = {}
+): Effect.Effect<Answer, Refused | Failed> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const agent = yield* vetted(url, options)
+      const controller = yield* Effect.acquireRelease(
+        Effect.sync(() => new AbortController()),
+        (controller) => Effect.sync(() => controller.abort())
+      )
+      return yield* Effect.tryPromise({
+        try: async (): Promise<Answer> => {
+          const response = await request(url, {
+            method: "POST",
+            body,
+            signal: controller.signal,
+            dispatcher: agent,
+            ...(options.headers === undefined ? {} : { headers: options.headers })
+          })
+          const limit = options.maxAnswerBytes ?? 1024
+          const chunks: Array<Buffer> = []
+          let size = 0
+          for await (const chunk of response.body as AsyncIterable<Buffer>) {
+            chunks.push(chunk)
+            size += chunk.length
+            if (size >= limit) break
+          }
+          response.body.destroy()
+          return { status: response.statusCode, text: Buffer.concat(chunks).subarray(0, limit).toString("utf8") }
+        },
+        catch: requestError(url)
+      }).pipe(
+        Effect.filterOrFail(
+          (answer) => answer.status < 300 || answer.status >= 400,
+          (answer) => redirectRefused(url, answer.status)
         )
-      }))
+      )
+    })
+  )
+
+/**
+ * Fetches `url` under the policy in force. The response is open until the scope closes (which
+ * aborts it); any status but a 3xx comes back for the caller to judge.
+ */
+export const get = (url: string, options: Options = {}): Effect.Effect<Response, Refused | Failed, Scope.Scope> =>
+  Effect.gen(function* () {
+    const agent = yield* vetted(url, options)
     // Aborting on scope close also stops a body the caller is still reading.
     const controller = yield* Effect.acquireRelease(
       Effect.sync(() => new AbortController()),
@@ -173,29 +238,15 @@ export const get = (url: string, options: Options = {}): Effect.Effect<Response,
         transport(url, {
           redirect: "manual",
           signal: controller.signal,
-          ...(options.method === undefined ? {} : { method: options.method }),
-          ...(options.body === undefined ? {} : { body: options.body }),
           ...(options.headers === undefined ? {} : { headers: options.headers }),
           // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
           dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
         }),
-      catch: (error) => {
-        const refusal = refusalIn(error)
-        return refusal !== undefined
-          ? new Refused({ message: `${shown(url)}: ${refusal.message}` })
-          : new Failed({ message: `${shown(url)}: the request failed (${reasonOf(error)})`, cause: error })
-      }
+      catch: requestError(url)
     })
     if ((response.status >= 300 && response.status < 400) || response.type === "opaqueredirect") {
       yield* Effect.promise(() => response.body?.cancel().catch(() => undefined) ?? Promise.resolve())
-      return yield* new Refused({ message: `${shown(url)} answered a redirect (HTTP ${response.status}), which is not followed` })
+      return yield* redirectRefused(url, response.status)
     }
     return response
   })
-
-/** `get` as a POST of `body` (a webhook delivery). */
-export const post = (
-  url: string,
-  body: string,
-  options: Omit<Options, "method" | "body"> = {}
-): Effect.Effect<Response, Refused | Failed, Scope.Scope> => get(url, { ...options, method: "POST", body })

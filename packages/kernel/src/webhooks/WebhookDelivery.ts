@@ -54,22 +54,20 @@ const post = (claim: DeliveryClaim, secrets: ReadonlyArray<string>, now: Date, o
     const body = WebhookBody.body(delivery.type, delivery.occurredAt, claim.task)
     const signed = Signature.headers(secrets, delivery.id, Math.floor(now.getTime() / 1000), body)
     const started = Date.now()
-    return yield* Effect.scoped(
-      Effect.gen(function* () {
-        const response = yield* PublicFetch.post(delivery.url, body, {
-          headers: { ...signed, "content-type": "application/json", "user-agent": "taskmeter-webhooks" },
-          pool: options.pool
-        })
-        const text = yield* Effect.promise(() => response.text().catch(() => ""))
-        return {
+    return yield* PublicFetch.post(delivery.url, body, {
+      headers: { ...signed, "content-type": "application/json", "user-agent": "taskmeter-webhooks" },
+      pool: options.pool,
+      maxAnswerBytes: MAX_EXCERPT
+    }).pipe(
+      Effect.map(
+        (answer): Attempt => ({
           at: now,
-          statusCode: response.status,
+          statusCode: answer.status,
           latencyMs: Date.now() - started,
-          responseExcerpt: text.slice(0, MAX_EXCERPT),
-          error: response.ok ? null : `HTTP ${response.status}`
-        } satisfies Attempt
-      })
-    ).pipe(
+          responseExcerpt: answer.text.slice(0, MAX_EXCERPT),
+          error: answer.status >= 200 && answer.status < 300 ? null : `HTTP ${answer.status}`
+        })
+      ),
       Effect.timeoutOrElse({
         duration: timeoutMs,
         orElse: () => Effect.succeed(noAnswer(now, started, `no answer within ${timeoutMs} ms`))

@@ -23,11 +23,11 @@ const portEcho = Effect.acquireRelease(
 ).pipe(Effect.map((server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/`))
 
 const clientPort = (url: string, pool?: PublicFetch.Pool) =>
-  Effect.scoped(Effect.flatMap(PublicFetch.post(url, "{}", { pool }), (response) => Effect.promise(() => response.text())))
+  Effect.map(PublicFetch.post(url, "{}", { pool }), (answer) => answer.text)
 
 const loopback = Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true })
 
-describe("PublicFetch pools", () => {
+describe("PublicFetch.post and pools", () => {
   it.live("reuse a host's vetted connection across requests; without a pool each request connects anew", () =>
     Effect.gen(function* () {
       const url = yield* portEcho
@@ -41,10 +41,18 @@ describe("PublicFetch pools", () => {
     }).pipe(Effect.scoped, Effect.provide(loopback))
   )
 
+  it.live("answers the status and at most maxAnswerBytes of the body", () =>
+    Effect.gen(function* () {
+      const url = yield* portEcho
+      const answer = yield* PublicFetch.post(url, "{}", { maxAnswerBytes: 2 })
+      expect(answer).toEqual({ status: 200, text: expect.stringMatching(/^\d{2}$/) })
+    }).pipe(Effect.scoped, Effect.provide(loopback))
+  )
+
   it.live("still refuse what the policy refuses", () =>
     Effect.gen(function* () {
       const pool = yield* PublicFetch.makePool()
-      const refused = yield* Effect.flip(Effect.scoped(PublicFetch.post("https://10.0.0.1/hook", "{}", { pool })))
+      const refused = yield* Effect.flip(PublicFetch.post("https://10.0.0.1/hook", "{}", { pool }))
       expect(refused._tag).toBe("Refused")
     }).pipe(Effect.scoped)
   )
