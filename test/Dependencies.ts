@@ -87,6 +87,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/http/test/tracing.test.ts",
       "packages/http/test/workerProcess.postgres.test.ts",
       "packages/kernel/test/tasks/TaskWorkerProcesses.test.ts",
+      "packages/kernel/test/webhooks/WebhookDeliveryProcesses.test.ts",
       "packages/mcp/test/OAuthStorePg.concurrentStart.test.ts",
       "packages/mcp/test/OAuthStorePg.migrations.test.ts",
       "packages/mcp/test/OAuthStorePg.test.ts",
@@ -104,7 +105,8 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/paymentConformance.postgres.test.ts",
       "packages/storage-pg/test/poisonedBatch.test.ts",
       "packages/storage-pg/test/priceLists.test.ts",
-      "packages/storage-pg/test/userConformance.postgres.test.ts"
+      "packages/storage-pg/test/userConformance.postgres.test.ts",
+      "packages/storage-pg/test/webhookConformance.postgres.test.ts"
     ]
   },
   chromium: {

@@ -11,7 +11,19 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Accounts, BlobStore, Catalog, Ledger, Mailer, MediaUrls, Money, Pricer, ResultUrls, TaskRunner } from "@taskmeter/kernel"
+import {
+  Accounts,
+  BlobStore,
+  Catalog,
+  Ledger,
+  Mailer,
+  MediaUrls,
+  Money,
+  Pricer,
+  ResultUrls,
+  TaskRunner,
+  WebhookEndpoints
+} from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -31,7 +43,8 @@ const kernel = Layer.mergeAll(
   Ledger.layer,
   ConsoleAuth.layer({ publicBaseUrl: "http://127.0.0.1", signUp: "open", signUpCreditsMicros: Money.micros(0) }).pipe(
     Layer.provide(Mailer.layerMemory())
-  )
+  ),
+  WebhookEndpoints.layer()
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),
   Layer.provideMerge(

@@ -1220,6 +1220,14 @@ CREATE TABLE sessions (
     CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE task_webhooks (
+    task_id text NOT NULL,
+    url text NOT NULL,
+    events text[],
+    CONSTRAINT task_webhooks_events_check CHECK ((events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text])),
+    CONSTRAINT task_webhooks_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2000)))
+);
+
 CREATE TABLE taskmeter_migrations (
     migration_id integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1252,6 +1260,83 @@ CREATE TABLE users (
     operator boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone NOT NULL,
     CONSTRAINT users_email_check CHECK (((email <> ''::text) AND (length(email) <= 254)))
+);
+
+CREATE TABLE webhook_attempts (
+    delivery_id text NOT NULL,
+    n bigint NOT NULL,
+    at timestamp with time zone NOT NULL,
+    status_code integer,
+    latency_ms integer NOT NULL,
+    response_excerpt text,
+    error text,
+    CONSTRAINT webhook_attempts_error_check CHECK ((length(error) <= 1000)),
+    CONSTRAINT webhook_attempts_response_excerpt_check CHECK ((length(response_excerpt) <= 1024))
+);
+
+ALTER TABLE webhook_attempts ALTER COLUMN n ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME webhook_attempts_n_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE webhook_deliveries (
+    id text NOT NULL,
+    seq bigint NOT NULL,
+    account_id text NOT NULL,
+    endpoint_id text,
+    url text NOT NULL,
+    task_id text NOT NULL,
+    event_type text NOT NULL,
+    task jsonb NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    status text NOT NULL,
+    due_at timestamp with time zone,
+    next_attempt_at timestamp with time zone,
+    lease_token text,
+    round_attempts integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT webhook_deliveries_check CHECK (((status = 'pending'::text) = (due_at IS NOT NULL))),
+    CONSTRAINT webhook_deliveries_event_type_check CHECK ((event_type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text]))),
+    CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+ALTER TABLE webhook_deliveries ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME webhook_deliveries_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE webhook_endpoints (
+    id text NOT NULL,
+    account_id text NOT NULL,
+    url text NOT NULL,
+    events text[] NOT NULL,
+    enabled boolean DEFAULT true NOT NULL,
+    disabled_reason text,
+    secret text NOT NULL,
+    previous_secret text,
+    previous_secret_expires_at timestamp with time zone,
+    failing_since timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT webhook_endpoints_check CHECK (((previous_secret IS NULL) = (previous_secret_expires_at IS NULL))),
+    CONSTRAINT webhook_endpoints_disabled_reason_check CHECK ((length(disabled_reason) <= 1000)),
+    CONSTRAINT webhook_endpoints_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text]))),
+    CONSTRAINT webhook_endpoints_id_check CHECK ((id ~~ 'whep\_%'::text)),
+    CONSTRAINT webhook_endpoints_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2000)))
+);
+
+CREATE TABLE webhook_signing_secrets (
+    account_id text NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone NOT NULL
 );
 
 ALTER TABLE ONLY account_members
@@ -1326,6 +1411,9 @@ ALTER TABLE ONLY results
 ALTER TABLE ONLY sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
 
+ALTER TABLE ONLY task_webhooks
+    ADD CONSTRAINT task_webhooks_pkey PRIMARY KEY (task_id);
+
 ALTER TABLE ONLY taskmeter_migrations
     ADD CONSTRAINT taskmeter_migrations_pkey PRIMARY KEY (migration_id);
 
@@ -1340,6 +1428,18 @@ ALTER TABLE ONLY upstream_slots
 
 ALTER TABLE ONLY users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY webhook_attempts
+    ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (delivery_id, n);
+
+ALTER TABLE ONLY webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY webhook_signing_secrets
+    ADD CONSTRAINT webhook_signing_secrets_pkey PRIMARY KEY (account_id);
 
 CREATE INDEX account_members_account ON account_members USING btree (account_id);
 
@@ -1390,6 +1490,12 @@ CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C")
 CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
 
 CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
+
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries USING btree (due_at, seq) WHERE (status = 'pending'::text);
+
+CREATE INDEX webhook_deliveries_endpoint_newest ON webhook_deliveries USING btree (endpoint_id, seq DESC);
+
+CREATE INDEX webhook_endpoints_account ON webhook_endpoints USING btree (account_id, created_at, id);
 
 ALTER TABLE ONLY account_members
     ADD CONSTRAINT account_members_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
@@ -1480,3 +1586,15 @@ ALTER TABLE ONLY tasks
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
+
+ALTER TABLE ONLY webhook_attempts
+    ADD CONSTRAINT webhook_attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES webhook_deliveries(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY webhook_endpoints
+    ADD CONSTRAINT webhook_endpoints_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY webhook_signing_secrets
+    ADD CONSTRAINT webhook_signing_secrets_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);

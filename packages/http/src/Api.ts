@@ -15,6 +15,7 @@ import { PasskeysApi } from "./api/PasskeysApi.ts"
 import { ResultsApi } from "./api/ResultsApi.ts"
 import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
 import { UsageApi } from "./api/UsageApi.ts"
+import { WebhooksApi } from "./api/WebhooksApi.ts"
 
 export { AuthApi } from "./api/AuthApi.ts"
 export { CatalogApi } from "./api/CatalogApi.ts"
@@ -24,6 +25,7 @@ export { MediaApi } from "./api/MediaApi.ts"
 export { PasskeysApi } from "./api/PasskeysApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { UsageApi } from "./api/UsageApi.ts"
+export { WebhooksApi } from "./api/WebhooksApi.ts"
 
 /** The version of the interface description, which the spec fixes at 1.0.0. */
 export const VERSION = "1.0.0"
@@ -67,7 +69,7 @@ const finishDocument = (spec: Json): Json => {
 }
 
 export const Api = HttpApi.make("taskmeter")
-  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, PasskeysApi, KeysApi)
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, PasskeysApi, KeysApi, WebhooksApi)
   .middleware(ErrorBoundary)
   .annotateMerge(
     OpenApi.annotations({

@@ -41,7 +41,9 @@ const requestOf = (model: Catalog.ModelDefinition, envelope: Json): Json => ({
   properties: {
     model: { type: "string", const: model.slug },
     input: structuredClone(model.jsonSchema),
-    expectedPriceMicros: envelope.properties.expectedPriceMicros
+    expectedPriceMicros: envelope.properties.expectedPriceMicros,
+    webhookUrl: envelope.properties.webhookUrl,
+    webhookEvents: envelope.properties.webhookEvents
   },
   required: ["model", "input"],
   additionalProperties: false

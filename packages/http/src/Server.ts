@@ -33,6 +33,7 @@ import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
 import * as SessionAuthentication from "./handlers/SessionAuthentication.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
+import * as WebhooksHandlers from "./handlers/WebhooksHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
@@ -70,7 +71,8 @@ const handlers = Layer.mergeAll(
   UsageHandlers.layer,
   AuthHandlers.layer,
   PasskeyHandlers.layer,
-  KeysHandlers.layer
+  KeysHandlers.layer,
+  WebhooksHandlers.layer
 ).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, SessionAuthentication.layer, ErrorBoundary.layer]))
 
 /** The API's routes on the HttpRouter in context. */

@@ -26,6 +26,8 @@ import {
   Sessions,
   TaskRunner,
   TaskWorker,
+  WebhookDelivery,
+  WebhookEndpoints,
   ZeroPriced
 } from "@taskmeter/kernel"
 import type { Users } from "@taskmeter/kernel"
@@ -121,6 +123,8 @@ export interface Settings {
   readonly smtpUrl: Option.Option<Redacted.Redacted<string>>
   /** MAIL_FROM: the sender of the service's mail. */
   readonly mailFrom: string
+  /** WEBHOOK_DISABLE_AFTER: a webhook endpoint failing every delivery this long is disabled (and its account told). */
+  readonly webhookDisableAfter: Duration.Duration
 }
 
 /** The settings when nothing is configured. */
@@ -162,7 +166,8 @@ export const defaults: Settings = {
   sessionIdleTimeoutMs: Sessions.defaultOptions.idleTimeoutMs,
   sessionMaxAgeMs: Sessions.defaultOptions.maxAgeMs,
   smtpUrl: Option.none(),
-  mailFrom: "taskmeter <taskmeter@localhost>"
+  mailFrom: "taskmeter <taskmeter@localhost>",
+  webhookDisableAfter: Duration.millis(WebhookDelivery.DEFAULT_DISABLE_AFTER_MS)
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -289,8 +294,16 @@ export const config: Config.Config<Settings> = Config.all({
   sessionIdleTimeoutMs: positive("SESSION_IDLE_TIMEOUT_MS", defaults.sessionIdleTimeoutMs),
   sessionMaxAgeMs: positive("SESSION_MAX_AGE_MS", defaults.sessionMaxAgeMs),
   smtpUrl: Config.option(Config.Redacted("SMTP_URL")),
-  mailFrom: Config.NonEmptyString("MAIL_FROM").pipe(Config.withDefault(defaults.mailFrom))
+  mailFrom: Config.NonEmptyString("MAIL_FROM").pipe(Config.withDefault(defaults.mailFrom)),
+  webhookDisableAfter: Config.Duration("WEBHOOK_DISABLE_AFTER").pipe(Config.withDefault(defaults.webhookDisableAfter))
 })
+
+/** What a process's workers run: the task worker (with the reconciler and housekeeping) and the webhook deliveries. */
+const serveWorkers = (settings: Pick<Settings, "webhookDisableAfter">) =>
+  Effect.raceAllFirst([
+    TaskWorker.serve(),
+    WebhookDelivery.run({ disableAfterMs: Duration.toMillis(settings.webhookDisableAfter) })
+  ])
 
 /**
  * Blobs in the S3 bucket of `settings.s3` (checked at start; with presigned downloads, the
@@ -416,6 +429,7 @@ export const kernel = (options: KernelOptions) => {
   )
   return Layer.mergeAll(
     Ledger.layer,
+    WebhookEndpoints.layer(),
     TaskRunner.layer({
       submissionsPerMinute: settings.submissionsPerMinute,
       maxUnfinishedTasks: settings.maxUnfinishedTasks,
@@ -512,7 +526,9 @@ export const server = (options: ServerOptions) =>
           yield* options.onListening?.(HttpServer.formatAddress(http.address), publicUrl, admin) ?? Effect.void
         })
       )
-      const workers = options.settings.workers ? Layer.effectDiscard(Effect.forkScoped(TaskWorker.serve())) : Layer.empty
+      const workers = options.settings.workers
+        ? Layer.effectDiscard(Effect.forkScoped(serveWorkers(options.settings)))
+        : Layer.empty
       // Readiness asks for a recent heartbeat only of workers in this process.
       const heartbeat = options.settings.workers ? Heartbeat.layer : Layer.empty
       const mediaUrls = {
@@ -705,7 +721,7 @@ export const worker = Effect.scoped(
         `taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; ` +
           `blobs in ${blobsLine(dataDir, settings)}; ${workerListenerLine(listener, settings)}; stop with Ctrl-C.`
       )
-      return yield* TaskWorker.serve()
+      return yield* serveWorkers(settings)
     }).pipe(
       Effect.provide(
         Layer.mergeAll(

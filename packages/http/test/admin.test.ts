@@ -195,7 +195,14 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
           paymentReview: false
         })
         expect(created.key.secret).toMatch(/^tm_[A-Za-z0-9_-]{43}$/)
-        expect(created.key.key.scopes).toEqual(["jobs:create", "jobs:read", "usage:read", "chat:create", "billing:create"])
+        expect(created.key.key.scopes).toEqual([
+          "jobs:create",
+          "jobs:read",
+          "usage:read",
+          "chat:create",
+          "billing:create",
+          "webhooks:manage"
+        ])
         const usage = yield* Effect.flatMap(apiUrl, (url) =>
           Effect.promise(() => fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${created.key.secret}` } }))
         )

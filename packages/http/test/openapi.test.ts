@@ -49,6 +49,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         ).toEqual([
           "DELETE /api/v1/keys/{id}",
           "GET /api/v1/auth/session",
+          "DELETE /api/v1/webhook-endpoints/{id}",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
@@ -63,6 +64,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/result-links/{uuid}",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
+          "GET /api/v1/webhook-endpoints",
+          "GET /api/v1/webhook-endpoints/{id}",
+          "GET /api/v1/webhook-endpoints/{id}/deliveries",
+          "GET /api/v1/webhook-signing-secret",
           "GET /healthz",
           "GET /readyz",
           "POST /api/v1/auth/passkeys",
@@ -76,6 +81,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "POST /api/v1/auth/sign-out-everywhere",
           "POST /api/v1/auth/sign-up",
           "POST /api/v1/auth/verify-email",
+          "PATCH /api/v1/webhook-endpoints/{id}",
           "POST /api/v1/billing/checkout",
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
@@ -83,6 +89,9 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "POST /api/v1/jobs/{id}/cancel",
           "POST /api/v1/keys",
           "POST /api/v1/media",
+          "POST /api/v1/webhook-deliveries/{id}/resend",
+          "POST /api/v1/webhook-endpoints",
+          "POST /api/v1/webhook-endpoints/{id}/rotate-secret",
           "POST /callbacks/v1/{accountId}/{taskId}/{token}"
         ])
         for (const { method, path, operation } of operations(document)) {

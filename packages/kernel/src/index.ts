@@ -29,6 +29,7 @@ export * as PriceStore from "./pricing/PriceStore.ts"
 export * as ZeroPriced from "./pricing/ZeroPriced.ts"
 
 // accounts: accounts, API keys and scopes
+export * as AccountContacts from "./accounts/AccountContacts.ts"
 export * as Accounts from "./accounts/Accounts.ts"
 export * as AccountStore from "./accounts/AccountStore.ts"
 export * as KeyCheck from "./accounts/KeyCheck.ts"
@@ -102,3 +103,12 @@ export * as StoreHealth from "./observability/StoreHealth.ts"
 // outbound: the one policy for fetching URLs that others chose
 export * as AddressPolicy from "./outbound/AddressPolicy.ts"
 export * as PublicFetch from "./outbound/PublicFetch.ts"
+
+// webhooks: signed deliveries of task events from a queue every process shares
+export * as Backoff from "./webhooks/Backoff.ts"
+export * as Signature from "./webhooks/Signature.ts"
+export * as WebhookBody from "./webhooks/WebhookBody.ts"
+export * as WebhookDelivery from "./webhooks/WebhookDelivery.ts"
+export * as WebhookEndpoints from "./webhooks/WebhookEndpoints.ts"
+export * as WebhookEvent from "./webhooks/WebhookEvent.ts"
+export * as WebhookStore from "./webhooks/WebhookStore.ts"

@@ -18,7 +18,8 @@ const permissions: { readonly [S in Scope.Scope]: { readonly title: string; read
   "jobs:read": { title: "See your tasks and their results", detail: "Statuses, prices and download links of your tasks." },
   "usage:read": { title: "See your credit balance", detail: "Available, reserved and total credits." },
   "chat:create": { title: "Send chat requests", detail: "Billed per token from your balance." },
-  "billing:create": { title: "Start top-ups", detail: "Checkout links to buy credits; nothing is paid until you pay." }
+  "billing:create": { title: "Start top-ups", detail: "Checkout links to buy credits; nothing is paid until you pay." },
+  "webhooks:manage": { title: "Manage webhooks", detail: "Where task events are sent, and their delivery log." }
 }
 
 const STYLE = `

@@ -19,7 +19,8 @@ import {
   SessionStore,
   StoreHealth,
   TaskStore,
-  UserStore
+  UserStore,
+  WebhookStore
 } from "@taskmeter/kernel"
 import * as Chat from "./internal/MemoryChatStore.ts"
 import * as Accounts from "./internal/MemoryAccountStore.ts"
@@ -35,6 +36,7 @@ import * as Tasks from "./internal/MemoryTaskStore.ts"
 import * as Passkeys from "./internal/MemoryPasskeyStore.ts"
 import * as Sessions from "./internal/MemorySessionStore.ts"
 import * as Users from "./internal/MemoryUserStore.ts"
+import * as Webhooks from "./internal/MemoryWebhookStore.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -51,6 +53,7 @@ export type Stores =
   | SessionStore.SessionStore
   | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
+  | WebhookStore.WebhookStore
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
   Effect.map(Effect.all([Prices.make(state), Prices.make(state, "chatPriceLists")]), ([prices, chatPrices]) => {
@@ -68,7 +71,9 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(UserStore.UserStore, Users.make(state)),
       Context.add(SessionStore.SessionStore, Sessions.make(state)),
       Context.add(PasskeyStore.PasskeyStore, Passkeys.make(state)),
-      Context.add(StoreHealth.StoreHealth, Health.make(state))
+      Context.add(StoreHealth.StoreHealth, Health.make(state)),
+      Context.add(StoreHealth.StoreHealth, Health.make(state)),
+      Context.add(WebhookStore.WebhookStore, Webhooks.make(state))
     )
   })
 

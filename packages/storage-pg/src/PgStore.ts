@@ -1,6 +1,6 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * ChatPriceStore, BudgetStore, PaymentStore, UserStore, SessionStore, PasskeyStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * ChatPriceStore, BudgetStore, PaymentStore, UserStore, SessionStore, PasskeyStore, StoreHealth, WebhookStore) on PostgreSQL through @effect/sql-pg, migrated at start:
  * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
  * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
@@ -22,7 +22,8 @@ import {
   StoreError,
   StoreHealth,
   TaskStore,
-  UserStore
+  UserStore,
+  WebhookStore
 } from "@taskmeter/kernel"
 import * as PgChatStore from "./internal/PgChatStore.ts"
 import * as Embedded from "./internal/Embedded.ts"
@@ -37,6 +38,7 @@ import * as PgSessionStore from "./internal/PgSessionStore.ts"
 import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as PgUserStore from "./internal/PgUserStore.ts"
+import * as PgWebhookStore from "./internal/PgWebhookStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
 import admissionFunctions from "./migrations/0002_admission_functions.ts"
@@ -59,6 +61,7 @@ import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
 import consoleUsers from "./migrations/0021_console_users.ts"
+import webhooks from "./migrations/0022_webhooks.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -74,6 +77,7 @@ export type Stores =
   | SessionStore.SessionStore
   | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
+  | WebhookStore.WebhookStore
 
 export interface Options {
   /** postgres://user:password@host:port/database */
@@ -118,7 +122,8 @@ const migrationRecord = {
   "18_chat_price_lists": chatPriceLists,
   "19_task_cancel_lists": taskCancelLists,
   "20_chat_upstream_cost": chatUpstreamCost,
-  "21_console_users": consoleUsers
+  "21_console_users": consoleUsers,
+  "22_webhooks": webhooks
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -178,6 +183,7 @@ export const layerClient = (options: {
       const users = yield* PgUserStore.make
       const sessions = yield* PgSessionStore.make
       const passkeys = yield* PgPasskeyStore.make
+      const webhookStore = yield* PgWebhookStore.make
       const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
@@ -191,7 +197,9 @@ export const layerClient = (options: {
         Context.add(UserStore.UserStore, users),
         Context.add(SessionStore.SessionStore, sessions),
         Context.add(PasskeyStore.PasskeyStore, passkeys),
-        Context.add(StoreHealth.StoreHealth, health)
+        Context.add(StoreHealth.StoreHealth, health),
+        Context.add(StoreHealth.StoreHealth, health),
+        Context.add(WebhookStore.WebhookStore, webhookStore)
       )
     })
   )

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Errors, Task, TaskStatus } from "@taskmeter/kernel"
+import { Errors, Task, TaskStatus, WebhookEvent } from "@taskmeter/kernel"
 import * as PreferWait from "../PreferWait.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
@@ -40,7 +40,19 @@ export const JobRequest = Schema.Struct({
   input: Schema.Record(Schema.String, Schema.Unknown).annotate({
     description: "The model's input fields; see the model's input schema."
   }),
-  expectedPriceMicros: Schema.optionalKey(ExpectedPriceMicros)
+  expectedPriceMicros: Schema.optionalKey(ExpectedPriceMicros),
+  webhookUrl: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "A public https URL that receives this task's events, signed (Standard Webhooks) with the account's secret " +
+        "from GET /api/v1/webhook-signing-secret."
+    })
+  ),
+  webhookEvents: Schema.optionalKey(
+    Schema.Array(WebhookEvent.EventType)
+      .check(Schema.isMinLength(1, { message: "must name at least one event" }))
+      .annotate({ description: "Only these events go to webhookUrl; all of them when absent." })
+  )
 }).annotate({ identifier: JOB_REQUEST_IDENTIFIER })
 export type JobRequest = typeof JobRequest.Type
 

@@ -11,7 +11,7 @@ import { Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView } from "@taskmeter/kernel"
+import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView, WebhookEndpoints } from "@taskmeter/kernel"
 import type { TaskStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
@@ -76,6 +76,18 @@ const repeatedIdempotencyKey = (count: number) =>
     message: `Send one Idempotency-Key header, not ${count}: which one names this submission is ambiguous.`
   })
 
+/** The submission's own webhook, its URL judged by the outbound address policy; undefined when none was asked for. */
+const webhookOf = (job: JobRequest) =>
+  Effect.gen(function* () {
+    if (job.webhookUrl === undefined) {
+      if (job.webhookEvents === undefined) return undefined
+      return yield* new Errors.InvalidRequest({ message: "webhookEvents: needs a webhookUrl to send the events to." })
+    }
+    const refusal = yield* WebhookEndpoints.urlRefusal("webhookUrl", job.webhookUrl)
+    if (refusal !== undefined) return yield* new Errors.InvalidRequest({ message: refusal })
+    return { url: job.webhookUrl, events: job.webhookEvents ?? null }
+  })
+
 const appliedHeaders = (applied: number | undefined): Record<string, string> =>
   applied === undefined ? {} : { [PreferWait.APPLIED_HEADER]: `wait=${applied}` }
 
@@ -103,17 +115,19 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
       .handleRaw("create", ({ endpoint, headers, request }) =>
         Effect.gen(function* () {
           const key = yield* CurrentKey
-          const { job, wait } = yield* Effect.gen(function* () {
+          const { job, wait, webhook } = yield* Effect.gen(function* () {
             const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
             if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
             const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
-            return { job: yield* decodeRequest(yield* JsonBody.read(request)), wait }
+            const job = yield* decodeRequest(yield* JsonBody.read(request))
+            return { job, wait, webhook: yield* webhookOf(job) }
           }).pipe(Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint)))
           const { replayed, task } = yield* runner.submit(key, {
             model: job.model,
             input: job.input,
             expectedPriceMicros: job.expectedPriceMicros,
-            idempotencyKey: headers["idempotency-key"]
+            idempotencyKey: headers["idempotency-key"],
+            webhook
           })
           const status = replayed ? 200 : 202
           // The task is admitted: a store outage while waiting answers it as it stood, not an error.

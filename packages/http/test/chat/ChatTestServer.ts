@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
+import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner, WebhookEndpoints } from "@taskmeter/kernel"
 import type { ChatProvider, Ids, Scope } from "@taskmeter/kernel"
 import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
@@ -35,7 +35,8 @@ export const layer = (
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))
     ),
     Ledger.layer,
-    consoleAuth()
+    consoleAuth(),
+    WebhookEndpoints.layer()
   ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
   const chat = ChatServices.layer({
     providers: [

@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import {
-  Accounts,
   AccountStore,
+  Accounts,
   BlobStore,
   BudgetStore,
   Catalog,
@@ -27,7 +27,9 @@ import {
   StoreHealth,
   TaskRunner,
   TaskStore,
-  UserStore
+  UserStore,
+  WebhookEndpoints,
+  WebhookStore
 } from "@taskmeter/kernel"
 import type { Ids, Task } from "@taskmeter/kernel"
 import { ConsoleAuth, EventStream, Server, ServerConfig } from "../../src/index.ts"
@@ -43,6 +45,7 @@ export type Stores =
   | SessionStore.SessionStore
   | PasskeyStore.PasskeyStore
   | StoreHealth.StoreHealth
+  | WebhookStore.WebhookStore
 
 /** A store implementation the suites run against. */
 export interface StoreUnderTest {
@@ -124,6 +127,7 @@ const withOutage = Layer.effectContext(
     const users = yield* UserStore.UserStore
     const sessions = yield* SessionStore.SessionStore
     const passkeys = yield* PasskeyStore.PasskeyStore
+    const webhooks = yield* WebhookStore.WebhookStore
     return Context.make(Outage, outage).pipe(
       Context.add(PasskeyStore.PasskeyStore, passkeys),
       Context.add(UserStore.UserStore, users),
@@ -140,7 +144,8 @@ const withOutage = Layer.effectContext(
       ),
       Context.add(MediaStore.MediaStore, guarded(media, "media", outage)),
       Context.add(BlobStore.BlobStore, blobs),
-      Context.add(BudgetStore.BudgetStore, budgets)
+      Context.add(BudgetStore.BudgetStore, budgets),
+      Context.add(WebhookStore.WebhookStore, webhooks)
     )
   })
 )
@@ -188,7 +193,8 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
     ),
     Ledger.layer,
-    consoleAuth(options.consoleAuth, options.mailer ?? Mailer.layerMemory(options.mail))
+    consoleAuth(options.consoleAuth, options.mailer ?? Mailer.layerMemory(options.mail)),
+    WebhookEndpoints.layer()
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),

@@ -32,12 +32,18 @@ import * as Slots from "./Slots.ts"
 import * as TaskEvents from "./TaskEvents.ts"
 import { TaskStore } from "./TaskStore.ts"
 import type { AdmissionResult, TaskListFilter, TaskRecord } from "./TaskStore.ts"
+import type { TaskWebhook } from "../webhooks/WebhookEvent.ts"
 
 export interface Submission {
   readonly model: string
   readonly input: unknown
   readonly expectedPriceMicros?: number | undefined
   readonly idempotencyKey: string
+  /**
+   * The submission's own webhook, its URL already judged by `WebhookEndpoints.urlRefusal`; kept
+   * beside the task (not part of the fingerprint).
+   */
+  readonly webhook?: TaskWebhook | undefined
 }
 
 export interface Submitted {
@@ -417,6 +423,7 @@ export const make = (
       Effect.zipWith(Clock.currentTimeMillis, TraceContext.current, (now, traceparent) => ({
         task: {
           ...(traceparent === undefined ? {} : { traceparent }),
+          ...(submission.webhook === undefined ? {} : { webhook: submission.webhook }),
           id: Ids.makeTaskId(),
           model: model.slug,
           input,

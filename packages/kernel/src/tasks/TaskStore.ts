@@ -17,6 +17,7 @@ import type { StoreUnavailable } from "../domain/StoreError.ts"
 import * as ErrorCode from "../domain/TaskErrorCode.ts"
 import type { AssetType } from "../domain/Task.ts"
 import type { TaskStatus } from "../domain/TaskStatus.ts"
+import type { TaskWebhook } from "../webhooks/WebhookEvent.ts"
 
 /** How the final charge follows from the reservation (see Pricer.settle). */
 export type { Settlement }
@@ -79,6 +80,8 @@ export interface NewTask {
   readonly deadlineAt: Date
   /** Kept with the task when set (TaskRecord.traceparent). */
   readonly traceparent?: string | undefined
+  /** The submission's own webhook, kept beside the task; its settling events are delivered there. */
+  readonly webhook?: TaskWebhook | undefined
 }
 
 export interface AdmissionLimits {

@@ -26,7 +26,14 @@ describe("Accounts", () => {
       expect(key.secret).toMatch(/^tm_[A-Za-z0-9_-]{43}$/)
       expect(key.record.hash).toBe(createHash("sha256").update(key.secret).digest("hex"))
       expect(key.record.displayPrefix).toBe(key.secret.slice(0, 7))
-      expect(key.record.scopes).toEqual(["jobs:create", "jobs:read", "usage:read", "chat:create", "billing:create"])
+      expect(key.record.scopes).toEqual([
+        "jobs:create",
+        "jobs:read",
+        "usage:read",
+        "chat:create",
+        "billing:create",
+        "webhooks:manage"
+      ])
       expect(JSON.stringify(yield* accounts.listKeys(account.id))).not.toContain(key.secret)
       expect((yield* (yield* Ledger).balances(account.id)).balanceMicros).toBe(5_000_000)
       expect(yield* accounts.get(account.id)).toEqual(account)

@@ -20,7 +20,8 @@ import {
   Pricer,
   ResultUrls,
   TaskRunner,
-  TaskWorker
+  TaskWorker,
+  WebhookEndpoints
 } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { ConsoleAuth, Server, ServerConfig } from "@taskmeter/http"
@@ -57,6 +58,7 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
     ConsoleAuth.layer({ publicBaseUrl: baseUrl, signUp: "open", signUpCreditsMicros: Money.micros(0) }).pipe(
       Layer.provide(Mailer.layerMemory())
     ),
+    WebhookEndpoints.layer(),
     TaskRunner.layer({
       executorAvailable: executors.executorAvailable,
       submissionsPerMinute: 1000,

@@ -4,6 +4,7 @@ import { AdmissionRules, TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter
 import type { AccountStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
 import { wake } from "./State.ts"
+import { enqueue } from "./MemoryWebhookStore.ts"
 import type { AccountRow, SlotHolder, State, TaskRow } from "./State.ts"
 
 const RATE_WINDOW_MS = 60_000
@@ -56,8 +57,9 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       if (answer !== undefined) return answer
     }
 
+    const { webhook, ...fields } = task
     const record: TaskStore.TaskRecord = {
-      ...task,
+      ...fields,
       status: "queued",
       errorCode: null,
       chargedMicros: null,
@@ -70,6 +72,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     }
     append(state, account, { kind: "reserve", amountMicros: task.priceMicros, taskId: task.id, createdAt: task.createdAt })
     state.tasks.set(task.id, { record, leaseToken: null, leaseExpiresAt: null, upstreamAnswer: null, seq: state.nextSeq++ })
+    if (webhook !== undefined) state.taskWebhooks.set(task.id, webhook)
     state.idempotency.set(keyOf(task.accountId, request.idempotencyKey), {
       fingerprint: request.fingerprint,
       taskId: task.id,
@@ -142,6 +145,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       row.leaseExpiresAt = null
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
+    enqueue(state, row.record)
     state.statuses.wake([request.taskId])
     return { _tag: "Done", task: row.record }
   }
@@ -284,6 +288,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           row.record = { ...row.record, status: "failed", errorCode: TaskErrorCode.Canceled, updatedAt: now }
           row.leaseToken = null
           row.leaseExpiresAt = null
+          enqueue(state, row.record)
           state.statuses.wake([taskId])
           return { _tag: "Canceled", task: row.record }
         }
@@ -309,6 +314,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           ...(resolution.assets === undefined ? {} : { assets: resolution.assets }),
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }
+        enqueue(state, row.record)
         state.statuses.wake([resolution.taskId])
         return row.record
       }),

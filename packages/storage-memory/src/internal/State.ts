@@ -5,7 +5,16 @@
 import { Deferred, Effect } from "effect"
 import { StatusWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
-import type { MediaStore, PasskeyStore, PriceStore, SessionStore, TaskStore, UserStore } from "@taskmeter/kernel"
+import type {
+  MediaStore,
+  PasskeyStore,
+  PriceStore,
+  SessionStore,
+  TaskStore,
+  UserStore,
+  WebhookEvent,
+  WebhookStore
+} from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -77,6 +86,18 @@ export interface PaymentEntryRow {
   readonly entry: LedgerStore.LedgerEntry
 }
 
+export interface DeliveryRow {
+  delivery: WebhookStore.Delivery
+  /** The task when the event happened. */
+  readonly task: TaskStore.TaskRecord
+  leaseToken: string | null
+  /** When it is due: its next attempt, or the end of its lease while claimed. */
+  dueAt: number
+  /** Attempts since it was written or last resent. */
+  roundAttempts: number
+  readonly seq: number
+}
+
 export interface State {
   readonly accounts: Map<string, AccountRow>
   readonly keys: Map<string, KeyRow>
@@ -123,6 +144,13 @@ export interface State {
   wake: Deferred.Deferred<void>
   /** Waiters for tasks changing status (TaskStore.watchStatus). */
   readonly statuses: StatusWatchers.StatusWatchers
+  readonly webhookEndpoints: Map<string, WebhookStore.Endpoint>
+  /** account id -> its signing secret for per-submission webhook URLs */
+  readonly webhookSecrets: Map<string, string>
+  /** task id -> the submission's own webhook */
+  readonly taskWebhooks: Map<string, WebhookEvent.TaskWebhook>
+  /** In the order written. */
+  readonly deliveries: Map<string, DeliveryRow>
   nextSeq: number
 }
 
@@ -153,6 +181,10 @@ export const make = (): State => ({
   passkeyChallenges: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   statuses: StatusWatchers.make(),
+  webhookEndpoints: new Map(),
+  webhookSecrets: new Map(),
+  taskWebhooks: new Map(),
+  deliveries: new Map(),
   nextSeq: 0
 })
 

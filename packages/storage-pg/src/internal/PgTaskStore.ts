@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgTypes } from "@effect/sql-pg"
-import { TaskErrorCode, TaskStatus, TaskStore } from "@taskmeter/kernel"
+import { TaskErrorCode, TaskStatus, TaskStore, WebhookEvent } from "@taskmeter/kernel"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
@@ -59,6 +59,12 @@ interface Move {
   readonly credit_effect: TaskStatus.CreditEffect
   readonly finishes: boolean
 }
+
+/** The statuses whose entry raises a webhook event (WebhookEvent.eventOf). */
+const eventStatuses = TaskStatus.TaskStatus.literals
+  .filter((status) => WebhookEvent.eventOf(status) !== undefined)
+  .map((status) => `'${status}'`)
+  .join(", ")
 
 const unfinished = TaskStatus.TaskStatus.literals.filter(TaskStatus.isUnfinished)
 const unfinishedList = unfinished.map((status) => `'${status}'`).join(", ")
@@ -243,6 +249,22 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
           ) AS m(kind, amount)
           WHERE (d.credit_effect = 'charge' AND (m.kind = 'charge' OR m.amount > 0))
              OR (d.credit_effect = 'release' AND m.kind = 'release')
+        ),
+        outbox AS (
+          -- The webhook deliveries the settlements raise, in this same statement (migration 0022).
+          INSERT INTO webhook_deliveries (id, account_id, endpoint_id, url, task_id, event_type, task, occurred_at,
+            status, due_at, next_attempt_at, created_at)
+          SELECT 'msg_' || gen_random_uuid(), d.account_id, h.endpoint_id, h.url, d.id, 'task.' || d.status,
+            to_jsonb(d), d.updated_at, 'pending', d.updated_at, d.updated_at, d.updated_at
+          FROM done d
+          CROSS JOIN LATERAL (
+            SELECT e.id AS endpoint_id, e.url FROM webhook_endpoints e
+              WHERE e.account_id = d.account_id AND e.enabled AND 'task.' || d.status = ANY (e.events)
+            UNION ALL
+            SELECT NULL, w.url FROM task_webhooks w
+              WHERE w.task_id = d.id AND (w.events IS NULL OR 'task.' || d.status = ANY (w.events))
+          ) h
+          WHERE d.status IN (${sql.literal(eventStatuses)})
         )
         SELECT * FROM done`
 
@@ -317,8 +339,30 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
       )
     }
 
+    /**
+     * Keeps the submissions' own webhooks under their new task ids before the admission, so a
+     * task never settles before its webhook is known; ids that are not admitted name no task.
+     */
+    const keepWebhooks = (requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>) => {
+      const hooks = requests.flatMap(({ task }) =>
+        task.webhook === undefined ? [] : [{ task_id: task.id, url: task.webhook.url, events: task.webhook.events }]
+      )
+      return hooks.length === 0
+        ? Effect.void
+        : Failures.run(
+            "keep webhooks",
+            Effect.asVoid(sql`INSERT INTO task_webhooks (task_id, url, events)
+              SELECT v.task_id, v.url, (SELECT array_agg(x) FROM jsonb_array_elements_text(v.events) x)
+              FROM jsonb_to_recordset(${PgTypes.jsonb(hooks)}) AS v(task_id text, url text, events jsonb)
+              ON CONFLICT (task_id) DO NOTHING`)
+          )
+    }
+
     /** Each request's answer: a caller's AdmissionResult, a key's KeyedAdmission. */
     const admitBatch = (requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>) =>
+      Effect.andThen(keepWebhooks(requests), admitRequests(requests))
+
+    const admitRequests = (requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>) =>
       Failures.run(
         "admit",
         sql<AdmitRow>`SELECT b.ordinal, ${sql.literal(prefixedApiKeyColumns("(b.key)", "key_"))},

@@ -1,0 +1,348 @@
+/**
+ * The conformance suite of the WebhookStore port (`suite(name, makeLayer)`), run by every store:
+ * endpoints scoped to their account and rotated with the previous secret kept; settling a task
+ * raises one delivery per matching enabled endpoint and one for its own webhook, in the same
+ * write; a claimed delivery is leased (not claimed twice, due again with the same id when the
+ * lease lapses, the old lease's record refused); attempts, retries, the failing streak, disabling
+ * once, the delivery log pages and resends.
+ */
+import { Effect } from "effect"
+import type { Layer } from "effect"
+import { describe, expect, it } from "@effect/vitest"
+import type { AccountId } from "../domain/Ids.ts"
+import { micros } from "../domain/Money.ts"
+import { TaskStore } from "../tasks/TaskStore.ts"
+import type { TaskRecord } from "../tasks/TaskStore.ts"
+import type { EventType, TaskWebhook } from "../webhooks/WebhookEvent.ts"
+import { WebhookStore } from "../webhooks/WebhookStore.ts"
+import type { Attempt } from "../webhooks/WebhookStore.ts"
+import type { Stores } from "./Case.ts"
+import { admission, admitted, at, claimTask, defined, expectBooksBalance, fundedAccount, newTask, T0, USD } from "./Fixtures.ts"
+
+export type WebhookStores = Stores | WebhookStore
+
+let counter = 0
+
+const endpoint = (accountId: AccountId, events: ReadonlyArray<EventType> = ["task.succeeded", "task.failed"]) =>
+  WebhookStore.use((store) =>
+    store.createEndpoint({
+      id: `whep_conformance_${++counter}`,
+      accountId,
+      url: `https://hooks.example.com/${counter}`,
+      events,
+      secret: `whsec_secret${counter}`,
+      now: T0
+    })
+  )
+
+/** Admits a task (with its own webhook if given) and settles it as `to` at `now`. */
+const settled = (
+  accountId: AccountId,
+  to: "succeeded" | "failed" | "reconciliation_required",
+  now: Date,
+  webhook?: TaskWebhook
+) =>
+  Effect.gen(function* () {
+    const task = yield* admitted(admission(newTask(accountId, webhook === undefined ? {} : { webhook })))
+    const claim = yield* claimTask(task.id, T0)
+    const store = yield* TaskStore
+    const submitting = yield* store.transition({
+      taskId: task.id,
+      leaseToken: claim.leaseToken,
+      from: "queued",
+      to: "submitting",
+      now: T0,
+      keepLease: true
+    })
+    expect(submitting._tag).toBe("Done")
+    const moved = yield* store.transition({
+      taskId: task.id,
+      leaseToken: claim.leaseToken,
+      from: "submitting",
+      to,
+      now,
+      keepLease: false,
+      ...(to === "succeeded" ? { chargeMicros: micros(USD) } : {}),
+      ...(to === "failed" ? { errorCode: "UPSTREAM_ERROR" } : {})
+    })
+    expect(moved._tag).toBe("Done")
+    return (moved as { readonly task: TaskRecord }).task
+  })
+
+const claim = (now: Date, limit = 100, leaseMs = 30_000) => WebhookStore.use((store) => store.claim({ limit, leaseMs, now }))
+
+const attempt = (now: Date, statusCode: number | null): Attempt => ({
+  at: now,
+  statusCode,
+  latencyMs: 12,
+  responseExcerpt: statusCode === null ? null : `answer ${statusCode}`,
+  error: statusCode !== null && statusCode < 300 ? null : "HTTP 500"
+})
+
+export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, unknown>): void => {
+  describe(`${name} WebhookStore conformance`, () => {
+    const test = (title: string, body: Effect.Effect<void, unknown, WebhookStores>) =>
+      it.live(title, () => Effect.andThen(body, expectBooksBalance).pipe(Effect.provide(makeLayer())))
+
+    test(
+      "endpoints belong to their account; a rotation keeps the previous secret until the overlap ends",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const mine = yield* fundedAccount(0)
+        const theirs = yield* fundedAccount(0, "other")
+        const made = yield* endpoint(mine)
+        expect(made).toMatchObject({ accountId: mine, enabled: true, disabledReason: null, previousSecret: null })
+        expect(yield* store.getEndpoint(theirs, made.id)).toBeUndefined()
+        expect(yield* store.listEndpoints(theirs)).toEqual([])
+        expect((yield* store.listEndpoints(mine)).map((e) => e.id)).toEqual([made.id])
+        expect(yield* store.updateEndpoint(theirs, made.id, { enabled: false, now: at(1) })).toBeUndefined()
+        const off = defined(yield* store.updateEndpoint(mine, made.id, { enabled: false, disabledReason: "paused", now: at(1) }))
+        expect(off).toMatchObject({ enabled: false, disabledReason: "paused" })
+        const on = defined(
+          yield* store.updateEndpoint(mine, made.id, { enabled: true, url: "https://hooks.example.com/new", now: at(2) })
+        )
+        expect(on).toMatchObject({ enabled: true, disabledReason: null, url: "https://hooks.example.com/new" })
+        const rotated = defined(
+          yield* store.rotateSecret(mine, made.id, { secret: "whsec_next", previousExpiresAt: at(100), now: at(3) })
+        )
+        expect(rotated).toMatchObject({ secret: "whsec_next", previousSecret: made.secret, previousSecretExpiresAt: at(100) })
+        expect(
+          yield* store.rotateSecret(theirs, made.id, { secret: "x", previousExpiresAt: at(100), now: at(3) })
+        ).toBeUndefined()
+        expect(yield* store.deleteEndpoint(theirs, made.id)).toBe(false)
+        expect(yield* store.deleteEndpoint(mine, made.id)).toBe(true)
+        expect(yield* store.getEndpoint(mine, made.id)).toBeUndefined()
+      })
+    )
+
+    test(
+      "a settlement raises one delivery per matching enabled endpoint and one for the task's own webhook",
+      Effect.gen(function* () {
+        const account = yield* fundedAccount(10 * USD)
+        const both = yield* endpoint(account, ["task.succeeded", "task.failed"])
+        const failures = yield* endpoint(account, ["task.failed"])
+        const paused = yield* endpoint(account, ["task.succeeded"])
+        yield* WebhookStore.use((store) => store.updateEndpoint(account, paused.id, { enabled: false, now: T0 }))
+        const other = yield* fundedAccount(0, "other")
+        yield* endpoint(other, ["task.succeeded"])
+        const task = yield* settled(account, "succeeded", at(10), { url: "https://own.example.com/hook", events: null })
+        const claims = yield* claim(at(10))
+        expect(claims.map((c) => c.delivery.url).sort()).toEqual([both.url, "https://own.example.com/hook"].sort())
+        for (const c of claims) {
+          expect(c.delivery).toMatchObject({ accountId: account, taskId: task.id, type: "task.succeeded", status: "pending" })
+          expect(c.delivery.occurredAt).toEqual(at(10))
+          expect(c.task).toEqual(task)
+          expect(c.attemptNumber).toBe(1)
+          expect(c.endpointEnabled).toBe(true)
+        }
+        const own = claims.find((c) => c.delivery.endpointId === null)
+        expect(own?.secrets).toEqual([])
+        expect(claims.find((c) => c.delivery.endpointId === both.id)?.secrets).toEqual([both.secret])
+        expect(failures.id).toBeDefined()
+      })
+    )
+
+    test(
+      "a task's own webhook filter and the endpoints' events pick the deliveries; moves that settle nothing raise none",
+      Effect.gen(function* () {
+        const account = yield* fundedAccount(10 * USD)
+        const held = yield* endpoint(account, ["task.reconciliation_required"])
+        yield* settled(account, "failed", at(5), { url: "https://own.example.com/hook", events: ["task.succeeded"] })
+        expect(yield* claim(at(5))).toEqual([])
+        const task = yield* settled(account, "reconciliation_required", at(6))
+        const claims = yield* claim(at(6))
+        expect(claims.map((c) => [c.delivery.endpointId, c.delivery.type, c.task.status])).toEqual([
+          [held.id, "task.reconciliation_required", "reconciliation_required"]
+        ])
+        // Resolving it later raises its own event; the first keeps the task as it was.
+        const resolved = yield* TaskStore.use((store) =>
+          store.resolve({ taskId: task.id, to: "failed", now: at(7), errorCode: "UPSTREAM_ERROR" })
+        )
+        expect(resolved?.status).toBe("failed")
+        expect(yield* claim(at(7))).toEqual([])
+      })
+    )
+
+    test(
+      "a claimed delivery is leased: not claimed twice, due again with the same id when its lease lapses",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        yield* endpoint(account)
+        yield* settled(account, "succeeded", at(1))
+        const [first] = yield* claim(at(1), 10, 30_000)
+        expect(first).toBeDefined()
+        expect(yield* claim(at(20))).toEqual([])
+        const [again] = yield* claim(at(31))
+        expect(again?.delivery.id).toBe(first!.delivery.id)
+        expect(again?.leaseToken).not.toBe(first!.leaseToken)
+        const stale = yield* store.record(
+          {
+            deliveryId: first!.delivery.id,
+            leaseToken: first!.leaseToken,
+            attempt: attempt(at(31), 200),
+            outcome: { _tag: "Delivered" }
+          },
+          at(31)
+        )
+        expect(stale.recorded).toBe(false)
+        const done = yield* store.record(
+          {
+            deliveryId: again!.delivery.id,
+            leaseToken: again!.leaseToken,
+            attempt: attempt(at(32), 204),
+            outcome: { _tag: "Delivered" }
+          },
+          at(32)
+        )
+        expect(done).toEqual({ recorded: true, endpointFailingSince: null })
+        expect(yield* claim(at(10_000))).toEqual([])
+      })
+    )
+
+    test(
+      "failed attempts retry when told, mark the endpoint failing from the first, and a success clears it",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const hook = yield* endpoint(account)
+        yield* settled(account, "succeeded", at(1))
+        const [c1] = yield* claim(at(1))
+        const r1 = yield* store.record(
+          {
+            deliveryId: c1!.delivery.id,
+            leaseToken: c1!.leaseToken,
+            attempt: attempt(at(1), 500),
+            outcome: { _tag: "Retry", at: at(6) }
+          },
+          at(1)
+        )
+        expect(r1).toEqual({ recorded: true, endpointFailingSince: at(1) })
+        expect(yield* claim(at(5))).toEqual([])
+        const [c2] = yield* claim(at(6))
+        expect(c2?.attemptNumber).toBe(2)
+        expect(c2?.delivery.attempts.map((a) => a.statusCode)).toEqual([500])
+        const r2 = yield* store.record(
+          {
+            deliveryId: c2!.delivery.id,
+            leaseToken: c2!.leaseToken,
+            attempt: attempt(at(6), null),
+            outcome: { _tag: "Retry", at: at(60) }
+          },
+          at(6)
+        )
+        expect(r2.endpointFailingSince).toEqual(at(1))
+        expect(yield* store.disableFailing(hook.id, at(0), "failing", at(7))).toBeUndefined()
+        const [c3] = yield* claim(at(60))
+        const r3 = yield* store.record(
+          {
+            deliveryId: c3!.delivery.id,
+            leaseToken: c3!.leaseToken,
+            attempt: attempt(at(60), 200),
+            outcome: { _tag: "Delivered" }
+          },
+          at(60)
+        )
+        expect(r3.endpointFailingSince).toBeNull()
+        expect((yield* store.getEndpoint(account, hook.id))?.failingSince).toBeNull()
+        const [logged] = defined(yield* store.listDeliveries(account, hook.id, 10))
+        expect(logged).toMatchObject({ status: "delivered", nextAttemptAt: null })
+        expect(logged!.attempts).toEqual([attempt(at(1), 500), attempt(at(6), null), attempt(at(60), 200)])
+      })
+    )
+
+    test(
+      "a failing endpoint is disabled once, then raises no deliveries, and its pending ones are claimed as disabled",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const hook = yield* endpoint(account)
+        yield* settled(account, "succeeded", at(1))
+        yield* settled(account, "succeeded", at(1))
+        const [c1, c2] = yield* claim(at(1))
+        yield* store.record(
+          { deliveryId: c1!.delivery.id, leaseToken: c1!.leaseToken, attempt: attempt(at(1), 500), outcome: { _tag: "Failed" } },
+          at(1)
+        )
+        yield* store.record(
+          {
+            deliveryId: c2!.delivery.id,
+            leaseToken: c2!.leaseToken,
+            attempt: attempt(at(2), 500),
+            outcome: { _tag: "Retry", at: at(3) }
+          },
+          at(2)
+        )
+        const [first, second] = yield* Effect.all(
+          [
+            store.disableFailing(hook.id, at(1), "failing for days", at(4)),
+            store.disableFailing(hook.id, at(1), "failing for days", at(4))
+          ],
+          { concurrency: 2 }
+        )
+        expect([first, second].filter((e) => e !== undefined).map((e) => e!.disabledReason)).toEqual(["failing for days"])
+        const [pending] = yield* claim(at(3))
+        expect(pending).toMatchObject({ endpointEnabled: false })
+        yield* store.record(
+          { deliveryId: pending!.delivery.id, leaseToken: pending!.leaseToken, outcome: { _tag: "Failed" } },
+          at(3)
+        )
+        yield* settled(account, "succeeded", at(5))
+        expect(yield* claim(at(5))).toEqual([])
+      })
+    )
+
+    test(
+      "the delivery log pages newest first; a resend makes a delivery due again with its id and a fresh schedule",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const other = yield* fundedAccount(0, "other")
+        const hook = yield* endpoint(account)
+        for (let i = 0; i < 5; i++) yield* settled(account, "succeeded", at(i))
+        const claims = yield* claim(at(10))
+        for (const c of claims) {
+          yield* store.record(
+            { deliveryId: c.delivery.id, leaseToken: c.leaseToken, attempt: attempt(at(10), 410), outcome: { _tag: "Failed" } },
+            at(10)
+          )
+        }
+        const page1 = defined(yield* store.listDeliveries(account, hook.id, 2))
+        const page2 = defined(yield* store.listDeliveries(account, hook.id, 2, page1[1]!.id))
+        const page3 = defined(yield* store.listDeliveries(account, hook.id, 2, page2[1]!.id))
+        const ids = [...page1, ...page2, ...page3].map((d) => d.id)
+        expect(ids).toHaveLength(5)
+        expect(new Set(ids).size).toBe(5)
+        expect([...page1, ...page2, ...page3].map((d) => d.occurredAt.getTime())).toEqual(
+          [4, 3, 2, 1, 0].map((s) => at(s).getTime())
+        )
+        expect(yield* store.listDeliveries(other, hook.id, 2)).toBeUndefined()
+        expect(yield* store.resend(other, ids[0]!, at(20))).toBeUndefined()
+        const resent = defined(yield* store.resend(account, ids[0]!, at(20)))
+        expect(resent).toMatchObject({ id: ids[0], status: "pending", nextAttemptAt: at(20) })
+        const [due] = yield* claim(at(20))
+        expect(due).toMatchObject({ attemptNumber: 1 })
+        expect(due!.delivery.id).toBe(ids[0])
+        expect(due!.delivery.attempts).toHaveLength(1)
+      })
+    )
+
+    test(
+      "the account's signing secret is kept once; deleting an endpoint deletes its deliveries",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const secrets = yield* Effect.all(
+          ["whsec_a", "whsec_b", "whsec_c"].map((candidate) => store.accountSecret(account, candidate, T0)),
+          { concurrency: 3 }
+        )
+        expect(new Set(secrets).size).toBe(1)
+        const hook = yield* endpoint(account)
+        yield* settled(account, "succeeded", at(1), { url: "https://own.example.com/hook", events: null })
+        expect(yield* store.deleteEndpoint(account, hook.id)).toBe(true)
+        const claims = yield* claim(at(1))
+        expect(claims.map((c) => [c.delivery.endpointId, c.secrets])).toEqual([[null, [secrets[0]]]])
+      })
+    )
+  })
+}

@@ -1,0 +1,214 @@
+/**
+ * WebhookStore in memory, and `enqueue`, which the memory TaskStore calls in the same step as a
+ * settlement: one delivery per matching enabled endpoint and one for the task's own webhook.
+ */
+import { randomUUID } from "node:crypto"
+import { Effect } from "effect"
+import { WebhookEvent, WebhookStore } from "@taskmeter/kernel"
+import type { Ids, TaskStore } from "@taskmeter/kernel"
+import type { DeliveryRow, State } from "./State.ts"
+
+const newDelivery = (
+  state: State,
+  task: TaskStore.TaskRecord,
+  type: WebhookEvent.EventType,
+  target: { readonly endpointId: string | null; readonly url: string }
+): DeliveryRow => ({
+  delivery: {
+    id: `msg_${randomUUID()}`,
+    accountId: task.accountId,
+    endpointId: target.endpointId,
+    url: target.url,
+    taskId: task.id,
+    type,
+    occurredAt: task.updatedAt,
+    status: "pending",
+    attempts: [],
+    nextAttemptAt: task.updatedAt,
+    createdAt: task.updatedAt
+  },
+  task,
+  leaseToken: null,
+  dueAt: task.updatedAt.getTime(),
+  roundAttempts: 0,
+  seq: state.nextSeq++
+})
+
+/** The deliveries the task's move into its current status raises. */
+export const enqueue = (state: State, task: TaskStore.TaskRecord): void => {
+  const type = WebhookEvent.eventOf(task.status)
+  if (type === undefined) return
+  const rows: Array<DeliveryRow> = []
+  for (const endpoint of state.webhookEndpoints.values()) {
+    if (endpoint.accountId === task.accountId && endpoint.enabled && endpoint.events.includes(type)) {
+      rows.push(newDelivery(state, task, type, { endpointId: endpoint.id, url: endpoint.url }))
+    }
+  }
+  const own = state.taskWebhooks.get(task.id)
+  if (own !== undefined && (own.events === null || own.events.includes(type))) {
+    rows.push(newDelivery(state, task, type, { endpointId: null, url: own.url }))
+  }
+  for (const row of rows) state.deliveries.set(row.delivery.id, row)
+}
+
+const secretsOf = (state: State, row: DeliveryRow, now: number): ReadonlyArray<string> => {
+  if (row.delivery.endpointId === null) {
+    const secret = state.webhookSecrets.get(row.delivery.accountId)
+    return secret === undefined ? [] : [secret]
+  }
+  const endpoint = state.webhookEndpoints.get(row.delivery.endpointId)
+  if (endpoint === undefined) return []
+  const previous =
+    endpoint.previousSecret !== null &&
+    endpoint.previousSecretExpiresAt !== null &&
+    endpoint.previousSecretExpiresAt.getTime() > now
+      ? [endpoint.previousSecret]
+      : []
+  return [endpoint.secret, ...previous]
+}
+
+const owned = (state: State, accountId: Ids.AccountId, id: string) => {
+  const endpoint = state.webhookEndpoints.get(id)
+  return endpoint?.accountId === accountId ? endpoint : undefined
+}
+
+export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
+  const save = (endpoint: WebhookStore.Endpoint) => {
+    state.webhookEndpoints.set(endpoint.id, endpoint)
+    return endpoint
+  }
+  return WebhookStore.WebhookStore.of({
+    createEndpoint: (request) =>
+      Effect.sync(() =>
+        save({
+          id: request.id,
+          accountId: request.accountId,
+          url: request.url,
+          events: request.events,
+          enabled: true,
+          disabledReason: null,
+          secret: request.secret,
+          previousSecret: null,
+          previousSecretExpiresAt: null,
+          failingSince: null,
+          createdAt: request.now,
+          updatedAt: request.now
+        })
+      ),
+    listEndpoints: (accountId) =>
+      Effect.sync(() => [...state.webhookEndpoints.values()].filter((endpoint) => endpoint.accountId === accountId)),
+    getEndpoint: (accountId, id) => Effect.sync(() => owned(state, accountId, id)),
+    updateEndpoint: (accountId, id, patch) =>
+      Effect.sync(() => {
+        const endpoint = owned(state, accountId, id)
+        if (endpoint === undefined) return undefined
+        return save({
+          ...endpoint,
+          ...(patch.url === undefined ? {} : { url: patch.url }),
+          ...(patch.events === undefined ? {} : { events: patch.events }),
+          ...(patch.enabled === undefined
+            ? {}
+            : patch.enabled
+              ? { enabled: true, disabledReason: null, failingSince: null }
+              : { enabled: false, disabledReason: patch.disabledReason ?? null }),
+          updatedAt: patch.now
+        })
+      }),
+    rotateSecret: (accountId, id, rotation) =>
+      Effect.sync(() => {
+        const endpoint = owned(state, accountId, id)
+        if (endpoint === undefined) return undefined
+        return save({
+          ...endpoint,
+          secret: rotation.secret,
+          previousSecret: endpoint.secret,
+          previousSecretExpiresAt: rotation.previousExpiresAt,
+          updatedAt: rotation.now
+        })
+      }),
+    deleteEndpoint: (accountId, id) =>
+      Effect.sync(() => {
+        if (owned(state, accountId, id) === undefined) return false
+        state.webhookEndpoints.delete(id)
+        for (const [key, row] of state.deliveries) if (row.delivery.endpointId === id) state.deliveries.delete(key)
+        return true
+      }),
+    accountSecret: (accountId, candidate) =>
+      Effect.sync(() => {
+        const kept = state.webhookSecrets.get(accountId)
+        if (kept !== undefined) return kept
+        state.webhookSecrets.set(accountId, candidate)
+        return candidate
+      }),
+    claim: ({ limit, leaseMs, now }) =>
+      Effect.sync(() => {
+        const at = now.getTime()
+        const due = [...state.deliveries.values()]
+          .filter((row) => row.delivery.status === "pending" && row.dueAt <= at)
+          .sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq)
+          .slice(0, Math.max(0, limit))
+        return due.map((row): WebhookStore.DeliveryClaim => {
+          row.leaseToken = randomUUID()
+          row.dueAt = at + leaseMs
+          const endpoint = row.delivery.endpointId === null ? undefined : state.webhookEndpoints.get(row.delivery.endpointId)
+          return {
+            delivery: row.delivery,
+            task: row.task,
+            leaseToken: row.leaseToken,
+            attemptNumber: row.roundAttempts + 1,
+            secrets: secretsOf(state, row, at),
+            endpointEnabled: endpoint === undefined ? row.delivery.endpointId === null : endpoint.enabled
+          }
+        })
+      }),
+    record: (record, now) =>
+      Effect.sync(() => {
+        const row = state.deliveries.get(record.deliveryId)
+        if (row === undefined || row.leaseToken !== record.leaseToken || row.delivery.status !== "pending") {
+          return { recorded: false, endpointFailingSince: null }
+        }
+        const { outcome } = record
+        row.leaseToken = null
+        if (record.attempt !== undefined) row.roundAttempts++
+        row.dueAt = outcome._tag === "Retry" ? outcome.at.getTime() : Number.POSITIVE_INFINITY
+        row.delivery = {
+          ...row.delivery,
+          status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
+          attempts: record.attempt === undefined ? row.delivery.attempts : [...row.delivery.attempts, record.attempt],
+          nextAttemptAt: outcome._tag === "Retry" ? outcome.at : null
+        }
+        const endpoint = row.delivery.endpointId === null ? undefined : state.webhookEndpoints.get(row.delivery.endpointId)
+        if (endpoint === undefined || record.attempt === undefined) {
+          return { recorded: true, endpointFailingSince: endpoint?.failingSince ?? null }
+        }
+        const failingSince = outcome._tag === "Delivered" ? null : (endpoint.failingSince ?? now)
+        save({ ...endpoint, failingSince })
+        return { recorded: true, endpointFailingSince: failingSince }
+      }),
+    disableFailing: (endpointId, failingSince, reason, now) =>
+      Effect.sync(() => {
+        const endpoint = state.webhookEndpoints.get(endpointId)
+        if (endpoint === undefined || !endpoint.enabled || endpoint.failingSince === null) return undefined
+        if (endpoint.failingSince.getTime() > failingSince.getTime()) return undefined
+        return save({ ...endpoint, enabled: false, disabledReason: reason, updatedAt: now })
+      }),
+    listDeliveries: (accountId, endpointId, limit, before) =>
+      Effect.sync(() => {
+        if (owned(state, accountId, endpointId) === undefined) return undefined
+        const rows = [...state.deliveries.values()].filter((row) => row.delivery.endpointId === endpointId).reverse()
+        const start = before === undefined ? 0 : rows.findIndex((row) => row.delivery.id === before) + 1
+        if (before !== undefined && start === 0) return []
+        return rows.slice(start, start + Math.max(0, limit)).map((row) => row.delivery)
+      }),
+    resend: (accountId, deliveryId, now) =>
+      Effect.sync(() => {
+        const row = state.deliveries.get(deliveryId)
+        if (row === undefined || row.delivery.accountId !== accountId) return undefined
+        row.leaseToken = null
+        row.dueAt = now.getTime()
+        row.roundAttempts = 0
+        row.delivery = { ...row.delivery, status: "pending", nextAttemptAt: now }
+        return row.delivery
+      })
+  })
+}

@@ -1,0 +1,4 @@
+import { WebhookStoreConformance } from "@taskmeter/kernel/testing"
+import { MemoryStore } from "../src/index.ts"
+
+WebhookStoreConformance.suite("storage-memory", () => MemoryStore.layer)
