@@ -48,8 +48,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .sort()
         ).toEqual([
           "DELETE /api/v1/keys/{id}",
-          "GET /api/v1/auth/session",
           "DELETE /api/v1/webhook-endpoints/{id}",
+          "GET /api/v1/auth/session",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
@@ -70,6 +70,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/webhook-signing-secret",
           "GET /healthz",
           "GET /readyz",
+          "PATCH /api/v1/webhook-endpoints/{id}",
           "POST /api/v1/auth/passkeys",
           "POST /api/v1/auth/passkeys/authentication-options",
           "POST /api/v1/auth/passkeys/registration-options",
@@ -81,7 +82,6 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "POST /api/v1/auth/sign-out-everywhere",
           "POST /api/v1/auth/sign-up",
           "POST /api/v1/auth/verify-email",
-          "PATCH /api/v1/webhook-endpoints/{id}",
           "POST /api/v1/billing/checkout",
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
