@@ -26,6 +26,7 @@ import {
   TaskWorker,
   ZeroPriced
 } from "@taskmeter/kernel"
+import { WebConsole } from "@taskmeter/console"
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -426,6 +427,7 @@ export const server = (options: ServerOptions) =>
         Server.layer,
         ChatServer.layer,
         BillingServer.layer,
+        WebConsole.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,
           registrationLimit: {

@@ -1,0 +1,74 @@
+/**
+ * The console's browser code, bundled in memory by esbuild from `src/browser` (TypeScript and
+ * TSX on Preact, one CSS file): nothing is written to disk and nothing is committed. `build`
+ * names each file by a hash of its bytes, so the server can let browsers keep them for a year.
+ * Node built-ins (and undici), reached only by kernel code the browser never runs, become an
+ * inert stand-in: any property, call or construction of it answers itself (and it is its own
+ * prototype, where esbuild's interop looks up named imports), so module-level set-up such as
+ * `createRequire(import.meta.url)` passes.
+ */
+import { createHash } from "node:crypto"
+import { fileURLToPath } from "node:url"
+import * as esbuild from "esbuild"
+
+export interface Asset {
+  /** `<stem>-<hash>.<ext>`, as it is served under ASSETS_PREFIX. */
+  readonly name: string
+  readonly contentType: string
+  readonly bytes: Uint8Array
+}
+
+export interface Built {
+  readonly script: Asset
+  readonly style: Asset
+}
+
+const browserDir = fileURLToPath(new URL("./browser/", import.meta.url))
+
+const nodeOnly = /^(node:.*|undici)$/
+
+const INERT =
+  "const inert = new Proxy(function () {}, { get: (_, key) => (key === '__esModule' ? false : inert), " +
+  "apply: () => inert, construct: () => inert, getPrototypeOf: () => inert }); module.exports = inert"
+
+const stubNodeOnly: esbuild.Plugin = {
+  name: "stub-node-only",
+  setup(build) {
+    build.onResolve({ filter: nodeOnly }, (args) => ({ path: args.path, namespace: "node-only" }))
+    build.onLoad({ filter: /.*/, namespace: "node-only" }, () => ({ contents: INERT, loader: "js" }))
+  }
+}
+
+const hashed = (stem: string, ext: string, contentType: string, bytes: Uint8Array): Asset => ({
+  name: `${stem}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.${ext}`,
+  contentType,
+  bytes
+})
+
+/** Bundles and minifies the console; about a second. */
+export const build = async (): Promise<Built> => {
+  const result = await esbuild.build({
+    entryPoints: { app: `${browserDir}main.tsx`, style: `${browserDir}style.css` },
+    outdir: "/console",
+    bundle: true,
+    write: false,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    minify: true,
+    jsx: "automatic",
+    jsxImportSource: "preact",
+    legalComments: "none",
+    logLevel: "silent",
+    plugins: [stubNodeOnly]
+  })
+  const file = (ext: string) => {
+    const output = result.outputFiles.find((candidate) => candidate.path.endsWith(ext))
+    if (output === undefined) throw new Error(`esbuild produced no ${ext} file`)
+    return output.contents
+  }
+  return {
+    script: hashed("app", "js", "text/javascript; charset=utf-8", file(".js")),
+    style: hashed("style", "css", "text/css; charset=utf-8", file(".css"))
+  }
+}
