@@ -1,0 +1,178 @@
+/**
+ * The console in a real browser against the composed server (simulated provider): signed in
+ * with an API key, the playground runs an image model (quote, charge, picture), an edit model
+ * on an image dropped onto its media field, a song (two audio players, one played until it
+ * reports a duration) and a streamed chat (its charge shown); every page is screenshotted into
+ * test-output/journey (non-blank) and passes axe-core in light and dark, the overview also at a
+ * phone's width; signing out returns to the sign-in page.
+ */
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+import { expect, layer } from "@effect/vitest"
+import type { Page } from "playwright-core"
+import * as Browser from "./support/Browser.ts"
+import * as ConsoleServer from "./support/ConsoleServer.ts"
+
+const OUTPUT = fileURLToPath(new URL("../test-output/journey/", import.meta.url))
+
+const IMAGE_MODEL = "alpha-2-lite-text-to-image-economy"
+const EDIT_MODEL = "alpha-2-lite-image-to-image-economy"
+const SONG_MODEL = "song-single-v5"
+
+/** Screenshots (light, dark) and axe-core on the page as it is now; both must pass. */
+const checkPage = async (page: Page, name: string) => {
+  for (const result of await Browser.check(page, OUTPUT, name)) {
+    expect(result.nonBlank, `${name} (${result.scheme}) is blank`).toBe(true)
+    expect(result.violations, `${name} (${result.scheme})`).toEqual([])
+  }
+}
+
+const openPage = async (page: Page, label: string, heading: string) => {
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: label, exact: true }).click()
+  await page.getByRole("heading", { level: 1, name: heading }).waitFor()
+}
+
+const chooseModel = async (page: Page, category: string, slug: string) => {
+  await page.getByLabel("Category").selectOption(category)
+  await page.locator("#model").selectOption(slug)
+  await page.getByRole("form", { name: /^Run / }).waitFor()
+}
+
+/** Runs the form, waits for the task's end, and returns the result section. */
+const run = async (page: Page) => {
+  await page.getByRole("button", { name: "Run" }).click()
+  const result = page.locator("section.result")
+  await result.locator(".badge-succeeded").waitFor({ timeout: 60_000 })
+  await expect.poll(() => result.locator(".charged").textContent(), { timeout: 10_000 }).toMatch(/^\$/)
+  return result
+}
+
+layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("the console in a browser", (it) => {
+  it.effect(
+    "signs in with a key, runs image, edit, song and chat in the playground, and shows every page accessibly",
+    () =>
+      Effect.gen(function* () {
+        const url = yield* ConsoleServer.baseUrl
+        const who = yield* ConsoleServer.customer()
+        yield* Effect.promise(async () => {
+          const errors: Array<string> = []
+          const browser = await Browser.launch()
+          try {
+            const page = await browser.context.newPage()
+            page.on("pageerror", (error) => errors.push(error.message))
+            // A failed request is the answer being read (the session check's 401), not an error of the page.
+            page.on("console", (message) => {
+              if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) errors.push(message.text())
+            })
+
+            await page.goto(`${url}/`)
+            await page.waitForURL(`${url}/sign-in`)
+            await page.getByRole("heading", { name: "Sign in" }).waitFor()
+            await checkPage(page, "sign-in")
+            await page.getByText("Use an API key instead").click()
+            await page.getByLabel("API key (kept for this tab only)").fill(who.secret)
+            await page.getByRole("button", { name: "Use this key" }).click()
+            await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
+            await expect.poll(() => page.locator(".balances dd").first().textContent()).toBe("$25.00")
+            await checkPage(page, "overview-empty")
+
+            // An image model: the quote, the run, the charge and the picture.
+            await openPage(page, "Playground", "Playground")
+            await chooseModel(page, "image", IMAGE_MODEL)
+            await page.getByLabel("prompt").fill("a lighthouse at dusk")
+            const quote = await page.locator("#quote").textContent()
+            expect(quote).toMatch(/^\$0\.\d+/)
+            let result = await run(page)
+            expect(await result.locator(".charged").textContent()).toBe(quote)
+            await expect.poll(() => result.locator("img").evaluate((img: any) => img.complete && img.naturalWidth > 0)).toBe(true)
+            await checkPage(page, "playground-image")
+
+            // An edit model on an image dropped onto its media field.
+            const png = await page.locator("section.result img").screenshot()
+            await chooseModel(page, "image", EDIT_MODEL)
+            const dropped = await page.evaluateHandle((base64) => {
+              // Runs in the page, where DataTransfer and File are the DOM's.
+              const page = globalThis as any
+              const transfer = new page.DataTransfer()
+              const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0))
+              transfer.items.add(new page.File([bytes], "photo.png", { type: "image/png" }))
+              return transfer
+            }, png.toString("base64"))
+            const zone = page.locator('.drop[data-field="imageUrls"]')
+            await zone.dispatchEvent("dragover", { dataTransfer: dropped })
+            await zone.dispatchEvent("drop", { dataTransfer: dropped })
+            await expect.poll(() => page.locator("#field-imageUrls").inputValue()).toMatch(/^media:[0-9a-f-]{36}$/)
+            await page.getByLabel("prompt").fill("the same lighthouse in snow")
+            result = await run(page)
+            expect(await result.locator("img").count()).toBeGreaterThan(0)
+
+            // A song: both songs in audio players, one played until it reports a duration.
+            await chooseModel(page, "audio", SONG_MODEL)
+            await page.getByLabel("description").fill("a calm song about the sea")
+            result = await run(page)
+            const players = result.locator("audio")
+            expect(await players.count()).toBe(2)
+            const duration = await players.first().evaluate(async (audio: any) => {
+              audio.muted = true
+              await audio.play()
+              return audio.duration
+            })
+            expect(duration).toBeGreaterThan(0)
+            await checkPage(page, "playground-song")
+
+            // A streamed chat and its charge.
+            await openPage(page, "Chat playground", "Chat playground")
+            await page.getByRole("textbox", { name: "Message" }).fill("Say hello")
+            await page.getByRole("button", { name: "Send" }).click()
+            await page.locator(".message.assistant .charged").waitFor({ timeout: 30_000 })
+            expect(await page.locator(".message.assistant p").textContent()).not.toBe("")
+            await checkPage(page, "chat-playground")
+
+            // The other pages, with what the runs left.
+            await openPage(page, "Tasks", "Tasks")
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(3)
+            await checkPage(page, "tasks")
+            await page.locator("tbody tr").first().getByRole("link").click()
+            await page.locator(".badge-succeeded").waitFor()
+            expect(await page.locator("audio").count()).toBe(2)
+            await checkPage(page, "task-song")
+            await openPage(page, "Chat requests", "Chat requests")
+            await page.locator("tbody tr").first().waitFor()
+            await checkPage(page, "chat-requests")
+            await openPage(page, "Credits", "Credits")
+            await page.locator("tbody tr").first().waitFor()
+            await page.getByLabel("Kind").selectOption("charge")
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(4)
+            const download = page.waitForEvent("download")
+            await page.getByRole("button", { name: "Export CSV" }).click()
+            const csvPath = join(OUTPUT, "ledger.csv")
+            await (await download).saveAs(csvPath)
+            await checkPage(page, "credits")
+            await openPage(page, "Overview", "Overview")
+            await page.locator("figure.chart svg").first().waitFor()
+            await checkPage(page, "overview")
+            await page.setViewportSize({ width: 390, height: 844 })
+            await checkPage(page, "overview-phone")
+            await page.setViewportSize({ width: 1280, height: 900 })
+            await openPage(page, "API keys", "API keys")
+            await checkPage(page, "keys")
+            await openPage(page, "Connect an agent", "Connect an agent")
+            expect(await page.locator("#mcp-address").textContent()).toBe(`${url}/mcp`)
+            await checkPage(page, "connect")
+
+            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.waitForURL(`${url}/sign-in`)
+            await page.goto(`${url}/tasks`)
+            await page.waitForURL(`${url}/sign-in`)
+            expect(errors).toEqual([])
+          } catch (failure) {
+            throw new Error(`${failure}\nbrowser errors: ${errors.join("\n")}`)
+          } finally {
+            await browser.close()
+          }
+        })
+      }),
+    240_000
+  )
+})
