@@ -102,7 +102,8 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/migrations.test.ts",
       "packages/storage-pg/test/paymentConformance.postgres.test.ts",
       "packages/storage-pg/test/poisonedBatch.test.ts",
-      "packages/storage-pg/test/priceLists.test.ts"
+      "packages/storage-pg/test/priceLists.test.ts",
+      "packages/storage-pg/test/userConformance.postgres.test.ts"
     ]
   },
   chromium: {

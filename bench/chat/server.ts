@@ -11,11 +11,11 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Accounts, BlobStore, Catalog, Ledger, MediaUrls, Money, Pricer, ResultUrls, TaskRunner } from "@taskmeter/kernel"
+import { Accounts, BlobStore, Catalog, Ledger, Mailer, MediaUrls, Money, Pricer, ResultUrls, TaskRunner } from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
-import { ChatServer, ChatServices, Server, ServerConfig } from "@taskmeter/http"
+import { ChatServer, ChatServices, ConsoleAuth, Server, ServerConfig } from "@taskmeter/http"
 
 export const CREDITS = 1_000_000_000
 
@@ -28,7 +28,10 @@ const kernel = Layer.mergeAll(
   TaskRunner.layer({ executorAvailable: () => true }).pipe(
     Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000_000 }))
   ),
-  Ledger.layer
+  Ledger.layer,
+  ConsoleAuth.layer({ publicBaseUrl: "http://127.0.0.1", signUp: "open", signUpCreditsMicros: Money.micros(0) }).pipe(
+    Layer.provide(Mailer.layerMemory())
+  )
 ).pipe(
   Layer.provideMerge(Pricer.layerDefault),
   Layer.provideMerge(

@@ -987,6 +987,14 @@ CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes
   END
   $$;
 
+CREATE TABLE account_members (
+    account_id text NOT NULL,
+    user_id text NOT NULL,
+    role text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT account_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
+);
+
 CREATE TABLE accounts (
     id text NOT NULL,
     seq bigint NOT NULL,
@@ -1061,6 +1069,24 @@ ALTER TABLE chat_requests ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE email_tokens (
+    hash text NOT NULL,
+    purpose text NOT NULL,
+    email text NOT NULL,
+    user_id text,
+    account_id text,
+    role text,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT email_tokens_check CHECK ((expires_at > created_at)),
+    CONSTRAINT email_tokens_check1 CHECK (((purpose = 'invitation'::text) = (user_id IS NULL))),
+    CONSTRAINT email_tokens_check2 CHECK (((account_id IS NULL) = (role IS NULL))),
+    CONSTRAINT email_tokens_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT email_tokens_purpose_check CHECK ((purpose = ANY (ARRAY['verify-email'::text, 'password-reset'::text, 'invitation'::text]))),
+    CONSTRAINT email_tokens_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
 );
 
 CREATE TABLE idempotency_keys (
@@ -1157,6 +1183,18 @@ CREATE TABLE results (
     CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
+CREATE TABLE sessions (
+    hash text NOT NULL,
+    user_id text NOT NULL,
+    account_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT sessions_check CHECK ((expires_at > created_at)),
+    CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
+);
+
 CREATE TABLE taskmeter_migrations (
     migration_id integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1180,6 +1218,19 @@ CREATE TABLE upstream_slots (
     CONSTRAINT upstream_slots_check CHECK (((task_id IS NULL) = (lease_token IS NULL))),
     CONSTRAINT upstream_slots_slot_check CHECK ((slot >= 0))
 );
+
+CREATE TABLE users (
+    id text NOT NULL,
+    email text NOT NULL,
+    email_verified_at timestamp with time zone,
+    password_hash text,
+    operator boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT users_email_check CHECK (((email <> ''::text) AND (length(email) <= 254)))
+);
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_pkey PRIMARY KEY (user_id, account_id);
 
 ALTER TABLE ONLY accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
@@ -1207,6 +1258,9 @@ ALTER TABLE ONLY chat_requests
 
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_seq_key UNIQUE (seq);
+
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_pkey PRIMARY KEY (hash);
 
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (account_id, idempotency_key);
@@ -1238,6 +1292,9 @@ ALTER TABLE ONLY price_lists
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
+
 ALTER TABLE ONLY taskmeter_migrations
     ADD CONSTRAINT taskmeter_migrations_pkey PRIMARY KEY (migration_id);
 
@@ -1249,6 +1306,11 @@ ALTER TABLE tasks
 
 ALTER TABLE ONLY upstream_slots
     ADD CONSTRAINT upstream_slots_pkey PRIMARY KEY (lane, slot);
+
+ALTER TABLE ONLY users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+CREATE INDEX account_members_account ON account_members USING btree (account_id);
 
 CREATE INDEX api_keys_account ON api_keys USING btree (account_id, seq);
 
@@ -1282,6 +1344,8 @@ CREATE INDEX payments_account_newest ON payments USING btree (account_id, create
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
+CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
+
 CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
 
 CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
@@ -1291,6 +1355,14 @@ CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, statu
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 
 CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
+
+CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY account_members
+    ADD CONSTRAINT account_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY api_key_windows
     ADD CONSTRAINT api_key_windows_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);
@@ -1312,6 +1384,12 @@ ALTER TABLE ONLY chat_requests
 
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_lease_id_fkey FOREIGN KEY (lease_id) REFERENCES chat_leases(id);
+
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY email_tokens
+    ADD CONSTRAINT email_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
@@ -1351,6 +1429,12 @@ ALTER TABLE ONLY results
 
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_task_id_fkey FOREIGN KEY (task_id) REFERENCES tasks(id);
+
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY sessions
+    ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);

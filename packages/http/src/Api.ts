@@ -5,18 +5,22 @@
  * generated from it (OpenApiDocument).
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { AuthApi } from "./api/AuthApi.ts"
 import { CatalogApi } from "./api/CatalogApi.ts"
 import { ErrorBoundary } from "./api/ErrorBoundary.ts"
 import { JobsApi } from "./api/JobsApi.ts"
+import { KeysApi } from "./api/KeysApi.ts"
 import { MediaApi } from "./api/MediaApi.ts"
 import { ResultsApi } from "./api/ResultsApi.ts"
 import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
 import { UsageApi } from "./api/UsageApi.ts"
 
+export { AuthApi } from "./api/AuthApi.ts"
 export { CatalogApi, type ModelInfo } from "./api/CatalogApi.ts"
 export { ChatApi } from "./api/ChatApi.ts"
 export type { ChatCompletionChunk, ChatRequestView, ChatStreamError } from "./api/ChatWire.ts"
 export { JobsApi } from "./api/JobsApi.ts"
+export { KeysApi } from "./api/KeysApi.ts"
 export { MediaApi } from "./api/MediaApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { type LedgerEntry, UsageApi } from "./api/UsageApi.ts"
@@ -63,7 +67,7 @@ const finishDocument = (spec: Json): Json => {
 }
 
 export const Api = HttpApi.make("taskmeter")
-  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi)
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, KeysApi)
   .middleware(ErrorBoundary)
   .annotateMerge(
     OpenApi.annotations({

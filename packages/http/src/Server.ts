@@ -14,18 +14,21 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import * as ErrorResponse from "./ErrorResponse.ts"
+import * as AuthHandlers from "./handlers/AuthHandlers.ts"
 import * as Authentication from "./handlers/Authentication.ts"
 import * as CatalogHandlers from "./handlers/CatalogHandlers.ts"
 import * as ErrorBoundary from "./handlers/ErrorBoundary.ts"
 import * as Health from "./observability/Health.ts"
 import * as Observed from "./observability/Observed.ts"
 import * as JobsHandlers from "./handlers/JobsHandlers.ts"
+import * as KeysHandlers from "./handlers/KeysHandlers.ts"
 import * as MediaHandlers from "./handlers/MediaHandlers.ts"
 import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 import * as PresentedKey from "./handlers/PresentedKey.ts"
 import * as ResultLinksHandlers from "./handlers/ResultLinksHandlers.ts"
 import * as ResultsHandlers from "./handlers/ResultsHandlers.ts"
+import * as SessionAuthentication from "./handlers/SessionAuthentication.ts"
 import * as UsageHandlers from "./handlers/UsageHandlers.ts"
 import * as OpenApiDocument from "./OpenApiDocument.ts"
 import * as ResponseHeaders from "./ResponseHeaders.ts"
@@ -59,8 +62,10 @@ const handlers = Layer.mergeAll(
   JobsHandlers.layer,
   MediaHandlers.layer,
   ResultsHandlers.layer,
-  UsageHandlers.layer
-).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, ErrorBoundary.layer]))
+  UsageHandlers.layer,
+  AuthHandlers.layer,
+  KeysHandlers.layer
+).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, SessionAuthentication.layer, ErrorBoundary.layer]))
 
 /** The API's routes on the HttpRouter in context. */
 export const layer = Layer.mergeAll(

@@ -20,12 +20,15 @@ import {
   Ledger,
   MediaUrls,
   Pricer,
+  Money,
   Provider,
   ResultUrls,
+  Sessions,
   TaskRunner,
   TaskWorker,
   ZeroPriced
 } from "@taskmeter/kernel"
+import type { Users } from "@taskmeter/kernel"
 import { WebConsole } from "@taskmeter/console"
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
@@ -38,6 +41,9 @@ import * as PaymentsConfig from "./billing/PaymentsConfig.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
 import * as ChatServer from "./chat/ChatServer.ts"
 import * as ChatServices from "./chat/ChatServices.ts"
+import * as ConsoleAuth from "./ConsoleAuth.ts"
+import * as OutboxMailer from "./mail/OutboxMailer.ts"
+import * as SmtpMailer from "./mail/SmtpMailer.ts"
 import * as DataDir from "./DataDir.ts"
 import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
 import * as Logging from "./observability/Logging.ts"
@@ -95,6 +101,18 @@ export interface Settings {
   readonly workerMetricsPort: Option.Option<number>
   /** WORKER_METRICS_HOST: the interface of that listener. */
   readonly workerMetricsHost: string
+  /** SIGNUP: who may sign up in the console: `open` (anyone) or `invite` (`taskmeter admin invite`). */
+  readonly signUp: Users.SignUpPolicy
+  /** SIGNUP_CREDITS_MICROS: starting credits of an account made at sign-up (a ledger grant). */
+  readonly signUpCreditsMicros: number
+  /** SESSION_IDLE_TIMEOUT_MS: a console session unused this long ends. */
+  readonly sessionIdleTimeoutMs: number
+  /** SESSION_MAX_AGE_MS: a console session ends this long after sign-in. */
+  readonly sessionMaxAgeMs: number
+  /** SMTP_URL: mail goes out through this SMTP server; none: logged and written under DATA_DIR/mail. */
+  readonly smtpUrl: Option.Option<Redacted.Redacted<string>>
+  /** MAIL_FROM: the sender of the service's mail. */
+  readonly mailFrom: string
 }
 
 /** The settings when nothing is configured. */
@@ -127,7 +145,13 @@ export const defaults: Settings = {
   accessLog: true,
   metricsToken: Option.none(),
   workerMetricsPort: Option.none(),
-  workerMetricsHost: "127.0.0.1"
+  workerMetricsHost: "127.0.0.1",
+  signUp: "open",
+  signUpCreditsMicros: 0,
+  sessionIdleTimeoutMs: Sessions.defaultOptions.idleTimeoutMs,
+  sessionMaxAgeMs: Sessions.defaultOptions.maxAgeMs,
+  smtpUrl: Option.none(),
+  mailFrom: "taskmeter <taskmeter@localhost>"
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -242,7 +266,16 @@ export const config: Config.Config<Settings> = Config.all({
   accessLog: Config.Boolean("ACCESS_LOG").pipe(Config.withDefault(defaults.accessLog)),
   metricsToken: Config.option(Config.Redacted("METRICS_TOKEN")),
   workerMetricsPort: Config.option(Config.schema(PortOrZero, "WORKER_METRICS_PORT")),
-  workerMetricsHost: Config.NonEmptyString("WORKER_METRICS_HOST").pipe(Config.withDefault(defaults.workerMetricsHost))
+  workerMetricsHost: Config.NonEmptyString("WORKER_METRICS_HOST").pipe(Config.withDefault(defaults.workerMetricsHost)),
+  signUp: Config.Literals(["open", "invite"], "SIGNUP").pipe(Config.withDefault(defaults.signUp)),
+  signUpCreditsMicros: Config.schema(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000_000_000 })),
+    "SIGNUP_CREDITS_MICROS"
+  ).pipe(Config.withDefault(defaults.signUpCreditsMicros)),
+  sessionIdleTimeoutMs: positive("SESSION_IDLE_TIMEOUT_MS", defaults.sessionIdleTimeoutMs),
+  sessionMaxAgeMs: positive("SESSION_MAX_AGE_MS", defaults.sessionMaxAgeMs),
+  smtpUrl: Config.option(Config.Redacted("SMTP_URL")),
+  mailFrom: Config.NonEmptyString("MAIL_FROM").pipe(Config.withDefault(defaults.mailFrom))
 })
 
 /**
@@ -390,6 +423,22 @@ export const kernel = (options: KernelOptions) => {
   )
 }
 
+/** SMTP at SMTP_URL, else the log and `<dataDir>/mail` (OutboxMailer). */
+export const mailer = (dataDir: string, settings: Pick<Settings, "smtpUrl" | "mailFrom">) =>
+  Option.match(settings.smtpUrl, {
+    onNone: () => OutboxMailer.layer({ dataDir, from: settings.mailFrom }),
+    onSome: (url) => SmtpMailer.layer({ url, from: settings.mailFrom })
+  })
+
+/** The console's users and sessions (ConsoleAuth) with the settings' policy, sending through `mailer`. */
+export const consoleAuth = (dataDir: string, settings: Settings, publicUrl: string) =>
+  ConsoleAuth.layer({
+    publicBaseUrl: publicUrl,
+    signUp: settings.signUp,
+    signUpCreditsMicros: Money.micros(settings.signUpCreditsMicros),
+    sessions: { idleTimeoutMs: settings.sessionIdleTimeoutMs, maxAgeMs: settings.sessionMaxAgeMs }
+  }).pipe(Layer.provide(mailer(dataDir, settings)))
+
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
   readonly token: Redacted.Redacted<string>
   readonly dataDir: string
@@ -466,6 +515,7 @@ export const server = (options: ServerOptions) =>
       )
       return Layer.mergeAll(listening.pipe(Layer.provideMerge(served)), workers).pipe(
         Layer.provideMerge(PaymentsConfig.layer(publicUrl)),
+        Layer.provideMerge(consoleAuth(options.dataDir, options.settings, publicUrl)),
         Layer.provideMerge(heartbeat),
         Layer.provideMerge(ChatServices.layerConfig),
         Layer.provideMerge(kernel({ ...options, mediaUrls }))

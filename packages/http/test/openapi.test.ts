@@ -46,12 +46,15 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
             .sort()
         ).toEqual([
+          "DELETE /api/v1/keys/{id}",
+          "GET /api/v1/auth/session",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
           "GET /api/v1/chat/requests",
           "GET /api/v1/chat/requests/{id}",
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
+          "GET /api/v1/keys",
           "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
           "GET /api/v1/prices",
@@ -60,11 +63,19 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/usage",
           "GET /healthz",
           "GET /readyz",
+          "POST /api/v1/auth/password-reset",
+          "POST /api/v1/auth/password-reset/confirm",
+          "POST /api/v1/auth/sign-in",
+          "POST /api/v1/auth/sign-out",
+          "POST /api/v1/auth/sign-out-everywhere",
+          "POST /api/v1/auth/sign-up",
+          "POST /api/v1/auth/verify-email",
           "POST /api/v1/billing/checkout",
           "POST /api/v1/billing/webhooks/stripe",
           "POST /api/v1/chat/completions",
           "POST /api/v1/jobs",
           "POST /api/v1/jobs/{id}/cancel",
+          "POST /api/v1/keys",
           "POST /api/v1/media",
           "POST /callbacks/v1/{accountId}/{taskId}/{token}"
         ])
@@ -77,7 +88,9 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             ) === true
           // This server has no payment processor: billing answers 404, once a key is checked where one is needed.
           const noProcessor = path.startsWith("/api/v1/billing/")
-          const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : 200
+          // The console's auth endpoints without a session take a body: none is INVALID_REQUEST.
+          const needsBody = method === "post" && path.startsWith("/api/v1/auth/")
+          const expected = operation.security.length > 0 ? 401 : signedLink || noProcessor ? 404 : needsBody ? 400 : 200
           expect(reply.status, `${method} ${path}`).toBe(expected)
         }
       })
@@ -107,7 +120,8 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         const document = yield* fetchDocument
         expect(document.components.securitySchemes).toEqual({
           bearerAuth: { type: "http", scheme: "Bearer", description: expect.any(String) },
-          apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) }
+          apiKeyAuth: { type: "apiKey", in: "header", name: "x-api-key", description: expect.any(String) },
+          sessionCookie: { type: "apiKey", in: "cookie", name: "taskmeter_session", description: expect.any(String) }
         })
         const scopes = Object.fromEntries(
           operations(document).map(({ method, operation, path }) => [
@@ -117,15 +131,18 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         )
         expect(scopes["post /api/v1/jobs"]).toEqual([
           ["bearerAuth", ["jobs:create"]],
-          ["apiKeyAuth", ["jobs:create"]]
+          ["apiKeyAuth", ["jobs:create"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/jobs/{id}"]).toEqual([
           ["bearerAuth", ["jobs:read"]],
-          ["apiKeyAuth", ["jobs:read"]]
+          ["apiKeyAuth", ["jobs:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["post /api/v1/jobs/{id}/cancel"]).toEqual([
           ["bearerAuth", ["jobs:create"]],
-          ["apiKeyAuth", ["jobs:create"]]
+          ["apiKeyAuth", ["jobs:create"]],
+          ["sessionCookie", []]
         ])
         const cancelResponses = document.paths["/api/v1/jobs/{id}/cancel"].post.responses
         expect(Object.keys(cancelResponses)).toEqual(expect.arrayContaining(["200", "202", "404", "409"]))
@@ -142,17 +159,22 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
         expect(scopes["get /api/v1/prices"]).toEqual([])
         expect(scopes["post /api/v1/chat/completions"]).toEqual([
           ["bearerAuth", ["chat:create"]],
-          ["apiKeyAuth", ["chat:create"]]
+          ["apiKeyAuth", ["chat:create"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/requests"]).toEqual([
           ["bearerAuth", ["usage:read"]],
-          ["apiKeyAuth", ["usage:read"]]
+          ["apiKeyAuth", ["usage:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/requests/{id}"]).toEqual([
           ["bearerAuth", ["usage:read"]],
-          ["apiKeyAuth", ["usage:read"]]
+          ["apiKeyAuth", ["usage:read"]],
+          ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/chat/models"]).toEqual([])
+        expect(scopes["get /api/v1/keys"]).toEqual([["sessionCookie", []]])
+        expect(scopes["post /api/v1/auth/sign-in"]).toEqual([])
       })
     )
 

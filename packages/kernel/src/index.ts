@@ -35,6 +35,14 @@ export * as KeyCheck from "./accounts/KeyCheck.ts"
 export * as PresentedCredential from "./accounts/PresentedCredential.ts"
 export * as Scope from "./accounts/Scope.ts"
 
+// users: the console's users, their memberships in accounts, sessions and one-time email tokens
+export * as Passwords from "./users/Passwords.ts"
+export * as Sessions from "./users/Sessions.ts"
+export * as SessionStore from "./users/SessionStore.ts"
+export * as SignInThrottle from "./users/SignInThrottle.ts"
+export * as Users from "./users/Users.ts"
+export * as UserStore from "./users/UserStore.ts"
+
 // ledger: credits, every change an entry
 export * as Ledger from "./ledger/Ledger.ts"
 export * as LedgerStore from "./ledger/LedgerStore.ts"

@@ -1,6 +1,6 @@
 /**
  * Every storage port of the kernel, kept in process memory: for tests, examples and a server
- * that may forget everything when it stops. One `layer` provides all nine ports over one
+ * that may forget everything when it stops. One `layer` provides all the ports over one
  * shared state, so an admission's reservation and its task are written in the same step.
  */
 import { Context, Effect, Layer } from "effect"
@@ -15,8 +15,10 @@ import {
   MediaStore,
   PaymentStore,
   PriceStore,
+  SessionStore,
   StoreHealth,
-  TaskStore
+  TaskStore,
+  UserStore
 } from "@taskmeter/kernel"
 import * as Chat from "./internal/MemoryChatStore.ts"
 import * as Accounts from "./internal/MemoryAccountStore.ts"
@@ -29,6 +31,8 @@ import * as Prices from "./internal/MemoryPriceStore.ts"
 import * as Health from "./internal/MemoryStoreHealth.ts"
 import * as State from "./internal/State.ts"
 import * as Tasks from "./internal/MemoryTaskStore.ts"
+import * as Sessions from "./internal/MemorySessionStore.ts"
+import * as Users from "./internal/MemoryUserStore.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -41,6 +45,8 @@ export type Stores =
   | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
+  | UserStore.UserStore
+  | SessionStore.SessionStore
   | StoreHealth.StoreHealth
 
 const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =>
@@ -56,6 +62,8 @@ const contextOf = (state: State.State): Effect.Effect<Context.Context<Stores>> =
       Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
       Context.add(BudgetStore.BudgetStore, Budgets.make(state)),
       Context.add(PaymentStore.PaymentStore, Payments.make(state)),
+      Context.add(UserStore.UserStore, Users.make(state)),
+      Context.add(SessionStore.SessionStore, Sessions.make(state)),
       Context.add(StoreHealth.StoreHealth, Health.make(state))
     )
   })

@@ -1,6 +1,6 @@
 /**
  * The storage ports (AccountStore, LedgerStore, TaskStore, MediaStore, ChatStore, PriceStore,
- * ChatPriceStore, BudgetStore, PaymentStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
+ * ChatPriceStore, BudgetStore, PaymentStore, UserStore, SessionStore, StoreHealth) on PostgreSQL through @effect/sql-pg, migrated at start:
  * `layer({ url })` for a real server, `layerEmbedded({ dataDir })` for PGlite; both take a
  * `schema` and also provide the PgClient and SqlClient for other stores. An unreachable database is StoreUnavailable; a write
  * refused for its data a StoreRefused defect. Details: packages/storage-pg/README.md.
@@ -17,9 +17,11 @@ import {
   PaymentStore,
   PriceStore,
   ChatPriceStore,
+  SessionStore,
   StoreError,
   StoreHealth,
-  TaskStore
+  TaskStore,
+  UserStore
 } from "@taskmeter/kernel"
 import * as PgChatStore from "./internal/PgChatStore.ts"
 import * as Embedded from "./internal/Embedded.ts"
@@ -29,8 +31,10 @@ import * as PgLedgerStore from "./internal/PgLedgerStore.ts"
 import * as PgMediaStore from "./internal/PgMediaStore.ts"
 import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
+import * as PgSessionStore from "./internal/PgSessionStore.ts"
 import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
+import * as PgUserStore from "./internal/PgUserStore.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
 import admissionFunctions from "./migrations/0002_admission_functions.ts"
@@ -52,6 +56,7 @@ import chatLeases from "./migrations/0017_chat_leases.ts"
 import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
+import consoleUsers from "./migrations/0021_console_users.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -63,6 +68,8 @@ export type Stores =
   | ChatPriceStore.ChatPriceStore
   | BudgetStore.BudgetStore
   | PaymentStore.PaymentStore
+  | UserStore.UserStore
+  | SessionStore.SessionStore
   | StoreHealth.StoreHealth
 
 export interface Options {
@@ -107,7 +114,8 @@ const migrationRecord = {
   "17_chat_leases": chatLeases,
   "18_chat_price_lists": chatPriceLists,
   "19_task_cancel_lists": taskCancelLists,
-  "20_chat_upstream_cost": chatUpstreamCost
+  "20_chat_upstream_cost": chatUpstreamCost,
+  "21_console_users": consoleUsers
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -164,6 +172,8 @@ export const layerClient = (options: {
       const chatPrices = yield* PgPriceStore.make(wakeups.chatPrices, "chat_price_lists")
       const budgets = yield* PgBudgetStore.make
       const payments = yield* PgPaymentStore.make
+      const users = yield* PgUserStore.make
+      const sessions = yield* PgSessionStore.make
       const health = yield* PgStoreHealth.make({ migrationsTable, latestMigration, pool: options.pool })
       return Context.make(AccountStore.AccountStore, accounts).pipe(
         Context.add(LedgerStore.LedgerStore, ledger),
@@ -174,6 +184,8 @@ export const layerClient = (options: {
         Context.add(ChatPriceStore.ChatPriceStore, chatPrices),
         Context.add(BudgetStore.BudgetStore, budgets),
         Context.add(PaymentStore.PaymentStore, payments),
+        Context.add(UserStore.UserStore, users),
+        Context.add(SessionStore.SessionStore, sessions),
         Context.add(StoreHealth.StoreHealth, health)
       )
     })

@@ -5,10 +5,10 @@
  * POST /api/v1/jobs uses `PresentedKey` instead (the key authenticated within the admission).
  */
 import { Context } from "effect"
-import type { Redacted } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
-import type { Accounts, Scope } from "@taskmeter/kernel"
+import type { Accounts, Scope, TaskRunner } from "@taskmeter/kernel"
 import { Errors, PresentedCredential } from "@taskmeter/kernel"
+import { SESSION_SCHEME } from "./SessionSecurity.ts"
 
 /** The authenticated caller, provided to every handler behind `Authentication`. */
 export class CurrentCaller extends Context.Service<CurrentCaller, Accounts.Caller>()("@taskmeter/http/CurrentCaller") {}
@@ -28,6 +28,7 @@ export const bearer = HttpApiSecurity.bearer.pipe(
 /** What every endpoint that needs a key may answer about it. */
 const keyErrors = [
   Errors.AuthRequired,
+  Errors.CsrfRejected,
   Errors.InsufficientScope,
   Errors.PermissionDenied,
   Errors.ApiKeyRateLimited,
@@ -39,8 +40,11 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   { security: { [BEARER_SCHEME]: bearer }, error: keyErrors }
 ) {}
 
-/** The key a request presents, not yet authenticated, provided behind `PresentedKey`. */
-export class CurrentKey extends Context.Service<CurrentKey, Redacted.Redacted<string>>()("@taskmeter/http/CurrentKey") {}
+/**
+ * Who submits behind `PresentedKey`: the key a request presents, not yet authenticated, or the
+ * caller of its session (a request without a key but with a session cookie).
+ */
+export class CurrentKey extends Context.Service<CurrentKey, TaskRunner.Submitter>()("@taskmeter/http/CurrentKey") {}
 
 /**
  * Finds the key as `Authentication` does and leaves its authentication to the handler; the
@@ -70,7 +74,7 @@ export const requireScope = (
         description: [operation.description, `Requires an API key with scope \`${scope}\`.`]
           .filter((part) => part !== undefined)
           .join("\n\n"),
-        security: [{ [BEARER_SCHEME]: [scope] }, { [API_KEY_SCHEME]: [scope] }]
+        security: [{ [BEARER_SCHEME]: [scope] }, { [API_KEY_SCHEME]: [scope] }, { [SESSION_SCHEME]: [] }]
       })
     })
   )

@@ -2,14 +2,18 @@
  * The Authentication middleware: finds the API key (PresentedCredential), checks it with
  * the kernel's Accounts service (AUTH_REQUIRED, PERMISSION_DENIED, API_KEY_RATE_LIMITED,
  * AUTH_UNAVAILABLE), then the endpoint's scope (INSUFFICIENT_SCOPE), and provides the caller.
+ * Without an API key header, a session cookie is the credential instead (SessionCredential).
  * Its steps are exported for PresentedKey, which must answer exactly as this does.
  */
 import { Context, Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
 import { Accounts, Errors, PresentedCredential, RequestFacts } from "@taskmeter/kernel"
+import type { Sessions } from "@taskmeter/kernel"
+import type * as SessionCookie from "../SessionCookie.ts"
 import type { Scope } from "@taskmeter/kernel"
 import { Authentication, BEARER_SCHEME, CurrentCaller, RequiredScope } from "../api/Security.ts"
+import * as SessionCredential from "./SessionCredential.ts"
 
 const missing = new Errors.AuthRequired({
   message: "This endpoint needs an API key: send it as Authorization: Bearer <key> or x-api-key: <key>."
@@ -43,16 +47,30 @@ export const authorize = (accounts: Accounts.Accounts["Service"], presented: str
     return caller
   })
 
-export const layer: Layer.Layer<Authentication, never, Accounts.Accounts> = Layer.effect(
-  Authentication,
+/** The caller of a request without an API key but with a session cookie (SessionCredential). */
+export const sessionCaller = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function* () {
-    const accounts = yield* Accounts.Accounts
-    return Authentication.of({
-      [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
-        Effect.gen(function* () {
-          const caller = yield* authorize(accounts, yield* presentedKey, endpoint)
-          return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
-        })
-    })
+    const { live } = yield* SessionCredential.resolve(request)
+    const caller = SessionCredential.callerOf(live)
+    yield* RequestFacts.note({ accountId: caller.accountId })
+    return caller
   })
-)
+
+export const layer: Layer.Layer<Authentication, never, Accounts.Accounts | Sessions.Sessions | SessionCookie.SessionSettings> =
+  Layer.effect(
+    Authentication,
+    Effect.gen(function* () {
+      const accounts = yield* Accounts.Accounts
+      const context = yield* Effect.context<Sessions.Sessions | SessionCookie.SessionSettings>()
+      return Authentication.of({
+        [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
+          Effect.gen(function* () {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const caller = SessionCredential.usesSession(request)
+              ? yield* Effect.provide(sessionCaller(request), context)
+              : yield* authorize(accounts, yield* presentedKey, endpoint)
+            return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
+          })
+      })
+    })
+  )

@@ -106,7 +106,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
             const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
             return { job: yield* decodeRequest(yield* JsonBody.read(request)), wait }
           }).pipe(Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint)))
-          const { replayed, task } = yield* runner.submit(TaskRunner.presentedKey(key), {
+          const { replayed, task } = yield* runner.submit(key, {
             model: job.model,
             input: job.input,
             expectedPriceMicros: job.expectedPriceMicros,

@@ -16,7 +16,7 @@ import * as BillingServer from "../../src/billing/BillingServer.ts"
 import * as ChatServer from "../../src/chat/ChatServer.ts"
 import * as ChatServices from "../../src/chat/ChatServices.ts"
 import { Server, ServerConfig } from "../../src/index.ts"
-import { signedLinks } from "../support/TestServer.ts"
+import { consoleAuth, signedLinks } from "../support/TestServer.ts"
 
 export const UPSTREAM = "https://chat.upstream.test/v1"
 
@@ -34,7 +34,8 @@ export const layer = (
     TaskRunner.layer({ executorAvailable: () => true }).pipe(
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 100_000 }))
     ),
-    Ledger.layer
+    Ledger.layer,
+    consoleAuth()
   ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
   const chat = ChatServices.layer({
     providers: [

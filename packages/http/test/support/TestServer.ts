@@ -15,18 +15,21 @@ import {
   Catalog,
   Ledger,
   LedgerStore,
+  Mailer,
   MediaStore,
   MediaUrls,
   Money,
   Pricer,
   ResultUrls,
+  SessionStore,
   StoreError,
   StoreHealth,
   TaskRunner,
-  TaskStore
+  TaskStore,
+  UserStore
 } from "@taskmeter/kernel"
 import type { Ids, Task } from "@taskmeter/kernel"
-import { Server, ServerConfig } from "../../src/index.ts"
+import { ConsoleAuth, Server, ServerConfig } from "../../src/index.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -35,6 +38,8 @@ export type Stores =
   | MediaStore.MediaStore
   | BlobStore.BlobStore
   | BudgetStore.BudgetStore
+  | UserStore.UserStore
+  | SessionStore.SessionStore
   | StoreHealth.StoreHealth
 
 /** A store implementation the suites run against. */
@@ -114,7 +119,11 @@ const withOutage = Layer.effectContext(
     const blobs = yield* BlobStore.BlobStore
     const budgets = yield* BudgetStore.BudgetStore
     const health = yield* StoreHealth.StoreHealth
+    const users = yield* UserStore.UserStore
+    const sessions = yield* SessionStore.SessionStore
     return Context.make(Outage, outage).pipe(
+      Context.add(UserStore.UserStore, users),
+      Context.add(SessionStore.SessionStore, sessions),
       Context.add(StoreHealth.StoreHealth, health),
       Context.add(AccountStore.AccountStore, guarded(accounts, "accounts", outage)),
       Context.add(LedgerStore.LedgerStore, guarded(ledger, "ledger", outage)),
@@ -143,7 +152,23 @@ export interface Options {
   readonly maxUploadBytes?: number
   /** Routes mounted beside the API, as another package would. */
   readonly beside?: Layer.Layer<never, never, HttpRouter.HttpRouter | HttpRouter.Request<"Error", unknown>>
+  /** The console's users and sessions; default: open sign-up, no starting credits, the default lifetimes. */
+  readonly consoleAuth?: Partial<ConsoleAuth.Options>
+  /** Where the console's mail goes; default: a fresh memory mailer. */
+  readonly mail?: Mailer.MemoryMailer
 }
+
+/** The public base URL the console's settings name in the http suites. */
+export const PUBLIC_BASE_URL = "http://taskmeter.test"
+
+/** The console's users and sessions over `mail` (open sign-up unless `options` say otherwise). */
+export const consoleAuth = (options: Partial<ConsoleAuth.Options> = {}, mail: Mailer.MemoryMailer = Mailer.makeMemory()) =>
+  ConsoleAuth.layer({
+    publicBaseUrl: PUBLIC_BASE_URL,
+    signUp: "open",
+    signUpCreditsMicros: Money.micros(0),
+    ...options
+  }).pipe(Layer.provide(Mailer.layerMemory(mail)))
 
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
@@ -151,7 +176,8 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     TaskRunner.layer({ executorAvailable: (model) => model !== UNSERVED_MODEL, ...options.runner }).pipe(
       Layer.provideMerge(Accounts.layer({ defaultRateLimitPerMinute: 10_000 }))
     ),
-    Ledger.layer
+    Ledger.layer,
+    consoleAuth(options.consoleAuth, options.mail)
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),

@@ -34,7 +34,9 @@ export const codes = [
   "PLATFORM_BUDGET_EXCEEDED",
   "EXECUTION_TEMPORARILY_UNAVAILABLE",
   "AUTH_UNAVAILABLE",
-  "API_UNAVAILABLE"
+  "API_UNAVAILABLE",
+  "CSRF_REJECTED",
+  "EMAIL_TAKEN"
 ] as const
 export type ErrorCode = (typeof codes)[number]
 
@@ -350,6 +352,16 @@ export class AuthUnavailable extends define(
 ) {}
 export class ApiUnavailable extends define("ApiUnavailable", "API_UNAVAILABLE", 503, "The API is temporarily unavailable.") {}
 
+/** The service's own: an unsafe request under a session cookie without the Origin and X-CSRF-Token it needs. */
+export class CsrfRejected extends define(
+  "CsrfRejected",
+  "CSRF_REJECTED",
+  403,
+  "A request under a session cookie lacks a matching Origin header or the session's X-CSRF-Token."
+) {}
+/** The service's own: sign-up with an email that already has a user. */
+export class EmailTaken extends define("EmailTaken", "EMAIL_TAKEN", 409, "A user with this email exists already.") {}
+
 /** Every error class, in the order of the spec's table (for OpenAPI and the conformance tests). */
 export const all = [
   AuthRequired,
@@ -378,7 +390,9 @@ export const all = [
   PlatformBudgetExceeded,
   ExecutionTemporarilyUnavailable,
   AuthUnavailable,
-  ApiUnavailable
+  ApiUnavailable,
+  CsrfRejected,
+  EmailTaken
 ] as const
 
 export type ApiError = InstanceType<(typeof all)[number]>

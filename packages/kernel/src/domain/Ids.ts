@@ -23,7 +23,11 @@ export type LedgerEntryId = typeof LedgerEntryId.Type
 export const ResultId = prefixed("").pipe(Schema.brand("ResultId"))
 export type ResultId = typeof ResultId.Type
 
+export const UserId = prefixed("user_").pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type
+
 export const makeAccountId = (): AccountId => `acct_${randomUUID()}` as AccountId
+export const makeUserId = (): UserId => `user_${randomUUID()}` as UserId
 export const makeApiKeyId = (): ApiKeyId => `key_${randomUUID()}` as ApiKeyId
 export const makeTaskId = (): TaskId => `task_${randomUUID()}` as TaskId
 export const makeChatRequestId = (): ChatRequestId => `chatreq_${randomUUID()}` as ChatRequestId

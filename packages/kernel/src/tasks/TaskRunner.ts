@@ -53,7 +53,7 @@ export const presentedKey = (secret: Redacted.Redacted<string>): PresentedKey =>
 /** Who submits: an authenticated caller, or a presented key. */
 export type Submitter = Caller | PresentedKey
 
-const isPresentedKey = (who: Submitter): who is PresentedKey => "_tag" in who
+export const isPresentedKey = (who: Submitter): who is PresentedKey => "_tag" in who
 
 /** What a presented key may be refused with: authenticate's answers, then INSUFFICIENT_SCOPE. */
 export type KeyError = AuthenticationError | Errors.InsufficientScope

@@ -6,3 +6,4 @@
 export * as StoreConformance from "./StoreConformance.ts"
 export * as ChatStoreConformance from "./ChatStoreConformance.ts"
 export * as PaymentStoreConformance from "./PaymentStoreConformance.ts"
+export * as UserStoreConformance from "./UserStoreConformance.ts"

@@ -14,6 +14,7 @@ import {
   Catalog,
   Executors,
   Ledger,
+  Mailer,
   MediaUrls,
   Money,
   Pricer,
@@ -22,7 +23,7 @@ import {
   TaskWorker
 } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
-import { Server, ServerConfig } from "@taskmeter/http"
+import { ConsoleAuth, Server, ServerConfig } from "@taskmeter/http"
 import { Simulated } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { McpEndpoint, OAuthStore } from "../../src/index.ts"
@@ -53,6 +54,9 @@ export const make = async ({ simulatedDelayMs, oauthStore, ...endpoint }: Option
   const secret = Redacted.make(randomUUID() + randomUUID())
   const kernel = Layer.mergeAll(
     Ledger.layer,
+    ConsoleAuth.layer({ publicBaseUrl: baseUrl, signUp: "open", signUpCreditsMicros: Money.micros(0) }).pipe(
+      Layer.provide(Mailer.layerMemory())
+    ),
     TaskRunner.layer({
       executorAvailable: executors.executorAvailable,
       submissionsPerMinute: 1000,

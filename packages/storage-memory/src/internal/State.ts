@@ -5,7 +5,7 @@
 import { Deferred, Effect } from "effect"
 import { SettledWatchers } from "@taskmeter/kernel"
 import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@taskmeter/kernel"
-import type { MediaStore, PriceStore, TaskStore } from "@taskmeter/kernel"
+import type { MediaStore, PriceStore, SessionStore, TaskStore, UserStore } from "@taskmeter/kernel"
 
 export interface Window {
   start: number
@@ -107,6 +107,14 @@ export interface State {
   /** `${processor} ${eventId}`, in the order received */
   readonly paymentEvents: Map<string, PaymentEventRow>
   readonly paymentEntries: Array<PaymentEntryRow>
+  /** user id -> user */
+  readonly users: Map<string, UserStore.UserRecord>
+  /** Oldest first. */
+  readonly memberships: Array<UserStore.Membership>
+  /** token hash -> the token and whether it was used */
+  readonly emailTokens: Map<string, { readonly token: UserStore.EmailToken; used: boolean }>
+  /** session hash -> session */
+  readonly sessions: Map<string, SessionStore.SessionRecord>
   /** Completed and replaced whenever a task may have become claimable. */
   wake: Deferred.Deferred<void>
   /** Waiters for tasks entering a terminal status (TaskStore.watchSettled). */
@@ -133,6 +141,10 @@ export const make = (): State => ({
   disputes: new Map(),
   paymentEvents: new Map(),
   paymentEntries: [],
+  users: new Map(),
+  memberships: [],
+  emailTokens: new Map(),
+  sessions: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   settled: SettledWatchers.make(),
   nextSeq: 0

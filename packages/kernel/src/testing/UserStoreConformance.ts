@@ -1,0 +1,189 @@
+/**
+ * The conformance suite of the UserStore and SessionStore ports (`suite(name, makeLayer)`), run
+ * by every store: emails unique without regard to case, several users per account and accounts
+ * per user, flags that keep their first time, one-time tokens used once (also when raced) and
+ * never after expiry, and sessions touched forward only, revoked one at a time or all of a user's.
+ */
+import { createHash, randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import type { Layer } from "effect"
+import { describe, expect, it } from "@effect/vitest"
+import { AccountStore } from "../accounts/AccountStore.ts"
+import * as Ids from "../domain/Ids.ts"
+import type { AccountId, UserId } from "../domain/Ids.ts"
+import { SessionStore } from "../users/SessionStore.ts"
+import type { SessionRecord } from "../users/SessionStore.ts"
+import { UserStore } from "../users/UserStore.ts"
+import type { EmailToken, Role, UserRecord } from "../users/UserStore.ts"
+import { at, makeAccount, T0 } from "./Fixtures.ts"
+
+export type UserStores = AccountStore | UserStore | SessionStore
+
+const hash = () => createHash("sha256").update(randomBytes(32)).digest("hex")
+
+const newUser = (email: string): UserRecord => ({
+  id: Ids.makeUserId(),
+  email,
+  emailVerifiedAt: null,
+  passwordHash: "scrypt$1$1$1$AA$AA",
+  operator: false,
+  createdAt: T0
+})
+
+const addUser = (email: string, accountId?: AccountId, role: Role = "owner") =>
+  Effect.gen(function* () {
+    const store = yield* UserStore
+    const account = accountId ?? (yield* makeAccount()).id
+    const user = newUser(email)
+    expect(yield* store.insertUser(user, { accountId: account, userId: user.id, role, createdAt: T0 })).toBe(true)
+    return { user, accountId: account }
+  })
+
+const token = (fields: Partial<EmailToken> & Pick<EmailToken, "purpose">): EmailToken => ({
+  hash: hash(),
+  email: "ada@example.com",
+  userId: null,
+  accountId: null,
+  role: null,
+  createdAt: T0,
+  expiresAt: at(3600),
+  ...fields
+})
+
+const session = (userId: UserId, accountId: AccountId): SessionRecord => ({
+  hash: hash(),
+  userId,
+  accountId,
+  createdAt: T0,
+  lastSeenAt: T0,
+  expiresAt: at(86_400),
+  revokedAt: null
+})
+
+export const suite = (name: string, makeLayer: () => Layer.Layer<UserStores, unknown>): void => {
+  describe(`${name} UserStore and SessionStore conformance`, () => {
+    const test = (title: string, body: Effect.Effect<void, unknown, UserStores>) =>
+      it.live(title, () => Effect.provide(body, makeLayer()))
+
+    test(
+      "an email is unique without regard to case, and a refused user leaves nothing behind",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        const { user } = yield* addUser("Ada@Example.com")
+        const account = yield* makeAccount()
+        const twin = newUser("ada@EXAMPLE.com")
+        expect(yield* store.insertUser(twin, { accountId: account.id, userId: twin.id, role: "owner", createdAt: T0 })).toBe(
+          false
+        )
+        expect(yield* store.getUser(twin.id)).toBeUndefined()
+        expect(yield* store.memberships(twin.id)).toEqual([])
+        expect(yield* store.findByEmail("ADA@example.COM")).toEqual(user)
+        expect(yield* store.findByEmail("bob@example.com")).toBeUndefined()
+      })
+    )
+
+    test(
+      "an account holds several users, each with its role",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        const { user: owner, accountId } = yield* addUser("owner@example.com")
+        const { user: member } = yield* addUser("member@example.com", accountId, "member")
+        expect((yield* store.memberships(owner.id)).map((m) => [m.accountId, m.role])).toEqual([[accountId, "owner"]])
+        expect((yield* store.memberships(member.id)).map((m) => [m.accountId, m.role])).toEqual([[accountId, "member"]])
+      })
+    )
+
+    test(
+      "verification keeps its first time; password and operator flag change; unknown users answer false",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        const { user } = yield* addUser("ada@example.com")
+        expect(yield* store.markVerified(user.id, at(10))).toBe(true)
+        expect(yield* store.markVerified(user.id, at(20))).toBe(true)
+        expect(yield* store.setPasswordHash(user.id, "scrypt$2$2$2$BB$BB")).toBe(true)
+        expect(yield* store.setOperator(user.id, true)).toBe(true)
+        expect(yield* store.getUser(user.id)).toEqual({
+          ...user,
+          emailVerifiedAt: at(10),
+          passwordHash: "scrypt$2$2$2$BB$BB",
+          operator: true
+        })
+        const nobody = Ids.makeUserId()
+        expect(yield* store.markVerified(nobody, at(10))).toBe(false)
+        expect(yield* store.setPasswordHash(nobody, "x")).toBe(false)
+        expect(yield* store.setOperator(nobody, true)).toBe(false)
+      })
+    )
+
+    test(
+      "a token is used once, for its purpose only, and never at or after its expiry",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        const { user, accountId } = yield* addUser("ada@example.com")
+        const verify = token({ purpose: "verify-email", userId: user.id })
+        const invitation = token({ purpose: "invitation", accountId, role: "member" })
+        const late = token({ purpose: "password-reset", userId: user.id })
+        for (const each of [verify, invitation, late]) yield* store.insertToken(each)
+        expect(yield* store.consumeToken(verify.hash, "password-reset", at(1))).toBeUndefined()
+        expect(yield* store.consumeToken(verify.hash, "verify-email", at(1))).toEqual(verify)
+        expect(yield* store.consumeToken(verify.hash, "verify-email", at(2))).toBeUndefined()
+        expect(yield* store.consumeToken(invitation.hash, "invitation", at(1))).toEqual(invitation)
+        expect(yield* store.consumeToken(late.hash, "password-reset", at(3600))).toBeUndefined()
+        expect(yield* store.consumeToken(hash(), "verify-email", at(1))).toBeUndefined()
+      })
+    )
+
+    test(
+      "of callers racing for one token, exactly one gets it",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        const { user } = yield* addUser("ada@example.com")
+        const reset = token({ purpose: "password-reset", userId: user.id })
+        yield* store.insertToken(reset)
+        const answers = yield* Effect.all(
+          Array.from({ length: 8 }, () => store.consumeToken(reset.hash, "password-reset", at(1))),
+          { concurrency: "unbounded" }
+        )
+        expect(answers.filter((answer) => answer !== undefined)).toHaveLength(1)
+      })
+    )
+
+    test(
+      "a session is found by its hash and touched forward only, and not once revoked",
+      Effect.gen(function* () {
+        const store = yield* SessionStore
+        const { user, accountId } = yield* addUser("ada@example.com")
+        const one = session(user.id, accountId)
+        yield* store.insertSession(one)
+        expect(yield* store.findSession(one.hash)).toEqual(one)
+        yield* store.touchSession(one.hash, at(120))
+        yield* store.touchSession(one.hash, at(60))
+        expect((yield* store.findSession(one.hash))?.lastSeenAt).toEqual(at(120))
+        expect(yield* store.revokeSession(one.hash, at(130))).toBe(true)
+        expect(yield* store.revokeSession(one.hash, at(140))).toBe(true)
+        yield* store.touchSession(one.hash, at(200))
+        expect(yield* store.findSession(one.hash)).toEqual({ ...one, lastSeenAt: at(120), revokedAt: at(130) })
+        expect(yield* store.revokeSession(hash(), at(140))).toBe(false)
+        expect(yield* store.findSession(hash())).toBeUndefined()
+      })
+    )
+
+    test(
+      "revoking a user's sessions ends every live one of that user and no one else's",
+      Effect.gen(function* () {
+        const store = yield* SessionStore
+        const { user: ada, accountId } = yield* addUser("ada@example.com")
+        const { user: bob } = yield* addUser("bob@example.com", accountId, "member")
+        const adas = [session(ada.id, accountId), session(ada.id, accountId), session(ada.id, accountId)]
+        const bobs = session(bob.id, accountId)
+        for (const each of [...adas, bobs]) yield* store.insertSession(each)
+        yield* store.revokeSession(adas[0]!.hash, at(5))
+        expect(yield* store.revokeUserSessions(ada.id, at(10))).toBe(2)
+        expect((yield* store.findSession(adas[0]!.hash))?.revokedAt).toEqual(at(5))
+        expect((yield* store.findSession(adas[2]!.hash))?.revokedAt).toEqual(at(10))
+        expect((yield* store.findSession(bobs.hash))?.revokedAt).toBeNull()
+        expect(yield* store.revokeUserSessions(ada.id, at(20))).toBe(0)
+      })
+    )
+  })
+}

@@ -1,0 +1,4 @@
+import { UserStoreConformance } from "@taskmeter/kernel/testing"
+import { MemoryStore } from "../src/index.ts"
+
+UserStoreConformance.suite("storage-memory", () => MemoryStore.layer)
