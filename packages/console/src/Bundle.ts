@@ -2,12 +2,11 @@
  * The console's browser code, bundled in memory by esbuild from `src/browser` (TypeScript and
  * TSX on Preact, one CSS file): nothing is written to disk and nothing is committed. `build`
  * names each file by a hash of its bytes, so the server can let browsers keep them for a year.
- * Node built-ins (and undici), reached only by kernel code the browser never runs, become an
- * inert stand-in: any property, call or construction of it answers itself (and it is its own
- * prototype, where esbuild's interop looks up named imports), so module-level set-up such as
- * `createRequire(import.meta.url)` passes.
+ * Node built-ins (and undici, and the Buffer global), reached only by kernel code the browser
+ * never runs, become the inert stand-in of Inert.ts.
  */
 import { createHash } from "node:crypto"
+import { dirname } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as esbuild from "esbuild"
 
@@ -27,15 +26,17 @@ const browserDir = fileURLToPath(new URL("./browser/", import.meta.url))
 
 const nodeOnly = /^(node:.*|undici)$/
 
-const INERT =
-  "const inert = new Proxy(function () {}, { get: (_, key) => (key === '__esModule' ? false : inert), " +
-  "apply: () => inert, construct: () => inert, getPrototypeOf: () => inert }); module.exports = inert"
+const inertModule = fileURLToPath(new URL("./Inert.ts", import.meta.url))
 
 const stubNodeOnly: esbuild.Plugin = {
   name: "stub-node-only",
   setup(build) {
     build.onResolve({ filter: nodeOnly }, (args) => ({ path: args.path, namespace: "node-only" }))
-    build.onLoad({ filter: /.*/, namespace: "node-only" }, () => ({ contents: INERT, loader: "js" }))
+    build.onLoad({ filter: /.*/, namespace: "node-only" }, () => ({
+      contents: `module.exports = require(${JSON.stringify(inertModule)}).inert`,
+      resolveDir: dirname(inertModule),
+      loader: "js"
+    }))
   }
 }
 
@@ -59,6 +60,7 @@ export const build = async (): Promise<Built> => {
     jsx: "automatic",
     jsxImportSource: "preact",
     legalComments: "none",
+    inject: [inertModule],
     logLevel: "silent",
     plugins: [stubNodeOnly]
   })

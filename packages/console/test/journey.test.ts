@@ -1,10 +1,12 @@
 /**
- * The console in a real browser against the composed server (simulated provider): signed in
- * with an API key, the playground runs an image model (quote, charge, picture), an edit model
- * on an image dropped onto its media field, a song (two audio players, one played until it
- * reports a duration) and a streamed chat (its charge shown); every page is screenshotted into
- * test-output/journey (non-blank) and passes axe-core in light and dark, the overview also at a
- * phone's width; signing out returns to the sign-in page.
+ * The console in a real browser against the composed server (simulated provider, open sign-up
+ * with starting credits, mail over SMTP to an in-process server): sign up, open the mailed
+ * verification link, create a key, and in the playground run an image model (quote, charge,
+ * picture), an edit model on an image dropped onto its media field, a song (two audio players,
+ * one played until it reports a duration) and a streamed chat (its charge shown); sign out, use
+ * the key in a tab, sign in again with the password, revoke the key, sign out. Every page is
+ * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
+ * overview also at a phone's width.
  */
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,12 +15,15 @@ import { expect, layer } from "@effect/vitest"
 import type { Page } from "playwright-core"
 import * as Browser from "./support/Browser.ts"
 import * as ConsoleServer from "./support/ConsoleServer.ts"
+import * as Inbox from "./support/Inbox.ts"
 
 const OUTPUT = fileURLToPath(new URL("../test-output/journey/", import.meta.url))
 
 const IMAGE_MODEL = "alpha-2-lite-text-to-image-economy"
 const EDIT_MODEL = "alpha-2-lite-image-to-image-economy"
 const SONG_MODEL = "song-single-v5"
+const EMAIL = "ada@example.com"
+const PASSWORD = "a long enough passphrase"
 
 /** Screenshots (light, dark) and axe-core on the page as it is now; both must pass. */
 const checkPage = async (page: Page, name: string) => {
@@ -50,11 +55,11 @@ const run = async (page: Page) => {
 
 layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("the console in a browser", (it) => {
   it.effect(
-    "signs in with a key, runs image, edit, song and chat in the playground, and shows every page accessibly",
+    "signs up, verifies, makes a key, runs image, edit, song and chat, uses and revokes the key, signs out; every page accessible",
     () =>
       Effect.gen(function* () {
         const url = yield* ConsoleServer.baseUrl
-        const who = yield* ConsoleServer.customer()
+        const inbox = yield* Inbox.Inbox
         yield* Effect.promise(async () => {
           const errors: Array<string> = []
           const browser = await Browser.launch()
@@ -70,12 +75,37 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.waitForURL(`${url}/sign-in`)
             await page.getByRole("heading", { name: "Sign in" }).waitFor()
             await checkPage(page, "sign-in")
-            await page.getByText("Use an API key instead").click()
-            await page.getByLabel("API key (kept for this tab only)").fill(who.secret)
-            await page.getByRole("button", { name: "Use this key" }).click()
+
+            // Sign up, and verify the address from the mail.
+            await page.getByRole("link", { name: "Create an account" }).click()
+            await page.getByRole("heading", { name: "Create an account" }).waitFor()
+            await checkPage(page, "sign-up")
+            await page.getByLabel("Email").fill(EMAIL)
+            await page.getByLabel("Password (10 characters or more)").fill(PASSWORD)
+            await page.getByRole("button", { name: "Sign up" }).click()
+            await page.getByText(`Check ${EMAIL}`).waitFor()
+            await expect.poll(() => Inbox.linkTo(inbox.messages, EMAIL, "/verify-email"), { timeout: 10_000 }).toBeDefined()
+            const verification = Inbox.linkTo(inbox.messages, EMAIL, "/verify-email")!
+            expect(verification.startsWith(`${url}/verify-email?token=`)).toBe(true)
+            await page.goto(verification)
+            await page.getByText("Your email address is verified.").waitFor()
+            await checkPage(page, "verify-email")
+            await page.getByRole("link", { name: "Open the console" }).click()
             await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
             await expect.poll(() => page.locator(".balances dd").first().textContent()).toBe("$25.00")
+            expect(await page.getByText("Verify your email address").count()).toBe(0)
             await checkPage(page, "overview-empty")
+
+            // A key, its secret shown once.
+            await openPage(page, "API keys", "API keys")
+            await page.getByLabel("Name").fill("journey")
+            await page.getByRole("button", { name: "Create key" }).click()
+            const secret = (await page.locator("#new-secret").textContent()) ?? ""
+            expect(secret).toMatch(/^tm_/)
+            await page.getByRole("button", { name: "Copy key" }).click()
+            expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(secret)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(1)
+            await checkPage(page, "keys")
 
             // An image model: the quote, the run, the charge and the picture.
             await openPage(page, "Playground", "Playground")
@@ -155,8 +185,6 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.setViewportSize({ width: 390, height: 844 })
             await checkPage(page, "overview-phone")
             await page.setViewportSize({ width: 1280, height: 900 })
-            await openPage(page, "API keys", "API keys")
-            await checkPage(page, "keys")
             await openPage(page, "Connect an agent", "Connect an agent")
             expect(await page.locator("#mcp-address").textContent()).toBe(`${url}/mcp`)
             await checkPage(page, "connect")
@@ -165,9 +193,45 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.waitForURL(`${url}/sign-in`)
             await page.goto(`${url}/tasks`)
             await page.waitForURL(`${url}/sign-in`)
+
+            // The key, in a tab: the tasks and a result, fetched with it.
+            await page.getByText("Use an API key instead").click()
+            await page.getByLabel("API key (kept for this tab only)").fill(secret)
+            await page.getByRole("button", { name: "Use this key" }).click()
+            await page.getByText("Signed in with an API key").waitFor()
+            await openPage(page, "Tasks", "Tasks")
+            await page.locator("tbody tr").nth(2).getByRole("link").click()
+            await expect
+              .poll(() =>
+                page
+                  .locator(".asset img")
+                  .first()
+                  .evaluate((img: any) => img.complete && img.naturalWidth > 0)
+              )
+              .toBe(true)
+            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.waitForURL(`${url}/sign-in`)
+
+            // Back with the password; the key revoked.
+            await page.getByLabel("Email").fill(EMAIL)
+            await page.getByLabel("Password").fill(PASSWORD)
+            await page.getByRole("button", { name: "Sign in" }).click()
+            await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
+            await openPage(page, "API keys", "API keys")
+            page.once("dialog", (dialog) => void dialog.accept())
+            await page.getByRole("button", { name: "Revoke journey" }).click()
+            await page.getByRole("cell", { name: "Revoked" }).waitFor()
+            const refused = await fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${secret}` } })
+            expect(refused.status).toBe(403)
+            expect(((await refused.json()) as { code: string }).code).toBe("PERMISSION_DENIED")
+            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.waitForURL(`${url}/sign-in`)
+            await page.goto(`${url}/keys`)
+            await page.waitForURL(`${url}/sign-in`)
             expect(errors).toEqual([])
           } catch (failure) {
-            throw new Error(`${failure}\nbrowser errors: ${errors.join("\n")}`)
+            const shown = await Promise.all(browser.context.pages().map((open) => open.textContent("body").catch(() => "")))
+            throw new Error(`${failure}\nbrowser errors: ${errors.join("\n")}\npage: ${shown.join("\n---\n")}`)
           } finally {
             await browser.close()
           }

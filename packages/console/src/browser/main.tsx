@@ -74,6 +74,7 @@ const App = () => {
           setWho(next)
           navigate("/")
         }}
+        onSignedUp={setWho}
       />
     )
   }

@@ -4,7 +4,6 @@
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { call } from "../api.ts"
 import { Link } from "../parts/Link.tsx"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
 import { Plain } from "../parts/Layout.tsx"
@@ -81,9 +80,7 @@ const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
       <summary>Use an API key instead</summary>
       <Form
         label="Use this key"
-        onSubmit={async (form) =>
-          props.onSignedIn(await Session.useKey(text(form, "key"), () => call(({ api }) => api.usage.get({ query: { limit: 1 } }))))
-        }
+        onSubmit={async (form) => props.onSignedIn(await Session.useKey(text(form, "key")))}
       >
         <Field name="key" label="API key (kept for this tab only)" type="password" autocomplete="off" />
       </Form>
@@ -91,7 +88,7 @@ const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
   </Plain>
 )
 
-const SignUp = () => {
+const SignUp = (props: { readonly onSignedUp: (who: Session.Who) => void }) => {
   const [done, setDone] = useState<string | undefined>(undefined)
   return (
     <Plain>
@@ -105,12 +102,13 @@ const SignUp = () => {
           label="Sign up"
           onSubmit={async (form) => {
             const invitation = text(form, "invitation")
-            await Session.signUp(text(form, "email"), String(form.get("password")), invitation === "" ? undefined : invitation)
+            const who = await Session.signUp(text(form, "email"), String(form.get("password")), invitation === "" ? undefined : invitation)
             setDone(text(form, "email"))
+            props.onSignedUp(who)
           }}
         >
           <Field name="email" label="Email" type="email" autocomplete="email" />
-          <Field name="password" label="Password" type="password" autocomplete="new-password" />
+          <Field name="password" label="Password (10 characters or more)" type="password" autocomplete="new-password" minLength={10} />
           <Field name="invitation" label="Invitation code (if you have one)" required={false} autocomplete="off" />
         </Form>
       )}
@@ -136,7 +134,7 @@ const VerifyEmail = (props: { readonly token: string | null }) => {
       {state === "working" ? <Status>Verifying…</Status> : null}
       {state === "done" ? (
         <Status>
-          Your email address is verified. <Link href="/">Open the console</Link>.
+          Your email address is verified. <a href="/">Open the console</a>.
         </Status>
       ) : null}
       {state !== "working" && state !== "done" ? <ErrorNotice error={state} /> : null}
@@ -170,7 +168,7 @@ const ResetPassword = (props: { readonly token: string | null }) => {
             setDone("Your password is changed; every other session was signed out.")
           }}
         >
-          <Field name="password" label="New password" type="password" autocomplete="new-password" />
+          <Field name="password" label="New password (10 characters or more)" type="password" autocomplete="new-password" minLength={10} />
         </Form>
       ) : null}
       <p>
@@ -184,10 +182,11 @@ export const AuthPage = (props: {
   readonly path: string
   readonly query: URLSearchParams
   readonly onSignedIn: (who: Session.Who) => void
+  readonly onSignedUp: (who: Session.Who) => void
 }) => {
   switch (props.path) {
     case "/sign-up":
-      return <SignUp />
+      return <SignUp onSignedUp={props.onSignedUp} />
     case "/verify-email":
       return <VerifyEmail token={props.query.get("token")} />
     case "/reset-password":

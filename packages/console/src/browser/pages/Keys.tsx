@@ -1,10 +1,10 @@
 /**
  * API keys: the account's keys (GET /api/v1/keys), a new one with a name, scopes and optional
  * limits (its secret shown once, with a copy button), and revocation. Keys are managed under a
- * session; a tab signed in with a key is told so.
+ * session only; a tab signed in with a key is told so.
  */
 import { useState } from "preact/hooks"
-import { sendJson } from "../api.ts"
+import { call } from "../api.ts"
 import { CopyButton } from "../parts/CopyButton.tsx"
 import { dateTime } from "../format.ts"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
@@ -13,19 +13,7 @@ import { useLoad } from "../useLoad.ts"
 
 export const SCOPES = ["jobs:create", "jobs:read", "usage:read", "chat:create", "billing:create"] as const
 
-export interface KeyView {
-  readonly id: string
-  readonly name: string
-  readonly displayPrefix?: string
-  readonly scopes: ReadonlyArray<string>
-  readonly createdAt: string
-  readonly revokedAt?: string | null
-}
-
-const listKeys = async (): Promise<ReadonlyArray<KeyView>> => {
-  const body = await sendJson<{ keys?: ReadonlyArray<KeyView>; data?: ReadonlyArray<KeyView> }>("/api/v1/keys", "GET")
-  return body.keys ?? body.data ?? []
-}
+const listKeys = () => call(({ api }) => api.keys.list()).then((body) => body.data)
 
 const NewKey = (props: { readonly onCreated: () => void }) => {
   const [secret, setSecret] = useState<string | undefined>(undefined)
@@ -37,20 +25,19 @@ const NewKey = (props: { readonly onCreated: () => void }) => {
         aria-label="Create a key"
         onSubmit={async (event) => {
           event.preventDefault()
-          const form = new FormData(event.currentTarget)
-          const limits = {
+          const element = event.currentTarget
+          const form = new FormData(element)
+          const payload = {
+            name: String(form.get("name") ?? ""),
+            scopes: SCOPES.filter((scope) => form.getAll("scope").includes(scope)),
             ...(form.get("rate") ? { rateLimitPerMinute: Number(form.get("rate")) } : {}),
-            ...(form.get("usage") ? { usageLimitMicros: Math.round(Number(form.get("usage")) * 1_000_000) } : {})
+            ...(form.get("usage") ? { usageLimit: Number(form.get("usage")) } : {})
           }
           try {
-            const created = await sendJson<{ secret: string }>("/api/v1/keys", "POST", {
-              name: String(form.get("name") ?? ""),
-              scopes: form.getAll("scope").map(String),
-              ...(Object.keys(limits).length > 0 ? { limits } : {})
-            })
+            const created = await call(({ api }) => api.keys.create({ payload }))
             setSecret(created.secret)
             setError(undefined)
-            event.currentTarget?.reset()
+            element.reset()
             props.onCreated()
           } catch (failure) {
             setError(failure)
@@ -74,8 +61,8 @@ const NewKey = (props: { readonly onCreated: () => void }) => {
           <input name="rate" type="number" min={1} step={1} inputMode="numeric" />
         </label>
         <label class="field">
-          <span>Usage limit in USD (optional)</span>
-          <input name="usage" type="number" min={0} step="0.01" inputMode="decimal" />
+          <span>Usage limit: billable submissions, ever (optional)</span>
+          <input name="usage" type="number" min={1} step={1} inputMode="numeric" />
         </label>
         <ErrorNotice error={error} />
         <button type="submit">Create key</button>
@@ -121,6 +108,7 @@ export const Keys = (props: { readonly who: Who }) => {
                   <th scope="col">Name</th>
                   <th scope="col">Key</th>
                   <th scope="col">Scopes</th>
+                  <th scope="col">Limits</th>
                   <th scope="col">Created</th>
                   <th scope="col">
                     <span class="visually-hidden">Actions</span>
@@ -132,9 +120,13 @@ export const Keys = (props: { readonly who: Who }) => {
                   <tr key={key.id}>
                     <td>{key.name}</td>
                     <td>
-                      <code>{key.displayPrefix ?? key.id}…</code>
+                      <code>{key.displayPrefix}…</code>
                     </td>
                     <td>{key.scopes.join(", ")}</td>
+                    <td>
+                      {key.rateLimitPerMinute === null ? "default rate" : `${key.rateLimitPerMinute}/min`};{" "}
+                      {key.usageLimit === null ? `${key.usageCount} used` : `${key.usageCount} of ${key.usageLimit} used`}
+                    </td>
                     <td>{dateTime(key.createdAt)}</td>
                     <td>
                       {key.revokedAt ? (
@@ -147,7 +139,7 @@ export const Keys = (props: { readonly who: Who }) => {
                           onClick={async () => {
                             if (!confirm(`Revoke the key "${key.name}"? Programs using it stop working at once.`)) return
                             try {
-                              await sendJson(`/api/v1/keys/${encodeURIComponent(key.id)}`, "DELETE")
+                              await call(({ api }) => api.keys.revoke({ params: { id: key.id } }))
                               keys.reload()
                             } catch (failure) {
                               setError(failure)

@@ -46,6 +46,9 @@ export const Layout = (props: {
         </ul>
       </nav>
       <main id="main" tabIndex={-1}>
+        {props.who.kind === "session" && !props.who.user.emailVerified ? (
+          <p class="notice">Verify your email address: open the link we mailed to {props.who.user.email}.</p>
+        ) : null}
         {props.children}
       </main>
     </div>
