@@ -3,11 +3,13 @@
  * with starting credits, mail over SMTP to an in-process server): sign up, open the mailed
  * verification link, create a key, and in the playground run an image model (quote, charge,
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
- * one played until it reports a duration) and a streamed chat (its charge shown); sign out, use
+ * one played until it reports a duration), a video (the player seeks) and a streamed chat (its
+ * charge shown); sign out, use
  * the key in a tab, sign in again with the password, revoke the key, sign out. Every page is
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
  * overview also at a phone's width.
  */
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
@@ -22,6 +24,7 @@ const OUTPUT = fileURLToPath(new URL("../test-output/journey/", import.meta.url)
 const IMAGE_MODEL = "alpha-2-lite-text-to-image-economy"
 const EDIT_MODEL = "alpha-2-lite-image-to-image-economy"
 const SONG_MODEL = "song-single-v5"
+const VIDEO_MODEL = "delta-omni-flash-text-to-video-economy"
 const EMAIL = "ada@example.com"
 const PASSWORD = "a long enough passphrase"
 
@@ -151,6 +154,27 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(duration).toBeGreaterThan(0)
             await checkPage(page, "playground-song")
 
+            // A video (every field has a default): the player loads it and seeks, by Range requests under the session.
+            await chooseModel(page, "video", VIDEO_MODEL)
+            await page.getByLabel("duration").selectOption("4")
+            result = await run(page)
+            const seeked = await result.locator("video").evaluate(
+              (video: any) =>
+                new Promise<{ duration: number; at: number }>((resolve, reject) => {
+                  const seek = () => {
+                    video.addEventListener("seeked", () => resolve({ duration: video.duration, at: video.currentTime }), {
+                      once: true
+                    })
+                    video.currentTime = video.duration / 2
+                  }
+                  video.addEventListener("error", () => reject(new Error(`the video did not load: ${video.error?.message}`)))
+                  if (video.readyState >= 1) seek()
+                  else video.addEventListener("loadedmetadata", seek, { once: true })
+                })
+            )
+            expect(seeked.duration).toBeGreaterThan(0)
+            expect(seeked.at).toBeCloseTo(seeked.duration / 2, 0)
+
             // A streamed chat and its charge.
             await openPage(page, "Chat playground", "Chat playground")
             await page.getByRole("textbox", { name: "Message" }).fill("Say hello")
@@ -161,9 +185,9 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
 
             // The other pages, with what the runs left.
             await openPage(page, "Tasks", "Tasks")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(3)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(4)
             await checkPage(page, "tasks")
-            await page.locator("tbody tr").first().getByRole("link").click()
+            await page.locator("tbody tr").nth(1).getByRole("link").click()
             await page.locator(".badge-succeeded").waitFor()
             expect(await page.locator("audio").count()).toBe(2)
             await checkPage(page, "task-song")
@@ -173,11 +197,15 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await openPage(page, "Credits", "Credits")
             await page.locator("tbody tr").first().waitFor()
             await page.getByLabel("Kind").selectOption("charge")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(4)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(5)
             const download = page.waitForEvent("download")
             await page.getByRole("button", { name: "Export CSV" }).click()
             const csvPath = join(OUTPUT, "ledger.csv")
             await (await download).saveAs(csvPath)
+            const rows = readFileSync(csvPath, "utf8").split("\r\n").filter(Boolean)
+            expect(rows[0]).toBe('"id","kind","amountMicros","amountUsd","taskId","chatRequestId","note","createdAt"')
+            expect(rows.slice(1).every((row) => row.split(",")[1] === '"charge"')).toBe(true)
+            expect(rows).toHaveLength(6)
             await checkPage(page, "credits")
             await openPage(page, "Overview", "Overview")
             await page.locator("figure.chart svg").first().waitFor()
@@ -200,7 +228,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.getByRole("button", { name: "Use this key" }).click()
             await page.getByText("Signed in with an API key").waitFor()
             await openPage(page, "Tasks", "Tasks")
-            await page.locator("tbody tr").nth(2).getByRole("link").click()
+            await page.locator("tbody tr").nth(3).getByRole("link").click()
             await expect
               .poll(() =>
                 page
