@@ -562,6 +562,7 @@ const announce = (
   return Console.log(
     [
       `taskmeter is listening on ${url}`,
+      `  console    ${origin}/ (sign up at ${origin}/sign-up)`,
       `  api        ${origin}/api/v1`,
       `  openapi    ${origin}${Server.OPENAPI_PATH}`,
       `  chat       ${origin}/api/v1/chat/completions (OpenAI-compatible)`,
