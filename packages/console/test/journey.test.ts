@@ -4,8 +4,8 @@
  * verification link, create a key, and in the playground run an image model (quote, charge,
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
  * one played until it reports a duration), a video (the player seeks) and a streamed chat (its
- * charge shown); sign out, use
- * the key in a tab, sign in again with the password, revoke the key, sign out. Every page is
+ * charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
+ * sign out, reset the password from the mailed link and sign in with the new one. Every page is
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
  * overview also at a phone's width.
  */
@@ -255,6 +255,27 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.getByRole("button", { name: "Sign out" }).click()
             await page.waitForURL(`${url}/sign-in`)
             await page.goto(`${url}/keys`)
+            await page.waitForURL(`${url}/sign-in`)
+
+            // A forgotten password, reset from the mailed link; the new one signs in.
+            await page.getByRole("link", { name: "Forgot your password?" }).click()
+            await page.getByRole("heading", { name: "Reset your password" }).waitFor()
+            await checkPage(page, "reset-password-request")
+            await page.getByLabel("Email").fill(EMAIL)
+            await page.getByRole("button", { name: "Send a reset link" }).click()
+            await page.getByText("a reset link is on its way").waitFor()
+            await expect.poll(() => Inbox.linkTo(inbox.messages, EMAIL, "/reset-password"), { timeout: 10_000 }).toBeDefined()
+            await page.goto(Inbox.linkTo(inbox.messages, EMAIL, "/reset-password")!)
+            await checkPage(page, "reset-password")
+            await page.getByLabel("New password (10 characters or more)").fill(`${PASSWORD} again`)
+            await page.getByRole("button", { name: "Set the new password" }).click()
+            await page.getByText("Your password is changed").waitFor()
+            await page.getByRole("link", { name: "Back to sign in" }).click()
+            await page.getByLabel("Email").fill(EMAIL)
+            await page.getByLabel("Password").fill(`${PASSWORD} again`)
+            await page.getByRole("button", { name: "Sign in" }).click()
+            await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
+            await page.getByRole("button", { name: "Sign out" }).click()
             await page.waitForURL(`${url}/sign-in`)
             expect(errors).toEqual([])
           } catch (failure) {
