@@ -9,6 +9,7 @@
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
  * overview also at a phone's width.
  */
+import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -27,6 +28,17 @@ const SONG_MODEL = "song-single-v5"
 const VIDEO_MODEL = "delta-omni-flash-text-to-video-economy"
 const EMAIL = "ada@example.com"
 const PASSWORD = "a long enough passphrase"
+
+/** Runs a snippet of the playground with Node (the snippet is plain JavaScript as well), with the key in the environment. */
+const runScript = (code: string, key: string) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ["--input-type=module", "-e", code],
+      { env: { ...process.env, TASKMETER_API_KEY: key }, timeout: 30_000 },
+      (error, stdout, stderr) => (error === null ? resolve(stdout) : reject(new Error(`${error.message}\n${stderr}`)))
+    )
+  )
 
 /** Screenshots (light, dark) and axe-core on the page as it is now; both must pass. */
 const checkPage = async (page: Page, name: string) => {
@@ -98,6 +110,11 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await expect.poll(() => page.locator(".balances dd").first().textContent()).toBe("$25.00")
             expect(await page.getByText("Verify your email address").count()).toBe(0)
             await checkPage(page, "overview-empty")
+            // The keyboard's first stop is the skip link, which moves focus to the page's content.
+            await page.keyboard.press("Tab")
+            expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe("Skip to content")
+            await page.keyboard.press("Enter")
+            expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("main")
 
             // A key, its secret shown once.
             await openPage(page, "API keys", "API keys")
@@ -120,6 +137,12 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(await result.locator(".charged").textContent()).toBe(quote)
             await expect.poll(() => result.locator("img").evaluate((img: any) => img.complete && img.naturalWidth > 0)).toBe(true)
             await checkPage(page, "playground-image")
+            // "Copy as TypeScript" is a program that makes the same request with the key.
+            await page.getByText("TypeScript", { exact: true }).click()
+            const program = (await page.locator("details[open] pre").textContent()) ?? ""
+            expect(program).toContain(`"model": "${IMAGE_MODEL}"`)
+            const ran = await runScript(program, secret)
+            expect(ran).toMatch(/^task_\S+ queued\n$/u)
 
             // An edit model on an image dropped onto its media field.
             const png = await page.locator("section.result img").screenshot()
@@ -185,7 +208,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
 
             // The other pages, with what the runs left.
             await openPage(page, "Tasks", "Tasks")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(4)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(5)
             await checkPage(page, "tasks")
             await page.locator("tbody tr").nth(1).getByRole("link").click()
             await page.locator(".badge-succeeded").waitFor()
@@ -197,7 +220,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await openPage(page, "Credits", "Credits")
             await page.locator("tbody tr").first().waitFor()
             await page.getByLabel("Kind").selectOption("charge")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(5)
+            await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(6)
             const download = page.waitForEvent("download")
             await page.getByRole("button", { name: "Export CSV" }).click()
             const csvPath = join(OUTPUT, "ledger.csv")
@@ -205,7 +228,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             const rows = readFileSync(csvPath, "utf8").split("\r\n").filter(Boolean)
             expect(rows[0]).toBe('"id","kind","amountMicros","amountUsd","taskId","chatRequestId","note","createdAt"')
             expect(rows.slice(1).every((row) => row.split(",")[1] === '"charge"')).toBe(true)
-            expect(rows).toHaveLength(6)
+            expect(rows).toHaveLength(7)
             await checkPage(page, "credits")
             await openPage(page, "Overview", "Overview")
             await page.locator("figure.chart svg").first().waitFor()
@@ -228,7 +251,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.getByRole("button", { name: "Use this key" }).click()
             await page.getByText("Signed in with an API key").waitFor()
             await openPage(page, "Tasks", "Tasks")
-            await page.locator("tbody tr").nth(3).getByRole("link").click()
+            await page.locator("tbody tr").last().getByRole("link").click()
             await expect
               .poll(() =>
                 page
