@@ -3,7 +3,7 @@
  * with starting credits, mail over SMTP to an in-process server): sign up, open the mailed
  * verification link, create a key, and in the playground run an image model (quote, charge,
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
- * one played until it reports a duration), a video (the player seeks) and a streamed chat (its
+ * one played until it reports a duration), lyrics (as text), a video (the player seeks) and a streamed chat (its
  * charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
  * sign out, reset the password from the mailed link and sign in with the new one. Every page is
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
@@ -177,6 +177,12 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(duration).toBeGreaterThan(0)
             await checkPage(page, "playground-song")
 
+            // Lyrics: a text result, shown as text.
+            await chooseModel(page, "text", "song-lyrics")
+            await page.getByLabel("prompt").fill("the sea at night")
+            result = await run(page)
+            expect((await result.locator("pre.lyrics").textContent())?.length).toBeGreaterThan(20)
+
             // A video (every field has a default): the player loads it and seeks, by Range requests under the session.
             await chooseModel(page, "video", VIDEO_MODEL)
             await page.getByLabel("duration").selectOption("4")
@@ -208,9 +214,9 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
 
             // The other pages, with what the runs left.
             await openPage(page, "Tasks", "Tasks")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(5)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(6)
             await checkPage(page, "tasks")
-            await page.locator("tbody tr").nth(1).getByRole("link").click()
+            await page.locator("tbody tr").nth(2).getByRole("link").click()
             await page.locator(".badge-succeeded").waitFor()
             expect(await page.locator("audio").count()).toBe(2)
             await checkPage(page, "task-song")
@@ -220,7 +226,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await openPage(page, "Credits", "Credits")
             await page.locator("tbody tr").first().waitFor()
             await page.getByLabel("Kind").selectOption("charge")
-            await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(6)
+            await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(7)
             const download = page.waitForEvent("download")
             await page.getByRole("button", { name: "Export CSV" }).click()
             const csvPath = join(OUTPUT, "ledger.csv")
@@ -228,7 +234,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             const rows = readFileSync(csvPath, "utf8").split("\r\n").filter(Boolean)
             expect(rows[0]).toBe('"id","kind","amountMicros","amountUsd","taskId","chatRequestId","note","createdAt"')
             expect(rows.slice(1).every((row) => row.split(",")[1] === '"charge"')).toBe(true)
-            expect(rows).toHaveLength(7)
+            expect(rows).toHaveLength(8)
             await checkPage(page, "credits")
             await openPage(page, "Overview", "Overview")
             await page.locator("figure.chart svg").first().waitFor()
