@@ -1,13 +1,15 @@
 /**
  * The console's browser code, bundled in memory by esbuild from `src/browser` (TypeScript and
  * TSX on Preact, one CSS file): nothing is written to disk and nothing is committed. `build`
- * names each file by a hash of its bytes, so the server can let browsers keep them for a year.
+ * names each file by a hash of its bytes, so the server can let browsers keep them for a year,
+ * and gzips it once.
  * Node built-ins (and undici, and the Buffer global), reached only by kernel code the browser
  * never runs, become the inert stand-in of Inert.ts.
  */
 import { createHash } from "node:crypto"
 import { dirname } from "node:path"
 import { fileURLToPath } from "node:url"
+import { gzipSync } from "node:zlib"
 import * as esbuild from "esbuild"
 
 export interface Asset {
@@ -15,6 +17,8 @@ export interface Asset {
   readonly name: string
   readonly contentType: string
   readonly bytes: Uint8Array
+  /** The same bytes gzipped, for browsers that accept it. */
+  readonly gzipped: Uint8Array
 }
 
 export interface Built {
@@ -43,7 +47,8 @@ const stubNodeOnly: esbuild.Plugin = {
 const hashed = (stem: string, ext: string, contentType: string, bytes: Uint8Array): Asset => ({
   name: `${stem}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.${ext}`,
   contentType,
-  bytes
+  bytes,
+  gzipped: gzipSync(bytes, { level: 9 })
 })
 
 /** Bundles and minifies the console; about a second. */

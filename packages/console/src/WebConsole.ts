@@ -1,12 +1,13 @@
 /**
  * The customer console as routes on the HttpRouter in context: GET of every page in Pages.PATHS
- * answers the HTML shell, GET under Pages.ASSETS_PREFIX the bundled files (immutable, by hash).
+ * answers the HTML shell, GET under Pages.ASSETS_PREFIX the bundled files (immutable, by hash;
+ * gzipped for browsers that accept it).
  * The bundle is built once, at the first request for any of them (not at start, so servers and
  * tests that never open the console pay nothing). The console has no endpoint of its own: the
  * browser app calls the public API.
  */
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Bundle from "./Bundle.ts"
 import { ASSETS_PREFIX, PATHS } from "./Pages.ts"
 import * as Shell from "./Shell.ts"
@@ -27,12 +28,18 @@ export const layer = Layer.unwrap(
     )
     const asset = Effect.gen(function* () {
       const { file } = yield* HttpRouter.params
+      const request = yield* HttpServerRequest.HttpServerRequest
       const files = yield* built
       const found = [files.script, files.style].find((candidate) => candidate.name === file)
       if (found === undefined) return HttpServerResponse.text("No such console file.", { status: 404 })
-      return HttpServerResponse.uint8Array(found.bytes, {
+      const gzip = /\bgzip\b/u.test(request.headers["accept-encoding"] ?? "")
+      return HttpServerResponse.uint8Array(gzip ? found.gzipped : found.bytes, {
         contentType: found.contentType,
-        headers: { "cache-control": IMMUTABLE }
+        headers: {
+          "cache-control": IMMUTABLE,
+          vary: "accept-encoding",
+          ...(gzip ? { "content-encoding": "gzip" } : {})
+        }
       })
     })
     return HttpRouter.use((router) =>

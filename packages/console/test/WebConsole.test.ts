@@ -1,9 +1,11 @@
 /**
  * The console's routes on an HttpRouter of their own: every page answers the HTML shell under a
  * same-origin CSP, the bundle's files are served by hash with a year's immutable caching (built
- * once), unknown files are 404, and paths that are not pages are left to the router.
+ * once; gzipped when asked), unknown files are 404, and paths that are not pages are left to the
+ * router.
  */
-import { createServer } from "node:http"
+import { createServer, request } from "node:http"
+import { gunzipSync } from "node:zlib"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -14,12 +16,28 @@ const served = HttpRouter.serve(WebConsole.layer, { disableLogger: true, disable
   Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
 )
 
-const get = (path: string) =>
+/** GET with Node's http client, which leaves the body as sent; `gzip` asks for it compressed. */
+const get = (path: string, gzip = false) =>
   Effect.flatMap(HttpServer.HttpServer, (server) =>
-    Effect.promise(async () => {
-      const response = await fetch(`${HttpServer.formatAddress(server.address)}${path}`)
-      return { status: response.status, headers: response.headers, body: new Uint8Array(await response.arrayBuffer()) }
-    })
+    Effect.promise(
+      () =>
+        new Promise<{ status: number; headers: Record<string, string | undefined>; body: Uint8Array }>((resolve, reject) => {
+          const url = `${HttpServer.formatAddress(server.address)}${path}`
+          request(url, { headers: gzip ? { "accept-encoding": "gzip" } : {} }, (response) => {
+            const chunks: Array<Buffer> = []
+            response.on("data", (chunk: Buffer) => chunks.push(chunk))
+            response.on("end", () =>
+              resolve({
+                status: response.statusCode ?? 0,
+                headers: response.headers as Record<string, string | undefined>,
+                body: Buffer.concat(chunks)
+              })
+            )
+          })
+            .on("error", reject)
+            .end()
+        })
+    )
   )
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
@@ -32,9 +50,9 @@ layer(served, { timeout: 60_000, excludeTestServices: true })("the console's rou
         for (const path of Pages.PATHS) {
           const page = yield* get(path.replace(":id", "task_0"))
           expect(page.status).toBe(200)
-          expect(page.headers.get("content-type")).toMatch(/^text\/html/)
-          expect(page.headers.get("content-security-policy")).toContain("default-src 'self'")
-          expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+          expect(page.headers["content-type"]).toMatch(/^text\/html/)
+          expect(page.headers["content-security-policy"]).toContain("default-src 'self'")
+          expect(page.headers["content-security-policy"]).toContain("frame-ancestors 'none'")
           shells.add(text(page.body))
         }
         expect(shells.size).toBe(1)
@@ -45,9 +63,15 @@ layer(served, { timeout: 60_000, excludeTestServices: true })("the console's rou
         for (const file of files) {
           const asset = yield* get(`${Pages.ASSETS_PREFIX}${file}`)
           expect(asset.status).toBe(200)
-          expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+          expect(asset.headers["cache-control"]).toBe("public, max-age=31536000, immutable")
+          expect(asset.headers["content-encoding"]).toBeUndefined()
           expect(asset.body.length).toBeGreaterThan(1000)
           expect(text(asset.body)).not.toMatch(/from\s*["']node:/u)
+          const gzipped = yield* get(`${Pages.ASSETS_PREFIX}${file}`, true)
+          expect(gzipped.headers["content-encoding"]).toBe("gzip")
+          expect(gzipped.headers.vary).toBe("accept-encoding")
+          expect(gzipped.body.length).toBeLessThan(asset.body.length)
+          expect(new Uint8Array(gunzipSync(gzipped.body))).toEqual(new Uint8Array(asset.body))
         }
         // Built once: a second shell names the same files.
         expect(text((yield* get("/")).body)).toBe(shell)

@@ -3,8 +3,8 @@
  * with starting credits, mail over SMTP to an in-process server): sign up, open the mailed
  * verification link, create a key, and in the playground run an image model (quote, charge,
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
- * one played until it reports a duration), lyrics (as text), a video (the player seeks) and a streamed chat (its
- * charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
+ * one played until it reports a duration), lyrics (as text), a video (the player seeks) and a
+ * streamed chat (its charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
  * sign out, reset the password from the mailed link and sign in with the new one. Every page is
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
  * overview also at a phone's width.
