@@ -49,6 +49,7 @@ const Field = (props: {
   readonly autocomplete?: string
   readonly required?: boolean
   readonly minLength?: number
+  readonly value?: string
 }) => (
   <label class="field">
     <span>{props.label}</span>
@@ -59,6 +60,7 @@ const Field = (props: {
       autoComplete={props.autocomplete}
       required={props.required ?? true}
       minLength={props.minLength}
+      defaultValue={props.value}
     />
   </label>
 )
@@ -88,7 +90,8 @@ const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
   </Plain>
 )
 
-const SignUp = (props: { readonly onSignedUp: (who: Session.Who) => void }) => {
+/** Sign-up; an invitation link (`/sign-up?invitation=...`) fills in its invitation. */
+const SignUp = (props: { readonly invitation: string | null; readonly onSignedUp: (who: Session.Who) => void }) => {
   const [done, setDone] = useState<string | undefined>(undefined)
   return (
     <Plain>
@@ -109,7 +112,13 @@ const SignUp = (props: { readonly onSignedUp: (who: Session.Who) => void }) => {
         >
           <Field name="email" label="Email" type="email" autocomplete="email" />
           <Field name="password" label="Password (10 characters or more)" type="password" autocomplete="new-password" minLength={10} />
-          <Field name="invitation" label="Invitation code (if you have one)" required={false} autocomplete="off" />
+          <Field
+            name="invitation"
+            label="Invitation code (if you have one)"
+            required={false}
+            autocomplete="off"
+            {...(props.invitation === null ? {} : { value: props.invitation })}
+          />
         </Form>
       )}
       <p>
@@ -186,7 +195,7 @@ export const AuthPage = (props: {
 }) => {
   switch (props.path) {
     case "/sign-up":
-      return <SignUp onSignedUp={props.onSignedUp} />
+      return <SignUp invitation={props.query.get("invitation")} onSignedUp={props.onSignedUp} />
     case "/verify-email":
       return <VerifyEmail token={props.query.get("token")} />
     case "/reset-password":
