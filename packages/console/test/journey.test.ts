@@ -5,7 +5,7 @@
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
  * one played until it reports a duration), lyrics (as text), a video (the player seeks) and a
  * streamed chat (its charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
- * sign out, reset the password from the mailed link and sign in with the new one. Every page is
+ * sign out, reset the password from the mailed link, sign in with the new one and sign out everywhere. Every page is
  * screenshotted into test-output/journey (non-blank) and passes axe-core in light and dark, the
  * overview also at a phone's width.
  */
@@ -249,7 +249,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(await page.locator("#mcp-address").textContent()).toBe(`${url}/mcp`)
             await checkPage(page, "connect")
 
-            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.getByRole("button", { name: "Sign out", exact: true }).click()
             await page.waitForURL(`${url}/sign-in`)
             await page.goto(`${url}/tasks`)
             await page.waitForURL(`${url}/sign-in`)
@@ -269,7 +269,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
                   .evaluate((img: any) => img.complete && img.naturalWidth > 0)
               )
               .toBe(true)
-            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.getByRole("button", { name: "Sign out", exact: true }).click()
             await page.waitForURL(`${url}/sign-in`)
 
             // Back with the password; the key revoked.
@@ -284,7 +284,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             const refused = await fetch(`${url}/api/v1/usage`, { headers: { authorization: `Bearer ${secret}` } })
             expect(refused.status).toBe(403)
             expect(((await refused.json()) as { code: string }).code).toBe("PERMISSION_DENIED")
-            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.getByRole("button", { name: "Sign out", exact: true }).click()
             await page.waitForURL(`${url}/sign-in`)
             await page.goto(`${url}/keys`)
             await page.waitForURL(`${url}/sign-in`)
@@ -307,7 +307,9 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.getByLabel("Password").fill(`${PASSWORD} again`)
             await page.getByRole("button", { name: "Sign in" }).click()
             await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
-            await page.getByRole("button", { name: "Sign out" }).click()
+            await page.getByRole("button", { name: "Sign out everywhere" }).click()
+            await page.waitForURL(`${url}/sign-in`)
+            await page.goto(`${url}/`)
             await page.waitForURL(`${url}/sign-in`)
             expect(errors).toEqual([])
           } catch (failure) {

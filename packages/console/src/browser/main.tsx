@@ -82,8 +82,8 @@ const App = () => {
     <Layout
       path={path}
       who={who}
-      onSignOut={async () => {
-        await Session.signOut(who).catch(setError)
+      onSignOut={async (everywhere) => {
+        await Session.signOut(who, everywhere).catch(setError)
         setWho({ kind: "none" })
         navigate("/sign-in")
       }}

@@ -17,7 +17,7 @@ export const NAV: ReadonlyArray<readonly [string, string]> = [
 export const Layout = (props: {
   readonly path: string
   readonly who: Who
-  readonly onSignOut: () => void
+  readonly onSignOut: (everywhere: boolean) => void
   readonly children: ComponentChildren
 }) => (
   <>
@@ -29,7 +29,12 @@ export const Layout = (props: {
       <span class="who">
         {props.who.kind === "session" ? props.who.user.email : props.who.kind === "key" ? "Signed in with an API key" : ""}
       </span>
-      <button type="button" class="secondary" onClick={props.onSignOut}>
+      {props.who.kind === "session" ? (
+        <button type="button" class="secondary everywhere" onClick={() => props.onSignOut(true)}>
+          Sign out everywhere
+        </button>
+      ) : null}
+      <button type="button" class="secondary" onClick={() => props.onSignOut(false)}>
         Sign out
       </button>
     </header>
