@@ -24,7 +24,7 @@ export const setCredential = (next: Credential | undefined): void => {
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"])
 
 /** The credential's headers for a request of `method`. */
-export const credentialHeaders = (method: string): Record<string, string> => {
+const credentialHeaders = (method: string): Record<string, string> => {
   if (credential === undefined) return {}
   if (credential.kind === "key") return { authorization: `Bearer ${credential.secret}` }
   return SAFE.has(method.toUpperCase()) ? {} : { "x-csrf-token": credential.csrfToken }
@@ -86,15 +86,6 @@ export const send = async (path: string, init: RequestInit = {}): Promise<Respon
   if (response.ok) return response
   const body = (await response.json().catch(() => undefined)) as { code?: string; error?: string } | undefined
   throw new ApiFailure(body?.code ?? `HTTP_${response.status}`, body?.error ?? response.statusText, response.status)
-}
-
-/** `send` with a JSON body, answering the decoded JSON (undefined for 204). */
-export const sendJson = async <A>(path: string, method: string, body?: unknown): Promise<A> => {
-  const response = await send(path, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } })
-  })
-  return (response.status === 204 ? undefined : await response.json()) as A
 }
 
 /** The credential in force (for pages that show or adapt to it). */

@@ -5,7 +5,7 @@
  */
 import { ApiFailure, call, setCredential } from "./api.ts"
 
-export interface SessionBody {
+interface SessionBody {
   readonly user: {
     readonly id: string
     readonly email: string

@@ -11,7 +11,7 @@ import { ErrorNotice, Status } from "../parts/Notice.tsx"
 import type { Who } from "../session.ts"
 import { useLoad } from "../useLoad.ts"
 
-export const SCOPES = ["jobs:create", "jobs:read", "usage:read", "chat:create", "billing:create"] as const
+const SCOPES = ["jobs:create", "jobs:read", "usage:read", "chat:create", "billing:create"] as const
 
 const listKeys = () => call(({ api }) => api.keys.list()).then((body) => body.data)
 

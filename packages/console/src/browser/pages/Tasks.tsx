@@ -5,12 +5,12 @@
 import { useEffect, useState } from "preact/hooks"
 import type { Task } from "@taskmeter/kernel"
 import { call } from "../api.ts"
+import { isTerminal } from "../follow.ts"
 import { dateTime, usd } from "../format.ts"
 import { Link } from "../parts/Link.tsx"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
 
 const STATUSES = ["queued", "running", "succeeded", "failed", "reconciliation_required"] as const
-export const TERMINAL = new Set(["succeeded", "failed", "reconciliation_required"])
 const POLL_MS = 3000
 
 export const StatusBadge = (props: { readonly status: string }) => (
@@ -43,7 +43,7 @@ export const Tasks = () => {
     setCursor(null)
     void load()
   }, [status, model])
-  const running = tasks?.some((task) => !TERMINAL.has(task.status)) ?? false
+  const running = tasks?.some((task) => !isTerminal(task)) ?? false
   // biome-ignore lint/correctness/useExhaustiveDependencies: polls the first page while a task runs
   useEffect(() => {
     if (!running) return

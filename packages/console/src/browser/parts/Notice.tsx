@@ -2,7 +2,7 @@
 import type { ComponentChildren } from "preact"
 import { ApiFailure } from "../api.ts"
 
-export const messageOf = (error: unknown): string =>
+const messageOf = (error: unknown): string =>
   error instanceof ApiFailure ? `${error.message} (${error.code})` : error instanceof Error ? error.message : String(error)
 
 export const ErrorNotice = (props: { readonly error: unknown }) =>
