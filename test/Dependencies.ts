@@ -110,7 +110,7 @@ export const requirements: Record<Dependency, Requirement> = {
     name: "Chromium",
     enable: "apt-get install chromium (or set CHROMIUM_PATH)",
     detect: async () => (executable(chromiumPath) ? undefined : `no Chromium at ${chromiumPath}`),
-    suites: ["packages/mcp/test/endToEnd.test.ts", "packages/console/test/journey.test.ts"]
+    suites: ["packages/mcp/test/endToEnd.test.ts", "packages/console/test/journey.test.ts", "packages/console/test/topUp.test.ts"]
   },
   ffmpeg: {
     name: "ffmpeg",

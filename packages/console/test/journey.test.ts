@@ -227,6 +227,8 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await page.locator("tbody tr").first().waitFor()
             await checkPage(page, "chat-requests")
             await openPage(page, "Credits", "Credits")
+            // This server takes no payments: no top-up is offered.
+            expect(await page.getByRole("form", { name: "Top up" }).count()).toBe(0)
             await page.locator("tbody tr").first().waitFor()
             await page.getByLabel("Kind").selectOption("charge")
             await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(7)

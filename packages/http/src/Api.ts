@@ -16,6 +16,7 @@ import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
 import { UsageApi } from "./api/UsageApi.ts"
 
 export { AuthApi } from "./api/AuthApi.ts"
+export { BillingApi } from "./api/BillingApi.ts"
 export { CatalogApi, type ModelInfo } from "./api/CatalogApi.ts"
 export { ChatApi } from "./api/ChatApi.ts"
 export type { ChatCompletionChunk, ChatRequestView, ChatStreamError } from "./api/ChatWire.ts"

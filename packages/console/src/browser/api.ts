@@ -1,7 +1,7 @@
 /**
  * The console's only way to the server: the public API. JSON endpoints go through typed clients
- * derived from the API definition (`HttpApiClient` over `Api`, and over the chat group for the
- * request history), so a response is decoded by the schema the server encodes it with; byte and
+ * derived from the API definition (`HttpApiClient` over `Api`, and over the chat and billing
+ * groups, which the server serves as raw routes), so a response is decoded by the schema the server encodes it with; byte and
  * stream endpoints (upload, results, the chat stream) use `send`. Both carry the signed-in
  * credential: the session cookie (sent by the browser) with its CSRF token on unsafe methods, or
  * an API key as a Bearer token.
@@ -9,7 +9,7 @@
 import { Cause, Effect, Exit } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApi, HttpApiClient } from "effect/http-api"
-import { Api, ChatApi } from "@taskmeter/http/Api"
+import { Api, BillingApi, ChatApi } from "@taskmeter/http/Api"
 
 export type Credential =
   | { readonly kind: "session"; readonly csrfToken: string }
@@ -42,6 +42,7 @@ export class ApiFailure extends Error {
 }
 
 const ChatHistoryApi = HttpApi.make("chat").add(ChatApi)
+const TopUpApi = HttpApi.make("billing").add(BillingApi)
 
 const makeClients = Effect.gen(function* () {
   const options = {
@@ -50,7 +51,11 @@ const makeClients = Effect.gen(function* () {
       HttpClientRequest.setHeaders(request, credentialHeaders(request.method))
     )
   }
-  return { api: yield* HttpApiClient.make(Api, options), chat: yield* HttpApiClient.make(ChatHistoryApi, options) }
+  return {
+    api: yield* HttpApiClient.make(Api, options),
+    chat: yield* HttpApiClient.make(ChatHistoryApi, options),
+    billing: yield* HttpApiClient.make(TopUpApi, options)
+  }
 }).pipe(Effect.provide(FetchHttpClient.layer))
 
 export type Clients = Effect.Success<typeof makeClients>

@@ -7,7 +7,7 @@
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { Main, OperatorToken, ServerConfig } from "@taskmeter/http"
 import { OAuthStore } from "@taskmeter/mcp"
@@ -18,7 +18,8 @@ import * as Inbox from "./Inbox.ts"
 /** What an account made at sign-up starts with. */
 export const SIGN_UP_CREDITS_MICROS = 25_000_000
 
-export const layer = () => {
+/** The server; `env` (e.g. Stripe's settings) stands in for the environment's configuration. */
+export const layer = (env: Record<string, string> = {}) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-console-"))
   const server = Effect.map(Inbox.Inbox, (inbox) =>
     Main.server({
@@ -33,7 +34,8 @@ export const layer = () => {
       dataDir
     }).pipe(
       Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-      Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 }))
+      Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 })),
+      Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
     )
   )
   return Layer.unwrap(server).pipe(Layer.provideMerge(Inbox.layer))

@@ -1,15 +1,60 @@
 /**
- * Credits: the ledger of GET /api/v1/usage, a page at a time (older pages on demand), filtered
- * by kind, text and dates in the browser, and the filtered entries exported as CSV.
+ * Credits: a top-up (when the server takes payments), the ledger of GET /api/v1/usage, a page at
+ * a time (older pages on demand), filtered by kind, text and dates in the browser, and the
+ * filtered entries exported as CSV.
  */
 import { useEffect, useState } from "preact/hooks"
 import type { LedgerEntry } from "@taskmeter/http/Api"
-import { call } from "../api.ts"
+import { ApiFailure, call } from "../api.ts"
 import { csv } from "../csv.ts"
 import { dateTime, usd } from "../format.ts"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
+import { useLoad } from "../useLoad.ts"
 
 type Entry = LedgerEntry
+
+/** The top-up offer, or null when this server takes no payments (REQUEST_NOT_FOUND). */
+const loadTopUps = () =>
+  call(({ billing }) => billing.billing.topups()).catch((error: unknown) => {
+    if (error instanceof ApiFailure && error.code === "REQUEST_NOT_FOUND") return null
+    throw error
+  })
+
+/** Buying credits: a hosted checkout of the amount chosen, where the browser goes to pay. */
+const TopUp = () => {
+  const offer = useLoad(loadTopUps)
+  const [error, setError] = useState<unknown>(undefined)
+  if (offer.data === undefined || offer.data === null) return <ErrorNotice error={offer.error} />
+  return (
+    <form
+      class="filters"
+      aria-label="Top up"
+      onSubmit={async (event) => {
+        event.preventDefault()
+        const amountMicros = Number(new FormData(event.currentTarget).get("amount"))
+        try {
+          const checkout = await call(({ billing }) => billing.billing.checkout({ payload: { amountMicros } }))
+          location.assign(checkout.url)
+        } catch (failure) {
+          setError(failure)
+        }
+      }}
+    >
+      <label class="field">
+        <span>Amount</span>
+        <select name="amount">
+          {offer.data.presetsMicros.map((micros) => (
+            <option key={micros} value={micros}>
+              {usd(micros)}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="submit">Top up</button>
+      <ErrorNotice error={error} />
+    </form>
+  )
+}
 
 const KINDS = ["grant", "reserve", "charge", "release", "refund", "adjustment"] as const
 
@@ -56,6 +101,7 @@ export const Credits = () => {
   return (
     <>
       <h1>Credits</h1>
+      <TopUp />
       <ErrorNotice error={error} />
       <form class="filters" aria-label="Filter the ledger" onSubmit={(event) => event.preventDefault()}>
         <label class="field">
