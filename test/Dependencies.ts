@@ -114,6 +114,8 @@ export const requirements: Record<Dependency, Requirement> = {
     enable: "apt-get install chromium (or set CHROMIUM_PATH)",
     detect: async () => (executable(chromiumPath) ? undefined : `no Chromium at ${chromiumPath}`),
     suites: [
+      "packages/console/test/journey.test.ts",
+      "packages/console/test/topUp.test.ts",
       "packages/http/test/apiReference.test.ts",
       "packages/http/test/jobsEvents.browser.test.ts",
       "packages/http/test/passkeys.test.ts",

@@ -1,5 +1,5 @@
 /**
- * The taskmeter HTTP API definition: every /api/v1 endpoint except chat, with its schemas,
+ * The taskmeter HTTP API definition: every /api/v1 endpoint except chat (ChatApi, served raw), with its schemas,
  * credentials and error responses. It holds no server code, so clients import it (and `api/*`) to
  * build an `HttpApiClient`; the server implements it in `handlers/*`, and the OpenAPI document is
  * generated from it (OpenApiDocument).
@@ -18,13 +18,16 @@ import { UsageApi } from "./api/UsageApi.ts"
 import { WebhooksApi } from "./api/WebhooksApi.ts"
 
 export { AuthApi } from "./api/AuthApi.ts"
-export { CatalogApi } from "./api/CatalogApi.ts"
+export { BillingApi } from "./api/BillingApi.ts"
+export { CatalogApi, type ModelInfo } from "./api/CatalogApi.ts"
+export { ChatApi } from "./api/ChatApi.ts"
+export type { ChatCompletionChunk, ChatRequestView, ChatStreamError } from "./api/ChatWire.ts"
 export { JobsApi } from "./api/JobsApi.ts"
 export { KeysApi } from "./api/KeysApi.ts"
 export { MediaApi } from "./api/MediaApi.ts"
 export { PasskeysApi } from "./api/PasskeysApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
-export { UsageApi } from "./api/UsageApi.ts"
+export { type LedgerEntry, UsageApi } from "./api/UsageApi.ts"
 export { WebhooksApi } from "./api/WebhooksApi.ts"
 
 /** The version of the interface description, which the spec fixes at 1.0.0. */

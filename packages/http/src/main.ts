@@ -31,6 +31,7 @@ import {
   ZeroPriced
 } from "@taskmeter/kernel"
 import type { Users } from "@taskmeter/kernel"
+import { WebConsole } from "@taskmeter/console"
 import { AuthorizeLimit, McpEndpoint, OAuthStorePg, RegistrationLimit, TransportGuard } from "@taskmeter/mcp"
 import { Providers } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -506,6 +507,7 @@ export const server = (options: ServerOptions) =>
         Server.layer.pipe(Layer.provide(Layer.succeed(PublicUrl, publicUrl))),
         ChatServer.layer,
         BillingServer.layer,
+        WebConsole.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,
           registrationLimit: {
@@ -594,6 +596,7 @@ const announce = (
   return Console.log(
     [
       `taskmeter is listening on ${url}`,
+      `  console    ${origin}/ (sign up at ${origin}/sign-up)`,
       `  api        ${origin}/api/v1`,
       `  openapi    ${origin}${Server.OPENAPI_PATH}`,
       `  docs       ${origin}${ApiReference.PATH} (the API reference)`,
