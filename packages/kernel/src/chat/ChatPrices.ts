@@ -3,7 +3,7 @@
  * chat model its `provider` (the configured upstream serving it; `local` is the offline model),
  * `contextLength`, `tokenizer` (default `o200k_base`) and `tiers` of micro-USD per million prompt
  * and completion tokens by prompt size, never falling from one tier to the next. `costUpTo` rounds
- * once, up, in BigInt. `layerStore` keeps the list versioned in the ChatPriceStore and follows
+ * once, up, in BigInt; `costBeyond` is what a usage costs past the reservation (the shortfall). `layerStore` keeps the list versioned in the ChatPriceStore and follows
  * changes made by any process. The rules: docs/decisions.md, Chat.
  */
 import { readFile } from "node:fs/promises"
@@ -60,6 +60,7 @@ export class ChatPriceListInvalid extends Schema.TaggedError<ChatPriceListInvali
 }
 
 const MILLION = 1_000_000n
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /** The one tier whose range holds a prompt of this size. */
 export const tierFor = (tiers: ReadonlyArray<ChatPriceTier>, promptTokens: number): ChatPriceTier =>
@@ -80,6 +81,12 @@ export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): Mi
 export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
   const exact = exactCost(tiers, usage)
   return exact < BigInt(cap) ? micros(Number(exact)) : cap
+}
+
+/** What a token count costs beyond `cap`, rounded up: 0 when it fits (at most the largest safe amount). */
+export const costBeyond = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
+  const beyond = exactCost(tiers, usage) - BigInt(cap)
+  return beyond <= 0n ? micros(0) : micros(Number(beyond < MAX_SAFE ? beyond : MAX_SAFE))
 }
 
 const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string> => {

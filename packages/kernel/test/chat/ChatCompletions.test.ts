@@ -7,6 +7,7 @@ import * as ChatBilling from "../../src/chat/ChatBilling.ts"
 import * as ChatCompletions from "../../src/chat/ChatCompletions.ts"
 import * as ChatPrices from "../../src/chat/ChatPrices.ts"
 import * as ChatProvider from "../../src/chat/ChatProvider.ts"
+import * as ChatStore from "../../src/chat/ChatStore.ts"
 import type { ChatCall, ChatProviderV1, ChatReply, ChatStreamPart, JsonObject } from "../../src/chat/ChatProvider.ts"
 import * as ChatTokens from "../../src/chat/ChatTokens.ts"
 import * as Errors from "../../src/domain/Errors.ts"
@@ -193,7 +194,7 @@ describe("ChatCompletions.create, not streamed", () => {
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
 
-  it.effect("never charges more than the reservation, whatever the upstream reports", () => {
+  it.effect("never charges more than the reservation, whatever the upstream reports; the rest is the shortfall", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("x", { promptTokens: 5000, completionTokens: 5000 })) })
     return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
@@ -201,6 +202,8 @@ describe("ChatCompletions.create, not streamed", () => {
       const record = yield* onlyRequest(caller)
       expect(record.chargedMicros).toBe(costOf(PROMPT_ESTIMATE, 10))
       expect(record.chargedMicros).toBe(record.reservedMicros)
+      const margin = yield* ChatStore.ChatStore.use((store) => store.margin({ from: new Date(0), to: new Date(8.64e15) }))
+      expect(margin.map((row) => row.shortfallMicros)).toEqual([costOf(5000, 5000) - record.reservedMicros])
       yield* expectBooksBalance
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
