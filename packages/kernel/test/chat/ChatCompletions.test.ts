@@ -70,10 +70,10 @@ const fake = (script: {
   return state
 }
 
-const layerFor = (upstream: Fake) =>
+const layerFor = (upstream: Fake, priceList: unknown = prices) =>
   ChatCompletions.layer.pipe(
     Layer.provideMerge(ChatBilling.layer()),
-    Layer.provideMerge(Layer.merge(ChatPrices.layer(prices), ChatProvider.layer([upstream.provider]))),
+    Layer.provideMerge(Layer.merge(ChatPrices.layer(priceList), ChatProvider.layer([upstream.provider]))),
     Layer.provideMerge(MemoryStore.layer)
   )
 
@@ -166,6 +166,39 @@ describe("ChatCompletions.create, not streamed", () => {
       yield* expectBalances(accountId, { balance: USD - charge, reserved: 0 })
       yield* expectBooksBalance
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
+  })
+
+  it.effect("estimates by the model's family (its id's, or the tokenizer named); settles on the reported usage", () => {
+    const upstream = fake({ complete: () => Effect.succeed(reply("Oslo.", { promptTokens: 14, completionTokens: 3 })) })
+    return Effect.gen(function* () {
+      for (const [model, family] of [
+        ["claude-test", "anthropic"],
+        ["test-named-llama", "llama"]
+      ] as const) {
+        const accountId = yield* fundedAccount(USD)
+        yield* create(callerOf(accountId), { model, maxTokens: 50 })
+        const estimate = ChatTokens.estimatePrompt(family, MESSAGES)
+        expect(estimate).toBeGreaterThan(PROMPT_ESTIMATE)
+        const reserved = costOf(estimate, 50)
+        const charge = costOf(14, 3)
+        expect(yield* chatEntries(accountId)).toEqual([
+          ["reserve", reserved],
+          ["charge", charge],
+          ["release", reserved - charge]
+        ])
+      }
+      yield* expectBooksBalance
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        layerFor(upstream, {
+          models: {
+            "claude-test": { enabled: true, provider: "fake", contextLength: 8000, tiers: TIERS },
+            "test-named-llama": { enabled: true, provider: "fake", contextLength: 8000, tokenizer: "llama", tiers: TIERS }
+          }
+        })
+      )
+    )
   })
 
   it.effect("applies the default cap: 4096, or what the context leaves", () => {
