@@ -126,22 +126,14 @@ export const eventStream = (
     const created = seconds(request.createdAt)
     const held: { finish: Delta | undefined } = { finish: undefined }
     let failed = false
-    // The wire events of a chunk of kernel events go out as one write (none when they give none);
-    // map and flattenIterable would run an inner stream per event.
     return events.pipe(
-      Stream.mapAccumArray(
-        () => undefined,
-        (state, chunk): readonly [undefined, ReadonlyArray<Uint8Array>] => {
-          let text = ""
-          for (const event of chunk) {
-            if (event._tag === "Failed") failed = true
-            for (const wire of streamEvents(request, created, options.includeUsage, held, event)) {
-              text += `data: ${JSON.stringify(wire)}\n\n`
-            }
-          }
-          return [state, text.length === 0 ? [] : [encoder.encode(text)]]
-        }
-      ),
+      Stream.map((event) => {
+        if (event._tag === "Failed") failed = true
+        return streamEvents(request, created, options.includeUsage, held, event).map((wire) =>
+          encoder.encode(`data: ${JSON.stringify(wire)}\n\n`)
+        )
+      }),
+      Stream.flattenIterable,
       Stream.concat(Stream.suspend(() => (failed ? Stream.empty : Stream.succeed(DONE))))
     )
   })

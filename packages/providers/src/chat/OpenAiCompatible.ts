@@ -5,7 +5,7 @@
  * `max_completion_tokens` (`capParameter`), streams ask for usage. Timeouts (`requestTimeoutMs`,
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
-import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
@@ -113,43 +113,6 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
   if (usage !== undefined) parts.push({ _tag: "Usage", usage })
   return parts
 }
-
-/**
- * The parts of a stream's events, a whole chunk of events at a time (as they came off the socket):
- * per event work (mapEffect, flattenIterable) would split the stream into one chunk per event, for
- * every stage after it. The parts before an error event are delivered, then the stream fails.
- */
-const partsIn =
-  (seen: (parts: ReadonlyArray<ChatProvider.ChatStreamPart>) => void) =>
-  <E, R>(
-    events: Stream.Stream<string, E, R>
-  ): Stream.Stream<ChatProvider.ChatStreamPart, E | ChatProvider.ChatProviderError, R> =>
-    Stream.transformPull(events, (pull) =>
-      Effect.sync(() => {
-        let failure: ChatProvider.ChatProviderError | undefined
-        const next: Effect.Effect<
-          Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
-          E | ChatProvider.ChatProviderError | Cause.Done<void>
-        > = Effect.suspend(() =>
-          failure !== undefined
-            ? Effect.fail(failure)
-            : Effect.flatMap(pull, (datas) => {
-                const parts: Array<ChatProvider.ChatStreamPart> = []
-                for (const data of datas) {
-                  const parsed = partsOf(data)
-                  if (parsed instanceof ChatProvider.ChatProviderError) {
-                    failure = parsed
-                    break
-                  }
-                  seen(parsed)
-                  parts.push(...parsed)
-                }
-                return Arr.isArrayNonEmpty(parts) ? Effect.succeed(parts) : next
-              })
-        )
-        return next
-      })
-    )
 
 export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
 
@@ -280,9 +243,13 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
           done = data.trim() === "[DONE]"
           return !done
         }),
-        partsIn((parts) => {
-          if (parts.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
+        Stream.mapEffect((data) => {
+          const parsed = partsOf(data)
+          if (parsed instanceof ChatProvider.ChatProviderError) return Effect.fail(parsed)
+          if (parsed.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
+          return Effect.succeed(parsed)
         }),
+        Stream.flattenIterable,
         Stream.concat(
           Stream.suspend(() =>
             done || finished
