@@ -19,7 +19,8 @@ const { values: args } = parseArgs({
     concurrency: { type: "string", default: "1,32" },
     tokens: { type: "string", default: "20" },
     store: { type: "string", default: "memory" },
-    server: { type: "string", default: join(import.meta.dirname, "server.ts") }
+    server: { type: "string", default: join(import.meta.dirname, "server.ts") },
+    "cpu-prof": { type: "string" }
   }
 })
 const REQUESTS = Number(args.requests)
@@ -28,9 +29,9 @@ const CREDITS = 1_000_000_000
 
 const children: Array<ChildProcess> = []
 
-/** Starts a script of this folder and resolves with the first line it prints. */
-const start = (script: string, env: Record<string, string>): Promise<string> => {
-  const child = spawn(process.execPath, [resolve(import.meta.dirname, script)], {
+/** Starts a script of this folder (with these Node flags) and resolves with the first line it prints. */
+const start = (script: string, env: Record<string, string>, flags: ReadonlyArray<string> = []): Promise<string> => {
+  const child = spawn(process.execPath, [...flags, resolve(import.meta.dirname, script)], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"]
   })
@@ -42,7 +43,8 @@ const start = (script: string, env: Record<string, string>): Promise<string> => 
 }
 
 const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
-const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store })) as {
+const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
+const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store }, profile)) as {
   readonly url: string
   readonly key: string
 }

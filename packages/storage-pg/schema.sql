@@ -528,6 +528,7 @@ CREATE TABLE chat_requests (
     uncharged_micros bigint DEFAULT 0 NOT NULL,
     upstream text,
     upstream_cost_micros bigint,
+    shortfall_micros bigint DEFAULT 0 NOT NULL,
     CONSTRAINT chat_requests_check CHECK (((charged_micros >= 0) AND (charged_micros <= reserved_micros))),
     CONSTRAINT chat_requests_check1 CHECK (((status = 'open'::text) = (completed_at IS NULL))),
     CONSTRAINT chat_requests_check2 CHECK (((status = 'open'::text) = (charged_micros IS NULL))),
@@ -535,6 +536,7 @@ CREATE TABLE chat_requests (
     CONSTRAINT chat_requests_completion_tokens_check CHECK ((completion_tokens >= 0)),
     CONSTRAINT chat_requests_prompt_tokens_check CHECK ((prompt_tokens >= 0)),
     CONSTRAINT chat_requests_reserved_micros_check CHECK ((reserved_micros >= 0)),
+    CONSTRAINT chat_requests_shortfall_micros_check CHECK ((shortfall_micros >= 0)),
     CONSTRAINT chat_requests_status_check CHECK ((status = ANY (ARRAY['open'::text, 'succeeded'::text, 'partial'::text, 'failed'::text]))),
     CONSTRAINT chat_requests_uncharged_micros_check CHECK ((uncharged_micros >= 0)),
     CONSTRAINT chat_requests_upstream_cost_micros_check CHECK ((upstream_cost_micros >= 0))
@@ -682,7 +684,7 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
         id text, lease_id text, account_id text, api_key_id text, model text, reserved_micros bigint,
         tiers jsonb, created_at timestamptz, status text, prompt_tokens bigint, completion_tokens bigint,
         finish_reason text, error_code text, charge_micros bigint, completed_at timestamptz,
-        upstream text, upstream_cost_micros bigint
+        upstream text, upstream_cost_micros bigint, shortfall_micros bigint
       ) ORDER BY x.lease_id, x.id
     LOOP
       CONTINUE WHEN EXISTS (SELECT 1 FROM chat_requests c WHERE c.id = r.id) OR r.id = ANY (v_ids);
@@ -696,10 +698,10 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
       END IF;
       INSERT INTO chat_requests (id, account_id, api_key_id, model, status, reserved_micros, charged_micros,
           prompt_tokens, completion_tokens, finish_reason, error_code, tiers, created_at, completed_at, lease_id,
-          uncharged_micros, upstream, upstream_cost_micros)
+          uncharged_micros, upstream, upstream_cost_micros, shortfall_micros)
         VALUES (r.id, r.account_id, r.api_key_id, r.model, r.status, r.reserved_micros, v_charge,
           r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error_code, r.tiers, r.created_at, r.completed_at,
-          r.lease_id, r.charge_micros - v_charge, r.upstream, r.upstream_cost_micros);
+          r.lease_id, r.charge_micros - v_charge, r.upstream, r.upstream_cost_micros, coalesce(r.shortfall_micros, 0));
       v_ids := v_ids || r.id;
     END LOOP;
 

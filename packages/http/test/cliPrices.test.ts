@@ -127,67 +127,83 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
     })
   )
 
-  it.effect("chat-margin: per model and upstream, charged, upstream cost and margin; a reversed range is refused", () =>
-    Effect.gen(function* () {
-      const { account } = yield* admin("account", "create", "--credits-usd", "5")
-      const store = yield* ChatStore.ChatStore
-      const leaseId = `lease_cli_${account.id}`
-      const at = new Date("2031-03-01T10:00:00.000Z")
-      yield* store.lease({
-        id: leaseId,
-        accountId: account.id,
-        needMicros: Money.micros(USD),
-        wantMicros: Money.micros(USD),
-        at,
-        expiresAt: new Date(at.getTime() + 60_000)
+  it.effect(
+    "chat-margin: per model and upstream, charged, upstream cost, margin and shortfall; a reversed range is refused",
+    () =>
+      Effect.gen(function* () {
+        const { account } = yield* admin("account", "create", "--credits-usd", "5")
+        const store = yield* ChatStore.ChatStore
+        const leaseId = `lease_cli_${account.id}`
+        const at = new Date("2031-03-01T10:00:00.000Z")
+        yield* store.lease({
+          id: leaseId,
+          accountId: account.id,
+          needMicros: Money.micros(USD),
+          wantMicros: Money.micros(USD),
+          at,
+          expiresAt: new Date(at.getTime() + 60_000)
+        })
+        const settled = (upstream: string | null, chargeMicros: number, cost: number | null, shortfall = 0) => ({
+          leaseId,
+          id: Ids.makeChatRequestId(),
+          accountId: account.id,
+          apiKeyId: null,
+          model: "chat-pro",
+          reservedMicros: Money.micros(USD / 2),
+          tiers: [],
+          createdAt: at,
+          status: "succeeded" as const,
+          usage: { promptTokens: 10, completionTokens: 10 },
+          finishReason: "stop",
+          errorCode: null,
+          chargeMicros: Money.micros(chargeMicros),
+          completedAt: at,
+          upstream,
+          upstreamCostMicros: cost === null ? null : Money.micros(cost),
+          shortfallMicros: Money.micros(shortfall)
+        })
+        yield* store.settleLeased([
+          settled("backup", 30_000, 12_000, 700),
+          settled("backup", 20_000, 9_000),
+          settled(null, 5_000, null)
+        ])
+        yield* store.closeLeases([leaseId], at)
+        const margin = yield* admin("chat-margin", "--from", "2031-03-01T00:00:00Z", "--to", "2031-03-02T00:00:00Z")
+        expect(margin).toEqual({
+          from: "2031-03-01T00:00:00.000Z",
+          to: "2031-03-02T00:00:00.000Z",
+          rows: [
+            {
+              model: "chat-pro",
+              upstream: null,
+              requests: 1,
+              chargedMicros: 5_000,
+              upstreamCostMicros: 0,
+              marginMicros: 5_000,
+              shortfallMicros: 0
+            },
+            {
+              model: "chat-pro",
+              upstream: "backup",
+              requests: 2,
+              chargedMicros: 50_000,
+              upstreamCostMicros: 21_000,
+              marginMicros: 29_000,
+              shortfallMicros: 700
+            }
+          ]
+        })
+        const url = yield* baseUrl
+        const human = yield* run(
+          ["admin", "--url", url, "chat-margin", "--from", "2031-03-01T00:00:00Z", "--to", "2031-03-02T00:00:00Z"],
+          { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
+        )
+        expect(human.stdout).toContain(
+          "chat-pro  backup  2 requests  charged 0.050000 USD  upstream cost 0.021000 USD  margin 0.029000 USD  shortfall 0.000700 USD"
+        )
+        const refused = yield* adminFails("chat-margin", "--from", "2031-03-02T00:00:00Z", "--to", "2031-03-01T00:00:00Z")
+        expect(refused.reason).toBe("InvalidRequest")
       })
-      const settled = (upstream: string | null, chargeMicros: number, cost: number | null) => ({
-        leaseId,
-        id: Ids.makeChatRequestId(),
-        accountId: account.id,
-        apiKeyId: null,
-        model: "chat-pro",
-        reservedMicros: Money.micros(USD / 2),
-        tiers: [],
-        createdAt: at,
-        status: "succeeded" as const,
-        usage: { promptTokens: 10, completionTokens: 10 },
-        finishReason: "stop",
-        errorCode: null,
-        chargeMicros: Money.micros(chargeMicros),
-        completedAt: at,
-        upstream,
-        upstreamCostMicros: cost === null ? null : Money.micros(cost)
-      })
-      yield* store.settleLeased([settled("backup", 30_000, 12_000), settled("backup", 20_000, 9_000), settled(null, 5_000, null)])
-      yield* store.closeLeases([leaseId], at)
-      const margin = yield* admin("chat-margin", "--from", "2031-03-01T00:00:00Z", "--to", "2031-03-02T00:00:00Z")
-      expect(margin).toEqual({
-        from: "2031-03-01T00:00:00.000Z",
-        to: "2031-03-02T00:00:00.000Z",
-        rows: [
-          { model: "chat-pro", upstream: null, requests: 1, chargedMicros: 5_000, upstreamCostMicros: 0, marginMicros: 5_000 },
-          {
-            model: "chat-pro",
-            upstream: "backup",
-            requests: 2,
-            chargedMicros: 50_000,
-            upstreamCostMicros: 21_000,
-            marginMicros: 29_000
-          }
-        ]
-      })
-      const url = yield* baseUrl
-      const human = yield* run(
-        ["admin", "--url", url, "chat-margin", "--from", "2031-03-01T00:00:00Z", "--to", "2031-03-02T00:00:00Z"],
-        { TASKMETER_ADMIN_TOKEN: Redacted.value(token) }
-      )
-      expect(human.stdout).toContain(
-        "chat-pro  backup  2 requests  charged 0.050000 USD  upstream cost 0.021000 USD  margin 0.029000 USD"
-      )
-      const refused = yield* adminFails("chat-margin", "--from", "2031-03-02T00:00:00Z", "--to", "2031-03-01T00:00:00Z")
-      expect(refused.reason).toBe("InvalidRequest")
-    })
   )
 
   it.effect("task list shows the operator queue; task resolve settles with results and a reason", () =>

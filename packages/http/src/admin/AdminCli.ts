@@ -533,13 +533,13 @@ const chatMargin = Command.make(
             : margin.rows.map(
                 (row) =>
                   `${row.model}  ${row.upstream ?? "(no upstream)"}  ${row.requests} requests  charged ${usd(row.chargedMicros)}  ` +
-                  `upstream cost ${usd(row.upstreamCostMicros)}  margin ${usd(row.marginMicros)}`
+                  `upstream cost ${usd(row.upstreamCostMicros)}  margin ${usd(row.marginMicros)}  shortfall ${usd(row.shortfallMicros)}`
               ))
         ].join("\n")
     )
 ).pipe(
   Command.withDescription(
-    "Per chat model and upstream: requests, charged, upstream cost (CHAT_UPSTREAMS' cost per token) and margin."
+    "Per chat model and upstream: requests, charged, upstream cost (the upstream's cost per token), margin, and shortfall (usage cost beyond the reservation, not charged)."
   )
 )
 

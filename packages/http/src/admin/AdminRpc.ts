@@ -39,7 +39,10 @@ const Timestamp = Schema.String.annotate({ description: "ISO 8601 date-time" })
 const PositiveMicros = Money.Micros.check(Schema.isGreaterThan(0))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Per model and upstream: requests, what they were charged, what the upstream cost (where configured) and the difference. */
+/**
+ * Per model and upstream: requests, what they were charged, what the upstream cost (where
+ * configured), the difference, and the shortfall (usage cost beyond the reservations, not charged).
+ */
 export const ChatMargin = Schema.Struct({
   from: Timestamp,
   to: Timestamp,
@@ -50,7 +53,8 @@ export const ChatMargin = Schema.Struct({
       requests: Count,
       chargedMicros: Schema.Int,
       upstreamCostMicros: Schema.Int,
-      marginMicros: Schema.Int
+      marginMicros: Schema.Int,
+      shortfallMicros: Schema.Int
     })
   )
 })

@@ -5,11 +5,11 @@
  * which the tests answer with msw.
  */
 import { randomUUID } from "node:crypto"
-import { Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner, WebhookEndpoints } from "@taskmeter/kernel"
 import type { ChatProvider, Ids, Scope } from "@taskmeter/kernel"
-import { LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
+import { ChatUpstreams, LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import OpenAI from "openai"
 import * as BillingServer from "../../src/billing/BillingServer.ts"
@@ -28,6 +28,8 @@ export const layer = (
     readonly limits?: ChatBilling.Limits
     /** In place of the default upstream at UPSTREAM (the offline model stays). */
     readonly upstream?: ChatProvider.ChatProviderV1
+    /** The chat providers as a deployment configures them (ChatUpstreams), from these settings. */
+    readonly upstreamEnv?: Record<string, string>
   } = {}
 ) => {
   const kernel = Layer.mergeAll(
@@ -38,22 +40,33 @@ export const layer = (
     consoleAuth(),
     WebhookEndpoints.layer()
   ).pipe(Layer.provideMerge(Pricer.layerDefault), Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)))
-  const chat = ChatServices.layer({
-    providers: [
-      LocalChatModel.make(),
-      options.upstream ??
-        OpenAiCompatible.make({
-          provider: "upstream",
-          baseUrl: UPSTREAM,
-          apiKey: "sk-upstream",
-          models: { "chat-pro": "vendor-pro-2" },
-          ...upstreamTimeouts
-        })
-    ],
-    limits: options.limits,
-    // Idle credit leases are closed at once, so that the books show nothing reserved soon after a request.
-    leaseIdleMs: 20
-  })
+  const chatWith = (providers: ReadonlyArray<ChatProvider.ChatProviderV1>) =>
+    ChatServices.layer({
+      providers,
+      limits: options.limits,
+      // Idle credit leases are closed at once, so that the books show nothing reserved soon after a request.
+      leaseIdleMs: 20
+    })
+  const { upstreamEnv } = options
+  const chat =
+    upstreamEnv === undefined
+      ? chatWith([
+          LocalChatModel.make(),
+          options.upstream ??
+            OpenAiCompatible.make({
+              provider: "upstream",
+              baseUrl: UPSTREAM,
+              apiKey: "sk-upstream",
+              models: { "chat-pro": "vendor-pro-2" },
+              ...upstreamTimeouts
+            })
+        ])
+      : Layer.unwrap(
+          Effect.map(
+            ChatUpstreams.scoped.pipe(Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: upstreamEnv })))),
+            chatWith
+          )
+        )
   return Server.serve(Layer.mergeAll(Server.layer, ChatServer.layer, BillingServer.layer), {
     disableLogger: true,
     disableListenLog: true

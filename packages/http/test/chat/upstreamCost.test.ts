@@ -101,7 +101,14 @@ layer(T.layer({ upstream: route }), { excludeTestServices: true })("upstream cos
         const rows = yield* store.margin({ from, to: new Date(Date.now() + 1000) })
         // 1,000 prompt tokens at 2 USD and 500 completion tokens at 8 USD per million.
         expect(rows).toEqual([
-          { model: "chat-pro", upstream: "backup", requests: 1, chargedMicros: charged, upstreamCostMicros: 6_000 }
+          {
+            model: "chat-pro",
+            upstream: "backup",
+            requests: 1,
+            chargedMicros: charged,
+            upstreamCostMicros: 6_000,
+            shortfallMicros: 0
+          }
         ])
       })
     )
@@ -130,7 +137,8 @@ layer(T.layer({ upstream: route }), { excludeTestServices: true })("upstream cos
             upstream: "backup",
             requests: 1,
             chargedMicros: body.entries.find((entry: { kind: string }) => entry.kind === "charge").amountMicros,
-            upstreamCostMicros: 4_800
+            upstreamCostMicros: 4_800,
+            shortfallMicros: 0
           }
         ])
       })

@@ -2,7 +2,8 @@
  * The ChatBilling service: per-token billing of chat completions. `open` reserves the most a
  * request can cost (prompt estimated high, tier by prompt size, plus the completion cap) before any
  * upstream call, within the account's chat limits; `settle` charges the reported usage at the prices
- * kept from the open, capped at the reservation, and releases the rest, exactly once;
+ * kept from the open, capped at the reservation (the cost beyond it recorded as the shortfall), and
+ * releases the rest, exactly once;
  * `sweepStale` releases requests a dead process left open. Policy: docs/decisions.md, Chat.
  */
 import { Clock, Context, Effect, Layer } from "effect"
@@ -123,10 +124,7 @@ export const make = (limits: Limits = defaultLimits) =>
             if (stored.record.status !== "open") return stored.record
             pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
           }
-          const chargeMicros =
-            outcome.status === "failed" || outcome.usage === null
-              ? ZERO
-              : ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros)
+          const { chargeMicros, shortfallMicros } = settledAmounts(pricing, outcome)
           const settled = yield* store.settle({
             id,
             status: outcome.status,
@@ -134,12 +132,13 @@ export const make = (limits: Limits = defaultLimits) =>
             finishReason: outcome.finishReason,
             errorCode: outcome.errorCode ?? null,
             chargeMicros,
+            shortfallMicros,
             completedAt: yield* now,
             ...servedFields(outcome)
           })
           pricedHere.delete(id)
           if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
-          yield* observeSettled(settled, pricing.reservedMicros, chargeMicros)
+          yield* observeSettled(settled, pricing.reservedMicros, chargeMicros, shortfallMicros)
           return settled
         }),
 
@@ -172,10 +171,31 @@ export const servedFields = (outcome: {
   return { upstream: outcome.servedBy.upstream, upstreamCostMicros: cost === null ? null : micros(cost) }
 }
 
-/** A settlement's tokens, charge and release, in the metrics. */
-export const observeSettled = (settled: ChatRequestRecord, reservedMicros: number, chargeMicros: number) =>
+/**
+ * What a settlement charges (the usage at the request's prices, at most the reservation; nothing
+ * for a failure) and its shortfall: what the usage cost beyond the reservation, not charged.
+ */
+export const settledAmounts = (
+  pricing: Reservation,
+  outcome: { readonly status: ChatOutcome; readonly usage: TokenUsage | null }
+): { readonly chargeMicros: Micros; readonly shortfallMicros: Micros } =>
+  outcome.status === "failed" || outcome.usage === null
+    ? { chargeMicros: ZERO, shortfallMicros: ZERO }
+    : {
+        chargeMicros: ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros),
+        shortfallMicros: ChatPrices.costBeyond(pricing.tiers, outcome.usage, pricing.reservedMicros)
+      }
+
+/** A settlement's tokens, charge, shortfall and release, in the metrics. */
+export const observeSettled = (
+  settled: ChatRequestRecord,
+  reservedMicros: number,
+  chargeMicros: number,
+  shortfallMicros: number
+) =>
   Effect.all(
     [
+      Metrics.count(Metrics.chatShortfall, { model: settled.model }, shortfallMicros),
       Metrics.count(Metrics.chatRequests, { model: settled.model, outcome: settled.status }),
       Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "prompt" }, settled.usage?.promptTokens ?? 0),
       Metrics.count(Metrics.chatTokens, { model: settled.model, kind: "completion" }, settled.usage?.completionTokens ?? 0),

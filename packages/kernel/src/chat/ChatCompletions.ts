@@ -200,7 +200,7 @@ export const make = Effect.gen(function* () {
           model: request.model
         })
       }
-      const tokenizer = entry.tokenizer ?? "o200k_base"
+      const tokenizer = entry.tokenizer ?? ChatTokens.tokenizerFor(request.model)
       const forward = request.forward
       const promptTokens = ChatTokens.estimatePrompt(tokenizer, request.messages, [
         forward.tools,

@@ -16,7 +16,7 @@ import * as Errors from "../domain/Errors.ts"
 import { makeChatRequestId } from "../domain/Ids.ts"
 import type { AccountId, ApiKeyId, ChatRequestId } from "../domain/Ids.ts"
 import type { Micros } from "../domain/Money.ts"
-import { micros, ZERO } from "../domain/Money.ts"
+import { micros } from "../domain/Money.ts"
 
 export interface Options {
   readonly limits?: ChatBilling.Limits | undefined
@@ -317,10 +317,10 @@ export const make = (
           }
           inFlight.delete(id)
           const { held: lease, record } = request
-          const chargeMicros =
-            outcome.status === "failed" || outcome.usage === null
-              ? ZERO
-              : ChatPrices.costUpTo(request.tiers, outcome.usage, record.reservedMicros)
+          const { chargeMicros, shortfallMicros } = ChatBilling.settledAmounts(
+            { tiers: request.tiers, reservedMicros: record.reservedMicros },
+            outcome
+          )
           const nowMs = yield* Clock.currentTimeMillis
           lease.committed -= record.reservedMicros - chargeMicros
           lease.inFlight -= 1
@@ -349,11 +349,12 @@ export const make = (
             finishReason: outcome.finishReason,
             errorCode: outcome.errorCode ?? null,
             chargeMicros,
+            shortfallMicros,
             completedAt: settled.completedAt!,
             ...ChatBilling.servedFields(outcome)
           })
           signal()
-          yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros)
+          yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros, shortfallMicros)
           return settled
         }),
 

@@ -1,9 +1,9 @@
 /**
  * The operator's chat price list (`prices/default-chat-prices.json`, checked whole at load): per
  * chat model its `provider` (the configured upstream serving it; `local` is the offline model),
- * `contextLength`, `tokenizer` (default `o200k_base`) and `tiers` of micro-USD per million prompt
+ * `contextLength`, `tokenizer` (default by model id, ChatTokens.tokenizerFor) and `tiers` of micro-USD per million prompt
  * and completion tokens by prompt size, never falling from one tier to the next. `costUpTo` rounds
- * once, up, in BigInt. `layerStore` keeps the list versioned in the ChatPriceStore and follows
+ * once, up, in BigInt; `costBeyond` is what a usage costs past the reservation (the shortfall). `layerStore` keeps the list versioned in the ChatPriceStore and follows
  * changes made by any process. The rules: docs/decisions.md, Chat.
  */
 import { readFile } from "node:fs/promises"
@@ -18,10 +18,16 @@ import type { TokenUsage } from "./TokenUsage.ts"
 import { decodeAll } from "../domain/internal/SchemaProblems.ts"
 import { Micros, micros } from "../domain/Money.ts"
 
-export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base"]).annotate({
-  description: "The BPE encoding used to count the model's tokens."
+export const Tokenizer = Schema.Literals(["o200k_base", "cl100k_base", "anthropic", "llama", "mistral", "gemini"]).annotate({
+  description:
+    "How the model's tokens are counted: exactly with a BPE encoding (o200k_base, cl100k_base), or estimated from " +
+    "the text's characters for a family without a tokenizer here (anthropic, llama, mistral, gemini). Default: from the " +
+    "model id (claude-* is anthropic, llama-* llama...), else o200k_base."
 })
 export type Tokenizer = typeof Tokenizer.Type
+
+/** The BPE encodings counted exactly (gpt-tokenizer); the other tokenizers are estimates. */
+export type Encoding = Extract<Tokenizer, "o200k_base" | "cl100k_base">
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(Number.MAX_SAFE_INTEGER))
 
@@ -60,6 +66,7 @@ export class ChatPriceListInvalid extends Schema.TaggedError<ChatPriceListInvali
 }
 
 const MILLION = 1_000_000n
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /** The one tier whose range holds a prompt of this size. */
 export const tierFor = (tiers: ReadonlyArray<ChatPriceTier>, promptTokens: number): ChatPriceTier =>
@@ -80,6 +87,12 @@ export const cost = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage): Mi
 export const costUpTo = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
   const exact = exactCost(tiers, usage)
   return exact < BigInt(cap) ? micros(Number(exact)) : cap
+}
+
+/** What a token count costs beyond `cap`, rounded up: 0 when it fits (at most the largest safe amount). */
+export const costBeyond = (tiers: ReadonlyArray<ChatPriceTier>, usage: TokenUsage, cap: Micros): Micros => {
+  const beyond = exactCost(tiers, usage) - BigInt(cap)
+  return beyond <= 0n ? micros(0) : micros(Number(beyond < MAX_SAFE ? beyond : MAX_SAFE))
 }
 
 const modelProblems = (id: string, entry: ChatModelPrice): ReadonlyArray<string> => {

@@ -7,7 +7,8 @@
  * Credit leases (ChatLeases): `lease` reserves a block of available credit under a lease id (never
  * over-reserving), `settleLeased` records settled requests and charges them from their lease (one
  * charge entry each, once per id), `closeLeases` and `sweepLeases` release what a lease did not use.
- * A settlement records the upstream that served the request and its cost; `margin` sums them.
+ * A settlement records the upstream that served the request, its cost and the shortfall (usage cost
+ * beyond the reservation, not charged); `margin` sums them.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -82,6 +83,8 @@ export interface ChatSettlement {
   readonly errorCode: string | null
   /** At most the reservation; the rest is released. */
   readonly chargeMicros: Micros
+  /** What the usage cost beyond the reservation, not charged (0 or absent: none). */
+  readonly shortfallMicros?: Micros | undefined
   readonly completedAt: Date
   /** The named upstream that answered (null: none, e.g. the local model) and its cost, when configured. */
   readonly upstream?: string | null | undefined
@@ -134,6 +137,8 @@ export interface ChatMarginRow {
   readonly chargedMicros: Micros
   /** The upstream cost of the requests whose upstream has a cost configured. */
   readonly upstreamCostMicros: Micros
+  /** What the requests' usage cost beyond their reservations, not charged. */
+  readonly shortfallMicros: Micros
 }
 
 /** At most this many lines in a margin report. */

@@ -1,13 +1,16 @@
 /**
- * Token counting for chat billing with the model family's BPE encoding (`gpt-tokenizer`:
- * o200k_base, or cl100k_base for older models). `estimatePrompt` sizes a reservation before the
- * upstream call and errs high (and is charged for the prompt when an upstream reports no usage);
- * `countCompletion` counts what was delivered: text, refusals, reasoning and tool calls. How it
- * errs high: docs/decisions.md, Chat.
+ * Token counting for chat billing by model family (`tokenizerFor` maps a model id to one): OpenAI's
+ * BPE encodings exactly (`gpt-tokenizer`: o200k_base, or cl100k_base for older models); the
+ * families without a tokenizer here (Anthropic, Llama, Mistral, Gemini) estimated from the text,
+ * CHARS_PER_TOKEN ASCII characters per token and a token for every other UTF-16 unit.
+ * `estimatePrompt` sizes a reservation before the upstream call and errs high (and is charged for
+ * the prompt when an upstream reports no usage); `countCompletion` counts what was delivered:
+ * text, refusals, reasoning and tool calls. Settlement is on the usage the upstream reports. How
+ * it errs high: docs/decisions.md, Chat.
  */
 import { createRequire } from "node:module"
-import type * as Encoding from "gpt-tokenizer/encoding/o200k_base"
-import type { Tokenizer } from "./ChatPrices.ts"
+import type * as O200k from "gpt-tokenizer/encoding/o200k_base"
+import type { Encoding, Tokenizer } from "./ChatPrices.ts"
 
 export const MESSAGE_OVERHEAD = 4
 export const PART_OVERHEAD = 1
@@ -17,19 +20,56 @@ export const IMAGE_TOKENS = 2_000
 
 const plainText = { disallowedSpecial: new Set<string>() }
 
-type Encoder = Pick<typeof Encoding, "countTokens" | "encode" | "decodeGenerator">
+type Encoder = Pick<typeof O200k, "countTokens" | "encode" | "decodeGenerator">
 
 const require = createRequire(import.meta.url)
-const loaded: Partial<Record<Tokenizer, Encoder>> = {}
+const loaded: Partial<Record<Encoding, Encoder>> = {}
 
 // Each encoding is loaded (synchronously) on its first use: loading both took half the kernel's
 // import time in every process, most of which count no tokens.
-const encoderOf = (tokenizer: Tokenizer): Encoder =>
-  (loaded[tokenizer] ??= require(`gpt-tokenizer/encoding/${tokenizer}`) as Encoder)
+const encoderOf = (encoding: Encoding): Encoder => (loaded[encoding] ??= require(`gpt-tokenizer/encoding/${encoding}`) as Encoder)
+
+/**
+ * ASCII characters per token for the families estimated from characters, below what their
+ * tokenizers average on English prose and code, so that the estimate errs high.
+ */
+export const CHARS_PER_TOKEN: Readonly<Record<Exclude<Tokenizer, Encoding>, number>> = {
+  anthropic: 2.5,
+  llama: 3,
+  mistral: 2.5,
+  gemini: 3
+}
+
+const estimateText = (charsPerToken: number, text: string): number => {
+  let ascii = 0
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x80) ascii++
+  return Math.ceil(ascii / charsPerToken) + (text.length - ascii)
+}
 
 /** Tokens of one text, special-token look-alikes counted as ordinary text. */
-export const countText = (tokenizer: Tokenizer, text: string): number =>
-  text.length === 0 ? 0 : encoderOf(tokenizer).countTokens(text, plainText)
+export const countText = (tokenizer: Tokenizer, text: string): number => {
+  if (text.length === 0) return 0
+  switch (tokenizer) {
+    case "o200k_base":
+    case "cl100k_base":
+      return encoderOf(tokenizer).countTokens(text, plainText)
+    default:
+      return estimateText(CHARS_PER_TOKEN[tokenizer], text)
+  }
+}
+
+/** Model ids by family, first match wins; a vendor prefix (`anthropic/`, `us.anthropic.`) is allowed. */
+const FAMILIES: ReadonlyArray<readonly [RegExp, Tokenizer]> = [
+  [/(^|[/.])(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)\b/i, "o200k_base"],
+  [/(^|[/.])(gpt-4|gpt-3\.5|text-embedding)/i, "cl100k_base"],
+  [/claude/i, "anthropic"],
+  [/llama/i, "llama"],
+  [/mistral|mixtral|codestral|ministral|magistral|pixtral|devstral/i, "mistral"],
+  [/gemini|gemma/i, "gemini"]
+]
+
+/** How a model's tokens are counted when its price entry names no tokenizer: by its id's family, else o200k_base. */
+export const tokenizerFor = (model: string): Tokenizer => FAMILIES.find(([pattern]) => pattern.test(model))?.[1] ?? "o200k_base"
 
 /** A string counts as its text, anything else as its JSON text; absent counts nothing. */
 const countJson = (tokenizer: Tokenizer, value: unknown): number =>
@@ -122,8 +162,8 @@ export interface Pieces {
 }
 
 /** Splits a text into its tokens' pieces, keeping at most `limit` tokens (for streaming a text token by token). */
-export const pieces = (tokenizer: Tokenizer, text: string, limit: number = Number.POSITIVE_INFINITY): Pieces => {
-  const encoder = encoderOf(tokenizer)
+export const pieces = (encoding: Encoding, text: string, limit: number = Number.POSITIVE_INFINITY): Pieces => {
+  const encoder = encoderOf(encoding)
   const tokens = encoder.encode(text, plainText)
   const kept = tokens.length > limit ? tokens.slice(0, limit) : tokens
   return { pieces: [...encoder.decodeGenerator(kept)], tokens: kept.length, truncated: kept.length < tokens.length }

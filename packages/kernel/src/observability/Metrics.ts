@@ -78,6 +78,11 @@ export const chatRequests = Metric.counter("taskmeter_chat_requests_total", {
   incremental: true
 })
 
+export const chatShortfall = Metric.counter("taskmeter_chat_shortfall_micros_total", {
+  description: "What chat usage cost beyond its reservation and was not charged, USD micros, by model",
+  incremental: true
+})
+
 export const dbPoolConnections = Metric.gauge("taskmeter_db_pool_connections", {
   description: "Database connections of this process by state (in_use, max), read at scrape time"
 })

@@ -2,7 +2,7 @@
  * The conformance suite of the ChatStore port (`suite(name, makeLayer)`), run by every store beside
  * StoreConformance: opening with its limits and reservation, settling once (also concurrently),
  * scoping and paging of reads, the sweep of stale requests, and parallel opens that never reserve
- * more than an account holds; the credit-lease cases (ChatLeaseCases). Every case ends with a clean audit.
+ * more than an account holds; the upstream, its cost and the shortfall in the margin report; the credit-lease cases (ChatLeaseCases). Every case ends with a clean audit.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -133,12 +133,71 @@ export const suite = <R = never>(name: string, makeLayer: () => Layer.Layer<Chat
 
         const rows = (yield* store.margin({ from: T0, to: at(10) })).filter((row) => row.model === model)
         expect(rows).toEqual([
-          { model, upstream: null, requests: 1, chargedMicros: 100_000, upstreamCostMicros: 0 },
-          { model, upstream: "backup", requests: 2, chargedMicros: 500_000, upstreamCostMicros: 200_000 },
-          { model, upstream: "primary", requests: 2, chargedMicros: 400_000, upstreamCostMicros: 50_000 }
+          { model, upstream: null, requests: 1, chargedMicros: 100_000, upstreamCostMicros: 0, shortfallMicros: 0 },
+          { model, upstream: "backup", requests: 2, chargedMicros: 500_000, upstreamCostMicros: 200_000, shortfallMicros: 0 },
+          { model, upstream: "primary", requests: 2, chargedMicros: 400_000, upstreamCostMicros: 50_000, shortfallMicros: 0 }
         ])
         yield* settle(settlement(still.id, { status: "failed", usage: null, chargeMicros: micros(0) }))
         yield* store.closeLeases([leaseId], at(6))
+      })
+    )
+
+    test(
+      "the shortfall is recorded per request on both paths, once, and the margin report sums it",
+      Effect.gen(function* () {
+        const store = yield* ChatStore
+        const accountId = yield* fundedAccount(10 * USD)
+        const model = `shortfall-${Ids.makeChatRequestId()}`
+        const exact = yield* opened(newRequest(accountId, { model, createdAt: at(1) }))
+        yield* settle(settlement(exact.id, { chargeMicros: micros(USD), shortfallMicros: micros(40_000) }))
+        // A second settle changes nothing, its shortfall neither.
+        yield* settle(settlement(exact.id, { chargeMicros: micros(USD), shortfallMicros: micros(999) }))
+        const fits = yield* opened(newRequest(accountId, { model, createdAt: at(1) }))
+        yield* settle(settlement(fits.id, { chargeMicros: micros(300_000) }))
+        const leaseId = `lease_shortfall_${exact.id}`
+        yield* store.lease({
+          id: leaseId,
+          accountId,
+          needMicros: micros(USD),
+          wantMicros: micros(3 * USD),
+          at: T0,
+          expiresAt: at(60)
+        })
+        const leased = (shortfall: number) => ({
+          leaseId,
+          id: Ids.makeChatRequestId(),
+          accountId,
+          apiKeyId: null,
+          model,
+          reservedMicros: micros(USD),
+          tiers,
+          createdAt: at(2),
+          status: "succeeded" as const,
+          usage: { promptTokens: 100, completionTokens: 50 },
+          finishReason: "stop",
+          errorCode: null,
+          chargeMicros: micros(USD),
+          completedAt: at(3),
+          shortfallMicros: micros(shortfall)
+        })
+        const first = leased(2_500)
+        yield* store.settleLeased([first, leased(500)])
+        // A batch sent again (a retried flush) records nothing twice.
+        yield* store.settleLeased([first])
+        yield* store.closeLeases([leaseId], at(4))
+
+        const rows = (yield* store.margin({ from: T0, to: at(10) })).filter((row) => row.model === model)
+        expect(rows).toEqual([
+          {
+            model,
+            upstream: null,
+            requests: 4,
+            chargedMicros: 3 * USD + 300_000,
+            upstreamCostMicros: 0,
+            shortfallMicros: 43_000
+          }
+        ])
+        yield* expectBalances(accountId, { balance: 10 * USD - 3 * USD - 300_000, reserved: 0 })
       })
     )
 

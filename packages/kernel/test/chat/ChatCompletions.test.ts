@@ -7,6 +7,7 @@ import * as ChatBilling from "../../src/chat/ChatBilling.ts"
 import * as ChatCompletions from "../../src/chat/ChatCompletions.ts"
 import * as ChatPrices from "../../src/chat/ChatPrices.ts"
 import * as ChatProvider from "../../src/chat/ChatProvider.ts"
+import * as ChatStore from "../../src/chat/ChatStore.ts"
 import type { ChatCall, ChatProviderV1, ChatReply, ChatStreamPart, JsonObject } from "../../src/chat/ChatProvider.ts"
 import * as ChatTokens from "../../src/chat/ChatTokens.ts"
 import * as Errors from "../../src/domain/Errors.ts"
@@ -69,10 +70,10 @@ const fake = (script: {
   return state
 }
 
-const layerFor = (upstream: Fake) =>
+const layerFor = (upstream: Fake, priceList: unknown = prices) =>
   ChatCompletions.layer.pipe(
     Layer.provideMerge(ChatBilling.layer()),
-    Layer.provideMerge(Layer.merge(ChatPrices.layer(prices), ChatProvider.layer([upstream.provider]))),
+    Layer.provideMerge(Layer.merge(ChatPrices.layer(priceList), ChatProvider.layer([upstream.provider]))),
     Layer.provideMerge(MemoryStore.layer)
   )
 
@@ -167,6 +168,39 @@ describe("ChatCompletions.create, not streamed", () => {
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
 
+  it.effect("estimates by the model's family (its id's, or the tokenizer named); settles on the reported usage", () => {
+    const upstream = fake({ complete: () => Effect.succeed(reply("Oslo.", { promptTokens: 14, completionTokens: 3 })) })
+    return Effect.gen(function* () {
+      for (const [model, family] of [
+        ["claude-test", "anthropic"],
+        ["test-named-llama", "llama"]
+      ] as const) {
+        const accountId = yield* fundedAccount(USD)
+        yield* create(callerOf(accountId), { model, maxTokens: 50 })
+        const estimate = ChatTokens.estimatePrompt(family, MESSAGES)
+        expect(estimate).toBeGreaterThan(PROMPT_ESTIMATE)
+        const reserved = costOf(estimate, 50)
+        const charge = costOf(14, 3)
+        expect(yield* chatEntries(accountId)).toEqual([
+          ["reserve", reserved],
+          ["charge", charge],
+          ["release", reserved - charge]
+        ])
+      }
+      yield* expectBooksBalance
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        layerFor(upstream, {
+          models: {
+            "claude-test": { enabled: true, provider: "fake", contextLength: 8000, tiers: TIERS },
+            "test-named-llama": { enabled: true, provider: "fake", contextLength: 8000, tokenizer: "llama", tiers: TIERS }
+          }
+        })
+      )
+    )
+  })
+
   it.effect("applies the default cap: 4096, or what the context leaves", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("ok", { promptTokens: 1, completionTokens: 1 })) })
     return Effect.gen(function* () {
@@ -193,7 +227,7 @@ describe("ChatCompletions.create, not streamed", () => {
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })
 
-  it.effect("never charges more than the reservation, whatever the upstream reports", () => {
+  it.effect("never charges more than the reservation, whatever the upstream reports; the rest is the shortfall", () => {
     const upstream = fake({ complete: () => Effect.succeed(reply("x", { promptTokens: 5000, completionTokens: 5000 })) })
     return Effect.gen(function* () {
       const caller = callerOf(yield* fundedAccount(USD))
@@ -201,6 +235,8 @@ describe("ChatCompletions.create, not streamed", () => {
       const record = yield* onlyRequest(caller)
       expect(record.chargedMicros).toBe(costOf(PROMPT_ESTIMATE, 10))
       expect(record.chargedMicros).toBe(record.reservedMicros)
+      const margin = yield* ChatStore.ChatStore.use((store) => store.margin({ from: new Date(0), to: new Date(8.64e15) }))
+      expect(margin.map((row) => row.shortfallMicros)).toEqual([costOf(5000, 5000) - record.reservedMicros])
       yield* expectBooksBalance
     }).pipe(Effect.scoped, Effect.provide(layerFor(upstream)))
   })

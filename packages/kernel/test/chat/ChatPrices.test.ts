@@ -123,4 +123,17 @@ describe("ChatPrices.cost", () => {
     expect(ChatPrices.costUpTo(tiered, { promptTokens: 1000, completionTokens: 500 }, micros(6000))).toBe(6000)
     expect(ChatPrices.costUpTo(tiered, { promptTokens: Number.MAX_SAFE_INTEGER, completionTokens: 1 }, micros(5))).toBe(5)
   })
+
+  it("costBeyond is the cost past the reservation, 0 within it, at most the largest safe amount", () => {
+    expect(ChatPrices.costBeyond(tiered, { promptTokens: 1000, completionTokens: 500 }, micros(7000))).toBe(0)
+    expect(ChatPrices.costBeyond(tiered, { promptTokens: 1000, completionTokens: 500 }, micros(6250))).toBe(0)
+    expect(ChatPrices.costBeyond(tiered, { promptTokens: 1000, completionTokens: 500 }, micros(6000))).toBe(250)
+    expect(
+      ChatPrices.costBeyond(
+        tiered,
+        { promptTokens: Number.MAX_SAFE_INTEGER, completionTokens: Number.MAX_SAFE_INTEGER },
+        micros(5)
+      )
+    ).toBe(Number.MAX_SAFE_INTEGER)
+  })
 })

@@ -12,6 +12,41 @@ describe("ChatTokens", () => {
     expect(ChatTokens.countText("cl100k_base", text)).not.toBe(ChatTokens.countText("o200k_base", text))
   })
 
+  it("estimates the families without a tokenizer from characters: CHARS_PER_TOKEN per ASCII character, one per other unit", () => {
+    expect(ChatTokens.countText("anthropic", "a".repeat(10))).toBe(4)
+    expect(ChatTokens.countText("llama", "a".repeat(10))).toBe(4)
+    expect(ChatTokens.countText("mistral", "abcde")).toBe(2)
+    expect(ChatTokens.countText("gemini", "abcdef")).toBe(2)
+    // Each character outside ASCII (a UTF-16 unit: an emoji is two) counts a token of its own.
+    expect(ChatTokens.countText("anthropic", "日本語")).toBe(3)
+    expect(ChatTokens.countText("gemini", "café 😀")).toBe(Math.ceil(4 / 3) + 1 + 2)
+    expect(ChatTokens.countText("llama", "")).toBe(0)
+    // On English prose the estimate is above OpenAI's exact count, as it is meant to err high.
+    const prose = "Summarize the plot of a short story about a lighthouse keeper who finds a message in a bottle."
+    for (const family of ["anthropic", "llama", "mistral", "gemini"] as const) {
+      expect(ChatTokens.countText(family, prose)).toBeGreaterThan(ChatTokens.countText("o200k_base", prose))
+    }
+  })
+
+  it("maps model ids to their family, a vendor prefix allowed; unknown ids count as o200k_base", () => {
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["gpt-4o-mini", "o200k_base"],
+      ["openai/gpt-4.1", "o200k_base"],
+      ["gpt-5", "o200k_base"],
+      ["o3-mini", "o200k_base"],
+      ["gpt-4-turbo", "cl100k_base"],
+      ["gpt-3.5-turbo", "cl100k_base"],
+      ["claude-sonnet-4-5", "anthropic"],
+      ["us.anthropic.claude-3-5-haiku-20241022-v1:0", "anthropic"],
+      ["meta-llama/Llama-3.1-8B-Instruct", "llama"],
+      ["mistral-large-latest", "mistral"],
+      ["codestral-2501", "mistral"],
+      ["gemini-2.5-flash", "gemini"],
+      ["chat-pro", "o200k_base"]
+    ]
+    expect(cases.map(([model]) => [model, ChatTokens.tokenizerFor(model)])).toEqual(cases)
+  })
+
   it("estimates a prompt as its texts plus framing, high", () => {
     const hello = ChatTokens.countText("o200k_base", "hello world")
     const user = ChatTokens.countText("o200k_base", "user")

@@ -1,9 +1,9 @@
 /**
  * The chat upstreams a deployment runs, from configuration (`scoped`): OpenAI-compatible APIs, the
- * default one from `CHAT_UPSTREAM_BASE_URL`, `_API_KEY`, `_MODELS` (our id → the upstream's) and
- * `_CAP_PARAMETER`, named ones from `CHAT_UPSTREAMS` (JSON); routes from `CHAT_ROUTES` (a route is
- * what the price list's `provider` names: its upstreams in fallback order, ChatRoute; a named
- * upstream's optional cost per token is recorded with the requests it serves); and the
+ * default one from `CHAT_UPSTREAM_BASE_URL`, `_API_KEY`, `_MODELS` (our id → the upstream's),
+ * `_CAP_PARAMETER` and `_COST_PROMPT_MICROS_PER_MILLION` / `_COST_COMPLETION_MICROS_PER_MILLION`, named ones from `CHAT_UPSTREAMS` (JSON); routes from `CHAT_ROUTES` (a route is
+ * what the price list's `provider` names: its upstreams in fallback order, ChatRoute; an
+ * upstream's optional cost per token, default or named, is recorded with the requests it serves); and the
  * offline `local` model (`CHAT_LOCAL_ENABLED`, `CHAT_LOCAL_TOKEN_DELAY_MS`). With nothing set only
  * the local model is served. The settings: packages/http/README.md, Configuration.
  */
@@ -31,6 +31,8 @@ export const parseModels = (text: string): { readonly [chatModel: string]: strin
 
 const CapParameter = Schema.Literals(["max_tokens", "max_completion_tokens"])
 
+const CostPerMillion = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
 /** One entry of CHAT_UPSTREAMS. */
 export const NamedUpstream = Schema.Struct({
   name: Schema.String.check(Schema.isPattern(/^[a-z0-9][a-z0-9_-]{0,39}$/)),
@@ -45,8 +47,8 @@ export const NamedUpstream = Schema.Struct({
   /** Requests each process sends it per minute; past it the route's next upstream is tried. */
   requestsPerMinute: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
   /** What it costs us, USD micros per million prompt / completion tokens: recorded with each request it serves. */
-  costPromptMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  costCompletionMicrosPerMillion: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+  costPromptMicrosPerMillion: Schema.optionalKey(CostPerMillion),
+  costCompletionMicrosPerMillion: Schema.optionalKey(CostPerMillion)
 })
 export type NamedUpstream = typeof NamedUpstream.Type
 
@@ -68,6 +70,8 @@ const settings = Config.all({
   apiKey: Config.option(Config.Redacted("CHAT_UPSTREAM_API_KEY")),
   models: Config.String("CHAT_UPSTREAM_MODELS").pipe(Config.withDefault("")),
   capParameter: Config.schema(CapParameter, "CHAT_UPSTREAM_CAP_PARAMETER").pipe(Config.withDefault("max_tokens" as const)),
+  costPrompt: Config.option(Config.schema(CostPerMillion, "CHAT_UPSTREAM_COST_PROMPT_MICROS_PER_MILLION")),
+  costCompletion: Config.option(Config.schema(CostPerMillion, "CHAT_UPSTREAM_COST_COMPLETION_MICROS_PER_MILLION")),
   upstreams: Config.schema(Schema.fromJsonString(Schema.Array(NamedUpstream)), "CHAT_UPSTREAMS").pipe(Config.withDefault([])),
   routes: Config.String("CHAT_ROUTES").pipe(Config.withDefault("")),
   localEnabled: Config.Boolean("CHAT_LOCAL_ENABLED").pipe(Config.withDefault(true)),
@@ -87,6 +91,8 @@ const upstreamsOf = (config: Settings) =>
     if (Option.isSome(config.baseUrl)) {
       members.set(UPSTREAM, {
         models: undefined,
+        costPromptMicrosPerMillion: Option.getOrUndefined(config.costPrompt),
+        costCompletionMicrosPerMillion: Option.getOrUndefined(config.costCompletion),
         provider: yield* OpenAiCompatible.scoped({
           provider: UPSTREAM,
           baseUrl: config.baseUrl.value,

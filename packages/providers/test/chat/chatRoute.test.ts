@@ -201,6 +201,41 @@ describe("ChatUpstreams.scoped", () => {
     })
   )
 
+  it.effect("the default upstream's CHAT_UPSTREAM_COST_* settings come with what it serves; without them no cost", () =>
+    Effect.gen(function* () {
+      upstreams({ upstream: completion("from upstream") })
+      const servedBy = (env: Record<string, string>) =>
+        Effect.scoped(
+          Effect.gen(function* () {
+            const providers = yield* ChatUpstreams.scoped
+            const reply = yield* providers.find((provider) => provider.provider === "upstream")!.complete(call)
+            return reply.servedBy
+          })
+        ).pipe(
+          Effect.provide(
+            ConfigProvider.layer(
+              ConfigProvider.fromEnv({
+                env: { CHAT_UPSTREAM_BASE_URL: baseOf("upstream"), CHAT_LOCAL_ENABLED: "false", ...env }
+              })
+            )
+          )
+        )
+      expect(
+        yield* servedBy({
+          CHAT_UPSTREAM_COST_PROMPT_MICROS_PER_MILLION: "2500000",
+          CHAT_UPSTREAM_COST_COMPLETION_MICROS_PER_MILLION: "10000000"
+        })
+      ).toEqual({ upstream: "upstream", costPromptMicrosPerMillion: 2_500_000, costCompletionMicrosPerMillion: 10_000_000 })
+      expect(yield* servedBy({})).toEqual({
+        upstream: "upstream",
+        costPromptMicrosPerMillion: undefined,
+        costCompletionMicrosPerMillion: undefined
+      })
+      const negative = yield* Effect.flip(configured({ CHAT_UPSTREAM_COST_PROMPT_MICROS_PER_MILLION: "-1" }))
+      expect(negative.message).toContain("CHAT_UPSTREAM_COST_PROMPT_MICROS_PER_MILLION")
+    })
+  )
+
   it.effect("refuses a route naming an unknown upstream, and a name used twice", () =>
     Effect.gen(function* () {
       const unknown = yield* Effect.flip(configured({ CHAT_ROUTES: "upstream=nowhere", CHAT_LOCAL_ENABLED: "false" }))

@@ -219,6 +219,28 @@ describe("OpenAiCompatible.stream", () => {
     })
   )
 
+  it.effect("an error event fails the stream at once after the parts before it, though they came in one chunk", () =>
+    Effect.gen(function* () {
+      let canceled = false
+      upstream(() =>
+        sse([chunk({ content: "Os" }) + event({ error: { message: "overloaded" } }) + chunk({ content: "lo" })], "hang", () => {
+          canceled = true
+        })
+      )
+      const parts: Array<ChatProvider.ChatStreamPart> = []
+      const error = yield* Effect.flip(
+        Effect.scoped(
+          Effect.flatMap(adapter().stream(call), (stream) =>
+            Stream.runForEach(stream, (part) => Effect.sync(() => parts.push(part)))
+          )
+        )
+      )
+      expect(parts).toEqual([{ _tag: "Delta", delta: { content: "Os" }, finishReason: null }])
+      expect([error.reason, error.message]).toEqual(["Unavailable", "the upstream broke off the stream: overloaded"])
+      expect(canceled).toBe(true)
+    })
+  )
+
   it.effect("a stream closed before its finish reason fails; one closed after it without [DONE] is complete", () =>
     Effect.gen(function* () {
       upstream(() => sse([chunk({ content: "Os" })]))

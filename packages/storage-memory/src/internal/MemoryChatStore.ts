@@ -22,15 +22,16 @@ interface Lease {
 interface ChatRow {
   record: ChatStore.ChatRequestRecord
   readonly stored: Omit<ChatStore.StoredChatRequest, "record">
-  /** The upstream that served it and its cost, once settled. */
-  served?: { readonly upstream: string | null; readonly costMicros: number | null }
+  /** The upstream that served it, its cost and the shortfall, once settled. */
+  served?: { readonly upstream: string | null; readonly costMicros: number | null; readonly shortfallMicros: number }
 }
 
 const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 const servedOf = (s: ChatStore.ChatSettlement | ChatStore.LeasedSettlement) => ({
   upstream: s.upstream ?? null,
-  costMicros: s.upstreamCostMicros ?? null
+  costMicros: s.upstreamCostMicros ?? null,
+  shortfallMicros: s.shortfallMicros ?? 0
 })
 
 export const make = (state: State): ChatStore.ChatStore["Service"] => {
@@ -248,17 +249,25 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
       Effect.sync(() => {
         const groups = new Map<
           string,
-          { model: string; upstream: string | null; requests: number; charged: number; cost: number }
+          { model: string; upstream: string | null; requests: number; charged: number; cost: number; shortfall: number }
         >()
         for (const row of rows.values()) {
           const { record } = row
           if (record.status === "open" || record.createdAt < range.from || record.createdAt >= range.to) continue
           const upstream = row.served?.upstream ?? null
           const key = JSON.stringify([record.model, upstream])
-          const group = groups.get(key) ?? { model: record.model, upstream, requests: 0, charged: 0, cost: 0 }
+          const group = groups.get(key) ?? {
+            model: record.model,
+            upstream,
+            requests: 0,
+            charged: 0,
+            cost: 0,
+            shortfall: 0
+          }
           group.requests += 1
           group.charged += record.chargedMicros ?? 0
           group.cost += row.served?.costMicros ?? 0
+          group.shortfall += row.served?.shortfallMicros ?? 0
           groups.set(key, group)
         }
         return [...groups.values()]
@@ -269,7 +278,8 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
             upstream: group.upstream,
             requests: group.requests,
             chargedMicros: Money.micros(group.charged),
-            upstreamCostMicros: Money.micros(group.cost)
+            upstreamCostMicros: Money.micros(group.cost),
+            shortfallMicros: Money.micros(group.shortfall)
           }))
       }),
 

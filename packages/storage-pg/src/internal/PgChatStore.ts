@@ -122,13 +122,15 @@ export const make = Effect.gen(function* () {
     settle: (s) =>
       Failures.run(
         "settle chat request",
-        s.upstream === undefined || s.upstream === null
+        (s.upstream ?? null) === null && (s.shortfallMicros ?? 0) === 0
           ? settle(s)
           : sql.withTransaction(
               Effect.tap(settle(s), (rows) =>
                 rows[0]?.written === true
                   ? Effect.asVoid(
-                      sql`UPDATE chat_requests SET upstream = ${s.upstream}, upstream_cost_micros = ${s.upstreamCostMicros ?? null}::bigint
+                      sql`UPDATE chat_requests SET upstream = ${s.upstream ?? null}::text,
+                          upstream_cost_micros = ${s.upstreamCostMicros ?? null}::bigint,
+                          shortfall_micros = ${s.shortfallMicros ?? 0}::bigint
                         WHERE id = ${s.id}`
                     )
                   : Effect.void
@@ -241,7 +243,8 @@ export const make = Effect.gen(function* () {
             charge_micros: s.chargeMicros,
             completed_at: s.completedAt.toISOString(),
             upstream: s.upstream ?? null,
-            upstream_cost_micros: s.upstreamCostMicros ?? null
+            upstream_cost_micros: s.upstreamCostMicros ?? null,
+            shortfall_micros: s.shortfallMicros ?? 0
           }))
         )})`
       ).pipe(Effect.asVoid),
@@ -255,8 +258,9 @@ export const make = Effect.gen(function* () {
           readonly requests: Int8
           readonly charged: Int8
           readonly cost: Int8
+          readonly shortfall: Int8
         }>`SELECT c.model, c.upstream, count(*) AS requests, coalesce(sum(c.charged_micros), 0) AS charged,
-            coalesce(sum(c.upstream_cost_micros), 0) AS cost
+            coalesce(sum(c.upstream_cost_micros), 0) AS cost, sum(c.shortfall_micros) AS shortfall
           FROM chat_requests c
           WHERE c.created_at >= ${range.from} AND c.created_at < ${range.to} AND c.status <> 'open'
           GROUP BY c.model, c.upstream
@@ -269,7 +273,8 @@ export const make = Effect.gen(function* () {
             upstream: row.upstream,
             requests: Number(row.requests),
             chargedMicros: Money.micros(Number(row.charged)),
-            upstreamCostMicros: Money.micros(Number(row.cost))
+            upstreamCostMicros: Money.micros(Number(row.cost)),
+            shortfallMicros: Money.micros(Number(row.shortfall))
           }))
         )
       ),
