@@ -1,6 +1,7 @@
 /**
  * Chat credit leases across `taskmeter start` processes on one PostgreSQL (a fresh schema of
- * TEST_DATABASE_URL), chat on the offline model, slowed so that requests overlap: 200 parallel
+ * TEST_DATABASE_URL), chat on the offline model, slowed (a second a token, so every answer outlasts
+ * the spread of 200 admissions on a loaded machine) so that requests overlap: 200 parallel
  * requests over two servers on an account that covers exactly 50 get exactly 50 through; a server
  * killed (SIGKILL) with a lease open loses only its unwritten charges, and another server's sweep
  * returns the lease's credit after it expires, the books balanced.
@@ -19,7 +20,7 @@ import * as OperatorToken from "../../src/admin/OperatorToken.ts"
 import * as Dependencies from "../../../../test/Dependencies.ts"
 import { databaseUrl, dropSchema, schemaName } from "../support/stores.ts"
 
-vi.setConfig({ testTimeout: 120_000 })
+vi.setConfig({ testTimeout: 240_000 })
 
 const BIN = fileURLToPath(new URL("../../bin/taskmeter.ts", import.meta.url))
 const schema = schemaName("test")
@@ -36,7 +37,7 @@ const env = {
   ADMIN_PORT: "0",
   DATA_DIR: mkdtempSync(join(tmpdir(), "taskmeter-chat-leases-")),
   WORKERS: "false",
-  CHAT_LOCAL_TOKEN_DELAY_MS: "300",
+  CHAT_LOCAL_TOKEN_DELAY_MS: "1000",
   CHAT_REQUESTS_PER_MINUTE: "100000",
   CHAT_MAX_OPEN_REQUESTS: "100000",
   KEY_RATE_LIMIT_PER_MINUTE: "100000",

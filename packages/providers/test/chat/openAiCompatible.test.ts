@@ -63,7 +63,7 @@ const sse = (chunks: ReadonlyArray<string>, end: "close" | "error" | "hang" = "c
         // Broken a moment later, as a network would: an errored body loses what the client has not read.
         if (end === "error") {
           return new Promise<void>((resolve) =>
-            setTimeout(() => resolve(controller.error(new Error("connection reset by peer"))), 50)
+            setTimeout(() => resolve(controller.error(new Error("connection reset by peer"))), 1000)
           )
         }
         return new Promise<void>(() => {})
