@@ -1063,6 +1063,13 @@ ALTER TABLE chat_requests ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE chores (
+    name text NOT NULL,
+    holder text,
+    lease_until timestamp with time zone,
+    taken_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE idempotency_keys (
     account_id text NOT NULL,
     idempotency_key text NOT NULL,
@@ -1096,6 +1103,10 @@ CREATE TABLE model_budget_days (
     day date NOT NULL,
     admitted_micros bigint NOT NULL,
     CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
+);
+
+CREATE TABLE orphan_sweep_pending (
+    result_id text NOT NULL
 );
 
 CREATE TABLE payment_disputes (
@@ -1157,6 +1168,12 @@ CREATE TABLE results (
     CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
+CREATE TABLE sweep_marks (
+    name text NOT NULL,
+    created_at timestamp with time zone,
+    id text
+);
+
 CREATE TABLE taskmeter_migrations (
     migration_id integer NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -1208,6 +1225,9 @@ ALTER TABLE ONLY chat_requests
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_seq_key UNIQUE (seq);
 
+ALTER TABLE ONLY chores
+    ADD CONSTRAINT chores_pkey PRIMARY KEY (name);
+
 ALTER TABLE ONLY idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (account_id, idempotency_key);
 
@@ -1219,6 +1239,9 @@ ALTER TABLE ONLY media
 
 ALTER TABLE ONLY model_budget_days
     ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
+
+ALTER TABLE ONLY orphan_sweep_pending
+    ADD CONSTRAINT orphan_sweep_pending_pkey PRIMARY KEY (result_id);
 
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_pkey PRIMARY KEY (processor, dispute_id);
@@ -1237,6 +1260,9 @@ ALTER TABLE ONLY price_lists
 
 ALTER TABLE ONLY results
     ADD CONSTRAINT results_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY sweep_marks
+    ADD CONSTRAINT sweep_marks_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY taskmeter_migrations
     ADD CONSTRAINT taskmeter_migrations_pkey PRIMARY KEY (migration_id);
@@ -1279,6 +1305,8 @@ CREATE INDEX payment_events_newest ON payment_events USING btree (seq DESC);
 CREATE INDEX payment_events_unapplied ON payment_events USING btree (processor, payment_id, seq) WHERE (applied_at IS NULL);
 
 CREATE INDEX payments_account_newest ON payments USING btree (account_id, created_at DESC);
+
+CREATE INDEX results_created ON results USING btree (created_at, id);
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
@@ -1333,6 +1361,9 @@ ALTER TABLE ONLY ledger_entries
 
 ALTER TABLE ONLY media
     ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY orphan_sweep_pending
+    ADD CONSTRAINT orphan_sweep_pending_result_id_fkey FOREIGN KEY (result_id) REFERENCES results(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY payment_disputes
     ADD CONSTRAINT payment_disputes_processor_payment_id_fkey FOREIGN KEY (processor, payment_id) REFERENCES payments(processor, payment_id);

@@ -1,8 +1,8 @@
 /**
  * Storage port for the metadata of uploaded media and of result files; the bytes live in the
  * BlobStore under `blobKey`, and every read is scoped to the owning account. `purgeOrphanResults`
- * deletes result records no task's assets name (left when a success write was refused, see Outputs);
- * Housekeeping sweeps them with their files.
+ * deletes result records no task's assets name (left when a success write was refused, see Outputs),
+ * reading only the records stored since its last call; Housekeeping sweeps them with their files.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -38,6 +38,13 @@ export interface PurgedResult {
   readonly blobKey: string
 }
 
+/** What one `purgeOrphanResults` call did. */
+export interface OrphanPass {
+  readonly purged: ReadonlyArray<PurgedResult>
+  /** Records read and judged; `limit` means there may be more to judge. */
+  readonly judged: number
+}
+
 export class MediaStore extends Context.Service<
   MediaStore,
   {
@@ -55,18 +62,19 @@ export class MediaStore extends Context.Service<
     readonly putResult: (record: ResultRecord) => Effect.Effect<void, StoreUnavailable>
     readonly getResult: (accountId: AccountId, id: ResultId) => Effect.Effect<ResultRecord | undefined, StoreUnavailable>
     /**
-     * Deletes up to `limit` orphaned result records, of any account, and answers their ids and
-     * blob keys (none when `limit` is below 1); the files are the caller's to remove. An orphan
-     * is a record whose task is succeeded or failed (the statuses no move leaves, so its assets
-     * never change again), whose id is the `resultId` of none of that task's assets, and whose
-     * `createdAt` is before `createdBefore`. A record of a task in any other status is never
-     * deleted, however old: the task may still succeed with it. Purges running at once in
-     * several processes delete each record once (each answers only what it deleted) and never
-     * wait for each other; none ever deletes a record its task's assets name.
+     * Judges up to `limit` result records of any account (none when `limit` is below 1) and
+     * deletes the orphans among them, answering their ids and blob keys (the files are the
+     * caller's to remove) and how many records it judged. An orphan is a record whose task is
+     * succeeded or failed (the statuses no move leaves, so its assets never change again) and
+     * whose id is the `resultId` of none of that task's assets. A call judges first the records
+     * it left earlier because their task was unfinished and whose task has since finished, then
+     * the records after the last one judged, in (`createdAt`, id) order, created before
+     * `createdBefore`; a record whose task is unfinished is left for a later call, however old.
+     * So each record is read once after its task finishes, and a call reads only what was stored
+     * since the last one: a record stored with a `createdAt` before the last one judged is never
+     * judged (callers sweep past a grace period longer than any writer's delay). A call while
+     * another is under way judges nothing; none ever deletes a record its task's assets name.
      */
-    readonly purgeOrphanResults: (
-      createdBefore: Date,
-      limit: number
-    ) => Effect.Effect<ReadonlyArray<PurgedResult>, StoreUnavailable>
+    readonly purgeOrphanResults: (createdBefore: Date, limit: number) => Effect.Effect<OrphanPass, StoreUnavailable>
   }
 >()("@taskmeter/kernel/MediaStore") {}

@@ -22,6 +22,7 @@ import { ledgerCases } from "./LedgerCases.ts"
 import { check } from "./LedgerModel.ts"
 import { mediaCases } from "./MediaCases.ts"
 import { orphanResultCases } from "./OrphanResultCases.ts"
+import { choreCases } from "./ChoreCases.ts"
 import { priceStoreCases } from "./PriceStoreCases.ts"
 import { taskCases } from "./TaskCases.ts"
 
@@ -37,6 +38,7 @@ export const groups = [
   "tasks",
   "media",
   "orphanResults",
+  "chores",
   "blobs",
   "prices",
   "budgets",
@@ -82,6 +84,7 @@ export const suite = <R = never>(
       tasks: taskCases,
       media: mediaCases,
       orphanResults: orphanResultCases,
+      chores: choreCases,
       blobs: blobCases,
       prices: priceStoreCases,
       budgets: budgetStoreCases

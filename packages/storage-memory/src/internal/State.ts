@@ -77,6 +77,12 @@ export interface PaymentEntryRow {
   readonly entry: LedgerStore.LedgerEntry
 }
 
+export interface ChoreRow {
+  readonly holder: string | undefined
+  readonly leaseUntil: number
+  readonly takenAt: number
+}
+
 export interface State {
   readonly accounts: Map<string, AccountRow>
   readonly keys: Map<string, KeyRow>
@@ -91,6 +97,10 @@ export interface State {
   readonly idempotency: Map<string, IdempotencyRow>
   readonly media: Map<string, MediaStore.MediaRecord>
   readonly results: Map<string, MediaStore.ResultRecord>
+  /** The orphan-result sweep: the last record it judged, and those it left while their task was unfinished. */
+  readonly orphanSweep: { mark: { readonly createdAt: number; readonly id: string } | undefined; readonly pending: Set<string> }
+  /** chore name -> who holds it until when, and when it was last taken */
+  readonly chores: Map<string, ChoreRow>
   readonly blobs: Map<string, Uint8Array>
   /** Every price list saved, oldest first: index i holds version i + 1. */
   readonly priceLists: Array<PriceStore.StoredPriceList>
@@ -124,6 +134,8 @@ export const make = (): State => ({
   idempotency: new Map(),
   media: new Map(),
   results: new Map(),
+  orphanSweep: { mark: undefined, pending: new Set() },
+  chores: new Map(),
   blobs: new Map(),
   priceLists: [],
   chatPriceLists: [],

@@ -1,22 +1,13 @@
 /**
- * Media and result metadata, each port method one statement. `purgeOrphanResults` is one DELETE of
- * results whose task is final and whose assets do not name them, picked `FOR UPDATE SKIP LOCKED`;
- * no index narrows it, so it reads every older result and its task (hence hourly: docs/decisions.md,
- * Tasks and providers).
+ * Media and result metadata, each port method one statement; `purgeOrphanResults` is PgOrphanSweep.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Ids } from "@taskmeter/kernel"
-import { MediaStore, TaskStatus } from "@taskmeter/kernel"
+import { MediaStore } from "@taskmeter/kernel"
 import * as Failures from "./Failures.ts"
+import * as OrphanSweep from "./PgOrphanSweep.ts"
 import type { MediaRow, ResultRow } from "./Rows.ts"
 import { toMedia, toResult } from "./Rows.ts"
-
-/** The statuses no move leaves: a task's assets never change once it is in one. */
-const finalList = TaskStatus.TaskStatus.literals
-  .filter((status) => TaskStatus.transitions[status].length === 0)
-  .map((status) => `'${status}'`)
-  .join(", ")
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -68,33 +59,6 @@ export const make = Effect.gen(function* () {
         )
       ),
 
-    purgeOrphanResults: (createdBefore, limit) =>
-      limit < 1
-        ? Effect.succeed([])
-        : Failures.run(
-            "purgeOrphanResults",
-            // SKIP LOCKED passes over the records another purge holds, so purges never wait for each
-            // other, and a record deleted is answered by that one statement only. Locking only the
-            // results (OF p) leaves the task rows to the workers. The outer conditions keep the
-            // promise on their own, whatever the pick saw; a final task's status and assets cannot
-            // change in between anyway.
-            sql<{ readonly id: string; readonly blob_key: string }>`DELETE FROM results r
-          USING tasks t
-          WHERE r.ctid = ANY(ARRAY(
-              SELECT p.ctid FROM results p JOIN tasks pt ON pt.id = p.task_id
-              WHERE pt.status IN (${sql.literal(finalList)})
-                AND p.created_at < ${createdBefore}
-                AND NOT pt.assets @> jsonb_build_array(jsonb_build_object('resultId', p.id))
-              LIMIT ${limit}
-              FOR UPDATE OF p SKIP LOCKED
-            ))
-            AND t.id = r.task_id
-            AND t.status IN (${sql.literal(finalList)})
-            AND r.created_at < ${createdBefore}
-            AND NOT t.assets @> jsonb_build_array(jsonb_build_object('resultId', r.id))
-          RETURNING r.id, r.blob_key`.pipe(
-              Effect.map((rows) => rows.map((row) => ({ id: row.id as Ids.ResultId, blobKey: row.blob_key })))
-            )
-          )
+    purgeOrphanResults: OrphanSweep.purge(sql)
   })
 })

@@ -372,6 +372,22 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
           )
         ),
 
+      takeChore: ({ name, holder, now, leaseMs, everyMs }) =>
+        Failures.run(
+          "takeChore",
+          sql<{ readonly name: string }>`INSERT INTO chores AS c (name, holder, lease_until, taken_at)
+            VALUES (${name}, ${holder}, ${new Date(now.getTime() + leaseMs)}, ${now})
+            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until, taken_at = EXCLUDED.taken_at
+            WHERE (c.lease_until IS NULL OR c.lease_until <= ${now}) AND c.taken_at <= ${new Date(now.getTime() - everyMs)}
+            RETURNING c.name`.pipe(Effect.map((rows) => rows.length === 1))
+        ),
+
+      freeChore: ({ name, holder }) =>
+        Failures.run(
+          "freeChore",
+          Effect.asVoid(sql`UPDATE chores SET holder = NULL, lease_until = NULL WHERE name = ${name} AND holder = ${holder}`)
+        ),
+
       purgeIdempotencyKeys: (expiredBefore, limit) =>
         limit < 1
           ? Effect.succeed(0)
