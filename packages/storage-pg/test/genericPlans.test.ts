@@ -1,0 +1,76 @@
+/**
+ * The plans a long-lived server keeps: statements are prepared once per connection, and after a
+ * few runs PostgreSQL may keep one generic plan, made without the values (and on a new deployment,
+ * while the tables were nearly empty). The usage page's statements are checked here under
+ * `plan_cache_mode = force_generic_plan` on a ledger of 200k entries, 80% in one account: each
+ * still reads its page from the account's index, bounded by the cursor, not every newer entry.
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { PgStore } from "../src/index.ts"
+import { entriesPage } from "../src/internal/PgLedgerStore.ts"
+import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+
+interface PlanNode {
+  readonly "Node Type": string
+  readonly "Relation Name"?: string
+  readonly "Index Name"?: string
+  readonly "Index Cond"?: string
+  readonly "Actual Rows"?: number
+  readonly "Rows Removed by Filter"?: number
+  readonly Plans?: ReadonlyArray<PlanNode>
+}
+
+const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
+
+/** The generic plan of `statement`, run: prepared on one connection, then explained with its own values. */
+const genericPlan = (statement: ReturnType<typeof entriesPage>) =>
+  SqlClient.SqlClient.use((sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const [text, params] = statement.compile()
+        yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
+        yield* sql.unsafe(`PREPARE usage_page AS ${text}`).unprepared
+        const values = params.map((value) => (typeof value === "string" ? `'${value.replaceAll("'", "''")}'` : String(value)))
+        const [row] = yield* sql.unsafe<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE usage_page(${values.join(", ")})`
+        )
+        yield* sql`DEALLOCATE usage_page`
+        return nodesOf(row!["QUERY PLAN"][0]!.Plan).filter((node) => node["Relation Name"] === "ledger_entries")
+      })
+    )
+  )
+
+describe("generic plans", () => {
+  it.live("the usage page reads its entries from the account's index, with and without a cursor, on a 200k-entry ledger", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at)
+            SELECT 'acct_' || g, 'plans', now() FROM generate_series(0, 200) g`
+          // 160k entries of acct_0, 40k over 200 small accounts, interleaved as admissions would.
+          yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, created_at)
+            SELECT 'entry_' || g, CASE WHEN g % 5 = 0 THEN 'acct_' || (1 + g % 200) ELSE 'acct_0' END, 'grant', 1, 'plans', now()
+            FROM generate_series(1, 200000) g`
+          yield* sql`ANALYZE ledger_entries`
+          const [{ seq }] = yield* sql<{ readonly seq: string | number }>`SELECT seq FROM ledger_entries WHERE id = 'entry_10001'`
+
+          for (const beforeSeq of [null, Number(seq)]) {
+            const scans = yield* genericPlan(entriesPage(sql, "acct_0", beforeSeq, 51))
+            expect(scans).toHaveLength(1)
+            const [scan] = scans
+            expect([scan!["Node Type"], scan!["Index Name"], scan!["Actual Rows"], scan!["Rows Removed by Filter"] ?? 0]).toEqual(
+              ["Index Scan", "ledger_entries_account_newest", 51, 0]
+            )
+            if (beforeSeq !== null) expect(scan!["Index Cond"]).toContain("seq <")
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+})
