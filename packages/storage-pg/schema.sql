@@ -998,7 +998,9 @@ CREATE TABLE accounts (
     unfinished_tasks integer DEFAULT 0 NOT NULL,
     submissions_window_start timestamp with time zone,
     submissions_in_window integer DEFAULT 0 NOT NULL,
+    result_retention_days integer,
     CONSTRAINT accounts_reserved_micros_check CHECK ((reserved_micros >= 0)),
+    CONSTRAINT accounts_result_retention_days_check CHECK ((result_retention_days >= 1)),
     CONSTRAINT accounts_submissions_in_window_check CHECK ((submissions_in_window >= 0)),
     CONSTRAINT accounts_unfinished_tasks_check CHECK ((unfinished_tasks >= 0))
 );
@@ -1165,6 +1167,8 @@ CREATE TABLE results (
     sha256 text NOT NULL,
     blob_key text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    data_removed boolean DEFAULT false NOT NULL,
     CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
@@ -1307,6 +1311,8 @@ CREATE INDEX payment_events_unapplied ON payment_events USING btree (processor, 
 CREATE INDEX payments_account_newest ON payments USING btree (account_id, created_at DESC);
 
 CREATE INDEX results_created ON results USING btree (created_at, id);
+
+CREATE INDEX results_expiring ON results USING btree (expires_at) WHERE (NOT data_removed);
 
 CREATE INDEX results_task ON results USING btree (task_id);
 

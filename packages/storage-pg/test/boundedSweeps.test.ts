@@ -53,9 +53,9 @@ const prefill = (count: number, status: "succeeded" | "failed", createdAt: Date)
           ELSE '[]' END,
         ${createdAt}, ${createdAt}, ${createdAt}
       FROM generate_series(1, ${count}) g`
-    yield* sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
+    yield* sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
       SELECT ${prefix} || '-r-' || g, ${account.id}, ${prefix} || '-' || g, 'image/png', 1, repeat('b', 64),
-        'results/' || ${prefix} || '-r-' || g, ${createdAt}
+        'results/' || ${prefix} || '-r-' || g, ${createdAt}, ${createdAt}::timestamptz + interval '30 days'
       FROM generate_series(1, ${count}) g`
     yield* sql`ANALYZE results`
     yield* sql`ANALYZE tasks`

@@ -6,7 +6,10 @@
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
-/** The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE is the service's own (task cancel). */
+/**
+ * The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE (task cancel) and
+ * RESULT_EXPIRED (retention) are the service's own.
+ */
 export const codes = [
   "AUTH_REQUIRED",
   "INSUFFICIENT_SCOPE",
@@ -20,6 +23,7 @@ export const codes = [
   "REQUEST_NOT_FOUND",
   "MODEL_NOT_FOUND",
   "JOB_NOT_FOUND",
+  "RESULT_EXPIRED",
   "IDEMPOTENCY_CONFLICT",
   "PRICE_CHANGED",
   "MODEL_PRICE_UNAVAILABLE",
@@ -206,6 +210,13 @@ export class JobNotFound extends define(
   404,
   "No task (or result) with this id belongs to the account."
 ) {}
+/** A result past its account's retention: its bytes are removed (or about to be); the task keeps its record. */
+export class ResultExpired extends define(
+  "ResultExpired",
+  "RESULT_EXPIRED",
+  410,
+  "The result expired under the account's retention and its file was removed."
+) {}
 export class IdempotencyConflict extends define(
   "IdempotencyConflict",
   "IDEMPOTENCY_CONFLICT",
@@ -364,6 +375,7 @@ export const all = [
   RequestNotFound,
   ModelNotFound,
   JobNotFound,
+  ResultExpired,
   IdempotencyConflict,
   PriceChanged,
   ModelPriceUnavailable,

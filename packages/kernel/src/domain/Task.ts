@@ -25,7 +25,11 @@ const DateTimeString = Schema.String.annotate({ format: "date-time", description
 export const Asset = Schema.Struct({
   id: Schema.String,
   type: AssetType,
-  url: Schema.optionalKey(Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>." })),
+  url: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "Same-origin download link, /api/v1/results/<result_uuid>; absent once the result expired (dataRemoved)."
+    })
+  ),
   text: Schema.optionalKey(Schema.String.annotate({ description: "The text of a text result, such as lyrics." }))
 }).annotate({ identifier: "Asset" })
 export type Asset = typeof Asset.Type
@@ -43,7 +47,18 @@ const taskFields = {
   provider: Schema.NullOr(Schema.String).annotate({
     description:
       'The provider that runs the task, e.g. "simulated" (generated offline, not by the model); null while it is queued.'
-  })
+  }),
+  expiresAt: Schema.optionalKey(
+    DateTimeString.annotate({
+      description:
+        "When the task's result files expire (the earliest of them) under the account's retention; absent when it has none, or after."
+    })
+  ),
+  dataRemoved: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description: "Present once the result files expired: they were removed (or are being) and the assets have no url."
+    })
+  )
 }
 
 /** A task as GET /api/v1/jobs/{id} returns it. */

@@ -3,6 +3,8 @@
  * BlobStore under `blobKey`, and every read is scoped to the owning account. `purgeOrphanResults`
  * deletes result records no task's assets name (left when a success write was refused, see Outputs),
  * reading only the records stored since its last call; Housekeeping sweeps them with their files.
+ * Each result carries its `expiresAt` (Retention); `expireResults` marks those past it as removed
+ * and answers their files, reading only what is due.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -30,6 +32,11 @@ export interface ResultRecord {
   readonly sha256: string
   readonly blobKey: string
   readonly createdAt: Date
+  /**
+   * When the file expires: `putResult` is given the default's (Retention) and stores the
+   * account's own instead when it has one; reads answer what was stored.
+   */
+  readonly expiresAt: Date
 }
 
 /** An orphaned result record deleted by `purgeOrphanResults`: its file is left to remove. */
@@ -58,8 +65,12 @@ export class MediaStore extends Context.Service<
       accountId: AccountId,
       references: ReadonlyArray<MediaReference>
     ) => Effect.Effect<ReadonlyArray<MediaReference>, StoreUnavailable>
-    /** `record.taskId` names an admitted task (a SQL store holds it to that with a foreign key). */
-    readonly putResult: (record: ResultRecord) => Effect.Effect<void, StoreUnavailable>
+    /**
+     * `record.taskId` names an admitted task (a SQL store holds it to that with a foreign key).
+     * Answers the `expiresAt` stored: `record.createdAt` plus the account's retention days when
+     * the operator set them, else `record.expiresAt`.
+     */
+    readonly putResult: (record: ResultRecord) => Effect.Effect<Date, StoreUnavailable>
     readonly getResult: (accountId: AccountId, id: ResultId) => Effect.Effect<ResultRecord | undefined, StoreUnavailable>
     /**
      * Judges up to `limit` result records of any account (none when `limit` is below 1) and
@@ -76,5 +87,12 @@ export class MediaStore extends Context.Service<
      * another is under way judges nothing; none ever deletes a record its task's assets name.
      */
     readonly purgeOrphanResults: (createdBefore: Date, limit: number) => Effect.Effect<OrphanPass, StoreUnavailable>
+    /**
+     * Marks up to `limit` result records of any account whose `expiresAt` is at or before `now`
+     * and not yet marked as removed, earliest first, and answers their ids and blob keys (the
+     * files are the caller's to remove). A record is answered once; the records stay (the task
+     * keeps naming them), and `getResult` still answers them.
+     */
+    readonly expireResults: (now: Date, limit: number) => Effect.Effect<ReadonlyArray<PurgedResult>, StoreUnavailable>
   }
 >()("@taskmeter/kernel/MediaStore") {}

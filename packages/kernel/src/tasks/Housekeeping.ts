@@ -2,8 +2,9 @@
  * Housekeeping: store upkeep no request does, offered by each worker process (`TaskWorker.serve`)
  * at start and then on its intervals, and run by one process at a time when due (a chore taken
  * through `TaskStore.takeChore`): purging expired Idempotency-Keys (every 5 minutes, keys expired
- * for 5) and sweeping orphaned result records and files (hourly, older than 1 hour, reading only
- * the results stored since the last sweep). A failed chore is logged and runs at its next turn.
+ * for 5), sweeping orphaned result records and files (hourly, older than 1 hour, reading only
+ * the results stored since the last sweep) and removing the files of expired results (every 10
+ * minutes, reading only those due, Retention). A failed chore is logged and runs at its next turn.
  * Why and how: docs/decisions.md (Ledger and admission; Tasks and providers).
  */
 import { randomUUID } from "node:crypto"
@@ -24,6 +25,8 @@ export interface Options {
   readonly orphanResultIntervalMs?: number | undefined
   /** How old an orphaned result record must be to be swept. Default 1 hour. */
   readonly orphanResultGraceMs?: number | undefined
+  /** Time between removals of expired result files. Default 10 minutes. */
+  readonly expiryIntervalMs?: number | undefined
   /** How long a process holds a chore it took, so that another takes it if that process dies mid-pass. Default 10 minutes. */
   readonly choreLeaseMs?: number | undefined
 }
@@ -34,6 +37,7 @@ export const defaults = {
   graceMs: 5 * 60_000,
   orphanResultIntervalMs: 60 * 60_000,
   orphanResultGraceMs: 60 * 60_000,
+  expiryIntervalMs: 10 * 60_000,
   choreLeaseMs: 10 * 60_000
 } as const
 
@@ -93,6 +97,46 @@ export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, 
     }
   })
 
+/** One expiry pass: what it marked removed, and how many of those files it removed. */
+export interface Expired {
+  readonly records: number
+  readonly removed: number
+}
+
+/**
+ * One pass: marks the results expired at now in batches of `batchSize` and removes each batch's
+ * files in one `removeMany`. Stops after a short batch, or after a batch whose files it could not
+ * remove (they are logged and left: the records are marked, so no pass reads them again).
+ */
+export const removeExpiredResults = (options: Options = {}): Effect.Effect<Expired, StoreUnavailable, MediaStore | BlobStore> =>
+  Effect.gen(function* () {
+    const media = yield* MediaStore
+    const blobs = yield* BlobStore
+    const batchSize = options.batchSize ?? defaults.batchSize
+    // Fixed for the pass, so that results expiring meanwhile cannot keep it going.
+    const now = new Date(yield* Clock.currentTimeMillis)
+    let records = 0
+    let removed = 0
+    for (;;) {
+      const due = yield* media.expireResults(now, batchSize)
+      records += due.length
+      if (due.length > 0) {
+        const blobKeys = due.map(({ blobKey }) => blobKey)
+        const removal = yield* Effect.result(blobs.removeMany(blobKeys))
+        if (removal._tag === "Failure") {
+          yield* Effect.logWarning("Could not remove expired result files; they are left", {
+            files: blobKeys.length,
+            first: blobKeys[0],
+            error: removal.failure.message
+          })
+          return { records, removed }
+        }
+        removed += blobKeys.length
+      }
+      if (due.length < batchSize) return { records, removed }
+    }
+  })
+
 /**
  * Runs `pass` as the chore `name` when this process takes it (no other holds it and it was last
  * taken `everyMs` ago or more), and frees it after; nothing otherwise.
@@ -120,7 +164,7 @@ const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Eff
   })
 
 /**
- * Offers both chores at once and then on their intervals until interrupted, each run only when this
+ * Offers the chores at once and then on their intervals until interrupted, each run only when this
  * process takes it; a failed one is logged and runs again at its next turn.
  */
 export const run = (options: Options = {}): Effect.Effect<never, never, TaskStore | MediaStore | BlobStore> =>
@@ -129,6 +173,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, TaskStor
     const leaseMs = options.choreLeaseMs ?? defaults.choreLeaseMs
     const intervalMs = options.intervalMs ?? defaults.intervalMs
     const orphanResultIntervalMs = options.orphanResultIntervalMs ?? defaults.orphanResultIntervalMs
+    const expiryIntervalMs = options.expiryIntervalMs ?? defaults.expiryIntervalMs
     return Effect.raceAllFirst([
       every(
         intervalMs,
@@ -149,6 +194,18 @@ export const run = (options: Options = {}): Effect.Effect<never, never, TaskStor
           sweepOrphanResults(options).pipe(
             Effect.flatMap((swept) => (swept.records > 0 ? Effect.logInfo("Removed orphaned result files", swept) : Effect.void)),
             Effect.catchCause((cause) => Effect.logWarning("Sweeping orphaned result files failed", cause))
+          )
+        )
+      ),
+      every(
+        expiryIntervalMs,
+        asChore(
+          { name: "remove-expired-results", holder, everyMs: expiryIntervalMs, leaseMs },
+          removeExpiredResults(options).pipe(
+            Effect.flatMap((expired) =>
+              expired.records > 0 ? Effect.logInfo("Removed expired result files", expired) : Effect.void
+            ),
+            Effect.catchCause((cause) => Effect.logWarning("Removing expired result files failed", cause))
           )
         )
       )

@@ -26,6 +26,8 @@ export interface StoredAsset {
   readonly type: AssetType
   /** Set for file results, served at /api/v1/results/<resultId>. */
   readonly resultId?: ResultId | undefined
+  /** Set for file results: when the file expires (ISO 8601, Retention); past it the asset has no url. */
+  readonly expiresAt?: string | undefined
   /** Set for text results. */
   readonly text?: string | undefined
   readonly mimeType?: string | undefined

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { MediaStore, TaskStatus } from "@taskmeter/kernel"
+import { MediaStore, Retention, TaskStatus } from "@taskmeter/kernel"
 import type { State } from "./State.ts"
 
 /** Whether the record's task is in a status no move leaves (so its assets never change again). */
@@ -29,7 +29,13 @@ export const make = (state: State): MediaStore.MediaStore["Service"] =>
       }),
     missingMedia: (accountId, references) =>
       Effect.sync(() => references.filter((reference) => state.media.get(reference)?.accountId !== accountId)),
-    putResult: (record) => Effect.sync(() => void state.results.set(record.id, record)),
+    putResult: (record) =>
+      Effect.sync(() => {
+        const days = state.resultRetentionDays.get(record.accountId)
+        const expiresAt = days === undefined ? record.expiresAt : Retention.expiresAt(record.createdAt, days)
+        state.results.set(record.id, { ...record, expiresAt })
+        return expiresAt
+      }),
     getResult: (accountId, id) =>
       Effect.sync(() => {
         const record = state.results.get(id)
@@ -67,5 +73,14 @@ export const make = (state: State): MediaStore.MediaStore["Service"] =>
         const last = window.at(-1)
         if (last !== undefined) sweep.mark = { createdAt: last.createdAt.getTime(), id: last.id }
         return { purged, judged: finished.length + window.length }
+      }),
+    expireResults: (now, limit) =>
+      Effect.sync(() => {
+        const due = [...state.results.values()]
+          .filter((record) => record.expiresAt.getTime() <= now.getTime() && !state.expiredResults.has(record.id))
+          .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime() || (a.id < b.id ? -1 : 1))
+          .slice(0, Math.max(0, limit))
+        for (const record of due) state.expiredResults.add(record.id)
+        return due.map(({ blobKey, id }) => ({ id, blobKey }))
       })
   })

@@ -97,6 +97,10 @@ export interface State {
   readonly idempotency: Map<string, IdempotencyRow>
   readonly media: Map<string, MediaStore.MediaRecord>
   readonly results: Map<string, MediaStore.ResultRecord>
+  /** Result ids whose files `expireResults` answered (marked removed). */
+  readonly expiredResults: Set<string>
+  /** account id -> the retention days the operator set for it. */
+  readonly resultRetentionDays: Map<string, number>
   /** The orphan-result sweep: the last record it judged, and those it left while their task was unfinished. */
   readonly orphanSweep: { mark: { readonly createdAt: number; readonly id: string } | undefined; readonly pending: Set<string> }
   /** chore name -> who holds it until when, and when it was last taken */
@@ -134,6 +138,8 @@ export const make = (): State => ({
   idempotency: new Map(),
   media: new Map(),
   results: new Map(),
+  expiredResults: new Set(),
+  resultRetentionDays: new Map(),
   orphanSweep: { mark: undefined, pending: new Set() },
   chores: new Map(),
   blobs: new Map(),

@@ -1,9 +1,11 @@
 /**
  * Media and result metadata, each port method one statement; `purgeOrphanResults` is PgOrphanSweep.
+ * `putResult` reads the account's retention days in its INSERT; `expireResults` reads the due
+ * results through `results_expiring`, skipping rows another sweep holds.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { MediaStore } from "@taskmeter/kernel"
+import { type Ids, MediaStore } from "@taskmeter/kernel"
 import * as Failures from "./Failures.ts"
 import * as OrphanSweep from "./PgOrphanSweep.ts"
 import type { MediaRow, ResultRow } from "./Rows.ts"
@@ -46,9 +48,14 @@ export const make = Effect.gen(function* () {
     putResult: (record) =>
       Failures.run(
         "putResult",
-        Effect.asVoid(sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
+        sql<{ readonly expires_at: Date }>`INSERT INTO results
+            (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
           VALUES (${record.id}, ${record.accountId}, ${record.taskId}, ${record.contentType}, ${record.sizeBytes}::bigint,
-            ${record.sha256}, ${record.blobKey}, ${record.createdAt})`)
+            ${record.sha256}, ${record.blobKey}, ${record.createdAt},
+            coalesce(${record.createdAt}::timestamptz
+              + (SELECT result_retention_days FROM accounts WHERE id = ${record.accountId}) * interval '1 day',
+              ${record.expiresAt}::timestamptz))
+          RETURNING expires_at`.pipe(Effect.map((rows) => rows[0]!.expires_at))
       ),
 
     getResult: (accountId, id) =>
@@ -59,6 +66,20 @@ export const make = Effect.gen(function* () {
         )
       ),
 
-    purgeOrphanResults: OrphanSweep.purge(sql)
+    purgeOrphanResults: OrphanSweep.purge(sql),
+
+    expireResults: (now, limit) =>
+      limit < 1
+        ? Effect.succeed([])
+        : Failures.run(
+            "expireResults",
+            sql<{ readonly id: string; readonly blob_key: string }>`UPDATE results SET data_removed = true
+              WHERE id IN (
+                SELECT id FROM results WHERE NOT data_removed AND expires_at <= ${now}
+                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+              RETURNING id, blob_key`.pipe(
+              Effect.map((rows) => rows.map((row) => ({ id: row.id as Ids.ResultId, blobKey: row.blob_key })))
+            )
+          )
   })
 })

@@ -3,6 +3,10 @@
  * it, until when, when it was last taken), so that one process runs each chore at a time and only
  * when due; the orphan-result sweep reads results after its mark in `results_created` order and
  * keeps, in `orphan_sweep_pending`, the results it read while their task was unfinished.
+ * Retention: each result's `expires_at` (stamped when stored, by the account's
+ * `result_retention_days` when the operator set them) and `data_removed` once Housekeeping took
+ * its file; the expiry sweep reads only what is due through `results_expiring`. Results stored
+ * before this migration expire 30 days (the default) after they were stored.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -24,7 +28,13 @@ const statements = [
     result_id text PRIMARY KEY REFERENCES results (id) ON DELETE CASCADE
   )`,
   // The orphan sweep's window: the results after its mark, oldest first.
-  `CREATE INDEX results_created ON results (created_at, id)`
+  `CREATE INDEX results_created ON results (created_at, id)`,
+  `ALTER TABLE accounts ADD COLUMN result_retention_days integer CHECK (result_retention_days >= 1)`,
+  `ALTER TABLE results ADD COLUMN expires_at timestamptz, ADD COLUMN data_removed boolean NOT NULL DEFAULT false`,
+  `UPDATE results SET expires_at = created_at + interval '30 days'`,
+  `ALTER TABLE results ALTER COLUMN expires_at SET NOT NULL`,
+  // The expiry sweep's window: the results due and not yet removed, earliest first.
+  `CREATE INDEX results_expiring ON results (expires_at) WHERE NOT data_removed`
 ]
 
 export default Effect.gen(function* () {
