@@ -1097,6 +1097,8 @@ CREATE TABLE media (
     sha256 text NOT NULL,
     blob_key text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    data_removed boolean DEFAULT false NOT NULL,
     CONSTRAINT media_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
@@ -1301,6 +1303,8 @@ CREATE UNIQUE INDEX ledger_entries_lease_released_once ON ledger_entries USING b
 CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+CREATE INDEX media_expiring ON media USING btree (expires_at) WHERE (NOT data_removed);
 
 CREATE INDEX payment_entries_payment ON payment_entries USING btree (processor, payment_id);
 

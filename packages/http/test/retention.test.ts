@@ -53,8 +53,8 @@ for (const store of stores) {
 
           const key = `results/${resultId}`
           expect(yield* BlobStore.BlobStore.use((blobs) => blobs.size(key))).toBe(T.PNG.byteLength)
-          const pass = yield* Housekeeping.removeExpiredResults()
-          expect(pass.removed).toBeGreaterThanOrEqual(1)
+          const pass = yield* Housekeeping.removeExpiredFiles()
+          expect(pass.results.removed).toBeGreaterThanOrEqual(1)
           expect(yield* BlobStore.BlobStore.use((blobs) => blobs.size(key))).toBeUndefined()
           expect((yield* getTask(who, task.id)).body.dataRemoved).toBe(true)
           expect((yield* T.call(`/api/v1/results/${resultId}`, { headers: T.bearer(who.secret) })).status).toBe(410)

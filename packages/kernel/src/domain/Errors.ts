@@ -7,8 +7,8 @@
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
 /**
- * The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE (task cancel) and
- * RESULT_EXPIRED (retention) are the service's own.
+ * The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE (task cancel),
+ * MEDIA_EXPIRED and RESULT_EXPIRED (retention) are the service's own.
  */
 export const codes = [
   "AUTH_REQUIRED",
@@ -19,6 +19,7 @@ export const codes = [
   "INVALID_REQUEST",
   "INVALID_IDEMPOTENCY_KEY",
   "INVALID_MODEL_INPUT",
+  "MEDIA_EXPIRED",
   "INPUT_TOO_LARGE",
   "REQUEST_NOT_FOUND",
   "MODEL_NOT_FOUND",
@@ -170,6 +171,16 @@ export class InvalidModelInput extends Schema.Error<InvalidModelInput>("InvalidM
     return InvalidModelInput.status
   }
 }
+/**
+ * A submission naming an upload of the account past its retention: the input is what is wrong
+ * (upload the file again), so 400 like the other input errors, not 410.
+ */
+export class MediaExpired extends define(
+  "MediaExpired",
+  "MEDIA_EXPIRED",
+  400,
+  "An uploaded media file the input names expired under the account's retention; upload it again."
+) {}
 /** The spec allows 400 or 413; 413 is what HTTP clients and proxies understand as "too large". */
 export class InputTooLarge extends define(
   "InputTooLarge",
@@ -371,6 +382,7 @@ export const all = [
   InvalidRequest,
   InvalidIdempotencyKey,
   InvalidModelInput,
+  MediaExpired,
   InputTooLarge,
   RequestNotFound,
   ModelNotFound,

@@ -3,8 +3,8 @@
  * BlobStore under `blobKey`, and every read is scoped to the owning account. `purgeOrphanResults`
  * deletes result records no task's assets name (left when a success write was refused, see Outputs),
  * reading only the records stored since its last call; Housekeeping sweeps them with their files.
- * Each result carries its `expiresAt` (Retention); `expireResults` marks those past it as removed
- * and answers their files, reading only what is due.
+ * Each upload and result carries its `expiresAt` (Retention); `expireResults` and `expireMedia`
+ * mark those past it as removed and answer their files, reading only what is due.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -21,6 +21,22 @@ export interface MediaRecord {
   readonly sha256: string
   readonly blobKey: string
   readonly createdAt: Date
+  /** When the upload expires; `putMedia` stores the account's own retention instead when it has one. */
+  readonly expiresAt: Date
+}
+
+/** The references `missingMedia` refuses. */
+export interface MissingMedia {
+  /** Not uploads of the account (unknown, or another account's). */
+  readonly missing: ReadonlyArray<MediaReference>
+  /** Uploads of the account expired at the time asked. */
+  readonly expired: ReadonlyArray<MediaReference>
+}
+
+/** A file `expireMedia` answers: its bytes are the caller's to remove. */
+export interface ExpiredMedia {
+  readonly reference: MediaReference
+  readonly blobKey: string
 }
 
 export interface ResultRecord {
@@ -55,16 +71,18 @@ export interface OrphanPass {
 export class MediaStore extends Context.Service<
   MediaStore,
   {
-    readonly putMedia: (record: MediaRecord) => Effect.Effect<void, StoreUnavailable>
+    /** Answers the `expiresAt` stored: `createdAt` plus the account's retention days when set, else `record.expiresAt`. */
+    readonly putMedia: (record: MediaRecord) => Effect.Effect<Date, StoreUnavailable>
     readonly getMedia: (
       accountId: AccountId,
       reference: MediaReference
     ) => Effect.Effect<MediaRecord | undefined, StoreUnavailable>
-    /** Which of these references the account does not own (empty when it owns all). */
+    /** Which of these references the account does not own, and which of its own expired at `now` (both empty: all usable). */
     readonly missingMedia: (
       accountId: AccountId,
-      references: ReadonlyArray<MediaReference>
-    ) => Effect.Effect<ReadonlyArray<MediaReference>, StoreUnavailable>
+      references: ReadonlyArray<MediaReference>,
+      now: Date
+    ) => Effect.Effect<MissingMedia, StoreUnavailable>
     /**
      * `record.taskId` names an admitted task (a SQL store holds it to that with a foreign key).
      * Answers the `expiresAt` stored: `record.createdAt` plus the account's retention days when
@@ -94,5 +112,7 @@ export class MediaStore extends Context.Service<
      * keeps naming them), and `getResult` still answers them.
      */
     readonly expireResults: (now: Date, limit: number) => Effect.Effect<ReadonlyArray<PurgedResult>, StoreUnavailable>
+    /** As `expireResults`, for uploads. */
+    readonly expireMedia: (now: Date, limit: number) => Effect.Effect<ReadonlyArray<ExpiredMedia>, StoreUnavailable>
   }
 >()("@taskmeter/kernel/MediaStore") {}

@@ -1,7 +1,7 @@
 /**
- * How long results (and uploaded media) are kept: `ResultRetention` holds the service's default
+ * How long results and uploaded media are kept: `ResultRetention` holds the service's default
  * in whole days (RESULT_RETENTION, 30 unless set); an account's own value, set by the operator,
- * is applied by the store when it records a file (`MediaStore.putResult`). Past its `expiresAt` a
+ * is applied by the store when it records a file (`MediaStore.putResult`, `putMedia`). Past its `expiresAt` a
  * file is not served (410 RESULT_EXPIRED), its task shows `dataRemoved`, and Housekeeping removes
  * its bytes.
  */

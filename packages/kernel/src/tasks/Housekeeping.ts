@@ -3,8 +3,8 @@
  * at start and then on its intervals, and run by one process at a time when due (a chore taken
  * through `TaskStore.takeChore`): purging expired Idempotency-Keys (every 5 minutes, keys expired
  * for 5), sweeping orphaned result records and files (hourly, older than 1 hour, reading only
- * the results stored since the last sweep) and removing the files of expired results (every 10
- * minutes, reading only those due, Retention). A failed chore is logged and runs at its next turn.
+ * the results stored since the last sweep) and removing the files of expired results and uploads
+ * (every 10 minutes, reading only those due, Retention). A failed chore is logged and runs at its next turn.
  * Why and how: docs/decisions.md (Ledger and admission; Tasks and providers).
  */
 import { randomUUID } from "node:crypto"
@@ -25,7 +25,7 @@ export interface Options {
   readonly orphanResultIntervalMs?: number | undefined
   /** How old an orphaned result record must be to be swept. Default 1 hour. */
   readonly orphanResultGraceMs?: number | undefined
-  /** Time between removals of expired result files. Default 10 minutes. */
+  /** Time between removals of expired result files and uploads. Default 10 minutes. */
   readonly expiryIntervalMs?: number | undefined
   /** How long a process holds a chore it took, so that another takes it if that process dies mid-pass. Default 10 minutes. */
   readonly choreLeaseMs?: number | undefined
@@ -97,34 +97,33 @@ export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, 
     }
   })
 
-/** One expiry pass: what it marked removed, and how many of those files it removed. */
+/** One expiry pass: the records it marked removed, and how many of their files it removed. */
 export interface Expired {
   readonly records: number
   readonly removed: number
 }
 
 /**
- * One pass: marks the results expired at now in batches of `batchSize` and removes each batch's
- * files in one `removeMany`. Stops after a short batch, or after a batch whose files it could not
- * remove (they are logged and left: the records are marked, so no pass reads them again).
+ * Marks the due records `expire` answers in batches of `batchSize` and removes each batch's files
+ * in one `removeMany`. Stops after a short batch, or after a batch whose files it could not remove
+ * (they are logged and left: the records are marked, so no pass reads them again).
  */
-export const removeExpiredResults = (options: Options = {}): Effect.Effect<Expired, StoreUnavailable, MediaStore | BlobStore> =>
+const removeDue = (
+  expire: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly blobKey: string }>, StoreUnavailable>,
+  batchSize: number
+): Effect.Effect<Expired, StoreUnavailable, BlobStore> =>
   Effect.gen(function* () {
-    const media = yield* MediaStore
     const blobs = yield* BlobStore
-    const batchSize = options.batchSize ?? defaults.batchSize
-    // Fixed for the pass, so that results expiring meanwhile cannot keep it going.
-    const now = new Date(yield* Clock.currentTimeMillis)
     let records = 0
     let removed = 0
     for (;;) {
-      const due = yield* media.expireResults(now, batchSize)
+      const due = yield* expire(batchSize)
       records += due.length
       if (due.length > 0) {
         const blobKeys = due.map(({ blobKey }) => blobKey)
         const removal = yield* Effect.result(blobs.removeMany(blobKeys))
         if (removal._tag === "Failure") {
-          yield* Effect.logWarning("Could not remove expired result files; they are left", {
+          yield* Effect.logWarning("Could not remove expired files; they are left", {
             files: blobKeys.length,
             first: blobKeys[0],
             error: removal.failure.message
@@ -135,6 +134,20 @@ export const removeExpiredResults = (options: Options = {}): Effect.Effect<Expir
       }
       if (due.length < batchSize) return { records, removed }
     }
+  })
+
+/** One pass: the result files, then the uploads, expired at now (Retention), in batches of `batchSize`. */
+export const removeExpiredFiles = (
+  options: Options = {}
+): Effect.Effect<{ readonly results: Expired; readonly media: Expired }, StoreUnavailable, MediaStore | BlobStore> =>
+  Effect.gen(function* () {
+    const media = yield* MediaStore
+    const batchSize = options.batchSize ?? defaults.batchSize
+    // Fixed for the pass, so that files expiring meanwhile cannot keep it going.
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const results = yield* removeDue((limit) => media.expireResults(now, limit), batchSize)
+    const uploads = yield* removeDue((limit) => media.expireMedia(now, limit), batchSize)
+    return { results, media: uploads }
   })
 
 /**
@@ -200,12 +213,12 @@ export const run = (options: Options = {}): Effect.Effect<never, never, TaskStor
       every(
         expiryIntervalMs,
         asChore(
-          { name: "remove-expired-results", holder, everyMs: expiryIntervalMs, leaseMs },
-          removeExpiredResults(options).pipe(
+          { name: "remove-expired-files", holder, everyMs: expiryIntervalMs, leaseMs },
+          removeExpiredFiles(options).pipe(
             Effect.flatMap((expired) =>
-              expired.records > 0 ? Effect.logInfo("Removed expired result files", expired) : Effect.void
+              expired.results.records + expired.media.records > 0 ? Effect.logInfo("Removed expired files", expired) : Effect.void
             ),
-            Effect.catchCause((cause) => Effect.logWarning("Removing expired result files failed", cause))
+            Effect.catchCause((cause) => Effect.logWarning("Removing expired files failed", cause))
           )
         )
       )

@@ -1,7 +1,8 @@
 /**
- * Retention on every store: `putResult` stamps the default expiry or the account's own
- * (`AccountStore.setResultRetention`, read when the result is stored), and `expireResults` answers
- * each due result once, earliest first, `limit` at a time, of any account, keeping the records.
+ * Retention on every store: `putResult` and `putMedia` stamp the default expiry or the account's
+ * own (`AccountStore.setResultRetention`, read when the file is stored), and `expireResults` and
+ * `expireMedia` answer each due file once, earliest first, `limit` at a time, of any account,
+ * keeping the records.
  */
 import { Effect } from "effect"
 import { describe, expect } from "@effect/vitest"
@@ -9,7 +10,8 @@ import { AccountStore } from "../accounts/AccountStore.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import * as Ids from "../domain/Ids.ts"
 import { MediaStore } from "../media/MediaStore.ts"
-import type { ResultRecord } from "../media/MediaStore.ts"
+import type { MediaRecord, ResultRecord } from "../media/MediaStore.ts"
+import * as MediaReference from "../media/MediaReference.ts"
 import * as Retention from "../media/Retention.ts"
 import type { Case } from "./Case.ts"
 import { admission, admitted, at, fundedAccount, newTask, resultRecord, USD } from "./Fixtures.ts"
@@ -25,6 +27,27 @@ const taskOf = (accountId: AccountId) =>
   })
 
 const put = (record: ResultRecord) => MediaStore.use((store) => store.putResult(record))
+
+/** An upload of the account stored at `createdAt`, expiring at `expiresAt`. */
+const upload = (accountId: AccountId, createdAt: Date, expiresAt: Date): MediaRecord => {
+  const reference = MediaReference.make()
+  return {
+    reference,
+    accountId,
+    contentType: "image/png",
+    sizeBytes: 10,
+    sha256: "c".repeat(64),
+    blobKey: `media/${MediaReference.uuidOf(reference)}`,
+    createdAt,
+    expiresAt
+  }
+}
+
+const expireMedia = (now: Date, limit: number) =>
+  Effect.map(
+    MediaStore.use((store) => store.expireMedia(now, limit)),
+    (due) => due.map(({ reference }) => reference)
+  )
 
 const expire = (now: Date, limit: number) =>
   Effect.map(
@@ -59,6 +82,29 @@ export const retentionCases = (test: Case) =>
         expect(yield* put(again)).toEqual(again.expiresAt)
 
         expect(yield* accounts.setResultRetention(Ids.makeAccountId(), 3)).toBe(false)
+      })
+    )
+
+    test(
+      "stamps uploads alike, and answers each due upload once, earliest first, keeping the records",
+      Effect.gen(function* () {
+        const media = yield* MediaStore
+        const mine = yield* fundedAccount(5 * USD)
+        const theirs = yield* fundedAccount(5 * USD, "theirs")
+        yield* AccountStore.use((accounts) => accounts.setResultRetention(theirs, 1))
+        const second = upload(mine, at(0), at(200))
+        const first = upload(theirs, at(0), at(999_999))
+        expect(yield* media.putMedia(second)).toEqual(at(200))
+        // Their own retention: a day from the upload, whatever expiry was given.
+        expect(yield* media.putMedia(first)).toEqual(at(DAY_SECONDS))
+        expect((yield* media.getMedia(theirs, first.reference))?.expiresAt).toEqual(at(DAY_SECONDS))
+
+        expect(yield* expireMedia(at(199), 10)).toEqual([])
+        expect(yield* expireMedia(at(DAY_SECONDS), 1)).toEqual([second.reference])
+        const due = yield* MediaStore.use((store) => store.expireMedia(at(DAY_SECONDS), 1))
+        expect(due).toEqual([{ reference: first.reference, blobKey: first.blobKey }])
+        expect(yield* expireMedia(at(10 * DAY_SECONDS), 10)).toEqual([])
+        expect(yield* media.getMedia(mine, second.reference)).toBeDefined()
       })
     )
 

@@ -12,6 +12,15 @@ const isFinal = (state: State, record: MediaStore.ResultRecord): boolean => {
 const isOrphan = (state: State, record: MediaStore.ResultRecord): boolean =>
   isFinal(state, record) && !state.tasks.get(record.taskId)!.record.assets.some((asset) => asset.resultId === record.id)
 
+/** The expiry a file is stored with: by the account's own retention when set, else the one given. */
+const expiryOf = (
+  state: State,
+  record: { readonly accountId: string; readonly createdAt: Date; readonly expiresAt: Date }
+): Date => {
+  const days = state.resultRetentionDays.get(record.accountId)
+  return days === undefined ? record.expiresAt : Retention.expiresAt(record.createdAt, days)
+}
+
 /** (createdAt, id) order, the sweep's. */
 const after = (record: MediaStore.ResultRecord, mark: { readonly createdAt: number; readonly id: string }): boolean =>
   record.createdAt.getTime() > mark.createdAt || (record.createdAt.getTime() === mark.createdAt && record.id > mark.id)
@@ -21,18 +30,28 @@ const byCreated = (a: MediaStore.ResultRecord, b: MediaStore.ResultRecord): numb
 
 export const make = (state: State): MediaStore.MediaStore["Service"] =>
   MediaStore.MediaStore.of({
-    putMedia: (record) => Effect.sync(() => void state.media.set(record.reference, record)),
+    putMedia: (record) =>
+      Effect.sync(() => {
+        const expiresAt = expiryOf(state, record)
+        state.media.set(record.reference, { ...record, expiresAt })
+        return expiresAt
+      }),
     getMedia: (accountId, reference) =>
       Effect.sync(() => {
         const record = state.media.get(reference)
         return record?.accountId === accountId ? record : undefined
       }),
-    missingMedia: (accountId, references) =>
-      Effect.sync(() => references.filter((reference) => state.media.get(reference)?.accountId !== accountId)),
+    missingMedia: (accountId, references, now) =>
+      Effect.sync(() => ({
+        missing: references.filter((reference) => state.media.get(reference)?.accountId !== accountId),
+        expired: references.filter((reference) => {
+          const record = state.media.get(reference)
+          return record?.accountId === accountId && record.expiresAt.getTime() <= now.getTime()
+        })
+      })),
     putResult: (record) =>
       Effect.sync(() => {
-        const days = state.resultRetentionDays.get(record.accountId)
-        const expiresAt = days === undefined ? record.expiresAt : Retention.expiresAt(record.createdAt, days)
+        const expiresAt = expiryOf(state, record)
         state.results.set(record.id, { ...record, expiresAt })
         return expiresAt
       }),
@@ -82,5 +101,14 @@ export const make = (state: State): MediaStore.MediaStore["Service"] =>
           .slice(0, Math.max(0, limit))
         for (const record of due) state.expiredResults.add(record.id)
         return due.map(({ blobKey, id }) => ({ id, blobKey }))
+      }),
+    expireMedia: (now, limit) =>
+      Effect.sync(() => {
+        const due = [...state.media.values()]
+          .filter((record) => record.expiresAt.getTime() <= now.getTime() && !state.expiredMedia.has(record.reference))
+          .sort((a, b) => a.expiresAt.getTime() - b.expiresAt.getTime() || (a.reference < b.reference ? -1 : 1))
+          .slice(0, Math.max(0, limit))
+        for (const record of due) state.expiredMedia.add(record.reference)
+        return due.map(({ blobKey, reference }) => ({ reference, blobKey }))
       })
   })

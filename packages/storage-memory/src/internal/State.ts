@@ -99,6 +99,8 @@ export interface State {
   readonly results: Map<string, MediaStore.ResultRecord>
   /** Result ids whose files `expireResults` answered (marked removed). */
   readonly expiredResults: Set<string>
+  /** Media references whose files `expireMedia` answered (marked removed). */
+  readonly expiredMedia: Set<string>
   /** account id -> the retention days the operator set for it. */
   readonly resultRetentionDays: Map<string, number>
   /** The orphan-result sweep: the last record it judged, and those it left while their task was unfinished. */
@@ -139,6 +141,7 @@ export const make = (): State => ({
   media: new Map(),
   results: new Map(),
   expiredResults: new Set(),
+  expiredMedia: new Set(),
   resultRetentionDays: new Map(),
   orphanSweep: { mark: undefined, pending: new Set() },
   chores: new Map(),

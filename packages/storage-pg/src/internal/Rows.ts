@@ -212,6 +212,7 @@ export interface MediaRow {
   readonly sha256: string
   readonly blob_key: string
   readonly created_at: Date
+  readonly expires_at: Date
 }
 
 export const toMedia = (row: MediaRow): MediaStore.MediaRecord => ({
@@ -221,7 +222,8 @@ export const toMedia = (row: MediaRow): MediaStore.MediaRecord => ({
   sizeBytes: Number(row.size_bytes),
   sha256: row.sha256,
   blobKey: row.blob_key,
-  createdAt: row.created_at
+  createdAt: row.created_at,
+  expiresAt: row.expires_at
 })
 
 export interface ResultRow {

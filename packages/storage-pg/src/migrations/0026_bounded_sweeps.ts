@@ -3,10 +3,11 @@
  * it, until when, when it was last taken), so that one process runs each chore at a time and only
  * when due; the orphan-result sweep reads results after its mark in `results_created` order and
  * keeps, in `orphan_sweep_pending`, the results it read while their task was unfinished.
- * Retention: each result's `expires_at` (stamped when stored, by the account's
+ * Retention: each result's and upload's `expires_at` (stamped when stored, by the account's
  * `result_retention_days` when the operator set them) and `data_removed` once Housekeeping took
- * its file; the expiry sweep reads only what is due through `results_expiring`. Results stored
- * before this migration expire 30 days (the default) after they were stored.
+ * its file; the expiry sweep reads only what is due through `results_expiring` and
+ * `media_expiring`. Files stored before this migration expire 30 days (the default) after they
+ * were stored.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -34,7 +35,11 @@ const statements = [
   `UPDATE results SET expires_at = created_at + interval '30 days'`,
   `ALTER TABLE results ALTER COLUMN expires_at SET NOT NULL`,
   // The expiry sweep's window: the results due and not yet removed, earliest first.
-  `CREATE INDEX results_expiring ON results (expires_at) WHERE NOT data_removed`
+  `CREATE INDEX results_expiring ON results (expires_at) WHERE NOT data_removed`,
+  `ALTER TABLE media ADD COLUMN expires_at timestamptz, ADD COLUMN data_removed boolean NOT NULL DEFAULT false`,
+  `UPDATE media SET expires_at = created_at + interval '30 days'`,
+  `ALTER TABLE media ALTER COLUMN expires_at SET NOT NULL`,
+  `CREATE INDEX media_expiring ON media (expires_at) WHERE NOT data_removed`
 ]
 
 export default Effect.gen(function* () {
