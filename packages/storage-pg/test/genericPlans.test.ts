@@ -4,12 +4,14 @@
  * while the tables were nearly empty). The usage page's statements are checked here under
  * `plan_cache_mode = force_generic_plan` on a ledger of 200k entries, 80% in one account: each
  * still reads its page from the account's index, bounded by the cursor, not every newer entry.
+ * So are the operator's pages of tasks by status and of held tasks, over 100k tasks.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { PgStore } from "../src/index.ts"
 import { entriesPage } from "../src/internal/PgLedgerStore.ts"
+import { heldPage, statusPage } from "../src/internal/PgTaskStore.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 interface PlanNode {
@@ -24,8 +26,11 @@ interface PlanNode {
 
 const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
-/** The generic plan of `statement`, run: prepared on one connection, then explained with its own values. */
-const genericPlan = (statement: ReturnType<typeof entriesPage>) =>
+/** The generic plan of `statement`, run: prepared on one connection, then explained with its own values; its nodes on `relation`. */
+const genericPlan = (
+  statement: { readonly compile: () => readonly [string, ReadonlyArray<unknown>] },
+  relation = "ledger_entries"
+) =>
   SqlClient.SqlClient.use((sql) =>
     sql.withTransaction(
       Effect.gen(function* () {
@@ -37,7 +42,7 @@ const genericPlan = (statement: ReturnType<typeof entriesPage>) =>
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE usage_page(${values.join(", ")})`
         )
         yield* sql`DEALLOCATE usage_page`
-        return nodesOf(row!["QUERY PLAN"][0]!.Plan).filter((node) => node["Relation Name"] === "ledger_entries")
+        return nodesOf(row!["QUERY PLAN"][0]!.Plan).filter((node) => node["Relation Name"] === relation)
       })
     )
   )
@@ -68,6 +73,41 @@ describe("generic plans", () => {
               ["Index Scan", "ledger_entries_account_newest", 51, 0]
             )
             if (beforeSeq !== null) expect(scan!["Index Cond"]).toContain("seq <")
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+
+  it.live("the pages of tasks by status and of held tasks read the partial index, bounded by the cursor, over 100k tasks", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
+          // One task in ten held, interleaved in id order with the others.
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              created_at, updated_at, deadline_at)
+            SELECT 'task_' || lpad(g::text, 6, '0'), 'acct_plans', 'plans', '{}',
+              CASE WHEN g % 10 = 0 THEN 'reconciliation_required' ELSE 'failed' END, 1, 1, 1, 'fixed', now(), now(), now()
+            FROM generate_series(1, 100000) g`
+          yield* sql`ANALYZE tasks`
+          for (const afterId of [undefined, "task_050000"]) {
+            for (const statement of [statusPage(sql, "reconciliation_required", afterId, 51), heldPage(sql, afterId, 51)]) {
+              const scans = yield* genericPlan(statement, "tasks")
+              expect(scans).toHaveLength(1)
+              const [scan] = scans
+              expect([
+                scan!["Node Type"],
+                scan!["Index Name"],
+                scan!["Actual Rows"],
+                scan!["Rows Removed by Filter"] ?? 0
+              ]).toEqual(["Index Scan", "tasks_awaiting_reconciliation", 51, 0])
+              if (afterId !== undefined) expect(scan!["Index Cond"]).toContain("id")
+            }
           }
         }).pipe(Effect.provide(context))
       })

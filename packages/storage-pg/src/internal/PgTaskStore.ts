@@ -185,6 +185,39 @@ const toAdmissionResult = (
   }
 }
 
+/**
+ * A page of the tasks in `status` after `afterId` (id order): one statement with the cursor and
+ * one without, so that a generic plan bounds the index scan by the cursor rather than filtering.
+ * The status as a literal (one of TaskStatus's), so the plan can use the partial index of
+ * reconciliation_required.
+ */
+export const statusPage = (
+  sql: SqlClient.SqlClient,
+  status: TaskStatus.TaskStatus,
+  afterId: string | undefined,
+  limit: number
+) => {
+  const columns = sql.literal(taskColumnList("t"))
+  const literal = sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)
+  return afterId === undefined
+    ? sql<TaskRow>`SELECT ${columns} FROM tasks t WHERE t.status = ${literal}
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+    : sql<TaskRow>`SELECT ${columns} FROM tasks t WHERE t.status = ${literal} AND t.id COLLATE "C" > ${afterId}::text
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+}
+
+/** The held tasks' page (reconciliation_required, with the upstream's answer), as `statusPage`. */
+export const heldPage = (sql: SqlClient.SqlClient, afterId: string | undefined, limit: number) => {
+  const columns = sql.literal(taskColumnList("t"))
+  return afterId === undefined
+    ? sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${columns}, t.upstream_answer FROM tasks t
+        WHERE t.status = 'reconciliation_required'
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+    : sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${columns}, t.upstream_answer FROM tasks t
+        WHERE t.status = 'reconciliation_required' AND t.id COLLATE "C" > ${afterId}::text
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+}
+
 export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -494,15 +527,7 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
       transitionAll: (requests) => Failures.run("transitionAll", transitionAll(requests)),
 
       listByStatus: (status, limit, afterId) =>
-        Failures.run(
-          "listByStatus",
-          // The status as a literal (one of TaskStatus's), so the plan can use the partial index
-          // of reconciliation_required.
-          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t
-            WHERE t.status = ${sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)}
-              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
-            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
-        ),
+        Failures.run("listByStatus", statusPage(sql, status, afterId, limit).pipe(Effect.map((rows) => rows.map(toTask)))),
 
       takeSlots: (request) =>
         request.lanes.length === 0
@@ -526,11 +551,7 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
       listHeld: (limit, afterId) =>
         Failures.run(
           "listHeld",
-          // Through tasks_awaiting_reconciliation, like listByStatus.
-          sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${taskColumns}, t.upstream_answer FROM tasks t
-            WHERE t.status = 'reconciliation_required'
-              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
-            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(
+          heldPage(sql, afterId, limit).pipe(
             Effect.map((rows) => rows.map((row) => ({ task: toTask(row), upstreamAnswer: row.upstream_answer })))
           )
         ),
