@@ -4,13 +4,15 @@
  * while the tables were nearly empty). The usage page's statements are checked here under
  * `plan_cache_mode = force_generic_plan` on a ledger of 200k entries, 80% in one account: each
  * still reads its page from the account's index, bounded by the cursor, not every newer entry.
- * So are the operator's pages of tasks by status and of held tasks, over 100k tasks.
+ * So are the operator's pages of tasks by status and of held tasks, over 100k tasks, and the
+ * expiry sweep's batch, which reads only due results through `results_expiring`.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { PgStore } from "../src/index.ts"
 import { entriesPage } from "../src/internal/PgLedgerStore.ts"
+import { expiringResults } from "../src/internal/PgMediaStore.ts"
 import { heldPage, statusPage } from "../src/internal/PgTaskStore.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
@@ -37,7 +39,13 @@ const genericPlan = (
         const [text, params] = statement.compile()
         yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
         yield* sql.unsafe(`PREPARE usage_page AS ${text}`).unprepared
-        const values = params.map((value) => (typeof value === "string" ? `'${value.replaceAll("'", "''")}'` : String(value)))
+        const values = params.map((value) =>
+          value instanceof Date
+            ? `'${value.toISOString()}'`
+            : typeof value === "string"
+              ? `'${value.replaceAll("'", "''")}'`
+              : String(value)
+        )
         const [row] = yield* sql.unsafe<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>(
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE usage_page(${values.join(", ")})`
         )
@@ -109,6 +117,34 @@ describe("generic plans", () => {
               if (afterId !== undefined) expect(scan!["Index Cond"]).toContain("id")
             }
           }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+
+  it.live("the expiry sweep's batch reads only due results through results_expiring, over 100k results", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              created_at, updated_at, deadline_at)
+            VALUES ('task_plans', 'acct_plans', 'plans', '{}', 'failed', 1, 1, 1, 'fixed', now(), now(), now())`
+          // One result in ten due (expired a day ago), interleaved with those expiring in a month.
+          yield* sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
+            SELECT 'result_' || g, 'acct_plans', 'task_plans', 'image/png', 1, repeat('b', 64), 'results/' || g, now(),
+              now() + CASE WHEN g % 10 = 0 THEN interval '-1 day' ELSE interval '30 days' END
+            FROM generate_series(1, 100000) g`
+          yield* sql`ANALYZE results`
+          const scans = yield* genericPlan(expiringResults(sql, new Date(), 51), "results")
+          const due = scans.find((node) => node["Index Name"] === "results_expiring")
+          expect(due?.["Actual Rows"]).toBe(51)
+          expect(due?.["Rows Removed by Filter"] ?? 0).toBe(0)
+          expect(scans.some((node) => node["Node Type"] === "Seq Scan")).toBe(false)
         }).pipe(Effect.provide(context))
       })
     )

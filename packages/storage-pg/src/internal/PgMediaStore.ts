@@ -12,6 +12,18 @@ import * as OrphanSweep from "./PgOrphanSweep.ts"
 import type { MediaRow, ResultRow } from "./Rows.ts"
 import { toMedia, toResult } from "./Rows.ts"
 
+/**
+ * Marks up to `limit` due results removed, earliest first, through `results_expiring`; their ids
+ * and blob keys. The ids as an array, so that the UPDATE finds them by primary key, not by a join
+ * that a generic plan may make a scan of every result.
+ */
+export const expiringResults = (sql: SqlClient.SqlClient, now: Date, limit: number) =>
+  sql<{ readonly id: string; readonly blob_key: string }>`UPDATE results SET data_removed = true
+    WHERE id = ANY(ARRAY(
+      SELECT id FROM results WHERE NOT data_removed AND expires_at <= ${now}
+      ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED))
+    RETURNING id, blob_key`
+
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
@@ -82,11 +94,7 @@ export const make = Effect.gen(function* () {
         ? Effect.succeed([])
         : Failures.run(
             "expireResults",
-            sql<{ readonly id: string; readonly blob_key: string }>`UPDATE results SET data_removed = true
-              WHERE id IN (
-                SELECT id FROM results WHERE NOT data_removed AND expires_at <= ${now}
-                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-              RETURNING id, blob_key`.pipe(
+            expiringResults(sql, now, limit).pipe(
               Effect.map((rows) => rows.map((row) => ({ id: row.id as Ids.ResultId, blobKey: row.blob_key })))
             )
           ),
@@ -97,9 +105,9 @@ export const make = Effect.gen(function* () {
         : Failures.run(
             "expireMedia",
             sql<{ readonly reference: string; readonly blob_key: string }>`UPDATE media SET data_removed = true
-              WHERE reference IN (
+              WHERE reference = ANY(ARRAY(
                 SELECT reference FROM media WHERE NOT data_removed AND expires_at <= ${now}
-                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED))
               RETURNING reference, blob_key`.pipe(
               Effect.map((rows) =>
                 rows.map((row) => ({ reference: row.reference as MediaReference.MediaReference, blobKey: row.blob_key }))
