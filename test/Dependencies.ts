@@ -100,6 +100,8 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/conformance.postgres.test.ts",
       "packages/storage-pg/test/constraints.test.ts",
       "packages/storage-pg/test/idempotencyPurge.test.ts",
+      "packages/storage-pg/test/boundedSweeps.test.ts",
+      "packages/storage-pg/test/genericPlans.test.ts",
       "packages/storage-pg/test/keyedAdmission.test.ts",
       "packages/storage-pg/test/migrations.test.ts",
       "packages/storage-pg/test/paymentConformance.postgres.test.ts",

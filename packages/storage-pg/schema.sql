@@ -1008,7 +1008,9 @@ CREATE TABLE accounts (
     unfinished_tasks integer DEFAULT 0 NOT NULL,
     submissions_window_start timestamp with time zone,
     submissions_in_window integer DEFAULT 0 NOT NULL,
+    result_retention_days integer,
     CONSTRAINT accounts_reserved_micros_check CHECK ((reserved_micros >= 0)),
+    CONSTRAINT accounts_result_retention_days_check CHECK ((result_retention_days >= 1)),
     CONSTRAINT accounts_submissions_in_window_check CHECK ((submissions_in_window >= 0)),
     CONSTRAINT accounts_unfinished_tasks_check CHECK ((unfinished_tasks >= 0))
 );
@@ -1073,6 +1075,13 @@ ALTER TABLE chat_requests ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+CREATE TABLE chores (
+    name text NOT NULL,
+    holder text,
+    lease_until timestamp with time zone,
+    taken_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE email_tokens (
     hash text NOT NULL,
     purpose text NOT NULL,
@@ -1116,6 +1125,8 @@ CREATE TABLE media (
     sha256 text NOT NULL,
     blob_key text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    data_removed boolean DEFAULT false NOT NULL,
     CONSTRAINT media_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
@@ -1124,6 +1135,10 @@ CREATE TABLE model_budget_days (
     day date NOT NULL,
     admitted_micros bigint NOT NULL,
     CONSTRAINT model_budget_days_admitted_micros_check CHECK ((admitted_micros >= 0))
+);
+
+CREATE TABLE orphan_sweep_pending (
+    result_id text NOT NULL
 );
 
 CREATE TABLE passkey_challenges (
@@ -1207,6 +1222,8 @@ CREATE TABLE results (
     sha256 text NOT NULL,
     blob_key text NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    data_removed boolean DEFAULT false NOT NULL,
     CONSTRAINT results_size_bytes_check CHECK ((size_bytes >= 0))
 );
 
@@ -1220,6 +1237,12 @@ CREATE TABLE sessions (
     revoked_at timestamp with time zone,
     CONSTRAINT sessions_check CHECK ((expires_at > created_at)),
     CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
+);
+
+CREATE TABLE sweep_marks (
+    name text NOT NULL,
+    created_at timestamp with time zone,
+    id text
 );
 
 CREATE TABLE task_webhooks (
@@ -1371,6 +1394,9 @@ ALTER TABLE ONLY chat_requests
 ALTER TABLE ONLY chat_requests
     ADD CONSTRAINT chat_requests_seq_key UNIQUE (seq);
 
+ALTER TABLE ONLY chores
+    ADD CONSTRAINT chores_pkey PRIMARY KEY (name);
+
 ALTER TABLE ONLY email_tokens
     ADD CONSTRAINT email_tokens_pkey PRIMARY KEY (hash);
 
@@ -1385,6 +1411,9 @@ ALTER TABLE ONLY media
 
 ALTER TABLE ONLY model_budget_days
     ADD CONSTRAINT model_budget_days_pkey PRIMARY KEY (model, day);
+
+ALTER TABLE ONLY orphan_sweep_pending
+    ADD CONSTRAINT orphan_sweep_pending_pkey PRIMARY KEY (result_id);
 
 ALTER TABLE ONLY passkey_challenges
     ADD CONSTRAINT passkey_challenges_pkey PRIMARY KEY (hash);
@@ -1412,6 +1441,9 @@ ALTER TABLE ONLY results
 
 ALTER TABLE ONLY sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
+
+ALTER TABLE ONLY sweep_marks
+    ADD CONSTRAINT sweep_marks_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY task_webhooks
     ADD CONSTRAINT task_webhooks_pkey PRIMARY KEY (task_id);
@@ -1467,6 +1499,8 @@ CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING
 
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
+CREATE INDEX media_expiring ON media USING btree (expires_at) WHERE (NOT data_removed);
+
 CREATE INDEX passkeys_user ON passkeys USING btree (user_id);
 
 CREATE INDEX payment_entries_payment ON payment_entries USING btree (processor, payment_id);
@@ -1476,6 +1510,10 @@ CREATE INDEX payment_events_newest ON payment_events USING btree (seq DESC);
 CREATE INDEX payment_events_unapplied ON payment_events USING btree (processor, payment_id, seq) WHERE (applied_at IS NULL);
 
 CREATE INDEX payments_account_newest ON payments USING btree (account_id, created_at DESC);
+
+CREATE INDEX results_created ON results USING btree (created_at, id);
+
+CREATE INDEX results_expiring ON results USING btree (expires_at) WHERE (NOT data_removed);
 
 CREATE INDEX results_task ON results USING btree (task_id);
 
@@ -1552,6 +1590,9 @@ ALTER TABLE ONLY ledger_entries
 
 ALTER TABLE ONLY media
     ADD CONSTRAINT media_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
+
+ALTER TABLE ONLY orphan_sweep_pending
+    ADD CONSTRAINT orphan_sweep_pending_result_id_fkey FOREIGN KEY (result_id) REFERENCES results(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY passkey_challenges
     ADD CONSTRAINT passkey_challenges_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);

@@ -44,14 +44,14 @@ export const lastSeen = (header: string | undefined): number => {
 export const finished = (task: TaskStore.TaskRecord, after: number): boolean =>
   TaskStatus.isTerminal(task.status) && TaskEvents.sequenceOf(task.status) <= after
 
-const eventOf = (task: TaskStore.TaskRecord): string =>
+const eventOf = (task: TaskStore.TaskRecord, now: Date): string =>
   Sse.encoder.write(
     TaskStatus.isTerminal(task.status)
       ? {
           _tag: "Event",
           id: String(TaskEvents.sequenceOf(task.status)),
           event: "task",
-          data: JSON.stringify(TaskView.task(task))
+          data: JSON.stringify(TaskView.task(task, now))
         }
       : {
           _tag: "Event",
@@ -72,7 +72,9 @@ export const encode = (
   options: { readonly heartbeatMs: number; readonly draining: Effect.Effect<void> }
 ): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()
-  return Stream.map(events, eventOf).pipe(
+  return Stream.mapEffect(events, (task) =>
+    Effect.clockWith((clock) => Effect.succeed(eventOf(task, new Date(clock.currentTimeMillisUnsafe()))))
+  ).pipe(
     Stream.merge(
       Stream.map(Stream.drop(Stream.tick(options.heartbeatMs), 1), () => HEARTBEAT),
       { haltStrategy: "left" }

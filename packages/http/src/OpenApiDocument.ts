@@ -86,6 +86,8 @@ interface SignedLink {
   readonly uuid: string
   readonly account: string
   readonly gone: string
+  /** The 410 answered for a file past its retention, when the link can name one. */
+  readonly expired?: string
   /** The file types served; the results download's when absent. */
   readonly contentTypes?: ReadonlyArray<string>
 }
@@ -115,6 +117,7 @@ const signedLinkOperation = (download: Json, link: SignedLink): Json => {
         description: `JOB_NOT_FOUND: the link is unknown, altered or expired, or ${link.gone} is gone.`,
         content: ERROR_BODY
       },
+      ...(link.expired === undefined ? {} : { "410": { description: link.expired, content: ERROR_BODY } }),
       "416": unsatisfiable,
       "503": { description: "API_UNAVAILABLE: The API is temporarily unavailable.", content: ERROR_BODY }
     }
@@ -151,7 +154,8 @@ const resultLink: SignedLink = {
   },
   uuid: "The <uuid> of the result, as in its asset url /api/v1/results/<uuid>.",
   account: "The account the result belongs to.",
-  gone: "the result"
+  gone: "the result",
+  expired: "RESULT_EXPIRED: the result is past its task's expiresAt (the account's retention) and its file was removed."
 }
 
 const PROVIDER_CALLBACKS_TAG = "providerCallbacks"

@@ -23,6 +23,7 @@ import {
   Money,
   Provider,
   ResultUrls,
+  Retention,
   Sessions,
   TaskRunner,
   TaskWorker,
@@ -66,6 +67,8 @@ export interface Settings {
   /** MEDIA_LINK_SECRET_PREVIOUS: links it signed are still accepted (a rotation), none are signed with it. */
   readonly mediaLinkSecretPrevious: Option.Option<Redacted.Redacted<string>>
   readonly resultLinkTtlSeconds: number
+  /** RESULT_RETENTION: days results are kept unless the account has its own (`taskmeter admin account retention`). */
+  readonly resultRetentionDays: number
   /** PROVIDER_CALLBACKS: send upstreams a per-task callback URL under PUBLIC_URL (CallbackUrls). */
   readonly providerCallbacks: boolean
   readonly submissionsPerMinute: number
@@ -137,6 +140,7 @@ export const defaults: Settings = {
   mediaLinkSecret: Option.none(),
   mediaLinkSecretPrevious: Option.none(),
   resultLinkTtlSeconds: ResultUrls.DEFAULT_TTL_MS / 1000,
+  resultRetentionDays: Retention.DEFAULT_DAYS,
   providerCallbacks: false,
   submissionsPerMinute: 60,
   maxUnfinishedTasks: 10,
@@ -249,6 +253,7 @@ export const config: Config.Config<Settings> = Config.all({
   mediaLinkSecret: Config.option(Config.Redacted("MEDIA_LINK_SECRET")),
   mediaLinkSecretPrevious: Config.option(Config.Redacted("MEDIA_LINK_SECRET_PREVIOUS")),
   resultLinkTtlSeconds: positive("RESULT_LINK_TTL_SECONDS", defaults.resultLinkTtlSeconds),
+  resultRetentionDays: positive("RESULT_RETENTION", defaults.resultRetentionDays),
   providerCallbacks: Config.Boolean("PROVIDER_CALLBACKS").pipe(Config.withDefault(defaults.providerCallbacks)),
   submissionsPerMinute: positive("SUBMISSIONS_PER_MINUTE", defaults.submissionsPerMinute),
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
@@ -422,6 +427,7 @@ export const kernel = (options: KernelOptions) => {
     Layer.succeed(Executors.Executors, executors),
     MediaUrls.layer(options.mediaUrls),
     callbackUrls(settings, options.mediaUrls),
+    Retention.layer(settings.resultRetentionDays),
     ResultUrls.layer({
       secret: options.mediaUrls.secret,
       previousSecret: options.mediaUrls.previousSecret,
@@ -732,6 +738,7 @@ export const worker = Effect.scoped(
           Option.isSome(settings.workerMetricsPort) ? Heartbeat.layer : Layer.empty,
           Catalog.layer,
           Layer.succeed(Executors.Executors, executors),
+          Retention.layer(settings.resultRetentionDays),
           MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
           callbackUrls(settings, {
             baseUrl: publicUrl.value,

@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Ids, type Money, PriceStore } from "@taskmeter/kernel"
+import { AccountStore, Ids, type Money, PriceStore, Retention } from "@taskmeter/kernel"
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as AdminClient from "../src/admin/AdminClient.ts"
@@ -247,6 +247,28 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         )
         expect(yield* reasonOf(withAdmin((admin) => admin.KeyRevoke({ accountId: account.id, keyId: "nope" })))).toBe(
           "KeyNotFound"
+        )
+      })
+    )
+  })
+
+  describe("retention", () => {
+    it.effect("account retention sets the days an account's results are kept, or the default again", () =>
+      Effect.gen(function* () {
+        const { account } = yield* withAdmin((admin) => admin.AccountCreate({ name: "kept" }))
+        const stored = AccountStore.AccountStore.use((store) => store.getResultRetention(account.id as Ids.AccountId))
+        expect(yield* withAdmin((admin) => admin.AccountRetention({ accountId: account.id, days: 7 }))).toEqual({
+          accountId: account.id,
+          resultRetentionDays: 7,
+          defaultDays: Retention.DEFAULT_DAYS
+        })
+        expect(yield* stored).toBe(7)
+        expect(
+          (yield* withAdmin((admin) => admin.AccountRetention({ accountId: account.id, days: null }))).resultRetentionDays
+        ).toBe(null)
+        expect(yield* stored).toBe(null)
+        expect(yield* reasonOf(withAdmin((admin) => admin.AccountRetention({ accountId: Ids.makeAccountId(), days: 3 })))).toBe(
+          "AccountNotFound"
         )
       })
     )

@@ -96,6 +96,24 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
     })
   )
 
+  it.effect("account retention: days, or the default again; anything else is refused", () =>
+    Effect.gen(function* () {
+      const { account } = yield* admin("account", "create")
+      expect(yield* admin("account", "retention", "--account", account.id, "--days", "7")).toMatchObject({
+        accountId: account.id,
+        resultRetentionDays: 7
+      })
+      const url = yield* baseUrl
+      const flags = ["--url", url, "--token", Redacted.value(token)]
+      const human = yield* run(["admin", "account", "retention", "--account", account.id, "--days", "default", ...flags])
+      expect(human.code).toBe(0)
+      expect(human.stdout).toContain("the default, 30 days (RESULT_RETENTION)")
+      const refused = yield* run(["admin", "account", "retention", "--account", account.id, "--days", "0", ...flags])
+      expect(refused.code).not.toBe(0)
+      expect(refused.stderr).toContain('--days: "0" is neither a whole number of days')
+    })
+  )
+
   it.effect("key create with scopes, key revoke", () =>
     Effect.gen(function* () {
       const { account } = yield* admin("account", "create")

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { BlobStore, MediaReference, MediaStore } from "@taskmeter/kernel"
+import { BlobStore, Housekeeping, MediaReference, MediaStore, Retention } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
@@ -48,7 +48,8 @@ for (const store of stores) {
             contentType: "image/png",
             sizeBytes: T.PNG.byteLength,
             sha256: createHash("sha256").update(T.PNG).digest("hex"),
-            createdAt: expect.any(String)
+            createdAt: expect.any(String),
+            expiresAt: Retention.expiresAt(new Date(reply.body.createdAt), Retention.DEFAULT_DAYS).toISOString()
           })
           const record = yield* (yield* MediaStore.MediaStore).getMedia(who.accountId, reply.body.reference)
           const bytes = yield* (yield* BlobStore.BlobStore).read(record!.blobKey)
@@ -137,6 +138,44 @@ for (const store of stores) {
           } as RequestInit)
           expect(streamed.status).toBe(413)
           expect(streamed.body.code).toBe("INPUT_TOO_LARGE")
+        })
+      )
+
+      it.effect("refuses a submission naming an expired upload with 400 MEDIA_EXPIRED; housekeeping removes its file", () =>
+        Effect.gen(function* () {
+          const who = yield* T.customer()
+          const media = yield* MediaStore.MediaStore
+          const blobs = yield* BlobStore.BlobStore
+          const reference = MediaReference.make()
+          const blobKey = `media/${MediaReference.uuidOf(reference)}`
+          const written = yield* blobs.put(
+            blobKey,
+            (async function* () {
+              yield T.PNG
+            })(),
+            { maxBytes: T.PNG.byteLength }
+          )
+          // Uploaded longer ago than the retention.
+          const createdAt = new Date(Date.now() - (Retention.DEFAULT_DAYS + 1) * 24 * 3600 * 1000)
+          yield* media.putMedia({
+            reference,
+            accountId: who.accountId as Ids.AccountId,
+            contentType: "image/png",
+            sizeBytes: written.sizeBytes,
+            sha256: written.sha256,
+            blobKey,
+            createdAt,
+            expiresAt: Retention.expiresAt(createdAt, Retention.DEFAULT_DAYS)
+          })
+          const reply = yield* T.submit(who, {
+            model: T.MEDIA_MODEL,
+            input: { prompt: "make it blue", imageUrls: [reference] }
+          })
+          expect(reply.status).toBe(400)
+          expect(reply.body.code).toBe("MEDIA_EXPIRED")
+          expect(reply.body.error).toContain(`imageUrls[0]: ${reference} expired`)
+          expect((yield* Housekeeping.removeExpiredFiles()).media.removed).toBeGreaterThanOrEqual(1)
+          expect(yield* blobs.size(blobKey)).toBeUndefined()
         })
       )
 

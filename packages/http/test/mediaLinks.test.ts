@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { MediaReference, MediaUrls } from "@taskmeter/kernel"
+import { BlobStore, MediaReference, MediaStore, MediaUrls, Retention } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
@@ -65,6 +65,38 @@ for (const store of stores) {
           const maxAge = Number(/^private, max-age=(\d+)$/.exec(reply.headers.get("cache-control") ?? "")?.[1])
           expect(maxAge).toBeGreaterThan(3_590)
           expect(maxAge).toBeLessThanOrEqual(3_600)
+        })
+      )
+
+      it.effect("answers a valid link to an upload past its retention like an unknown one", () =>
+        Effect.gen(function* () {
+          const who = yield* T.customer()
+          const reference = MediaReference.make()
+          const createdAt = new Date(Date.now() - (Retention.DEFAULT_DAYS + 1) * 24 * HOUR_MS)
+          const blobKey = `media/${MediaReference.uuidOf(reference)}`
+          // The bytes are still there (no housekeeping pass yet): the expiry alone refuses them.
+          const written = yield* BlobStore.BlobStore.use((blobs) =>
+            blobs.put(
+              blobKey,
+              (async function* () {
+                yield FILE
+              })(),
+              { maxBytes: FILE.length }
+            )
+          )
+          yield* MediaStore.MediaStore.use((media) =>
+            media.putMedia({
+              reference,
+              accountId: who.accountId as Ids.AccountId,
+              contentType: "image/png",
+              sizeBytes: written.sizeBytes,
+              sha256: written.sha256,
+              blobKey,
+              createdAt,
+              expiresAt: Retention.expiresAt(createdAt, Retention.DEFAULT_DAYS)
+            })
+          )
+          yield* expectNotFound(linkTo(who.accountId as Ids.AccountId, reference))
         })
       )
 

@@ -415,6 +415,18 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
       })
     )
 
+    it.effect("documents retention: the task's expiresAt and dataRemoved, and the download's 410 RESULT_EXPIRED", () =>
+      Effect.gen(function* () {
+        const document = yield* fetchDocument
+        const task = document.components.schemas.Task.properties
+        expect(task.expiresAt.format).toBe("date-time")
+        expect(task.dataRemoved.description).toContain("expired")
+        expect(document.components.schemas.Task.required).not.toContain("expiresAt")
+        const download = document.paths["/api/v1/results/{id}"].get
+        expect(JSON.stringify(download.responses["410"])).toContain("RESULT_EXPIRED")
+      })
+    )
+
     it.effect("lists the signed result links beside the results download, without credentials, serving its file types", () =>
       Effect.gen(function* () {
         const document = yield* fetchDocument
@@ -433,9 +445,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "if-none-match",
           "if-range"
         ])
-        expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "416", "503"])
+        expect(Object.keys(link.responses).sort()).toEqual(["200", "206", "304", "404", "410", "416", "503"])
         expect(link.responses["200"].content).toEqual(download.responses["200"].content)
         expect(link.responses["404"].description).toContain("JOB_NOT_FOUND")
+        expect(link.responses["410"].description).toContain("RESULT_EXPIRED")
       })
     )
   })

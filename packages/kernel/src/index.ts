@@ -92,6 +92,7 @@ export * as MediaReference from "./media/MediaReference.ts"
 export * as MediaStore from "./media/MediaStore.ts"
 export * as MediaUrls from "./media/MediaUrls.ts"
 export * as ResultUrls from "./media/ResultUrls.ts"
+export * as Retention from "./media/Retention.ts"
 
 // observability: metrics, the workers' heartbeat, the store's readiness
 export * as Heartbeat from "./observability/Heartbeat.ts"

@@ -140,9 +140,10 @@ const requireAccount = (error: Accounts.AccountNotFound) =>
 const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
   Effect.gen(function* () {
     const links = yield* ResultUrls.ResultUrls
+    const now = new Date(yield* Clock.currentTimeMillis)
     const assets = yield* Effect.forEach(record.assets, (stored) =>
       Effect.gen(function* () {
-        const asset = TaskView.asset(stored)
+        const asset = TaskView.asset(stored, now)
         if (stored.resultId === undefined || asset.url === undefined) return asset
         const link = yield* links.sign(record.accountId, stored.resultId)
         return {
@@ -153,7 +154,7 @@ const present = (record: TaskStore.TaskRecord, baseUrl: string) =>
         }
       })
     )
-    return { ...TaskView.task(record), assets } satisfies typeof TaskResult.Type
+    return { ...TaskView.task(record, now), assets } satisfies typeof TaskResult.Type
   })
 
 const SIMULATED_NOTE =

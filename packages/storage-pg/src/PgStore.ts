@@ -63,6 +63,7 @@ import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
 import consoleUsers from "./migrations/0021_console_users.ts"
 import webhooks from "./migrations/0022_webhooks.ts"
 import chatShortfall from "./migrations/0024_chat_shortfall.ts"
+import boundedSweeps from "./migrations/0026_bounded_sweeps.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -125,7 +126,8 @@ const migrationRecord = {
   "20_chat_upstream_cost": chatUpstreamCost,
   "21_console_users": consoleUsers,
   "22_webhooks": webhooks,
-  "24_chat_shortfall": chatShortfall
+  "24_chat_shortfall": chatShortfall,
+  "26_bounded_sweeps": boundedSweeps
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

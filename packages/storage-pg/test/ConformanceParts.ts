@@ -10,7 +10,7 @@ const parts = {
   // The model-based case alone takes a third of the suite's time.
   model: ["model", "auditor", "accounts"],
   admission: ["ledger", "admission", "keyedAdmission", "idempotencyPurge"],
-  stores: ["tasks", "media", "orphanResults", "blobs", "prices", "budgets"]
+  stores: ["tasks", "media", "orphanResults", "chores", "retention", "blobs", "prices", "budgets"]
 } as const satisfies Record<string, ReadonlyArray<StoreConformance.Group>>
 
 type Part = keyof typeof parts

@@ -103,8 +103,8 @@ describe("the PostgreSQL schema enforces the ledger's invariants", () => {
         FROM idempotency_keys WHERE task_id = ${taskId}`)
       ).toBe("UniqueViolation")
       const result = (task: string) =>
-        sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
-          VALUES (${Ids.makeResultId()}, ${accountId}, ${task}, 'image/png', 1, ${"a".repeat(64)}, 'results/r', ${T0})`
+        sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
+          VALUES (${Ids.makeResultId()}, ${accountId}, ${task}, 'image/png', 1, ${"a".repeat(64)}, 'results/r', ${T0}, ${T0})`
       yield* result(taskId)
       expect(yield* refusal(result(Ids.makeTaskId()))).toBe("ConstraintError")
     }).pipe(Effect.provide(store()))

@@ -231,6 +231,37 @@ const accountShow = Command.make("show", { account: accountFlag }, ({ account })
   )
 ).pipe(Command.withDescription("Show an account, its balances and its keys."))
 
+const accountRetention = Command.make(
+  "retention",
+  {
+    account: accountFlag,
+    days: Flag.String("days").pipe(
+      Flag.filterMap(
+        (text) =>
+          text === "default"
+            ? Option.some(null)
+            : /^[1-9][0-9]{0,4}$/.test(text) && Number(text) <= 36_500
+              ? Option.some(Number(text))
+              : Option.none(),
+        (text) => `--days: "${text}" is neither a whole number of days from 1 to 36500 nor "default"`
+      ),
+      Flag.withDescription('Days its result files are kept (1 to 36500), or "default" for RESULT_RETENTION.')
+    )
+  },
+  ({ account, days }) =>
+    call(
+      (admin) => admin.AccountRetention({ accountId: account, days }),
+      (r) =>
+        r.resultRetentionDays === null
+          ? `Account ${r.accountId} keeps result files for the default, ${r.defaultDays} days (RESULT_RETENTION), from now on.`
+          : `Account ${r.accountId} keeps result files for ${r.resultRetentionDays} days from now on (the default is ${r.defaultDays}).`
+    )
+).pipe(
+  Command.withDescription(
+    "Set how long an account's result files are kept; results stored before keep the expiry they were stored with."
+  )
+)
+
 const keyCreate = Command.make(
   "create",
   {
@@ -804,7 +835,7 @@ export const command = admin.pipe(
   Command.withSubcommands([
     Command.make("account").pipe(
       Command.withDescription("Accounts."),
-      Command.withSubcommands([accountCreate, accountList, accountShow])
+      Command.withSubcommands([accountCreate, accountList, accountShow, accountRetention])
     ),
     Command.make("key").pipe(Command.withDescription("API keys."), Command.withSubcommands([keyCreate, keyRevoke])),
     Command.make("credits").pipe(Command.withDescription("Prepaid credits."), Command.withSubcommands([creditsGrant])),

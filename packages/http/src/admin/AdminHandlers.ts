@@ -7,7 +7,7 @@
 import { Effect, Schema } from "effect"
 import {
   Accounts,
-  type AccountStore,
+  AccountStore,
   type BlobStore,
   ChatStore,
   Ids,
@@ -20,6 +20,7 @@ import {
   Pricer,
   ChatPrices,
   type PriceList,
+  Retention,
   type StoreError,
   TaskStore,
   Users
@@ -139,6 +140,7 @@ const priceSetEntry = (
 export const layer = AdminRpcs.toLayer(
   Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
+    const accountStore = yield* AccountStore.AccountStore
     const ledger = yield* Ledger.Ledger
     const pricer = yield* Pricer.Pricer
     const chatPrices = yield* ChatPrices.ChatPrices
@@ -224,6 +226,14 @@ export const layer = AdminRpcs.toLayer(
           const found = yield* accounts.get(id).pipe(onAccount(id))
           const keys = yield* accounts.listKeys(id).pipe(Effect.mapError(storeUnavailable))
           return { account: account(found), balances: yield* balancesOf(id), keys: keys.map(apiKey) }
+        }),
+      AccountRetention: ({ accountId, days }) =>
+        Effect.gen(function* () {
+          const id = yield* accountIdOf(accountId)
+          const set = yield* accountStore.setResultRetention(id, days).pipe(Effect.mapError(storeUnavailable))
+          if (!set) return yield* Effect.fail(accountNotFound(accountId))
+          const { days: defaultDays } = yield* Retention.ResultRetention
+          return { accountId: id, resultRetentionDays: days, defaultDays }
         }),
       KeyCreate: ({ accountId, name, rateLimitPerMinute, scopes, usageLimit }) =>
         Effect.gen(function* () {

@@ -38,6 +38,16 @@ const Timestamp = Schema.String.annotate({ description: "ISO 8601 date-time" })
 /** A positive amount: granting or refunding nothing is a mistake worth reporting. */
 const PositiveMicros = Money.Micros.check(Schema.isGreaterThan(0))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Days = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 36_500 }))
+
+/** How long an account's result files are kept: its own days, or null for the service's default. */
+export const AccountRetention = Schema.Struct({
+  accountId: Schema.String,
+  resultRetentionDays: Schema.NullOr(Schema.Int),
+  /** RESULT_RETENTION of the server that answered. */
+  defaultDays: Schema.Int
+})
+export type AccountRetention = typeof AccountRetention.Type
 
 /**
  * Per model and upstream: requests, what they were charged, what the upstream cost (where
@@ -267,6 +277,12 @@ export class AdminRpcs extends RpcGroup.make(
   }),
   Rpc.make("AccountList", { success: Schema.Array(AccountSummary), error: AdminError }),
   Rpc.make("AccountShow", { payload: { accountId: Schema.String }, success: AccountDetails, error: AdminError }),
+  /** Sets the days the account's results stored from now on are kept; null: the default again. */
+  Rpc.make("AccountRetention", {
+    payload: { accountId: Schema.String, days: Schema.NullOr(Days) },
+    success: AccountRetention,
+    error: AdminError
+  }),
   Rpc.make("KeyCreate", {
     payload: {
       accountId: Schema.String,

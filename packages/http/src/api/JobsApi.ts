@@ -142,6 +142,7 @@ export const JobsApi = HttpApiGroup.make("jobs")
         Errors.InvalidRequest,
         Errors.InvalidIdempotencyKey,
         Errors.InvalidModelInput,
+        Errors.MediaExpired,
         Errors.InputTooLarge,
         Errors.ModelNotFound,
         Errors.IdempotencyConflict,

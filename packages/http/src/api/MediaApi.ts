@@ -26,7 +26,12 @@ export const UploadedMedia = Schema.Struct({
   contentType: Schema.Literals(uploadContentTypes),
   sizeBytes: Schema.Int,
   sha256: Schema.String.annotate({ description: "Lower-case hex SHA-256 of the bytes." }),
-  createdAt: Schema.String.annotate({ format: "date-time" })
+  createdAt: Schema.String.annotate({ format: "date-time" }),
+  expiresAt: Schema.String.annotate({
+    format: "date-time",
+    description:
+      "When the upload expires under the account's retention: its file is removed, and a task naming it is refused with 400 MEDIA_EXPIRED."
+  })
 }).annotate({ identifier: "UploadedMedia" })
 export type UploadedMedia = typeof UploadedMedia.Type
 

@@ -98,13 +98,14 @@ export const ResultsApi = HttpApiGroup.make("results")
     HttpApiEndpoint.get("download", "/api/v1/results/:id", {
       params: { id: Schema.String.annotate({ description: "The <uuid> of an asset url /api/v1/results/<uuid>." }) },
       success: HttpApiSchema.StreamUint8Array({ contentType: resultContentTypes }),
-      error: [Errors.JobNotFound, Errors.ApiUnavailable]
+      error: [Errors.JobNotFound, Errors.ResultExpired, Errors.ApiUnavailable]
     })
       .annotateMerge(
         OpenApi.annotations({
           summary: "Download a result file",
           description:
-            "The bytes of a result of one of the caller's tasks. Content-Type is the file's type, matching the asset's `type`."
+            "The bytes of a result of one of the caller's tasks. Content-Type is the file's type, matching the asset's `type`. " +
+            "Past the task's `expiresAt` (the account's retention) the file is removed: 410 RESULT_EXPIRED."
         })
       )
       .annotateMerge(requireScope("jobs:read", downloadResponses))

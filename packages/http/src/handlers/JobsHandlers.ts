@@ -7,7 +7,7 @@
  * the key and the model's input to the TaskRunner (authentication within the admission, see
  * PresentedKey; Catalog validation, price, admission). A body that fails answers the key's refusal first.
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import { Clock, Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -33,6 +33,9 @@ const formatRequestIssues = SchemaIssue.makeFormatterStandardSchemaV1({
         ? `is not a field of the request (its fields: ${requestFields})`
         : SchemaIssue.defaultLeafHook(leaf)
 })
+
+/** The time a task is shown at (its retention, TaskView). */
+const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
 const isObject = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -132,7 +135,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           const status = replayed ? 200 : 202
           // The task is admitted: a store outage while waiting answers it as it stood, not an error.
           const waited = yield* awaited(task, wait).pipe(Effect.orElseSucceed(() => ({ task, applied: undefined })))
-          return HttpServerResponse.jsonUnsafe(TaskView.submitted(waited.task, replayed), {
+          return HttpServerResponse.jsonUnsafe(TaskView.submitted(waited.task, replayed, yield* now), {
             status,
             headers: appliedHeaders(waited.applied)
           })
@@ -150,7 +153,8 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
             createdAfter: createdAfter === undefined ? undefined : new Date(createdAfter),
             createdBefore: createdBefore === undefined ? undefined : new Date(createdBefore)
           })
-          return { data: page.tasks.map(TaskView.task), nextCursor: page.nextCursor }
+          const at = yield* now
+          return { data: page.tasks.map((task) => TaskView.task(task, at)), nextCursor: page.nextCursor }
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("get", ({ params, request }) =>
@@ -159,7 +163,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
           const { task, applied } = yield* awaited(yield* runner.get(caller, params.id), wait)
-          return HttpServerResponse.jsonUnsafe(TaskView.task(task), { headers: appliedHeaders(applied) })
+          return HttpServerResponse.jsonUnsafe(TaskView.task(task, yield* now), { headers: appliedHeaders(applied) })
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("events", ({ params, request }) =>
@@ -183,7 +187,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
           const caller = yield* CurrentCaller
           if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
           const { task, pending } = yield* runner.cancel(caller, params.id)
-          return HttpServerResponse.jsonUnsafe(TaskView.task(task), { status: pending ? 202 : 200 })
+          return HttpServerResponse.jsonUnsafe(TaskView.task(task, yield* now), { status: pending ? 202 : 200 })
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
   })

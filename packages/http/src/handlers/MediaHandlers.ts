@@ -7,7 +7,7 @@ import { Clock, Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { BlobStore, Errors, MediaReference, MediaStore } from "@taskmeter/kernel"
+import { BlobStore, Errors, MediaReference, MediaStore, Retention } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import type { UploadContentType, UploadedMedia } from "../api/MediaApi.ts"
 import { uploadContentTypes } from "../api/MediaApi.ts"
@@ -87,7 +87,8 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
           .put(blobKey, body, { maxBytes: maxUploadBytes })
           .pipe(Effect.catchTag("BlobTooLarge", () => Effect.fail(tooLarge(maxUploadBytes))))
         const createdAt = new Date(yield* Clock.currentTimeMillis)
-        yield* media
+        const { days } = yield* Retention.ResultRetention
+        const expiresAt = yield* media
           .putMedia({
             reference,
             accountId: caller.accountId,
@@ -95,7 +96,8 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
             sizeBytes: written.sizeBytes,
             sha256: written.sha256,
             blobKey,
-            createdAt
+            createdAt,
+            expiresAt: Retention.expiresAt(createdAt, days)
           })
           .pipe(Effect.tapError(() => Effect.ignore(blobs.remove(blobKey))))
         const uploaded: UploadedMedia = {
@@ -103,7 +105,8 @@ export const layer = HttpApiBuilder.group(Api, "media", (handlers) =>
           contentType,
           sizeBytes: written.sizeBytes,
           sha256: written.sha256,
-          createdAt: createdAt.toISOString()
+          createdAt: createdAt.toISOString(),
+          expiresAt: expiresAt.toISOString()
         }
         return HttpServerResponse.jsonUnsafe(uploaded, { status: 201 })
       }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))

@@ -2,7 +2,7 @@
  * GET (and HEAD) /api/v1/media-links/{uuid}?acct&exp&sig: how an upstream fetches a caller's upload
  * with no API key (the kernel's MediaUrls signs the links). A valid link serves that account's
  * upload through FileDownload, cacheable privately until it expires; every link that does not work
- * is the same 404 JOB_NOT_FOUND. A raw route on the HttpRouter, outside the API callers use
+ * (an upload past its retention too) is the same 404 JOB_NOT_FOUND. A raw route on the HttpRouter, outside the API callers use
  * (OpenApiDocument lists it as internal).
  */
 import { Clock, Effect } from "effect"
@@ -35,8 +35,9 @@ export const layer = HttpRouter.use((router) =>
         const link = yield* links.verify(request.url)
         if (link._tag !== "Valid") return yield* notFound
         const upload = yield* media.getMedia(link.accountId, link.reference)
-        if (upload === undefined) return yield* notFound
         const now = yield* Clock.currentTimeMillis
+        // An upload past its retention is gone, as an unknown one.
+        if (upload === undefined || upload.expiresAt.getTime() <= now) return yield* notFound
         return yield* FileDownload.respond({
           blobs,
           file: upload,

@@ -4,12 +4,13 @@
  * /api/v1/results/{id} serves, through FileDownload (or a presigned S3 GET living no longer than
  * the link: PresignedDownloads), cacheable privately until it expires; the
  * signature is checked before any store read, and every link that does not work is the same 404
- * JOB_NOT_FOUND. A raw route: the link is its credential, which the API's middleware has no place for.
+ * JOB_NOT_FOUND; a result past its retention is 410 RESULT_EXPIRED, as at /api/v1/results. A raw route: the link is its credential, which the API's middleware has no place for.
  */
 import { Clock, Effect } from "effect"
 import { HttpRouter } from "effect/http"
 import { BlobStore, Errors, MediaStore, ResultUrls } from "@taskmeter/kernel"
 import * as PresignedDownloads from "./PresignedDownloads.ts"
+import { expired } from "./ResultsHandlers.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
 
 /** The route's path, in the OpenAPI document's form. */
@@ -34,6 +35,7 @@ export const layer = HttpRouter.use((router) =>
         if (link._tag !== "Valid") return yield* notFound
         const result = yield* media.getResult(link.accountId, link.resultId)
         if (result === undefined) return yield* notFound
+        yield* expired(result)
         const now = yield* Clock.currentTimeMillis
         const secondsLeft = Math.max(0, Math.floor((link.expiresAt.getTime() - now) / 1000))
         return yield* PresignedDownloads.respond(presigned, {

@@ -2,9 +2,10 @@
  * GET /api/v1/results/{id}: the bytes of one of the caller's result files, served by
  * FileDownload (ETag, single HTTP Range, If-None-Match), or with S3_PRESIGNED_DOWNLOADS a 302 to
  * a presigned S3 GET (PresignedDownloads). A text asset's id (lyrics) is 404 JOB_NOT_FOUND saying
- * that its content is inline in the task.
+ * that its content is inline in the task. A result past its `expiresAt` is 410 RESULT_EXPIRED
+ * (Retention), whether or not Housekeeping removed its file yet.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { BlobStore, Errors, Ids, MediaStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
@@ -21,6 +22,20 @@ const notFound = (id: string) =>
         : `No result has the id ${JSON.stringify(id)}; download results at the url of a task's asset (/api/v1/results/<uuid>).`
   })
 
+/** The refusal of a result past its retention, or nothing. */
+export const expired = (result: { readonly id: string; readonly expiresAt: Date }) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    result.expiresAt.getTime() <= now
+      ? Effect.fail(
+          new Errors.ResultExpired({
+            message:
+              `The result ${result.id} expired at ${result.expiresAt.toISOString()} under the account's retention ` +
+              "and its file was removed; run the task again for a new one."
+          })
+        )
+      : Effect.void
+  )
+
 export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
   Effect.gen(function* () {
     const blobs = yield* BlobStore.BlobStore
@@ -32,6 +47,7 @@ export const layer = HttpApiBuilder.group(Api, "results", (handlers) =>
         if (!Ids.isResultId(params.id)) return yield* notFound(params.id)
         const result = yield* media.getResult(caller.accountId, params.id)
         if (result === undefined) return yield* notFound(params.id)
+        yield* expired(result)
         return yield* PresignedDownloads.respond(presigned, {
           blobs,
           file: result,

@@ -22,6 +22,7 @@ import {
   PasskeyStore,
   Pricer,
   ResultUrls,
+  Retention,
   SessionStore,
   StoreError,
   StoreHealth,
@@ -282,9 +283,16 @@ async function* chunksOf(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
 
 /**
  * Plays the worker: claims the task and makes it succeed with one image result holding `bytes`
- * (written to the BlobStore and the MediaStore). Returns the task as the API shows it afterwards.
+ * (written to the BlobStore and the MediaStore), its file stored at `storedAt` (default now) and
+ * expiring after the default retention from then. The result's id, hash and expiry.
  */
-export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Array, contentType = "image/png") =>
+export const succeedWithResult = (
+  who: Customer,
+  taskId: string,
+  bytes: Uint8Array,
+  contentType = "image/png",
+  storedAt = new Date()
+) =>
   Effect.gen(function* () {
     const tasks = yield* TaskStore.TaskStore
     const media = yield* MediaStore.MediaStore
@@ -296,7 +304,7 @@ export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Arr
     const resultId = randomUUID() as Ids.ResultId
     const blobKey = `results/${resultId}`
     const written = yield* blobs.put(blobKey, chunksOf(bytes), { maxBytes: bytes.byteLength })
-    yield* media.putResult({
+    const expiresAt = yield* media.putResult({
       id: resultId,
       accountId: who.accountId,
       taskId: claim.task.id,
@@ -304,7 +312,8 @@ export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Arr
       sizeBytes: written.sizeBytes,
       sha256: written.sha256,
       blobKey,
-      createdAt: now
+      createdAt: storedAt,
+      expiresAt: Retention.expiresAt(storedAt, Retention.DEFAULT_DAYS)
     })
     const base = { taskId: claim.task.id, leaseToken: claim.leaseToken, now }
     yield* tasks.transition({ ...base, from: "queued", to: "submitting", keepLease: true })
@@ -314,10 +323,10 @@ export const succeedWithResult = (who: Customer, taskId: string, bytes: Uint8Arr
       to: "succeeded",
       keepLease: false,
       chargeMicros: claim.task.priceMicros,
-      assets: [{ id: "asset-1", type: "image", resultId, mimeType: contentType }]
+      assets: [{ id: "asset-1", type: "image", resultId, mimeType: contentType, expiresAt: expiresAt.toISOString() }]
     })
     if (done._tag !== "Done") throw new Error(`transition failed: ${done._tag}`)
-    return { resultId, sha256: written.sha256 }
+    return { resultId, sha256: written.sha256, expiresAt }
   })
 
 /** The asset urls of a task as the API returns it. */

@@ -54,6 +54,13 @@ export class AccountStore extends Context.Service<
     /** Marks the key revoked; false when the account has no such key. Revoking twice keeps the first time. */
     readonly revokeApiKey: (accountId: AccountId, keyId: ApiKeyId, at: Date) => Effect.Effect<boolean, StoreUnavailable>
     /**
+     * Sets how many days the account's results are kept (null: the service's default,
+     * Retention); results stored from then on expire by it. False when there is no such account.
+     */
+    readonly setResultRetention: (accountId: AccountId, days: number | null) => Effect.Effect<boolean, StoreUnavailable>
+    /** The days the operator set for the account; null for the default or no such account. */
+    readonly getResultRetention: (accountId: AccountId) => Effect.Effect<number | null, StoreUnavailable>
+    /**
      * Finds the key with this hash and, atomically with the read, counts one request in its
      * fixed one-minute window (the window restarts when `now` is past its end). Revoked keys are
      * returned too, so the caller can say why they are refused; unknown hashes give undefined.

@@ -6,7 +6,10 @@
  */
 import { Effect, Schema, SchemaIssue, SchemaTransformation } from "effect"
 
-/** The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE is the service's own (task cancel). */
+/**
+ * The spec's codes, in the order of its Errors table; TASK_NOT_CANCELABLE (task cancel),
+ * MEDIA_EXPIRED and RESULT_EXPIRED (retention) are the service's own.
+ */
 export const codes = [
   "AUTH_REQUIRED",
   "INSUFFICIENT_SCOPE",
@@ -16,10 +19,12 @@ export const codes = [
   "INVALID_REQUEST",
   "INVALID_IDEMPOTENCY_KEY",
   "INVALID_MODEL_INPUT",
+  "MEDIA_EXPIRED",
   "INPUT_TOO_LARGE",
   "REQUEST_NOT_FOUND",
   "MODEL_NOT_FOUND",
   "JOB_NOT_FOUND",
+  "RESULT_EXPIRED",
   "IDEMPOTENCY_CONFLICT",
   "PRICE_CHANGED",
   "MODEL_PRICE_UNAVAILABLE",
@@ -168,6 +173,16 @@ export class InvalidModelInput extends Schema.Error<InvalidModelInput>("InvalidM
     return InvalidModelInput.status
   }
 }
+/**
+ * A submission naming an upload of the account past its retention: the input is what is wrong
+ * (upload the file again), so 400 like the other input errors, not 410.
+ */
+export class MediaExpired extends define(
+  "MediaExpired",
+  "MEDIA_EXPIRED",
+  400,
+  "An uploaded media file the input names expired under the account's retention; upload it again."
+) {}
 /** The spec allows 400 or 413; 413 is what HTTP clients and proxies understand as "too large". */
 export class InputTooLarge extends define(
   "InputTooLarge",
@@ -207,6 +222,13 @@ export class JobNotFound extends define(
   "JOB_NOT_FOUND",
   404,
   "No task (or result) with this id belongs to the account."
+) {}
+/** A result past its account's retention: its bytes are removed (or about to be); the task keeps its record. */
+export class ResultExpired extends define(
+  "ResultExpired",
+  "RESULT_EXPIRED",
+  410,
+  "The result expired under the account's retention and its file was removed."
 ) {}
 export class IdempotencyConflict extends define(
   "IdempotencyConflict",
@@ -372,10 +394,12 @@ export const all = [
   InvalidRequest,
   InvalidIdempotencyKey,
   InvalidModelInput,
+  MediaExpired,
   InputTooLarge,
   RequestNotFound,
   ModelNotFound,
   JobNotFound,
+  ResultExpired,
   IdempotencyConflict,
   PriceChanged,
   ModelPriceUnavailable,

@@ -26,7 +26,10 @@ export const Asset = Schema.Struct({
   id: Schema.String,
   type: AssetType,
   url: Schema.optionalKey(
-    Schema.String.annotate({ description: "Same-origin download link, /api/v1/results/<result_uuid>; absent for text results." })
+    Schema.String.annotate({
+      description:
+        "Same-origin download link, /api/v1/results/<result_uuid>; absent for text results and once the result expired (dataRemoved)."
+    })
   ),
   text: Schema.optionalKey(
     Schema.String.annotate({ description: "The text of a text result, such as lyrics; it has no file (no url)." })
@@ -49,7 +52,18 @@ const taskFields = {
   provider: Schema.NullOr(Schema.String).annotate({
     description:
       'The provider that runs the task, e.g. "simulated" (generated offline, not by the model); null while it is queued.'
-  })
+  }),
+  expiresAt: Schema.optionalKey(
+    DateTimeString.annotate({
+      description:
+        "When the task's result files expire (the earliest of them) under the account's retention; absent when it has none, or after."
+    })
+  ),
+  dataRemoved: Schema.optionalKey(
+    Schema.Literal(true).annotate({
+      description: "Present once the result files expired: they were removed (or are being) and the assets have no url."
+    })
+  )
 }
 
 /** A task as GET /api/v1/jobs/{id} returns it. */

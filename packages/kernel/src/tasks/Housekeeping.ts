@@ -1,10 +1,13 @@
 /**
- * Housekeeping: store upkeep no request does, run by each worker process (`TaskWorker.serve`) at
- * start and then on its intervals: purging expired Idempotency-Keys (every 5 minutes, keys expired
- * for 5) and sweeping orphaned result records and files (hourly, older than 1 hour). Concurrent
- * processes delete each row once; a failed chore is logged and runs at its next turn. Why and how:
- * docs/decisions.md (Ledger and admission; Tasks and providers).
+ * Housekeeping: store upkeep no request does, offered by each worker process (`TaskWorker.serve`)
+ * at start and then on its intervals, and run by one process at a time when due (a chore taken
+ * through `TaskStore.takeChore`): purging expired Idempotency-Keys (every 5 minutes, keys expired
+ * for 5), sweeping orphaned result records and files (hourly, older than 1 hour, reading only
+ * the results stored since the last sweep) and removing the files of expired results and uploads
+ * (every 10 minutes, reading only those due, Retention). A failed chore is logged and runs at its next turn.
+ * Why and how: docs/decisions.md (Ledger and admission; Tasks and providers).
  */
+import { randomUUID } from "node:crypto"
 import { Clock, Duration, Effect } from "effect"
 import { BlobStore } from "../media/BlobStore.ts"
 import { MediaStore } from "../media/MediaStore.ts"
@@ -22,6 +25,10 @@ export interface Options {
   readonly orphanResultIntervalMs?: number | undefined
   /** How old an orphaned result record must be to be swept. Default 1 hour. */
   readonly orphanResultGraceMs?: number | undefined
+  /** Time between removals of expired result files and uploads. Default 10 minutes. */
+  readonly expiryIntervalMs?: number | undefined
+  /** How long a process holds a chore it took, so that another takes it if that process dies mid-pass. Default 10 minutes. */
+  readonly choreLeaseMs?: number | undefined
 }
 
 export const defaults = {
@@ -29,7 +36,9 @@ export const defaults = {
   batchSize: 1_000,
   graceMs: 5 * 60_000,
   orphanResultIntervalMs: 60 * 60_000,
-  orphanResultGraceMs: 60 * 60_000
+  orphanResultGraceMs: 60 * 60_000,
+  expiryIntervalMs: 10 * 60_000,
+  choreLeaseMs: 10 * 60_000
 } as const
 
 /** One pass: deletes every key expired `graceMs` before now, in statements of `batchSize`; how many. */
@@ -55,9 +64,10 @@ export interface Swept {
 }
 
 /**
- * One sweep: deletes the orphaned result records created `orphanResultGraceMs` before now, in
- * batches of `batchSize`, and removes each batch's files in one `removeMany`. Stops after a short
- * batch, or after a batch whose files it could not remove.
+ * One sweep: judges the result records stored since the last sweep (and those it left while their
+ * task was unfinished) up to `orphanResultGraceMs` before now, in batches of `batchSize`, deletes
+ * the orphans and removes each batch's files in one `removeMany`. Stops after a short batch, or
+ * after a batch whose files it could not remove.
  */
 export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, StoreUnavailable, MediaStore | BlobStore> =>
   Effect.gen(function* () {
@@ -68,22 +78,93 @@ export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, 
     let records = 0
     let removed = 0
     for (;;) {
-      const purged = yield* media.purgeOrphanResults(cutoff, batchSize)
-      records += purged.length
-      const blobKeys = purged.map(({ blobKey }) => blobKey)
-      const removal = yield* Effect.result(blobs.removeMany(blobKeys))
-      if (removal._tag === "Failure") {
-        yield* Effect.logWarning("Could not remove orphaned result files; they are left", {
-          files: blobKeys.length,
-          first: blobKeys[0],
-          error: removal.failure.message
-        })
-        return { records, removed }
+      const pass = yield* media.purgeOrphanResults(cutoff, batchSize)
+      records += pass.purged.length
+      const blobKeys = pass.purged.map(({ blobKey }) => blobKey)
+      if (blobKeys.length > 0) {
+        const removal = yield* Effect.result(blobs.removeMany(blobKeys))
+        if (removal._tag === "Failure") {
+          yield* Effect.logWarning("Could not remove orphaned result files; they are left", {
+            files: blobKeys.length,
+            first: blobKeys[0],
+            error: removal.failure.message
+          })
+          return { records, removed }
+        }
+        removed += blobKeys.length
       }
-      removed += blobKeys.length
-      if (purged.length < batchSize) return { records, removed }
+      if (pass.judged < batchSize) return { records, removed }
     }
   })
+
+/** One expiry pass: the records it marked removed, and how many of their files it removed. */
+export interface Expired {
+  readonly records: number
+  readonly removed: number
+}
+
+/**
+ * Marks the due records `expire` answers in batches of `batchSize` and removes each batch's files
+ * in one `removeMany`. Stops after a short batch, or after a batch whose files it could not remove
+ * (they are logged and left: the records are marked, so no pass reads them again).
+ */
+const removeDue = (
+  expire: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly blobKey: string }>, StoreUnavailable>,
+  batchSize: number
+): Effect.Effect<Expired, StoreUnavailable, BlobStore> =>
+  Effect.gen(function* () {
+    const blobs = yield* BlobStore
+    let records = 0
+    let removed = 0
+    for (;;) {
+      const due = yield* expire(batchSize)
+      records += due.length
+      if (due.length > 0) {
+        const blobKeys = due.map(({ blobKey }) => blobKey)
+        const removal = yield* Effect.result(blobs.removeMany(blobKeys))
+        if (removal._tag === "Failure") {
+          yield* Effect.logWarning("Could not remove expired files; they are left", {
+            files: blobKeys.length,
+            first: blobKeys[0],
+            error: removal.failure.message
+          })
+          return { records, removed }
+        }
+        removed += blobKeys.length
+      }
+      if (due.length < batchSize) return { records, removed }
+    }
+  })
+
+/** One pass: the result files, then the uploads, expired at now (Retention), in batches of `batchSize`. */
+export const removeExpiredFiles = (
+  options: Options = {}
+): Effect.Effect<{ readonly results: Expired; readonly media: Expired }, StoreUnavailable, MediaStore | BlobStore> =>
+  Effect.gen(function* () {
+    const media = yield* MediaStore
+    const batchSize = options.batchSize ?? defaults.batchSize
+    // Fixed for the pass, so that files expiring meanwhile cannot keep it going.
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const results = yield* removeDue((limit) => media.expireResults(now, limit), batchSize)
+    const uploads = yield* removeDue((limit) => media.expireMedia(now, limit), batchSize)
+    return { results, media: uploads }
+  })
+
+/**
+ * Runs `pass` as the chore `name` when this process takes it (no other holds it and it was last
+ * taken `everyMs` ago or more), and frees it after; nothing otherwise.
+ */
+const asChore = <R>(
+  chore: { readonly name: string; readonly holder: string; readonly everyMs: number; readonly leaseMs: number },
+  pass: Effect.Effect<void, never, R>
+): Effect.Effect<void, never, R | TaskStore> =>
+  Effect.gen(function* () {
+    const store = yield* TaskStore
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const taken = yield* store.takeChore({ ...chore, now })
+    if (!taken) return
+    yield* pass.pipe(Effect.ensuring(Effect.ignore(store.freeChore(chore))))
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning(`Taking the housekeeping chore ${chore.name} failed`, cause)))
 
 /** Runs `chore` at once and then every `intervalMs`, forever. */
 const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Effect.Effect<never, never, R> =>
@@ -95,21 +176,51 @@ const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Eff
     }
   })
 
-/** Runs both chores at once and then on their intervals until interrupted; a failed one is logged and runs again at its next turn. */
+/**
+ * Offers the chores at once and then on their intervals until interrupted, each run only when this
+ * process takes it; a failed one is logged and runs again at its next turn.
+ */
 export const run = (options: Options = {}): Effect.Effect<never, never, TaskStore | MediaStore | BlobStore> =>
-  Effect.raceAllFirst([
-    every(
-      options.intervalMs ?? defaults.intervalMs,
-      purgeIdempotencyKeys(options).pipe(
-        Effect.flatMap((deleted) => (deleted > 0 ? Effect.logInfo("Purged expired Idempotency-Keys", { deleted }) : Effect.void)),
-        Effect.catchCause((cause) => Effect.logWarning("Purging expired Idempotency-Keys failed", cause))
+  Effect.suspend(() => {
+    const holder = randomUUID()
+    const leaseMs = options.choreLeaseMs ?? defaults.choreLeaseMs
+    const intervalMs = options.intervalMs ?? defaults.intervalMs
+    const orphanResultIntervalMs = options.orphanResultIntervalMs ?? defaults.orphanResultIntervalMs
+    const expiryIntervalMs = options.expiryIntervalMs ?? defaults.expiryIntervalMs
+    return Effect.raceAllFirst([
+      every(
+        intervalMs,
+        asChore(
+          { name: "purge-idempotency-keys", holder, everyMs: intervalMs, leaseMs },
+          purgeIdempotencyKeys(options).pipe(
+            Effect.flatMap((deleted) =>
+              deleted > 0 ? Effect.logInfo("Purged expired Idempotency-Keys", { deleted }) : Effect.void
+            ),
+            Effect.catchCause((cause) => Effect.logWarning("Purging expired Idempotency-Keys failed", cause))
+          )
+        )
+      ),
+      every(
+        orphanResultIntervalMs,
+        asChore(
+          { name: "sweep-orphan-results", holder, everyMs: orphanResultIntervalMs, leaseMs },
+          sweepOrphanResults(options).pipe(
+            Effect.flatMap((swept) => (swept.records > 0 ? Effect.logInfo("Removed orphaned result files", swept) : Effect.void)),
+            Effect.catchCause((cause) => Effect.logWarning("Sweeping orphaned result files failed", cause))
+          )
+        )
+      ),
+      every(
+        expiryIntervalMs,
+        asChore(
+          { name: "remove-expired-files", holder, everyMs: expiryIntervalMs, leaseMs },
+          removeExpiredFiles(options).pipe(
+            Effect.flatMap((expired) =>
+              expired.results.records + expired.media.records > 0 ? Effect.logInfo("Removed expired files", expired) : Effect.void
+            ),
+            Effect.catchCause((cause) => Effect.logWarning("Removing expired files failed", cause))
+          )
+        )
       )
-    ),
-    every(
-      options.orphanResultIntervalMs ?? defaults.orphanResultIntervalMs,
-      sweepOrphanResults(options).pipe(
-        Effect.flatMap((swept) => (swept.records > 0 ? Effect.logInfo("Removed orphaned result files", swept) : Effect.void)),
-        Effect.catchCause((cause) => Effect.logWarning("Sweeping orphaned result files failed", cause))
-      )
-    )
-  ])
+    ])
+  })

@@ -3,13 +3,15 @@
  * Reconciler marks it succeeded: file results downloaded through `PublicFetch` (size-capped) into the
  * BlobStore under `results/<resultId>` and recorded in the MediaStore, text results as the asset's
  * `text`. Files are stored before records, records before the status changes; a failure removes the
- * blobs this call wrote. What is left when the success is refused: docs/decisions.md, Tasks.
+ * blobs this call wrote. Each file asset carries the expiry its record was stored with (Retention:
+ * the service's default, or the account's own, which the store applies). What is left when the success is refused: docs/decisions.md, Tasks.
  */
 import { Clock, Data, Effect } from "effect"
 import { BlobStore, BlobTooLarge } from "../media/BlobStore.ts"
 import { makeResultId, makeTextAssetId } from "../domain/Ids.ts"
 import type { AccountId, ResultId, TaskId } from "../domain/Ids.ts"
 import { MediaStore } from "../media/MediaStore.ts"
+import * as Retention from "../media/Retention.ts"
 import * as PublicFetch from "../outbound/PublicFetch.ts"
 import type { ResultRecord } from "../media/MediaStore.ts"
 import type { ProviderOutput } from "./Provider.ts"
@@ -100,6 +102,7 @@ export const store = (
   Effect.gen(function* () {
     const blobs = yield* BlobStore
     const media = yield* MediaStore
+    const { days } = yield* Retention.ResultRetention
     const written: Array<string> = []
     const files: Array<ResultRecord> = []
     const assets = yield* Effect.forEach(
@@ -133,7 +136,8 @@ export const store = (
             sizeBytes,
             sha256,
             blobKey: key,
-            createdAt
+            createdAt,
+            expiresAt: Retention.expiresAt(createdAt, days)
           })
           return {
             id,
@@ -145,6 +149,7 @@ export const store = (
         }),
       { concurrency: 4 }
     ).pipe(Effect.onError(() => Effect.forEach(written, (key) => Effect.ignore(blobs.remove(key)), { discard: true })))
-    yield* Effect.forEach(files, (record) => media.putResult(record), { discard: true })
-    return assets
+    const expiries = new Map<string, string>()
+    for (const record of files) expiries.set(record.id, (yield* media.putResult(record)).toISOString())
+    return assets.map((asset) => (asset.resultId === undefined ? asset : { ...asset, expiresAt: expiries.get(asset.resultId) }))
   })

@@ -70,6 +70,7 @@ export type KeyError = AuthenticationError | Errors.InsufficientScope
 export type SubmitError =
   | Errors.ModelNotFound
   | Errors.InvalidModelInput
+  | Errors.MediaExpired
   | Errors.InvalidRequest
   | Errors.ModelPriceUnavailable
   | Errors.PriceChanged
@@ -345,7 +346,19 @@ export const make = (
       Effect.gen(function* () {
         const references = catalog.mediaReferences(model, input)
         if (references.length === 0) return
-        const missing = yield* media.missingMedia(caller.accountId, references)
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const { expired, missing } = yield* media.missingMedia(caller.accountId, references, now)
+        if (missing.length === 0 && expired.length > 0) {
+          return yield* new Errors.MediaExpired({
+            message: ProblemList.join(
+              expired.map(
+                (reference) =>
+                  `${pathOfReference(input, reference)}: ${reference} expired under the account's retention and its file ` +
+                  "was removed; upload the file again and send the new media reference"
+              )
+            )
+          })
+        }
         if (missing.length === 0) return
         // A reference of another account reads exactly like one that does not exist.
         const problems = missing.map(

@@ -27,6 +27,8 @@ export interface StoredAsset {
   readonly type: AssetType
   /** Set for file results, served at /api/v1/results/<resultId>. */
   readonly resultId?: ResultId | undefined
+  /** Set for file results: when the file expires (ISO 8601, Retention); past it the asset has no url. */
+  readonly expiresAt?: string | undefined
   /** Set for text results. */
   readonly text?: string | undefined
   readonly mimeType?: string | undefined
@@ -253,6 +255,15 @@ export interface HeldTask {
   readonly upstreamAnswer: string | null
 }
 
+/** A request to run a housekeeping chore (`TaskStore.takeChore`). */
+export interface ChoreTurn {
+  readonly name: string
+  readonly holder: string
+  readonly now: Date
+  readonly leaseMs: number
+  readonly everyMs: number
+}
+
 export class TaskStore extends Context.Service<
   TaskStore,
   {
@@ -282,6 +293,14 @@ export class TaskStore extends Context.Service<
      * an admission reusing an expired key that a purge deletes meanwhile still records its key.
      */
     readonly purgeIdempotencyKeys: (expiredBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
+    /**
+     * Takes the housekeeping chore `name` for `holder` until `now + leaseMs`, and answers whether
+     * it did: only when no other holder's lease is live at `now` and the chore was last taken at
+     * least `everyMs` before `now` (or never). One holder at a time across every process.
+     */
+    readonly takeChore: (chore: ChoreTurn) => Effect.Effect<boolean, StoreUnavailable>
+    /** Frees chore `name` if `holder` still holds it (its next turn still waits `everyMs` from its taking). */
+    readonly freeChore: (chore: { readonly name: string; readonly holder: string }) => Effect.Effect<void, StoreUnavailable>
     /** The task, only if it belongs to the account. */
     readonly get: (accountId: AccountId, taskId: TaskId) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
     /**

@@ -13,6 +13,7 @@ import type { KeyCheck } from "../accounts/KeyCheck.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Balances, LedgerEntry } from "../ledger/LedgerStore.ts"
 import type { ResultRecord } from "../media/MediaStore.ts"
+import * as Retention from "../media/Retention.ts"
 import { micros } from "../domain/Money.ts"
 import type { Micros } from "../domain/Money.ts"
 import * as Scope from "../accounts/Scope.ts"
@@ -129,8 +130,13 @@ export const newTask = (accountId: AccountId, overrides: Partial<NewTask> = {}):
   }
 }
 
-/** A result file's record for the task, made at T0 unless given. */
-export const resultRecord = (accountId: AccountId, taskId: TaskId, createdAt = T0): ResultRecord => {
+/** A result file's record for the task, made at T0 unless given, expiring after the default retention unless given. */
+export const resultRecord = (
+  accountId: AccountId,
+  taskId: TaskId,
+  createdAt = T0,
+  expiresAt = Retention.expiresAt(createdAt, Retention.DEFAULT_DAYS)
+): ResultRecord => {
   const id = Ids.makeResultId()
   return {
     id,
@@ -140,7 +146,8 @@ export const resultRecord = (accountId: AccountId, taskId: TaskId, createdAt = T
     sizeBytes: 99,
     sha256: "b".repeat(64),
     blobKey: `results/${id}`,
-    createdAt
+    createdAt,
+    expiresAt
   }
 }
 

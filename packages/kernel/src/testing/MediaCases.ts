@@ -6,7 +6,7 @@ import * as MediaReference from "../media/MediaReference.ts"
 import { MediaStore } from "../media/MediaStore.ts"
 import type { MediaRecord } from "../media/MediaStore.ts"
 import type { Case } from "./Case.ts"
-import { admission, admitted, fundedAccount, makeAccount, newTask, resultRecord, T0, USD } from "./Fixtures.ts"
+import { admission, admitted, at, fundedAccount, makeAccount, newTask, resultRecord, T0, USD } from "./Fixtures.ts"
 
 const media = (accountId: AccountId): MediaRecord => {
   const reference = MediaReference.make()
@@ -17,7 +17,8 @@ const media = (accountId: AccountId): MediaRecord => {
     sizeBytes: 1234,
     sha256: "a".repeat(64),
     blobKey: `media/${MediaReference.uuidOf(reference)}`,
-    createdAt: T0
+    createdAt: T0,
+    expiresAt: at(3600)
   }
 }
 
@@ -46,14 +47,21 @@ export const mediaCases = (test: Case) =>
     )
 
     test(
-      "missingMedia names every reference the account does not own",
+      "missingMedia names every reference the account does not own, and those of its own expired",
       Effect.gen(function* () {
         const { store, mine, own, foreign } = yield* uploadsOfTwoAccounts
         const unknown = MediaReference.make()
-        expect(yield* store.missingMedia(mine, [])).toEqual([])
-        expect(yield* store.missingMedia(mine, [own.reference])).toEqual([])
-        const missing = yield* store.missingMedia(mine, [own.reference, foreign.reference, unknown])
+        const none = { missing: [], expired: [] }
+        expect(yield* store.missingMedia(mine, [], at(0))).toEqual(none)
+        expect(yield* store.missingMedia(mine, [own.reference], at(3599))).toEqual(none)
+        const { expired, missing } = yield* store.missingMedia(mine, [own.reference, foreign.reference, unknown], at(0))
         expect(missing.slice().sort()).toEqual([foreign.reference, unknown].sort())
+        expect(expired).toEqual([])
+        // At its expiry, the upload is expired, and another account's is still just missing.
+        expect(yield* store.missingMedia(mine, [own.reference, foreign.reference], at(3600))).toEqual({
+          missing: [foreign.reference],
+          expired: [own.reference]
+        })
       })
     )
 

@@ -13,7 +13,10 @@ import { admission, admitted, at, defined, fundedAccount, newTask, price, result
 /** Later than any record a case makes. */
 const LONG_AFTER = at(10 * 365 * 24 * 3600)
 
-const purge = (createdBefore: Date, limit: number) => MediaStore.use((store) => store.purgeOrphanResults(createdBefore, limit))
+const pass = (createdBefore: Date, limit: number) => MediaStore.use((store) => store.purgeOrphanResults(createdBefore, limit))
+
+/** The records one call deleted. */
+const purge = (createdBefore: Date, limit: number) => Effect.map(pass(createdBefore, limit), ({ purged }) => purged)
 
 const purged = (...records: ReadonlyArray<ResultRecord>) => records.map((record) => ({ id: record.id, blobKey: record.blobKey }))
 
@@ -139,18 +142,58 @@ export const orphanResultCases = (test: Case) =>
     )
 
     test(
-      "deletes at most `limit` records a call",
+      "judges at most `limit` records a call",
       Effect.gen(function* () {
         const accountId = yield* fundedAccount(5 * USD)
         const task = taskOf(accountId)
         yield* admitInStatus(task, "failed")
         const records = Array.from({ length: 5 }, () => resultRecord(accountId, task.id))
         yield* putResults(records)
-        expect(yield* purge(LONG_AFTER, 0)).toEqual([])
-        const batches = [yield* purge(LONG_AFTER, 2), yield* purge(LONG_AFTER, 2), yield* purge(LONG_AFTER, 2)]
-        expect(batches.map((batch) => batch.length)).toEqual([2, 2, 1])
-        expect(sortedIds(batches.flat())).toEqual(sortedIds(records))
-        expect(yield* purge(LONG_AFTER, 2)).toEqual([])
+        expect(yield* pass(LONG_AFTER, 0)).toEqual({ purged: [], judged: 0 })
+        const batches = [yield* pass(LONG_AFTER, 2), yield* pass(LONG_AFTER, 2), yield* pass(LONG_AFTER, 2)]
+        expect(batches.map((batch) => [batch.judged, batch.purged.length])).toEqual([
+          [2, 2],
+          [2, 2],
+          [1, 1]
+        ])
+        expect(sortedIds(batches.flatMap((batch) => batch.purged))).toEqual(sortedIds(records))
+        expect(yield* pass(LONG_AFTER, 2)).toEqual({ purged: [], judged: 0 })
+      })
+    )
+
+    test(
+      "reads only the records stored since the last call, and an unfinished task's again only once it finishes",
+      Effect.gen(function* () {
+        const accountId = yield* fundedAccount(10 * USD)
+        const succeeded = taskOf(accountId)
+        const kept = Array.from({ length: 30 }, () => resultRecord(accountId, succeeded.id, at(10)))
+        yield* admitInStatus(succeeded, "succeeded", kept.map(fileOf))
+        const held = taskOf(accountId)
+        yield* admitInStatus(held, "reconciliation_required")
+        const early = resultRecord(accountId, held.id, at(10))
+        yield* putResults([...kept, early])
+        expect(yield* pass(at(20), 100)).toEqual({ purged: [], judged: 31 })
+
+        // What is kept is not read again: a call reads the new records only, however many are kept.
+        expect(yield* pass(at(20), 100)).toEqual({ purged: [], judged: 0 })
+        const failed = taskOf(accountId)
+        yield* admitInStatus(failed, "failed")
+        const fresh = [resultRecord(accountId, failed.id, at(30)), resultRecord(accountId, failed.id, at(31))]
+        yield* putResults(fresh)
+        const next = yield* pass(at(40), 100)
+        expect([next.judged, sortedIds(next.purged)]).toEqual([2, sortedIds(fresh)])
+
+        // A record stored with a createdAt behind the last one judged is not read.
+        const late = resultRecord(accountId, failed.id, at(15))
+        yield* putResults([late])
+        expect(yield* pass(LONG_AFTER, 100)).toEqual({ purged: [], judged: 0 })
+        expect(yield* stillStored([late])).toEqual([true])
+
+        // The held task's record, left while the task was unfinished, is read again once it has failed.
+        defined(yield* (yield* TaskStore).resolve({ taskId: held.id, to: "failed", now: at(50) }))
+        expect(yield* pass(LONG_AFTER, 100)).toEqual({ purged: purged(early), judged: 1 })
+        expect(yield* pass(LONG_AFTER, 100)).toEqual({ purged: [], judged: 0 })
+        expect(yield* stillStored(kept)).toEqual(kept.map(() => true))
       })
     )
 
@@ -169,13 +212,14 @@ export const orphanResultCases = (test: Case) =>
         ]
         yield* putResults([...orphans, ...named])
 
+        // Each drains until a call judges fewer than its limit: one sweeping at the time, or none left.
         const drain = Effect.gen(function* () {
           const mine: Array<{ readonly id: string }> = []
-          // Bounded, so that a store answering without deleting fails the case instead of looping.
-          for (let round = 0; round <= orphans.length; round++) {
-            const batch = yield* purge(LONG_AFTER, 3)
-            if (batch.length === 0) break
-            mine.push(...batch)
+          // Bounded, so that a store answering without judging fails the case instead of looping.
+          for (let round = 0; round <= orphans.length + named.length; round++) {
+            const batch = yield* pass(LONG_AFTER, 3)
+            mine.push(...batch.purged)
+            if (batch.judged < 3) break
           }
           return mine
         })

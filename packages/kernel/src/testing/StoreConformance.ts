@@ -2,7 +2,7 @@
  * The conformance suite every store passes (`suite(name, makeLayer, options)`): each port method,
  * the ledger, admission of callers' and keys' requests with its limits and rule order
  * (`AdmissionRules.inStore`), leases and compare-and-set transitions, account scoping, blobs, orphan
- * purges, price-list versions, daily budgets, and random operation sequences against a reference
+ * purges, retention, price-list versions, daily budgets, and random operation sequences against a reference
  * model. Each case gets a fresh store and ends with a clean audit. What it pins: docs/decisions.md.
  */
 import { Effect } from "effect"
@@ -22,7 +22,9 @@ import { ledgerCases } from "./LedgerCases.ts"
 import { check } from "./LedgerModel.ts"
 import { mediaCases } from "./MediaCases.ts"
 import { orphanResultCases } from "./OrphanResultCases.ts"
+import { choreCases } from "./ChoreCases.ts"
 import { priceStoreCases } from "./PriceStoreCases.ts"
+import { retentionCases } from "./RetentionCases.ts"
 import { taskCases } from "./TaskCases.ts"
 
 export type { Stores } from "./Case.ts"
@@ -37,6 +39,8 @@ export const groups = [
   "tasks",
   "media",
   "orphanResults",
+  "chores",
+  "retention",
   "blobs",
   "prices",
   "budgets",
@@ -82,6 +86,8 @@ export const suite = <R = never>(
       tasks: taskCases,
       media: mediaCases,
       orphanResults: orphanResultCases,
+      chores: choreCases,
+      retention: retentionCases,
       blobs: blobCases,
       prices: priceStoreCases,
       budgets: budgetStoreCases

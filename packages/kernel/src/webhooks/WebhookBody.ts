@@ -7,4 +7,4 @@ import type { TaskRecord } from "../tasks/TaskStore.ts"
 import type { EventType } from "./WebhookEvent.ts"
 
 export const body = (type: EventType, occurredAt: Date, task: TaskRecord): string =>
-  JSON.stringify({ type, timestamp: occurredAt.toISOString(), data: TaskView.task(task) })
+  JSON.stringify({ type, timestamp: occurredAt.toISOString(), data: TaskView.task(task, occurredAt) })

@@ -146,19 +146,30 @@ describe("Housekeeping", () => {
     }).pipe(Effect.provide(Layer.merge(layer, logs.layer)))
   })
 
-  it.effect("runs in every worker process, beside the task worker and the reconciler", () => {
-    const { purges, layer } = recordingStore(services([]))
-    return Effect.gen(function* () {
-      const [request] = yield* admitExpiring([1])
-      yield* TestClock.adjust(10 * MINUTE)
-      yield* Effect.forkChild(TaskWorker.serve())
-      yield* TestClock.adjust(0)
-      expect(purges).toHaveLength(1)
-      expect(yield* stored(request)).toBe(false)
-      yield* TestClock.adjust(Housekeeping.defaults.intervalMs)
-      expect(purges).toHaveLength(2)
-    }).pipe(Effect.provide(layer))
-  })
+  it.effect(
+    "is offered by every worker process, beside the task worker and the reconciler, and run by one of them a turn",
+    () => {
+      const { purges, layer } = recordingStore(services([]))
+      return Effect.gen(function* () {
+        const [request] = yield* admitExpiring([1])
+        yield* TestClock.adjust(10 * MINUTE)
+        yield* Effect.forkChild(TaskWorker.serve())
+        yield* Effect.forkChild(TaskWorker.serve())
+        yield* TestClock.adjust(0)
+        expect(purges).toHaveLength(1)
+        expect(yield* stored(request)).toBe(false)
+        yield* TestClock.adjust(Housekeeping.defaults.intervalMs)
+        expect(purges).toHaveLength(2)
+        // A worker started meanwhile waits for the chore's next turn too.
+        yield* TestClock.adjust(MINUTE)
+        yield* Effect.forkChild(TaskWorker.serve())
+        yield* TestClock.adjust(0)
+        expect(purges).toHaveLength(2)
+        yield* TestClock.adjust(Housekeeping.defaults.intervalMs - MINUTE)
+        expect(purges).toHaveLength(3)
+      }).pipe(Effect.provide(layer))
+    }
+  )
 })
 
 const outputOptions: Outputs.Options = { maxBytes: 1024, timeoutMs: MINUTE }
@@ -240,7 +251,7 @@ const failingRemovals = (failures: number) =>
   ).pipe(Layer.provideMerge(MemoryStore.layer))
 
 describe("Housekeeping of orphaned result files", () => {
-  it.effect("sweeps files past the grace period hourly in every worker process, keeps the named ones, logs how many", () => {
+  it.effect("sweeps files past the grace period hourly, keeps the named ones, logs how many", () => {
     const logs = logged()
     return Effect.gen(function* () {
       const { accountId, failed, named, orphans } = yield* namedAndOrphans

@@ -89,6 +89,8 @@ export const submission = (overrides: Partial<TaskRunner.Submission> = {}): Task
   ...overrides
 })
 
+const NEVER = new Date(Date.UTC(9999, 0, 1))
+
 /** A media upload of the caller's account, as POST /api/v1/media records it. */
 export const uploaded = (who: Accounts.Caller) =>
   Effect.gen(function* () {
@@ -101,7 +103,9 @@ export const uploaded = (who: Accounts.Caller) =>
         sizeBytes: 10,
         sha256: "0".repeat(64),
         blobKey: `media/${MediaReference.uuidOf(reference)}`,
-        createdAt: new Date(0)
+        createdAt: new Date(0),
+        // Usable whatever clock a test runs on.
+        expiresAt: NEVER
       })
     )
     return reference

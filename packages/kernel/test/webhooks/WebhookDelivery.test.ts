@@ -101,7 +101,11 @@ describe("WebhookDelivery", () => {
       expect(yield* deliverDue).toBe(1)
       const [request] = receiver.received
       const payload = new Webhook(endpoint.secret).verify(request!.body, request!.headers)
-      expect(payload).toEqual({ type: "task.succeeded", timestamp: task.updatedAt.toISOString(), data: TaskView.task(task) })
+      expect(payload).toEqual({
+        type: "task.succeeded",
+        timestamp: task.updatedAt.toISOString(),
+        data: TaskView.task(task, task.updatedAt)
+      })
       expect(request!.headers["content-type"]).toBe("application/json")
       const [logged] = yield* deliveries(accountId, endpoint.id)
       expect(logged).toMatchObject({ id: request!.headers["webhook-id"], status: "delivered", nextAttemptAt: null })

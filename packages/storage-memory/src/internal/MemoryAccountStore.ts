@@ -19,6 +19,14 @@ export const make = (state: State): AccountStore.AccountStore["Service"] =>
         return account
       }),
     getAccount: (id) => Effect.sync(() => state.accounts.get(id)?.account),
+    setResultRetention: (accountId, days) =>
+      Effect.sync(() => {
+        if (!state.accounts.has(accountId)) return false
+        if (days === null) state.resultRetentionDays.delete(accountId)
+        else state.resultRetentionDays.set(accountId, days)
+        return true
+      }),
+    getResultRetention: (accountId) => Effect.sync(() => state.resultRetentionDays.get(accountId) ?? null),
     listAccounts: Effect.sync(() => Array.from(state.accounts.values(), (row) => row.account)),
     insertApiKey: (key) =>
       Effect.sync(() => {

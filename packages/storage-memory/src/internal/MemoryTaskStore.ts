@@ -186,6 +186,19 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     admit: TaskStore.admitInSteps(accounts, (request) => Effect.sync(() => admit(request))),
     findIdempotent: (accountId, idempotencyKey, now) =>
       Effect.sync(() => findIdempotent(accountId, idempotencyKey, now.getTime())),
+    takeChore: ({ name, holder, now, leaseMs, everyMs }) =>
+      Effect.sync(() => {
+        const chore = state.chores.get(name)
+        const at = now.getTime()
+        if (chore !== undefined && (chore.leaseUntil > at || chore.takenAt > at - everyMs)) return false
+        state.chores.set(name, { holder, leaseUntil: at + leaseMs, takenAt: at })
+        return true
+      }),
+    freeChore: ({ name, holder }) =>
+      Effect.sync(() => {
+        const chore = state.chores.get(name)
+        if (chore?.holder === holder) state.chores.set(name, { holder: undefined, leaseUntil: 0, takenAt: chore.takenAt })
+      }),
     purgeIdempotencyKeys: (expiredBefore, limit) =>
       Effect.sync(() => {
         const cutoff = expiredBefore.getTime()

@@ -98,6 +98,12 @@ export interface DeliveryRow {
   readonly seq: number
 }
 
+export interface ChoreRow {
+  readonly holder: string | undefined
+  readonly leaseUntil: number
+  readonly takenAt: number
+}
+
 export interface State {
   readonly accounts: Map<string, AccountRow>
   readonly keys: Map<string, KeyRow>
@@ -112,6 +118,16 @@ export interface State {
   readonly idempotency: Map<string, IdempotencyRow>
   readonly media: Map<string, MediaStore.MediaRecord>
   readonly results: Map<string, MediaStore.ResultRecord>
+  /** Result ids whose files `expireResults` answered (marked removed). */
+  readonly expiredResults: Set<string>
+  /** Media references whose files `expireMedia` answered (marked removed). */
+  readonly expiredMedia: Set<string>
+  /** account id -> the retention days the operator set for it. */
+  readonly resultRetentionDays: Map<string, number>
+  /** The orphan-result sweep: the last record it judged, and those it left while their task was unfinished. */
+  readonly orphanSweep: { mark: { readonly createdAt: number; readonly id: string } | undefined; readonly pending: Set<string> }
+  /** chore name -> who holds it until when, and when it was last taken */
+  readonly chores: Map<string, ChoreRow>
   readonly blobs: Map<string, Uint8Array>
   /** Every price list saved, oldest first: index i holds version i + 1. */
   readonly priceLists: Array<PriceStore.StoredPriceList>
@@ -164,6 +180,11 @@ export const make = (): State => ({
   idempotency: new Map(),
   media: new Map(),
   results: new Map(),
+  expiredResults: new Set(),
+  expiredMedia: new Set(),
+  resultRetentionDays: new Map(),
+  orphanSweep: { mark: undefined, pending: new Set() },
+  chores: new Map(),
   blobs: new Map(),
   priceLists: [],
   chatPriceLists: [],

@@ -109,6 +109,21 @@ export const make = Effect.gen(function* () {
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
       ),
 
+    setResultRetention: (accountId, days) =>
+      Failures.run(
+        "setResultRetention",
+        sql`UPDATE accounts SET result_retention_days = ${days} WHERE id = ${accountId} RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
+      ),
+
+    getResultRetention: (accountId) =>
+      Failures.run(
+        "getResultRetention",
+        sql<{ readonly result_retention_days: number | null }>`SELECT result_retention_days FROM accounts
+          WHERE id = ${accountId}`.pipe(Effect.map((rows) => rows[0]?.result_retention_days ?? null))
+      ),
+
     authenticate: (hash, now) => authenticate({ hash, now })
   })
 })

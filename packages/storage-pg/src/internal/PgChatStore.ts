@@ -156,10 +156,15 @@ export const make = Effect.gen(function* () {
             if (cursor.length === 0) return undefined
             beforeSeq = cursor[0]!.seq
           }
-          const rows = yield* sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c
-            WHERE c.account_id = ${accountId} AND (${beforeSeq}::bigint IS NULL OR c.seq < ${beforeSeq}::bigint)
-            ORDER BY c.seq DESC
-            LIMIT ${page.limit + 1}`
+          // One statement per case, so that a generic plan also bounds the index scan by the cursor.
+          const rows =
+            beforeSeq === null
+              ? yield* sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c
+                WHERE c.account_id = ${accountId}
+                ORDER BY c.seq DESC LIMIT ${page.limit + 1}`
+              : yield* sql<ChatRow>`SELECT ${sql.literal(select("c"))} FROM chat_requests c
+                WHERE c.account_id = ${accountId} AND c.seq < ${beforeSeq}::bigint
+                ORDER BY c.seq DESC LIMIT ${page.limit + 1}`
           const requests = rows.slice(0, page.limit).map(toRecord)
           const last = requests[requests.length - 1]
           return { requests, nextCursor: rows.length > page.limit && last !== undefined ? last.id : null }

@@ -30,6 +30,21 @@ interface AuditRow {
 
 const entryColumns = "id, account_id, kind, amount_micros, task_id, chat_request_id, note, created_at"
 
+/**
+ * A page of the account's entries, newest first, before the entry numbered `beforeSeq` (from the
+ * newest when null): one statement for each case, so that every plan, a generic one included,
+ * takes both bounds as conditions of `ledger_entries_account_newest` (an optional cursor written
+ * `$2 IS NULL OR seq < $2` is only a filter there, and reads every newer entry of the account).
+ */
+export const entriesPage = (sql: SqlClient.SqlClient, accountId: string, beforeSeq: Int8 | null, limit: number) =>
+  beforeSeq === null
+    ? sql<EntryRow>`SELECT ${sql.literal(entryColumns)} FROM ledger_entries
+        WHERE account_id = ${accountId}
+        ORDER BY seq DESC LIMIT ${limit}`
+    : sql<EntryRow>`SELECT ${sql.literal(entryColumns)} FROM ledger_entries
+        WHERE account_id = ${accountId} AND seq < ${beforeSeq}::bigint
+        ORDER BY seq DESC LIMIT ${limit}`
+
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
@@ -61,10 +76,7 @@ export const make = Effect.gen(function* () {
         if (cursor.length === 0 || cursor[0].account_id !== accountId) return undefined
         beforeSeq = cursor[0].seq
       }
-      const rows = yield* sql<EntryRow>`SELECT ${sql.literal(entryColumns)} FROM ledger_entries
-        WHERE account_id = ${accountId} AND (${beforeSeq}::bigint IS NULL OR seq < ${beforeSeq}::bigint)
-        ORDER BY seq DESC
-        LIMIT ${page.limit + 1}`
+      const rows = yield* entriesPage(sql, accountId, beforeSeq, page.limit + 1)
       const shown = rows.slice(0, page.limit).map(toEntry)
       return {
         entries: shown,

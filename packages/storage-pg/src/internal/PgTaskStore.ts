@@ -191,6 +191,39 @@ const toAdmissionResult = (
   }
 }
 
+/**
+ * A page of the tasks in `status` after `afterId` (id order): one statement with the cursor and
+ * one without, so that a generic plan bounds the index scan by the cursor rather than filtering.
+ * The status as a literal (one of TaskStatus's), so the plan can use the partial index of
+ * reconciliation_required.
+ */
+export const statusPage = (
+  sql: SqlClient.SqlClient,
+  status: TaskStatus.TaskStatus,
+  afterId: string | undefined,
+  limit: number
+) => {
+  const columns = sql.literal(taskColumnList("t"))
+  const literal = sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)
+  return afterId === undefined
+    ? sql<TaskRow>`SELECT ${columns} FROM tasks t WHERE t.status = ${literal}
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+    : sql<TaskRow>`SELECT ${columns} FROM tasks t WHERE t.status = ${literal} AND t.id COLLATE "C" > ${afterId}::text
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+}
+
+/** The held tasks' page (reconciliation_required, with the upstream's answer), as `statusPage`. */
+export const heldPage = (sql: SqlClient.SqlClient, afterId: string | undefined, limit: number) => {
+  const columns = sql.literal(taskColumnList("t"))
+  return afterId === undefined
+    ? sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${columns}, t.upstream_answer FROM tasks t
+        WHERE t.status = 'reconciliation_required'
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+    : sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${columns}, t.upstream_answer FROM tasks t
+        WHERE t.status = 'reconciliation_required' AND t.id COLLATE "C" > ${afterId}::text
+        ORDER BY t.id COLLATE "C" LIMIT ${limit}`
+}
+
 export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -416,6 +449,22 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
           )
         ),
 
+      takeChore: ({ name, holder, now, leaseMs, everyMs }) =>
+        Failures.run(
+          "takeChore",
+          sql<{ readonly name: string }>`INSERT INTO chores AS c (name, holder, lease_until, taken_at)
+            VALUES (${name}, ${holder}, ${new Date(now.getTime() + leaseMs)}, ${now})
+            ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, lease_until = EXCLUDED.lease_until, taken_at = EXCLUDED.taken_at
+            WHERE (c.lease_until IS NULL OR c.lease_until <= ${now}) AND c.taken_at <= ${new Date(now.getTime() - everyMs)}
+            RETURNING c.name`.pipe(Effect.map((rows) => rows.length === 1))
+        ),
+
+      freeChore: ({ name, holder }) =>
+        Failures.run(
+          "freeChore",
+          Effect.asVoid(sql`UPDATE chores SET holder = NULL, lease_until = NULL WHERE name = ${name} AND holder = ${holder}`)
+        ),
+
       purgeIdempotencyKeys: (expiredBefore, limit) =>
         limit < 1
           ? Effect.succeed(0)
@@ -522,15 +571,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
       transitionAll: (requests) => Failures.run("transitionAll", transitionAll(requests)),
 
       listByStatus: (status, limit, afterId) =>
-        Failures.run(
-          "listByStatus",
-          // The status as a literal (one of TaskStatus's), so the plan can use the partial index
-          // of reconciliation_required.
-          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t
-            WHERE t.status = ${sql.literal(`'${TaskStatus.TaskStatus.literals.find((known) => known === status)}'`)}
-              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
-            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
-        ),
+        Failures.run("listByStatus", statusPage(sql, status, afterId, limit).pipe(Effect.map((rows) => rows.map(toTask)))),
 
       takeSlots: (request) =>
         request.lanes.length === 0
@@ -554,11 +595,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
       listHeld: (limit, afterId) =>
         Failures.run(
           "listHeld",
-          // Through tasks_awaiting_reconciliation, like listByStatus.
-          sql<TaskRow & { readonly upstream_answer: string | null }>`SELECT ${taskColumns}, t.upstream_answer FROM tasks t
-            WHERE t.status = 'reconciliation_required'
-              AND (${afterId ?? null}::text IS NULL OR t.id COLLATE "C" > ${afterId ?? null}::text)
-            ORDER BY t.id COLLATE "C" LIMIT ${limit}`.pipe(
+          heldPage(sql, afterId, limit).pipe(
             Effect.map((rows) => rows.map((row) => ({ task: toTask(row), upstreamAnswer: row.upstream_answer })))
           )
         ),

@@ -212,6 +212,7 @@ export interface MediaRow {
   readonly sha256: string
   readonly blob_key: string
   readonly created_at: Date
+  readonly expires_at: Date
 }
 
 export const toMedia = (row: MediaRow): MediaStore.MediaRecord => ({
@@ -221,7 +222,8 @@ export const toMedia = (row: MediaRow): MediaStore.MediaRecord => ({
   sizeBytes: Number(row.size_bytes),
   sha256: row.sha256,
   blobKey: row.blob_key,
-  createdAt: row.created_at
+  createdAt: row.created_at,
+  expiresAt: row.expires_at
 })
 
 export interface ResultRow {
@@ -233,6 +235,7 @@ export interface ResultRow {
   readonly sha256: string
   readonly blob_key: string
   readonly created_at: Date
+  readonly expires_at: Date
 }
 
 export const toResult = (row: ResultRow): MediaStore.ResultRecord => ({
@@ -243,7 +246,8 @@ export const toResult = (row: ResultRow): MediaStore.ResultRecord => ({
   sizeBytes: Number(row.size_bytes),
   sha256: row.sha256,
   blobKey: row.blob_key,
-  createdAt: row.created_at
+  createdAt: row.created_at,
+  expiresAt: row.expires_at
 })
 
 /** The limit and credit refusals that task admission and chat opening share, as their functions report them. */

@@ -1,0 +1,152 @@
+/**
+ * The plans a long-lived server keeps: statements are prepared once per connection, and after a
+ * few runs PostgreSQL may keep one generic plan, made without the values (and on a new deployment,
+ * while the tables were nearly empty). The usage page's statements are checked here under
+ * `plan_cache_mode = force_generic_plan` on a ledger of 200k entries, 80% in one account: each
+ * still reads its page from the account's index, bounded by the cursor, not every newer entry.
+ * So are the operator's pages of tasks by status and of held tasks, over 100k tasks, and the
+ * expiry sweep's batch, which reads only due results through `results_expiring`.
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "@effect/vitest"
+import { PgStore } from "../src/index.ts"
+import { entriesPage } from "../src/internal/PgLedgerStore.ts"
+import { expiringResults } from "../src/internal/PgMediaStore.ts"
+import { heldPage, statusPage } from "../src/internal/PgTaskStore.ts"
+import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+
+interface PlanNode {
+  readonly "Node Type": string
+  readonly "Relation Name"?: string
+  readonly "Index Name"?: string
+  readonly "Index Cond"?: string
+  readonly "Actual Rows"?: number
+  readonly "Rows Removed by Filter"?: number
+  readonly Plans?: ReadonlyArray<PlanNode>
+}
+
+const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
+
+/** The generic plan of `statement`, run: prepared on one connection, then explained with its own values; its nodes on `relation`. */
+const genericPlan = (
+  statement: { readonly compile: () => readonly [string, ReadonlyArray<unknown>] },
+  relation = "ledger_entries"
+) =>
+  SqlClient.SqlClient.use((sql) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const [text, params] = statement.compile()
+        yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
+        yield* sql.unsafe(`PREPARE usage_page AS ${text}`).unprepared
+        const values = params.map((value) =>
+          value instanceof Date
+            ? `'${value.toISOString()}'`
+            : typeof value === "string"
+              ? `'${value.replaceAll("'", "''")}'`
+              : String(value)
+        )
+        const [row] = yield* sql.unsafe<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE usage_page(${values.join(", ")})`
+        )
+        yield* sql`DEALLOCATE usage_page`
+        return nodesOf(row!["QUERY PLAN"][0]!.Plan).filter((node) => node["Relation Name"] === relation)
+      })
+    )
+  )
+
+describe("generic plans", () => {
+  it.live("the usage page reads its entries from the account's index, with and without a cursor, on a 200k-entry ledger", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at)
+            SELECT 'acct_' || g, 'plans', now() FROM generate_series(0, 200) g`
+          // 160k entries of acct_0, 40k over 200 small accounts, interleaved as admissions would.
+          yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, created_at)
+            SELECT 'entry_' || g, CASE WHEN g % 5 = 0 THEN 'acct_' || (1 + g % 200) ELSE 'acct_0' END, 'grant', 1, 'plans', now()
+            FROM generate_series(1, 200000) g`
+          yield* sql`ANALYZE ledger_entries`
+          const [{ seq }] = yield* sql<{ readonly seq: string | number }>`SELECT seq FROM ledger_entries WHERE id = 'entry_10001'`
+
+          for (const beforeSeq of [null, Number(seq)]) {
+            const scans = yield* genericPlan(entriesPage(sql, "acct_0", beforeSeq, 51))
+            expect(scans).toHaveLength(1)
+            const [scan] = scans
+            expect([scan!["Node Type"], scan!["Index Name"], scan!["Actual Rows"], scan!["Rows Removed by Filter"] ?? 0]).toEqual(
+              ["Index Scan", "ledger_entries_account_newest", 51, 0]
+            )
+            if (beforeSeq !== null) expect(scan!["Index Cond"]).toContain("seq <")
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+
+  it.live("the pages of tasks by status and of held tasks read the partial index, bounded by the cursor, over 100k tasks", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
+          // One task in ten held, interleaved in id order with the others.
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              created_at, updated_at, deadline_at)
+            SELECT 'task_' || lpad(g::text, 6, '0'), 'acct_plans', 'plans', '{}',
+              CASE WHEN g % 10 = 0 THEN 'reconciliation_required' ELSE 'failed' END, 1, 1, 1, 'fixed', now(), now(), now()
+            FROM generate_series(1, 100000) g`
+          yield* sql`ANALYZE tasks`
+          for (const afterId of [undefined, "task_050000"]) {
+            for (const statement of [statusPage(sql, "reconciliation_required", afterId, 51), heldPage(sql, afterId, 51)]) {
+              const scans = yield* genericPlan(statement, "tasks")
+              expect(scans).toHaveLength(1)
+              const [scan] = scans
+              expect([
+                scan!["Node Type"],
+                scan!["Index Name"],
+                scan!["Actual Rows"],
+                scan!["Rows Removed by Filter"] ?? 0
+              ]).toEqual(["Index Scan", "tasks_awaiting_reconciliation", 51, 0])
+              if (afterId !== undefined) expect(scan!["Index Cond"]).toContain("id")
+            }
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+
+  it.live("the expiry sweep's batch reads only due results through results_expiring, over 100k results", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              created_at, updated_at, deadline_at)
+            VALUES ('task_plans', 'acct_plans', 'plans', '{}', 'failed', 1, 1, 1, 'fixed', now(), now(), now())`
+          // One result in ten due (expired a day ago), interleaved with those expiring in a month.
+          yield* sql`INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
+            SELECT 'result_' || g, 'acct_plans', 'task_plans', 'image/png', 1, repeat('b', 64), 'results/' || g, now(),
+              now() + CASE WHEN g % 10 = 0 THEN interval '-1 day' ELSE interval '30 days' END
+            FROM generate_series(1, 100000) g`
+          yield* sql`ANALYZE results`
+          const scans = yield* genericPlan(expiringResults(sql, new Date(), 51), "results")
+          const due = scans.find((node) => node["Index Name"] === "results_expiring")
+          expect(due?.["Actual Rows"]).toBe(51)
+          expect(due?.["Rows Removed by Filter"] ?? 0).toBe(0)
+          expect(scans.some((node) => node["Node Type"] === "Seq Scan")).toBe(false)
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+})
