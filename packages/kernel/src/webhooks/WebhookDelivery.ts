@@ -3,9 +3,9 @@
  * posts each signed body through `PublicFetch` (the address policy, no redirects: a 3xx is a
  * failed attempt) within a timeout, and records the attempt. A 2xx delivers; anything else is
  * tried again on the `Backoff` schedule, then failed. An endpoint failing for `disableAfterMs`
- * is disabled and the account's contacts are told through the `Mailer` (when the process has one).
+ * is disabled and the account's contacts (`AccountContacts`) are told through the `Mailer`.
  */
-import { Cause, Clock, Effect, Option } from "effect"
+import { Cause, Clock, Effect } from "effect"
 import { AccountContacts } from "../accounts/AccountContacts.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { Mailer } from "../mail/Mailer.ts"
@@ -35,7 +35,7 @@ export interface Options {
 
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000
 
-type Requirements = WebhookStore
+type Requirements = WebhookStore | Mailer
 
 /** The attempt of a request that got no answer. */
 const noAnswer = (at: Date, started: number, error: string): Attempt => ({
@@ -86,15 +86,14 @@ const notify = (endpoint: Endpoint, reason: string) =>
   Effect.gen(function* () {
     const contacts = yield* AccountContacts
     const emails = yield* contacts.emailsOf(endpoint.accountId)
-    const mailer = yield* Effect.serviceOption(Mailer)
-    if (emails.length === 0 || Option.isNone(mailer)) {
+    const mailer = yield* Mailer
+    if (emails.length === 0) {
       return yield* Effect.logWarning(
-        `Webhook endpoint ${endpoint.id} of ${endpoint.accountId} was disabled (${reason}); ` +
-          (emails.length === 0 ? "the account has no contact address to tell" : "this process has no mailer")
+        `Webhook endpoint ${endpoint.id} of ${endpoint.accountId} was disabled (${reason}); the account has no contact address to tell`
       )
     }
     for (const to of emails) {
-      yield* mailer.value
+      yield* mailer
         .send({ to, subject: "A taskmeter webhook endpoint was disabled", text: noticeText(endpoint, reason) })
         .pipe(Effect.catch((error) => Effect.logWarning(`The notice to ${to} was not sent`, error.message)))
     }
