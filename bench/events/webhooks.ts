@@ -20,6 +20,7 @@ import {
   AddressPolicy,
   Ids,
   LedgerStore,
+  Mailer,
   Money,
   PublicFetch,
   TaskStore,
@@ -158,7 +159,8 @@ await Effect.runPromise(
     Effect.provide(
       Layer.mergeAll(
         PgStore.layer({ url, schema, maxConnections: 16, listen: false }),
-        Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true })
+        Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true }),
+        Mailer.layerMemory()
       )
     ),
     Effect.ensuring(dropSchema)

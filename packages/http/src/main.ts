@@ -11,6 +11,7 @@ import { Config, Console, Data, Duration, Effect, Layer, Option, Redacted, Resul
 import { HttpServer } from "effect/http"
 import { IpNetwork, NetAddress } from "effect/net"
 import {
+  AccountContacts,
   Accounts,
   BlobStore,
   CallbackUrls,
@@ -304,11 +305,16 @@ export const config: Config.Config<Settings> = Config.all({
   webhookDisableAfter: Config.Duration("WEBHOOK_DISABLE_AFTER").pipe(Config.withDefault(defaults.webhookDisableAfter))
 })
 
-/** What a process's workers run: the task worker (with the reconciler and housekeeping) and the webhook deliveries. */
+/**
+ * What a process's workers run: the task worker (with the reconciler and housekeeping) and the
+ * webhook deliveries, whose notices go to the account's users (AccountContacts) by the process's Mailer.
+ */
 const serveWorkers = (settings: Pick<Settings, "webhookDisableAfter">) =>
   Effect.raceAllFirst([
     TaskWorker.serve(),
-    WebhookDelivery.run({ disableAfterMs: Duration.toMillis(settings.webhookDisableAfter) })
+    WebhookDelivery.run({ disableAfterMs: Duration.toMillis(settings.webhookDisableAfter) }).pipe(
+      Effect.provide(AccountContacts.fromUsers)
+    )
   ])
 
 /**
@@ -467,14 +473,14 @@ export const mailer = (dataDir: string, settings: Pick<Settings, "smtpUrl" | "ma
     onSome: (url) => SmtpMailer.layer({ url, from: settings.mailFrom })
   })
 
-/** The console's users and sessions (ConsoleAuth) with the settings' policy, sending through `mailer`. */
+/** The console's users and sessions (ConsoleAuth) with the settings' policy, and the `mailer` they (and the workers) send through. */
 export const consoleAuth = (dataDir: string, settings: Settings, publicUrl: string) =>
   ConsoleAuth.layer({
     publicBaseUrl: publicUrl,
     signUp: settings.signUp,
     signUpCreditsMicros: Money.micros(settings.signUpCreditsMicros),
     sessions: { idleTimeoutMs: settings.sessionIdleTimeoutMs, maxAgeMs: settings.sessionMaxAgeMs }
-  }).pipe(Layer.provide(mailer(dataDir, settings)))
+  }).pipe(Layer.provideMerge(mailer(dataDir, settings)))
 
 export interface ServerOptions extends Omit<KernelOptions, "mediaUrls"> {
   readonly token: Redacted.Redacted<string>
@@ -740,6 +746,7 @@ export const worker = Effect.scoped(
           Layer.succeed(Executors.Executors, executors),
           Retention.layer(settings.resultRetentionDays),
           MediaUrls.layer({ baseUrl: publicUrl.value, secret: secret.value }),
+          mailer(dataDir, settings),
           callbackUrls(settings, {
             baseUrl: publicUrl.value,
             secret: secret.value,

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import {
+  AccountContacts,
   AccountStore,
   Accounts,
   BlobStore,
@@ -175,7 +176,7 @@ export interface Options {
 /** The public base URL the console's settings name in the http suites. */
 export const PUBLIC_BASE_URL = "http://taskmeter.test"
 
-/** The console's users and sessions over `mail` (open sign-up unless `options` say otherwise). */
+/** The console's users and sessions over `mail` (open sign-up unless `options` say otherwise), and that mailer. */
 export const consoleAuth = (
   options: Partial<ConsoleAuth.Options> = {},
   mailer: Layer.Layer<Mailer.Mailer> = Mailer.layerMemory()
@@ -185,7 +186,7 @@ export const consoleAuth = (
     signUp: "open",
     signUpCreditsMicros: Money.micros(0),
     ...options
-  }).pipe(Layer.provide(mailer))
+  }).pipe(Layer.provideMerge(mailer))
 
 /** The served API and everything a test needs around it. */
 export const layer = (store: StoreUnderTest, options: Options = {}) => {
@@ -195,7 +196,8 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     ),
     Ledger.layer,
     consoleAuth(options.consoleAuth, options.mailer ?? Mailer.layerMemory(options.mail)),
-    WebhookEndpoints.layer()
+    WebhookEndpoints.layer(),
+    AccountContacts.fromUsers
   ).pipe(
     Layer.provideMerge(Pricer.layerDefault),
     Layer.provideMerge(Layer.merge(Catalog.layer, signedLinks)),

@@ -96,13 +96,19 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<UserStores, unk
     )
 
     test(
-      "an account holds several users, each with its role",
+      "an account holds several users, each with its role, and lists them",
       Effect.gen(function* () {
         const store = yield* UserStore
         const { user: owner, accountId } = yield* addUser("owner@example.com")
         const { user: member } = yield* addUser("member@example.com", accountId, "member")
         expect((yield* store.memberships(owner.id)).map((m) => [m.accountId, m.role])).toEqual([[accountId, "owner"]])
         expect((yield* store.memberships(member.id)).map((m) => [m.accountId, m.role])).toEqual([[accountId, "member"]])
+        const members = (yield* store.members(accountId)).map((m) => [m.user, m.role] as const)
+        expect(members.sort(([a], [b]) => a.email.localeCompare(b.email))).toEqual([
+          [member, "member"],
+          [owner, "owner"]
+        ])
+        expect(yield* store.members((yield* makeAccount()).id)).toEqual([])
       })
     )
 

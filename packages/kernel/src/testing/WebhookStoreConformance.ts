@@ -4,7 +4,8 @@
  * raises one delivery per matching enabled endpoint and one for its own webhook, in the same
  * write; a claimed delivery is leased (not claimed twice, due again with the same id when the
  * lease lapses, the old lease's record refused); attempts, retries, the failing streak, disabling
- * once, the delivery log pages and resends.
+ * once, a round's outcomes written together (each endpoint's streak as its latest attempt says),
+ * the delivery log pages and resends.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -15,7 +16,7 @@ import { TaskStore } from "../tasks/TaskStore.ts"
 import type { TaskRecord } from "../tasks/TaskStore.ts"
 import type { EventType, TaskWebhook } from "../webhooks/WebhookEvent.ts"
 import { WebhookStore } from "../webhooks/WebhookStore.ts"
-import type { Attempt } from "../webhooks/WebhookStore.ts"
+import type { Attempt, AttemptRecord } from "../webhooks/WebhookStore.ts"
 import type { Stores } from "./Case.ts"
 import { admission, admitted, at, claimTask, defined, expectBooksBalance, fundedAccount, newTask, T0, USD } from "./Fixtures.ts"
 
@@ -70,6 +71,10 @@ const settled = (
   })
 
 const claim = (now: Date, limit = 100, leaseMs = 30_000) => WebhookStore.use((store) => store.claim({ limit, leaseMs, now }))
+
+/** A round of one record. */
+const record = (one: AttemptRecord, now: Date) =>
+  WebhookStore.use((store) => Effect.map(store.recordRound([one], now), (recorded) => recorded[0]!))
 
 const attempt = (now: Date, statusCode: number | null): Attempt => ({
   at: now,
@@ -166,7 +171,6 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
     test(
       "a claimed delivery is leased: not claimed twice, due again with the same id when its lease lapses",
       Effect.gen(function* () {
-        const store = yield* WebhookStore
         const account = yield* fundedAccount(10 * USD)
         yield* endpoint(account)
         yield* settled(account, "succeeded", at(1))
@@ -176,7 +180,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         const [again] = yield* claim(at(31))
         expect(again?.delivery.id).toBe(first!.delivery.id)
         expect(again?.leaseToken).not.toBe(first!.leaseToken)
-        const stale = yield* store.record(
+        const stale = yield* record(
           {
             deliveryId: first!.delivery.id,
             leaseToken: first!.leaseToken,
@@ -186,7 +190,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
           at(31)
         )
         expect(stale.recorded).toBe(false)
-        const done = yield* store.record(
+        const done = yield* record(
           {
             deliveryId: again!.delivery.id,
             leaseToken: again!.leaseToken,
@@ -208,7 +212,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         const hook = yield* endpoint(account)
         yield* settled(account, "succeeded", at(1))
         const [c1] = yield* claim(at(1))
-        const r1 = yield* store.record(
+        const r1 = yield* record(
           {
             deliveryId: c1!.delivery.id,
             leaseToken: c1!.leaseToken,
@@ -222,7 +226,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         const [c2] = yield* claim(at(6))
         expect(c2?.attemptNumber).toBe(2)
         expect(c2?.delivery.attempts.map((a) => a.statusCode)).toEqual([500])
-        const r2 = yield* store.record(
+        const r2 = yield* record(
           {
             deliveryId: c2!.delivery.id,
             leaseToken: c2!.leaseToken,
@@ -234,7 +238,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         expect(r2.endpointFailingSince).toEqual(at(1))
         expect(yield* store.disableFailing(hook.id, at(0), "failing", at(7))).toBeUndefined()
         const [c3] = yield* claim(at(60))
-        const r3 = yield* store.record(
+        const r3 = yield* record(
           {
             deliveryId: c3!.delivery.id,
             leaseToken: c3!.leaseToken,
@@ -252,6 +256,72 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
     )
 
     test(
+      "a round writes its outcomes together; each endpoint's streak follows its attempt that finished last",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const recovering = yield* endpoint(account)
+        const failing = yield* endpoint(account)
+        yield* settled(account, "succeeded", at(1))
+        yield* settled(account, "succeeded", at(1))
+        const claims = yield* claim(at(1))
+        expect(claims).toHaveLength(4)
+        const to = (id: string) => claims.filter((c) => c.delivery.endpointId === id)
+        const [r1, r2] = to(recovering.id)
+        const [f1, f2] = to(failing.id)
+        const finished = (statusCode: number, latencyMs: number): Attempt => ({ ...attempt(at(1), statusCode), latencyMs })
+        const recorded = yield* store.recordRound(
+          [
+            // The delivery finished after the failure: the endpoint is not failing.
+            {
+              deliveryId: r1!.delivery.id,
+              leaseToken: r1!.leaseToken,
+              attempt: finished(204, 300),
+              outcome: { _tag: "Delivered" }
+            },
+            {
+              deliveryId: r2!.delivery.id,
+              leaseToken: r2!.leaseToken,
+              attempt: finished(500, 100),
+              outcome: { _tag: "Retry", at: at(9) }
+            },
+            // The failure finished after the delivery: failing since the round.
+            {
+              deliveryId: f1!.delivery.id,
+              leaseToken: f1!.leaseToken,
+              attempt: finished(200, 100),
+              outcome: { _tag: "Delivered" }
+            },
+            {
+              deliveryId: f2!.delivery.id,
+              leaseToken: f2!.leaseToken,
+              attempt: finished(503, 900),
+              outcome: { _tag: "Retry", at: at(9) }
+            },
+            // No such delivery (or lease): nothing written.
+            { deliveryId: "whdl_none", leaseToken: "lost", attempt: finished(200, 1), outcome: { _tag: "Delivered" } }
+          ],
+          at(2)
+        )
+        expect(recorded).toEqual([
+          { recorded: true, endpointFailingSince: null },
+          { recorded: true, endpointFailingSince: null },
+          { recorded: true, endpointFailingSince: at(2) },
+          { recorded: true, endpointFailingSince: at(2) },
+          { recorded: false, endpointFailingSince: null }
+        ])
+        expect((yield* store.getEndpoint(account, recovering.id))?.failingSince).toBeNull()
+        expect((yield* store.getEndpoint(account, failing.id))?.failingSince).toEqual(at(2))
+        const log = defined(yield* store.listDeliveries(account, failing.id, 10))
+        expect(log.map((d) => [d.status, d.attempts.map((a) => a.statusCode)]).sort()).toEqual([
+          ["delivered", [200]],
+          ["pending", [503]]
+        ])
+        expect(yield* store.recordRound([], at(3))).toEqual([])
+      })
+    )
+
+    test(
       "a failing endpoint is disabled once, then raises no deliveries, and its pending ones are claimed as disabled",
       Effect.gen(function* () {
         const store = yield* WebhookStore
@@ -260,11 +330,11 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         yield* settled(account, "succeeded", at(1))
         yield* settled(account, "succeeded", at(1))
         const [c1, c2] = yield* claim(at(1))
-        yield* store.record(
+        yield* record(
           { deliveryId: c1!.delivery.id, leaseToken: c1!.leaseToken, attempt: attempt(at(1), 500), outcome: { _tag: "Failed" } },
           at(1)
         )
-        yield* store.record(
+        yield* record(
           {
             deliveryId: c2!.delivery.id,
             leaseToken: c2!.leaseToken,
@@ -283,10 +353,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         expect([first, second].filter((e) => e !== undefined).map((e) => e!.disabledReason)).toEqual(["failing for days"])
         const [pending] = yield* claim(at(3))
         expect(pending).toMatchObject({ endpointEnabled: false })
-        yield* store.record(
-          { deliveryId: pending!.delivery.id, leaseToken: pending!.leaseToken, outcome: { _tag: "Failed" } },
-          at(3)
-        )
+        yield* record({ deliveryId: pending!.delivery.id, leaseToken: pending!.leaseToken, outcome: { _tag: "Failed" } }, at(3))
         yield* settled(account, "succeeded", at(5))
         expect(yield* claim(at(5))).toEqual([])
       })
@@ -302,7 +369,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         for (let i = 0; i < 5; i++) yield* settled(account, "succeeded", at(i))
         const claims = yield* claim(at(10))
         for (const c of claims) {
-          yield* store.record(
+          yield* record(
             { deliveryId: c.delivery.id, leaseToken: c.leaseToken, attempt: attempt(at(10), 410), outcome: { _tag: "Failed" } },
             at(10)
           )

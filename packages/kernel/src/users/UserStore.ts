@@ -33,6 +33,12 @@ export interface Membership {
   readonly createdAt: Date
 }
 
+/** A user of an account, with its role there. */
+export interface Member {
+  readonly user: UserRecord
+  readonly role: Role
+}
+
 export type TokenPurpose = "verify-email" | "password-reset" | "invitation"
 
 export interface EmailToken {
@@ -62,6 +68,8 @@ export class UserStore extends Context.Service<
     readonly findByEmail: (email: string) => Effect.Effect<UserRecord | undefined, StoreUnavailable>
     /** The user's memberships, oldest first. */
     readonly memberships: (userId: UserId) => Effect.Effect<ReadonlyArray<Membership>, StoreUnavailable>
+    /** The account's users, oldest membership first. */
+    readonly members: (accountId: AccountId) => Effect.Effect<ReadonlyArray<Member>, StoreUnavailable>
     /** Sets the verification time unless already set; false for an unknown user. */
     readonly markVerified: (userId: UserId, at: Date) => Effect.Effect<boolean, StoreUnavailable>
     readonly setPasswordHash: (userId: UserId, passwordHash: string) => Effect.Effect<boolean, StoreUnavailable>

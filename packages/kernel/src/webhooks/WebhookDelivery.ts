@@ -3,9 +3,9 @@
  * posts each signed body through `PublicFetch` (the address policy, no redirects: a 3xx is a
  * failed attempt) within a timeout, and records the attempt. A 2xx delivers; anything else is
  * tried again on the `Backoff` schedule, then failed. An endpoint failing for `disableAfterMs`
- * is disabled and the account's contacts are told through the `Mailer` (when the process has one).
+ * is disabled and the account's contacts (`AccountContacts`) are told through the `Mailer`.
  */
-import { Cause, Clock, Effect, Option } from "effect"
+import { Cause, Clock, Effect } from "effect"
 import { AccountContacts } from "../accounts/AccountContacts.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { Mailer } from "../mail/Mailer.ts"
@@ -14,7 +14,7 @@ import * as Backoff from "./Backoff.ts"
 import * as Signature from "./Signature.ts"
 import * as WebhookBody from "./WebhookBody.ts"
 import { MAX_EXCERPT, WebhookStore } from "./WebhookStore.ts"
-import type { Attempt, DeliveryClaim, Endpoint, Outcome } from "./WebhookStore.ts"
+import type { Attempt, AttemptRecord, DeliveryClaim, Endpoint, Outcome } from "./WebhookStore.ts"
 
 export interface Options {
   /** Deliveries in flight at once in this process. Default 64. */
@@ -35,7 +35,7 @@ export interface Options {
 
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000
 
-type Requirements = WebhookStore
+type Requirements = WebhookStore | Mailer
 
 /** The attempt of a request that got no answer. */
 const noAnswer = (at: Date, started: number, error: string): Attempt => ({
@@ -86,15 +86,14 @@ const notify = (endpoint: Endpoint, reason: string) =>
   Effect.gen(function* () {
     const contacts = yield* AccountContacts
     const emails = yield* contacts.emailsOf(endpoint.accountId)
-    const mailer = yield* Effect.serviceOption(Mailer)
-    if (emails.length === 0 || Option.isNone(mailer)) {
+    const mailer = yield* Mailer
+    if (emails.length === 0) {
       return yield* Effect.logWarning(
-        `Webhook endpoint ${endpoint.id} of ${endpoint.accountId} was disabled (${reason}); ` +
-          (emails.length === 0 ? "the account has no contact address to tell" : "this process has no mailer")
+        `Webhook endpoint ${endpoint.id} of ${endpoint.accountId} was disabled (${reason}); the account has no contact address to tell`
       )
     }
     for (const to of emails) {
-      yield* mailer.value
+      yield* mailer
         .send({ to, subject: "A taskmeter webhook endpoint was disabled", text: noticeText(endpoint, reason) })
         .pipe(Effect.catch((error) => Effect.logWarning(`The notice to ${to} was not sent`, error.message)))
     }
@@ -102,42 +101,50 @@ const notify = (endpoint: Endpoint, reason: string) =>
 
 const days = (ms: number) => `${Math.round((ms / 86_400_000) * 10) / 10} days`
 
-/** Delivers one claimed delivery and records it. */
-const deliver = (claim: DeliveryClaim, options: Options, now: Date) =>
+/** Posts one claimed delivery (none when its endpoint is disabled): what to record of it. */
+const attemptOf = (claim: DeliveryClaim, options: Options, now: Date) =>
   Effect.gen(function* () {
     const store = yield* WebhookStore
     const { delivery } = claim
-    if (!claim.endpointEnabled) {
-      return yield* store.record({ deliveryId: delivery.id, leaseToken: claim.leaseToken, outcome: { _tag: "Failed" } }, now)
-    }
+    const held = { deliveryId: delivery.id, leaseToken: claim.leaseToken }
+    if (!claim.endpointEnabled) return { ...held, outcome: { _tag: "Failed" } } satisfies AttemptRecord
     const secrets =
       claim.secrets.length > 0 ? claim.secrets : [yield* store.accountSecret(delivery.accountId, Signature.newSecret(), now)]
     const attempt = yield* post(claim, secrets, now, options)
     const retryAt = Backoff.nextAttemptAt(claim.attemptNumber, now, (options.random ?? Math.random)())
     const outcome: Outcome =
       attempt.error === null ? { _tag: "Delivered" } : retryAt === undefined ? { _tag: "Failed" } : { _tag: "Retry", at: retryAt }
-    const recorded = yield* store.record({ deliveryId: delivery.id, leaseToken: claim.leaseToken, attempt, outcome }, now)
-    const since = recorded.endpointFailingSince
-    if (delivery.endpointId !== null && since !== null && now.getTime() - since.getTime() >= options.disableAfterMs) {
-      const reason = `every delivery failed for ${days(now.getTime() - since.getTime())} (since ${since.toISOString()})`
-      const disabled = yield* store.disableFailing(
-        delivery.endpointId,
-        new Date(now.getTime() - options.disableAfterMs),
-        reason,
-        now
-      )
-      if (disabled !== undefined) yield* notify(disabled, reason)
-    }
-    return recorded
+    return { ...held, attempt, outcome } satisfies AttemptRecord
   })
 
-/** One round: claims what is due (up to the concurrency) and delivers it; how many it claimed. */
+/** Disables the endpoint failing since `since` for `disableAfterMs` or longer, and tells the account. */
+const disableIfFailing = (endpointId: string, since: Date, options: Options, now: Date) =>
+  Effect.gen(function* () {
+    if (now.getTime() - since.getTime() < options.disableAfterMs) return
+    const reason = `every delivery failed for ${days(now.getTime() - since.getTime())} (since ${since.toISOString()})`
+    const store = yield* WebhookStore
+    const disabled = yield* store.disableFailing(endpointId, new Date(now.getTime() - options.disableAfterMs), reason, now)
+    if (disabled !== undefined) yield* notify(disabled, reason)
+  })
+
+/**
+ * One round: claims what is due (up to the concurrency), posts it all, records the round's
+ * outcomes in one write, then disables the endpoints failing too long; how many it claimed.
+ */
 export const deliverDue = (options: Options): Effect.Effect<number, StoreUnavailable, Requirements> =>
   Effect.gen(function* () {
     const store = yield* WebhookStore
     const now = new Date(yield* Clock.currentTimeMillis)
     const claims = yield* store.claim({ limit: options.concurrency ?? 64, leaseMs: options.leaseMs ?? 60_000, now })
-    yield* Effect.forEach(claims, (claim) => deliver(claim, options, now), { concurrency: "unbounded", discard: true })
+    if (claims.length === 0) return 0
+    const records = yield* Effect.forEach(claims, (claim) => attemptOf(claim, options, now), { concurrency: "unbounded" })
+    const recorded = yield* store.recordRound(records, now)
+    const failing = new Map<string, Date>()
+    recorded.forEach((each, i) => {
+      const endpointId = claims[i]!.delivery.endpointId
+      if (endpointId !== null && each.endpointFailingSince !== null) failing.set(endpointId, each.endpointFailingSince)
+    })
+    for (const [endpointId, since] of failing) yield* disableIfFailing(endpointId, since, options, now)
     return claims.length
   })
 

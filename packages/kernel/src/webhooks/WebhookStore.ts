@@ -152,10 +152,16 @@ export class WebhookStore extends Context.Service<
       readonly now: Date
     }) => Effect.Effect<ReadonlyArray<DeliveryClaim>, StoreUnavailable>
     /**
-     * Appends the attempt and moves the delivery as `outcome` says, if the lease is still held;
-     * marks its endpoint failing (from the first failure on) or not (on a delivery).
+     * One round's outcomes, written together: for each record whose lease is still held, appends
+     * the attempt and moves the delivery as `outcome` says. Then each endpoint with attempts in
+     * the round is marked failing (since `now`, unless it already was) or not, as its latest
+     * attempt says: the one that finished last (`at` + `latencyMs`; a delivery wins a tie).
+     * Answers one `Recorded` per record, in order.
      */
-    readonly record: (record: AttemptRecord, now: Date) => Effect.Effect<Recorded, StoreUnavailable>
+    readonly recordRound: (
+      records: ReadonlyArray<AttemptRecord>,
+      now: Date
+    ) => Effect.Effect<ReadonlyArray<Recorded>, StoreUnavailable>
     /**
      * Disables an enabled endpoint failing since `failingSince` or earlier, with `reason`; the
      * endpoint when this call disabled it (exactly one of concurrent callers), else undefined.

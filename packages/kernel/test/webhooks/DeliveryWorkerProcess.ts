@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { PgStore } from "@taskmeter/storage-pg"
+import * as Mailer from "../../src/mail/Mailer.ts"
 import * as AddressPolicy from "../../src/outbound/AddressPolicy.ts"
 import * as WebhookDelivery from "../../src/webhooks/WebhookDelivery.ts"
 
@@ -16,7 +17,8 @@ const env = (name: string): string => {
 
 const services = Layer.mergeAll(
   PgStore.layer({ url: env("DATABASE_URL"), schema: env("SCHEMA"), maxConnections: 4 }),
-  Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true })
+  Layer.succeed(AddressPolicy.AddressPolicy, { ...AddressPolicy.publicOnly, allowLoopbackForTests: true }),
+  Mailer.layerMemory()
 )
 
 Effect.runFork(

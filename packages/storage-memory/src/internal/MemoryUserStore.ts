@@ -25,6 +25,13 @@ export const make = (state: State): UserStore.UserStore["Service"] => {
     getUser: (id) => Effect.sync(() => state.users.get(id)),
     findByEmail: (email) => Effect.sync(() => [...state.users.values()].find((user) => sameEmail(user.email, email))),
     memberships: (userId) => Effect.sync(() => state.memberships.filter((m) => m.userId === userId)),
+    members: (accountId) =>
+      Effect.sync(() =>
+        state.memberships.flatMap((m) => {
+          const user = m.accountId === accountId ? state.users.get(m.userId) : undefined
+          return user === undefined ? [] : [{ user, role: m.role }]
+        })
+      ),
     markVerified: (userId, at) =>
       Effect.flatMap(
         Effect.sync(() => state.users.get(userId)),

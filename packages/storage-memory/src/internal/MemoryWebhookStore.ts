@@ -161,29 +161,45 @@ export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
           }
         })
       }),
-    record: (record, now) =>
+    recordRound: (records, now) =>
       Effect.sync(() => {
-        const row = state.deliveries.get(record.deliveryId)
-        if (row === undefined || row.leaseToken !== record.leaseToken || row.delivery.status !== "pending") {
-          return { recorded: false, endpointFailingSince: null }
+        // Per endpoint: the latest finished attempt of the round ([finished at, delivered]).
+        const latest = new Map<string, readonly [number, boolean]>()
+        const recorded = records.map((record) => {
+          const row = state.deliveries.get(record.deliveryId)
+          if (row === undefined || row.leaseToken !== record.leaseToken || row.delivery.status !== "pending") return undefined
+          const { outcome, attempt } = record
+          row.leaseToken = null
+          if (attempt !== undefined) row.roundAttempts++
+          row.dueAt = outcome._tag === "Retry" ? outcome.at.getTime() : Number.POSITIVE_INFINITY
+          row.delivery = {
+            ...row.delivery,
+            status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
+            attempts: attempt === undefined ? row.delivery.attempts : [...row.delivery.attempts, attempt],
+            nextAttemptAt: outcome._tag === "Retry" ? outcome.at : null
+          }
+          const endpointId = row.delivery.endpointId
+          if (endpointId !== null && attempt !== undefined) {
+            const finished = attempt.at.getTime() + Math.round(attempt.latencyMs)
+            const delivered = outcome._tag === "Delivered"
+            const before = latest.get(endpointId)
+            if (before === undefined || finished > before[0] || (finished === before[0] && delivered)) {
+              latest.set(endpointId, [finished, delivered])
+            }
+          }
+          return endpointId
+        })
+        for (const [endpointId, [, delivered]] of latest) {
+          const endpoint = state.webhookEndpoints.get(endpointId)
+          if (endpoint !== undefined) save({ ...endpoint, failingSince: delivered ? null : (endpoint.failingSince ?? now) })
         }
-        const { outcome } = record
-        row.leaseToken = null
-        if (record.attempt !== undefined) row.roundAttempts++
-        row.dueAt = outcome._tag === "Retry" ? outcome.at.getTime() : Number.POSITIVE_INFINITY
-        row.delivery = {
-          ...row.delivery,
-          status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
-          attempts: record.attempt === undefined ? row.delivery.attempts : [...row.delivery.attempts, record.attempt],
-          nextAttemptAt: outcome._tag === "Retry" ? outcome.at : null
-        }
-        const endpoint = row.delivery.endpointId === null ? undefined : state.webhookEndpoints.get(row.delivery.endpointId)
-        if (endpoint === undefined || record.attempt === undefined) {
-          return { recorded: true, endpointFailingSince: endpoint?.failingSince ?? null }
-        }
-        const failingSince = outcome._tag === "Delivered" ? null : (endpoint.failingSince ?? now)
-        save({ ...endpoint, failingSince })
-        return { recorded: true, endpointFailingSince: failingSince }
+        return recorded.map((endpointId) => ({
+          recorded: endpointId !== undefined,
+          endpointFailingSince:
+            endpointId === undefined || endpointId === null
+              ? null
+              : (state.webhookEndpoints.get(endpointId)?.failingSince ?? null)
+        }))
       }),
     disableFailing: (endpointId, failingSince, reason, now) =>
       Effect.sync(() => {

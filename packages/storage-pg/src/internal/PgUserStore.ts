@@ -89,6 +89,17 @@ export const make = Effect.gen(function* () {
         )
       ),
 
+    members: (accountId) =>
+      Failures.run(
+        "members",
+        sql<UserRow & { readonly role: UserStore.Role }>`SELECT u.id, u.email, u.email_verified_at, u.password_hash,
+            u.operator, u.created_at, m.role
+          FROM account_members m JOIN users u ON u.id = m.user_id
+          WHERE m.account_id = ${accountId} ORDER BY m.created_at, m.user_id`.pipe(
+          Effect.map((rows) => rows.map((row) => ({ user: toUser(row), role: row.role })))
+        )
+      ),
+
     markVerified: (userId, at) =>
       Failures.run(
         "markVerified",

@@ -240,38 +240,62 @@ export const make = Effect.gen(function* () {
             )
           ),
 
-    record: (record, now) => {
-      const { attempt, outcome } = record
-      const delivered = outcome._tag === "Delivered"
-      const status = delivered ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending"
-      const retryAt = outcome._tag === "Retry" ? outcome.at : null
+    recordRound: (records, now) => {
+      const input = records.map(({ deliveryId, leaseToken, attempt, outcome }, ord) => ({
+        id: deliveryId,
+        lease_token: leaseToken,
+        status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
+        retry_at: outcome._tag === "Retry" ? outcome.at.toISOString() : null,
+        has_attempt: attempt !== undefined,
+        at: (attempt?.at ?? now).toISOString(),
+        status_code: attempt?.statusCode ?? null,
+        latency_ms: Math.round(attempt?.latencyMs ?? 0),
+        excerpt: attempt?.responseExcerpt?.slice(0, WebhookStore.MAX_EXCERPT) ?? null,
+        error: attempt?.error?.slice(0, MAX_ERROR) ?? null,
+        ord
+      }))
       return Failures.run(
-        "record",
-        sql<{ readonly recorded: boolean; readonly failing_since: Date | null }>`WITH d AS (
-            UPDATE webhook_deliveries SET lease_token = NULL, status = ${status}, due_at = ${retryAt},
-              next_attempt_at = ${retryAt}, round_attempts = round_attempts + ${attempt === undefined ? 0 : 1}
-            WHERE id = ${record.deliveryId} AND lease_token = ${record.leaseToken} AND status = 'pending'
-            RETURNING id, endpoint_id
+        "recordRound",
+        sql<{ readonly recorded: boolean; readonly failing_since: Date | null }>`WITH i AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS i(id text, lease_token text, status text,
+              retry_at timestamptz, has_attempt boolean, at timestamptz, status_code integer, latency_ms integer,
+              excerpt text, error text, ord integer)
+          ),
+          d AS (
+            UPDATE webhook_deliveries w SET lease_token = NULL, status = i.status, due_at = i.retry_at,
+              next_attempt_at = i.retry_at, round_attempts = w.round_attempts + CASE WHEN i.has_attempt THEN 1 ELSE 0 END
+            FROM i
+            WHERE w.id = i.id AND w.lease_token = i.lease_token AND w.status = 'pending'
+            RETURNING w.id, w.endpoint_id
           ),
           a AS (
             INSERT INTO webhook_attempts (delivery_id, at, status_code, latency_ms, response_excerpt, error)
-            SELECT d.id, ${attempt?.at ?? now}, ${attempt?.statusCode ?? null}, ${Math.round(attempt?.latencyMs ?? 0)},
-              ${attempt?.responseExcerpt?.slice(0, WebhookStore.MAX_EXCERPT) ?? null}, ${attempt?.error?.slice(0, MAX_ERROR) ?? null}
-            FROM d WHERE ${attempt !== undefined}
+            SELECT i.id, i.at, i.status_code, i.latency_ms, i.excerpt, i.error
+            FROM i JOIN d ON d.id = i.id WHERE i.has_attempt ORDER BY i.ord
+          ),
+          latest AS (
+            SELECT DISTINCT ON (d.endpoint_id) d.endpoint_id, i.status = 'delivered' AS delivered
+            FROM d JOIN i ON i.id = d.id
+            WHERE d.endpoint_id IS NOT NULL AND i.has_attempt
+            ORDER BY d.endpoint_id, i.at + i.latency_ms * interval '1 millisecond' DESC, (i.status = 'delivered') DESC
           ),
           e AS (
-            UPDATE webhook_endpoints e SET failing_since = CASE WHEN ${delivered} THEN NULL ELSE ${now}::timestamptz END
-            FROM d
-            WHERE e.id = d.endpoint_id AND ${attempt !== undefined}
-              AND (CASE WHEN ${delivered} THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END)
-            RETURNING e.failing_since
+            UPDATE webhook_endpoints e SET failing_since = CASE WHEN l.delivered THEN NULL ELSE ${now}::timestamptz END
+            FROM latest l
+            WHERE e.id = l.endpoint_id
+              AND (CASE WHEN l.delivered THEN e.failing_since IS NOT NULL ELSE e.failing_since IS NULL END)
+            RETURNING e.id, e.failing_since
           )
-          SELECT EXISTS (SELECT 1 FROM d) AS recorded,
-            CASE WHEN ${delivered} THEN NULL ELSE coalesce(
-              (SELECT failing_since FROM e),
-              (SELECT x.failing_since FROM webhook_endpoints x JOIN d ON x.id = d.endpoint_id)
-            ) END AS failing_since`.pipe(
-          Effect.map((rows) => ({ recorded: rows[0]?.recorded === true, endpointFailingSince: rows[0]?.failing_since ?? null }))
+          SELECT d.id IS NOT NULL AS recorded,
+            CASE WHEN d.id IS NULL OR l.delivered THEN NULL ELSE coalesce(e.failing_since, x.failing_since) END AS failing_since
+          FROM i LEFT JOIN d ON d.id = i.id
+            LEFT JOIN latest l ON l.endpoint_id = d.endpoint_id
+            LEFT JOIN e ON e.id = d.endpoint_id
+            LEFT JOIN webhook_endpoints x ON x.id = d.endpoint_id
+          ORDER BY i.ord`.pipe(
+          Effect.map((rows) =>
+            rows.map((row) => ({ recorded: row.recorded === true, endpointFailingSince: row.failing_since ?? null }))
+          )
         )
       )
     },
