@@ -1220,6 +1220,14 @@ CREATE TABLE sessions (
     CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE sign_in_failures (
+    key text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    failures integer NOT NULL,
+    CONSTRAINT sign_in_failures_failures_check CHECK ((failures > 0)),
+    CONSTRAINT sign_in_failures_key_check CHECK (((length(key) >= 1) AND (length(key) <= 600)))
+);
+
 CREATE TABLE task_webhooks (
     task_id text NOT NULL,
     url text NOT NULL,
@@ -1411,6 +1419,9 @@ ALTER TABLE ONLY results
 ALTER TABLE ONLY sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
 
+ALTER TABLE ONLY sign_in_failures
+    ADD CONSTRAINT sign_in_failures_pkey PRIMARY KEY (key);
+
 ALTER TABLE ONLY task_webhooks
     ADD CONSTRAINT task_webhooks_pkey PRIMARY KEY (task_id);
 
@@ -1478,6 +1489,8 @@ CREATE INDEX payments_account_newest ON payments USING btree (account_id, create
 CREATE INDEX results_task ON results USING btree (task_id);
 
 CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
+
+CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (window_start);
 
 CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
 

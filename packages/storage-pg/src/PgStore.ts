@@ -62,6 +62,7 @@ import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
 import consoleUsers from "./migrations/0021_console_users.ts"
 import webhooks from "./migrations/0022_webhooks.ts"
+import signInFailures from "./migrations/0027_sign_in_failures.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -123,7 +124,8 @@ const migrationRecord = {
   "19_task_cancel_lists": taskCancelLists,
   "20_chat_upstream_cost": chatUpstreamCost,
   "21_console_users": consoleUsers,
-  "22_webhooks": webhooks
+  "22_webhooks": webhooks,
+  "27_sign_in_failures": signInFailures
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
