@@ -1239,6 +1239,14 @@ CREATE TABLE sessions (
     CONSTRAINT sessions_hash_check CHECK ((hash ~ '^[0-9a-f]{64}$'::text))
 );
 
+CREATE TABLE sign_in_failures (
+    key text NOT NULL,
+    window_start timestamp with time zone NOT NULL,
+    failures integer NOT NULL,
+    CONSTRAINT sign_in_failures_failures_check CHECK ((failures > 0)),
+    CONSTRAINT sign_in_failures_key_check CHECK (((length(key) >= 1) AND (length(key) <= 600)))
+);
+
 CREATE TABLE sweep_marks (
     name text NOT NULL,
     created_at timestamp with time zone,
@@ -1442,6 +1450,9 @@ ALTER TABLE ONLY results
 ALTER TABLE ONLY sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (hash);
 
+ALTER TABLE ONLY sign_in_failures
+    ADD CONSTRAINT sign_in_failures_pkey PRIMARY KEY (key);
+
 ALTER TABLE ONLY sweep_marks
     ADD CONSTRAINT sweep_marks_pkey PRIMARY KEY (name);
 
@@ -1518,6 +1529,8 @@ CREATE INDEX results_expiring ON results USING btree (expires_at) WHERE (NOT dat
 CREATE INDEX results_task ON results USING btree (task_id);
 
 CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
+
+CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (window_start);
 
 CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
 

@@ -301,3 +301,20 @@ layer(T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 1 } }), { exclud
     )
   }
 )
+
+layer(T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 2 } }), { excludeTestServices: true })(
+  "console passkey sign-in throttled",
+  (it) => {
+    it.effect("refuses a credential past its failures with Retry-After, before looking at it, and keeps credentials apart", () =>
+      Effect.gen(function* () {
+        const attempt = (id: string) =>
+          C.post("/api/v1/auth/passkeys/sign-in", { response: { id, rawId: id, type: "public-key", response: {} } })
+        for (let i = 0; i < 2; i++) expect((yield* attempt("credential-a")).body.code).toBe("AUTH_REQUIRED")
+        const refused = yield* attempt("credential-a")
+        expect([refused.status, refused.body.code]).toEqual([429, "RATE_LIMITED"])
+        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
+        expect((yield* attempt("credential-b")).body.code).toBe("AUTH_REQUIRED")
+      })
+    )
+  }
+)

@@ -64,6 +64,7 @@ import consoleUsers from "./migrations/0021_console_users.ts"
 import webhooks from "./migrations/0022_webhooks.ts"
 import chatShortfall from "./migrations/0024_chat_shortfall.ts"
 import boundedSweeps from "./migrations/0026_bounded_sweeps.ts"
+import signInFailures from "./migrations/0027_sign_in_failures.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -127,7 +128,8 @@ const migrationRecord = {
   "21_console_users": consoleUsers,
   "22_webhooks": webhooks,
   "24_chat_shortfall": chatShortfall,
-  "26_bounded_sweeps": boundedSweeps
+  "26_bounded_sweeps": boundedSweeps,
+  "27_sign_in_failures": signInFailures
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

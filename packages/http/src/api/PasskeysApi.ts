@@ -61,12 +61,13 @@ export const PasskeysApi = HttpApiGroup.make("passkeys")
     HttpApiEndpoint.post("signIn", "/api/v1/auth/passkeys/sign-in", {
       payload: CredentialResponse,
       success: Session,
-      error: [Errors.InvalidRequest, Errors.AuthRequired, Errors.CsrfRejected, Errors.ApiUnavailable]
+      error: [Errors.InvalidRequest, Errors.AuthRequired, Errors.RateLimited, Errors.CsrfRejected, Errors.ApiUnavailable]
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Sign in with a passkey",
         description:
-          "A new session (the session cookie), as a password sign-in; AUTH_REQUIRED when the passkey is unknown or does not verify."
+          "A new session (the session cookie), as a password sign-in; AUTH_REQUIRED when the passkey is unknown or does not verify, " +
+          "RATE_LIMITED (with Retry-After) after too many refused sign-ins from the address or with the credential."
       })
     )
   )

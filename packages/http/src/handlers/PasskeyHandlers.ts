@@ -2,10 +2,12 @@
  * The passkeys group over @simplewebauthn/server: options with a one-time challenge (stored
  * hashed, 5 minutes), responses verified against it with the public base URL's origin and host as
  * the relying party, credentials kept in the PasskeyStore. A passkey sign-in starts a session as a
- * password sign-in does (AuthHandlers.signingInWith).
+ * password sign-in does (AuthHandlers.signingInWith), throttled per client address and credential
+ * (Users.throttlePasskeySignIn).
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import {
   generateAuthenticationOptions,
@@ -144,11 +146,12 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handle("signIn", ({ payload }) =>
-        signingIn(
-          Effect.gen(function* () {
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const credentialId = typeof payload.response.id === "string" ? payload.response.id : ""
+          const attempt = Effect.gen(function* () {
             const found = yield* consume(payload.response, "authentication")
-            const credentialId = payload.response.id
-            const passkey = typeof credentialId === "string" ? yield* store.findPasskey(credentialId) : undefined
+            const passkey = credentialId === "" ? undefined : yield* store.findPasskey(credentialId)
             if (found === undefined || passkey === undefined) return yield* signInRefused()
             const verified = yield* Effect.tryPromise(() =>
               verifyAuthenticationResponse({
@@ -175,7 +178,9 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
             if (user === undefined) return yield* signInRefused()
             return yield* users.startSession(user)
           })
-        ).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+          const clientAddress = Option.getOrElse(request.remoteAddress, () => "unknown")
+          return yield* signingIn(users.throttlePasskeySignIn({ clientAddress, credentialId }, attempt))
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
   })
 )

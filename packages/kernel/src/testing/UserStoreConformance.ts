@@ -3,7 +3,8 @@
  * by every store: emails unique without regard to case, several users per account and accounts
  * per user, flags that keep their first time, one-time tokens used once (also when raced) and
  * never after expiry, sessions touched forward only, revoked one at a time or all of a user's, and
- * passkeys unique by credential id, their counters never lowered, their challenges used once.
+ * passkeys unique by credential id, their counters never lowered, their challenges used once;
+ * sign-in failures counted per key in fixed windows, none lost when raced, ended windows purged.
  */
 import { createHash, randomBytes } from "node:crypto"
 import { Effect } from "effect"
@@ -248,6 +249,41 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<UserStores, unk
           { concurrency: "unbounded" }
         )
         expect(answers.filter((answer) => answer !== undefined)).toEqual([registration])
+      })
+    )
+
+    test(
+      "sign-in failures count per key in a window, a new one after it ends, none lost when raced",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        expect(yield* store.signInFailures(["email a", "address 1"], T0)).toEqual([])
+        yield* store.recordSignInFailure(["email a", "address 1"], at(10), at(-890))
+        yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => store.recordSignInFailure(["address 1"], at(20 + i), at(20 + i - 900))),
+          { concurrency: "unbounded" }
+        )
+        const windows = yield* store.signInFailures(["email a", "address 1", "email b"], at(-800))
+        expect([...windows].sort((a, b) => a.key.localeCompare(b.key))).toEqual([
+          { key: "address 1", start: at(10), failures: 9 },
+          { key: "email a", start: at(10), failures: 1 }
+        ])
+        // Past the window (it began at or before `since`): not reported, and restarted by a failure.
+        expect(yield* store.signInFailures(["email a"], at(10))).toEqual([])
+        yield* store.recordSignInFailure(["email a"], at(910), at(10))
+        expect(yield* store.signInFailures(["email a", "address 1"], at(10))).toEqual([
+          { key: "email a", start: at(910), failures: 1 }
+        ])
+      })
+    )
+
+    test(
+      "a failure purges ended windows of other keys, and keeps live ones",
+      Effect.gen(function* () {
+        const store = yield* UserStore
+        yield* store.recordSignInFailure(["old"], T0, at(-900))
+        yield* store.recordSignInFailure(["live"], at(500), at(-400))
+        yield* store.recordSignInFailure(["new"], at(901), at(1))
+        expect((yield* store.signInFailures(["old", "live", "new"], at(-1))).map((w) => w.key).sort()).toEqual(["live", "new"])
       })
     )
   })

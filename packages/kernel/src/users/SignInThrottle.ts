@@ -1,47 +1,47 @@
 /**
- * Failed sign-ins counted per key (an email, a client address) in a fixed window, in this
- * process. A key with `maxFailures` failures in the window is refused until the window ends,
- * whatever the password: the caller asks `retryAfterMs` before checking a password and
- * `fail`s the key after a wrong one. A success does not clear the count (an attacker who
- * knows one password gains no attempts for another account from the same address).
+ * Failed sign-ins counted per key (an email, a client address, a passkey) in fixed windows, in
+ * the UserStore, so that processes sharing a store share the limit. A key with its `maxFailures`
+ * in the window is refused until the window ends, whatever is presented: the caller asks
+ * `retryAfterMs` before checking a credential and `fail`s the keys after a wrong one. A success
+ * does not clear the counts (an attacker who knows one password gains no attempts for another
+ * account from the same address).
  */
-export interface Options {
+import { Effect } from "effect"
+import type { StoreUnavailable } from "../domain/StoreError.ts"
+import type { UserStore } from "./UserStore.ts"
+
+/** A key and the failures it may have in one window. */
+export interface Limit {
+  readonly key: string
   readonly maxFailures: number
-  readonly windowMs: number
-  /** Keys kept at most; the oldest window is dropped first. */
-  readonly maxKeys?: number | undefined
 }
 
 export interface SignInThrottle {
-  /** Milliseconds until `key` may try again; 0 when it may now. */
-  readonly retryAfterMs: (key: string, nowMs: number) => number
-  readonly fail: (key: string, nowMs: number) => void
+  /** Milliseconds until every one of `limits` may try again; 0 when they may now. */
+  readonly retryAfterMs: (limits: ReadonlyArray<Limit>, nowMs: number) => Effect.Effect<number, StoreUnavailable>
+  readonly fail: (limits: ReadonlyArray<Limit>, nowMs: number) => Effect.Effect<void, StoreUnavailable>
 }
 
-export const make = (options: Options): SignInThrottle => {
-  const windows = new Map<string, { start: number; failures: number }>()
-  const maxKeys = options.maxKeys ?? 100_000
-  const live = (key: string, nowMs: number) => {
-    const window = windows.get(key)
-    if (window === undefined || nowMs - window.start >= options.windowMs) {
-      windows.delete(key)
-      return undefined
-    }
-    return window
-  }
-  return {
-    retryAfterMs: (key, nowMs) => {
-      const window = live(key, nowMs)
-      return window === undefined || window.failures < options.maxFailures ? 0 : window.start + options.windowMs - nowMs
-    },
-    fail: (key, nowMs) => {
-      const window = live(key, nowMs)
-      if (window !== undefined) {
-        window.failures += 1
-        return
-      }
-      if (windows.size >= maxKeys) windows.delete(windows.keys().next().value!)
-      windows.set(key, { start: nowMs, failures: 1 })
-    }
-  }
-}
+export const make = (store: UserStore["Service"], windowMs: number): SignInThrottle => ({
+  retryAfterMs: (limits, nowMs) =>
+    Effect.map(
+      store.signInFailures(
+        limits.map((limit) => limit.key),
+        new Date(nowMs - windowMs)
+      ),
+      (windows) =>
+        Math.max(
+          0,
+          ...windows.map((window) => {
+            const limit = limits.find((l) => l.key === window.key)
+            return limit === undefined || window.failures < limit.maxFailures ? 0 : window.start.getTime() + windowMs - nowMs
+          })
+        )
+    ),
+  fail: (limits, nowMs) =>
+    store.recordSignInFailure(
+      limits.map((limit) => limit.key),
+      new Date(nowMs),
+      new Date(nowMs - windowMs)
+    )
+})

@@ -6,6 +6,9 @@
  * Tokens are stored only as the SHA-256 hash of their 256-bit secret, as API keys are; a store
  * never sees a secret or a password. `consumeToken` is the one way a token is used: exactly one
  * caller wins it, once, before it expires.
+ *
+ * Failed sign-ins are counted here too, per key (an email, a client address, a passkey), in
+ * fixed windows, so that every process sharing the store shares the count (Users' throttle).
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -55,6 +58,13 @@ export interface EmailToken {
   readonly expiresAt: Date
 }
 
+/** Failures counted for a key in the window that began at `start`. */
+export interface FailureWindow {
+  readonly key: string
+  readonly start: Date
+  readonly failures: number
+}
+
 export class UserStore extends Context.Service<
   UserStore,
   {
@@ -84,5 +94,16 @@ export class UserStore extends Context.Service<
       purpose: TokenPurpose,
       now: Date
     ) => Effect.Effect<EmailToken | undefined, StoreUnavailable>
+    /** The windows of these keys that began after `since`; a key without one is absent. */
+    readonly signInFailures: (
+      keys: ReadonlyArray<string>,
+      since: Date
+    ) => Effect.Effect<ReadonlyArray<FailureWindow>, StoreUnavailable>
+    /**
+     * Counts one failure for each key: in its window if that began after `since`, else in a new
+     * window beginning `now`. Concurrent calls all count, none is lost. Deletes up to 100 windows
+     * of other keys that began at or before `since`, so ended windows do not pile up.
+     */
+    readonly recordSignInFailure: (keys: ReadonlyArray<string>, now: Date, since: Date) => Effect.Effect<void, StoreUnavailable>
   }
 >()("@taskmeter/kernel/UserStore") {}

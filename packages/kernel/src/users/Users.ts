@@ -7,7 +7,8 @@
  *
  * Sign-in answers alike for an unknown email and a wrong password (AUTH_REQUIRED, after a
  * scrypt of the same cost), and refuses with RATE_LIMITED any email or client address past
- * its failures in the window (SignInThrottle), before the password is checked.
+ * its failures in the window (SignInThrottle, counted in the store), before the password is
+ * checked. A passkey sign-in is throttled alike, per client address and per credential.
  */
 import { createHash, randomBytes } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
@@ -108,6 +109,14 @@ export class Users extends Context.Service<
     }) => Effect.Effect<SignedIn, Errors.AuthRequired | Errors.RateLimited | StoreUnavailable>
     /** A new session for a user who proved who they are another way (a passkey). */
     readonly startSession: (user: UserRecord) => Effect.Effect<SignedIn, Errors.AuthRequired | StoreUnavailable>
+    /**
+     * Runs a passkey sign-in `attempt` unless its client address or credential is past its
+     * failures (RATE_LIMITED, before the attempt), counting an AUTH_REQUIRED it ends with.
+     */
+    readonly throttlePasskeySignIn: <E, R>(
+      request: { readonly clientAddress: string; readonly credentialId: string },
+      attempt: Effect.Effect<SignedIn, E | Errors.AuthRequired, R>
+    ) => Effect.Effect<SignedIn, E | Errors.AuthRequired | Errors.RateLimited | StoreUnavailable, R>
     readonly verifyEmail: (token: string) => Effect.Effect<void, Errors.InvalidRequest | StoreUnavailable>
     /** Mails a reset link if a user has this email; answers the same either way. */
     readonly requestPasswordReset: (email: string) => Effect.Effect<void, StoreUnavailable>
@@ -139,8 +148,19 @@ export const make = (
     const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
     const maxFailures = options.maxFailuresPerEmail ?? 5
     const windowMs = options.throttleWindowMs ?? 15 * 60_000
-    const byEmail = SignInThrottle.make({ maxFailures, windowMs })
-    const byAddress = SignInThrottle.make({ maxFailures: maxFailures * 10, windowMs })
+    const throttle = SignInThrottle.make(users, windowMs)
+    const byAddress = (address: string) => ({ key: `address ${address}`, maxFailures: maxFailures * 10 })
+    const refuseWhileThrottled = (limits: ReadonlyArray<SignInThrottle.Limit>, at: number) =>
+      Effect.flatMap(throttle.retryAfterMs(limits, at), (wait) =>
+        wait > 0
+          ? Effect.fail(
+              new Errors.RateLimited({
+                message: "Too many failed sign-ins for this account or from this address; retry after the time in Retry-After.",
+                retryAfterSeconds: Math.ceil(wait / 1000)
+              })
+            )
+          : Effect.void
+      )
     const base = options.publicBaseUrl.replace(/\/+$/, "")
 
     /** Sends without failing the caller: a lost mail is logged (without its link). */
@@ -235,21 +255,13 @@ export const make = (
 
     const signIn: Users["Service"]["signIn"] = (request) =>
       Effect.gen(function* () {
-        const emailKey = request.email.trim().toLowerCase()
-        const addressKey = request.clientAddress
+        const limits = [{ key: `email ${request.email.trim().toLowerCase()}`, maxFailures }, byAddress(request.clientAddress)]
         const at = yield* Clock.currentTimeMillis
-        const wait = Math.max(byEmail.retryAfterMs(emailKey, at), byAddress.retryAfterMs(addressKey, at))
-        if (wait > 0) {
-          return yield* new Errors.RateLimited({
-            message: "Too many failed sign-ins for this email or from this address; retry after the time in Retry-After.",
-            retryAfterSeconds: Math.ceil(wait / 1000)
-          })
-        }
+        yield* refuseWhileThrottled(limits, at)
         const user = yield* users.findByEmail(request.email.trim())
         const matches = yield* Passwords.verify(request.password, user?.passwordHash ?? null)
         if (user === undefined || !matches) {
-          byEmail.fail(emailKey, at)
-          byAddress.fail(addressKey, at)
+          yield* throttle.fail(limits, at)
           return yield* wrongCredentials()
         }
         if (user.passwordHash !== null && Passwords.needsRehash(user.passwordHash)) {
@@ -258,10 +270,21 @@ export const make = (
         return yield* startSession(user)
       })
 
+    const throttlePasskeySignIn: Users["Service"]["throttlePasskeySignIn"] = (request, attempt) =>
+      Effect.gen(function* () {
+        const limits = [{ key: `passkey ${request.credentialId}`, maxFailures }, byAddress(request.clientAddress)]
+        const at = yield* Clock.currentTimeMillis
+        yield* refuseWhileThrottled(limits, at)
+        return yield* attempt.pipe(
+          Effect.tapError((error) => (error instanceof Errors.AuthRequired ? throttle.fail(limits, at) : Effect.void))
+        )
+      })
+
     return Users.of({
       signUp,
       signIn,
       startSession,
+      throttlePasskeySignIn,
       verifyEmail: (token) =>
         Effect.gen(function* () {
           const used = yield* consume(token, "verify-email")

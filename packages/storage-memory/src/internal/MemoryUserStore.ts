@@ -46,6 +46,27 @@ export const make = (state: State): UserStore.UserStore["Service"] => {
         if (row === undefined || row.used || row.token.purpose !== purpose || now >= row.token.expiresAt) return undefined
         row.used = true
         return row.token
+      }),
+    signInFailures: (keys, since) =>
+      Effect.sync(() =>
+        [...new Set(keys)].flatMap((key) => {
+          const window = state.signInFailures.get(key)
+          return window === undefined || window.start <= since ? [] : [{ key, ...window }]
+        })
+      ),
+    recordSignInFailure: (keys, now, since) =>
+      Effect.sync(() => {
+        const ended = [...state.signInFailures].filter(([key, window]) => window.start <= since && !keys.includes(key))
+        for (const [key] of ended.slice(0, 100)) state.signInFailures.delete(key)
+        for (const key of new Set(keys)) {
+          const window = state.signInFailures.get(key)
+          state.signInFailures.set(
+            key,
+            window === undefined || window.start <= since
+              ? { start: now, failures: 1 }
+              : { ...window, failures: window.failures + 1 }
+          )
+        }
       })
   })
 }

@@ -150,6 +150,8 @@ export interface State {
   readonly memberships: Array<UserStore.Membership>
   /** token hash -> the token and whether it was used */
   readonly emailTokens: Map<string, { readonly token: UserStore.EmailToken; used: boolean }>
+  /** throttle key (email, address, passkey) -> its failure window */
+  readonly signInFailures: Map<string, { readonly start: Date; readonly failures: number }>
   /** session hash -> session */
   readonly sessions: Map<string, SessionStore.SessionRecord>
   /** credential id -> passkey */
@@ -197,6 +199,7 @@ export const make = (): State => ({
   users: new Map(),
   memberships: [],
   emailTokens: new Map(),
+  signInFailures: new Map(),
   sessions: new Map(),
   passkeys: new Map(),
   passkeyChallenges: new Map(),

@@ -150,6 +150,31 @@ export const make = Effect.gen(function* () {
                 }
           })
         )
+      ),
+
+    signInFailures: (keys, since) =>
+      Failures.run(
+        "signInFailures",
+        sql<{ readonly key: string; readonly window_start: Date; readonly failures: number }>`SELECT key, window_start, failures
+          FROM sign_in_failures WHERE key = ANY(${keys}::text[]) AND window_start > ${since}`.pipe(
+          Effect.map((rows) => rows.map((row) => ({ key: row.key, start: row.window_start, failures: row.failures })))
+        )
+      ),
+
+    // The purge leaves the keys counted alone: one statement may not touch a row twice.
+    recordSignInFailure: (keys, now, since) =>
+      Failures.run(
+        "recordSignInFailure",
+        Effect.asVoid(sql`WITH purged AS (
+            DELETE FROM sign_in_failures WHERE key IN (
+              SELECT key FROM sign_in_failures WHERE window_start <= ${since} AND key <> ALL(${keys}::text[])
+              ORDER BY window_start LIMIT 100 FOR UPDATE SKIP LOCKED)
+          )
+          INSERT INTO sign_in_failures AS f (key, window_start, failures)
+          SELECT DISTINCT k, ${now}::timestamptz, 1 FROM unnest(${keys}::text[]) AS k
+          ON CONFLICT (key) DO UPDATE SET
+            window_start = CASE WHEN f.window_start > ${since} THEN f.window_start ELSE excluded.window_start END,
+            failures = CASE WHEN f.window_start > ${since} THEN f.failures + 1 ELSE 1 END`)
       )
   })
 })
