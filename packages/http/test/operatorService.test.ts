@@ -76,7 +76,10 @@ const post = (headers: Record<string, string>, body: unknown) =>
 const request = (tag: string, payload: unknown) => ({ _tag: "Request", id: "1", tag, payload, headers: [] })
 
 /** Runs `f` with the RPC client the console uses, under `session`'s cookie and CSRF token. */
-const asOperator = <A, E>(session: Session, f: (client: RpcClient.FromGroup<typeof AdminRpcs, RpcClientError>) => Effect.Effect<A, E>) =>
+const asOperator = <A, E>(
+  session: Session,
+  f: (client: RpcClient.FromGroup<typeof AdminRpcs, RpcClientError>) => Effect.Effect<A, E>
+) =>
   Effect.gen(function* () {
     const url = yield* apiUrl
     const http = Layer.effect(
