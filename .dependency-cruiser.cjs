@@ -1,7 +1,8 @@
 // Import rules checked by `npm run lint:deps` (dependency-cruiser): no cycles, the kernel below every
 // other package, API definitions free of server code, packages reached only through their exports.
 // What the packages' package.json "exports" reach; the not-to-unresolvable rule catches any other subpath.
-const ENTRY_POINTS = "^packages/[^/]+/src/(index|testing/index)[.]ts$|^packages/http/src/Api[.]ts$|^packages/kernel/prices/"
+const ENTRY_POINTS =
+  "^packages/[^/]+/src/(index|testing/index)[.]ts$|^packages/http/src/(Api|admin/AdminRpc)[.]ts$|^packages/kernel/prices/"
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

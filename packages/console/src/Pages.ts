@@ -19,5 +19,8 @@ export const PATHS = [
   "/chat-requests",
   "/playground",
   "/playground/chat",
-  "/connect"
+  "/connect",
+  "/operator/accounts",
+  "/operator/prices",
+  "/operator/reconciliation"
 ] as const

@@ -40,6 +40,7 @@ import { PgStore } from "@taskmeter/storage-pg"
 import { S3Settings, S3Store, StartupCheck } from "@taskmeter/storage-s3"
 import * as AdminFile from "./admin/AdminFile.ts"
 import * as AdminServer from "./admin/AdminServer.ts"
+import * as OperatorServer from "./admin/OperatorServer.ts"
 import * as BillingServer from "./billing/BillingServer.ts"
 import * as PaymentsConfig from "./billing/PaymentsConfig.ts"
 import * as OperatorToken from "./admin/OperatorToken.ts"
@@ -519,6 +520,7 @@ export const server = (options: ServerOptions) =>
         Server.layer.pipe(Layer.provide(Layer.succeed(PublicUrl, publicUrl))),
         ChatServer.layer,
         BillingServer.layer,
+        OperatorServer.layer,
         WebConsole.layer,
         McpEndpoint.layer({
           baseUrl: new URL(publicUrl).origin,

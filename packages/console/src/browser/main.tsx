@@ -6,7 +6,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ErrorNotice } from "./parts/Notice.tsx"
-import { Layout, NAV } from "./parts/Layout.tsx"
+import { Layout, NAV, OPERATOR_NAV } from "./parts/Layout.tsx"
 import { AuthPage } from "./pages/Auth.tsx"
 import { ChatPlayground } from "./pages/ChatPlayground.tsx"
 import { ChatRequests } from "./pages/ChatRequests.tsx"
@@ -17,13 +17,16 @@ import { Overview } from "./pages/Overview.tsx"
 import { Playground } from "./pages/Playground.tsx"
 import { TaskDetail } from "./pages/TaskDetail.tsx"
 import { Tasks } from "./pages/Tasks.tsx"
+import { OperatorAccounts } from "./pages/operator/Accounts.tsx"
+import { OperatorPrices } from "./pages/operator/Prices.tsx"
+import { OperatorReconciliation } from "./pages/operator/Reconciliation.tsx"
 import { navigate, useLocation } from "./router.ts"
 import * as Session from "./session.ts"
 
 const SIGNED_OUT = new Set(["/sign-in", "/sign-up", "/verify-email", "/reset-password"])
 
 const titleOf = (path: string): string =>
-  path.startsWith("/tasks/") ? "Task" : (NAV.find(([href]) => href === path)?.[1] ?? "Sign in")
+  path.startsWith("/tasks/") ? "Task" : ([...NAV, ...OPERATOR_NAV].find(([href]) => href === path)?.[1] ?? "Sign in")
 
 const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
   const { path, who } = props
@@ -43,6 +46,12 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
       return <Keys who={who} />
     case "/connect":
       return <Connect />
+    case "/operator/accounts":
+      return <OperatorAccounts />
+    case "/operator/prices":
+      return <OperatorPrices />
+    case "/operator/reconciliation":
+      return <OperatorReconciliation />
     default:
       return <Overview />
   }

@@ -12,6 +12,22 @@ import { ChatPrices, Money, PriceList, Scope } from "@taskmeter/kernel"
 /** Where the admin listener serves the procedures. */
 export const PATH = "/admin/rpc"
 
+/** Where the public listener serves the operator pages' procedures to an operator's console session. */
+export const OPERATOR_PATH = "/api/v1/operator/rpc"
+
+/** The procedures the console's operator pages use: accounts, credits, prices, the queue, revenue. */
+export const OPERATOR_PROCEDURES = [
+  "AccountList",
+  "AccountShow",
+  "CreditsGrant",
+  "Refund",
+  "PriceList",
+  "PriceSet",
+  "PriceDisable",
+  "TaskList",
+  "TaskResolve"
+] as const
+
 /** Why an admin procedure failed. Only StoreUnavailable is worth retrying as is. */
 export const AdminErrorReason = Schema.Literals([
   "AccountNotFound",

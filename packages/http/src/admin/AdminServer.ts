@@ -36,7 +36,7 @@ const unauthorized = ErrorResponse.fromError(
  * array), or holding a string no store keeps (U+0000, an unpaired surrogate), named by its path
  * as everywhere else. The body is read once: effect/rpc reads the same cached bytes.
  */
-const bodyRefusal = (text: string): Errors.InvalidRequest | undefined => {
+export const bodyRefusal = (text: string): Errors.InvalidRequest | undefined => {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

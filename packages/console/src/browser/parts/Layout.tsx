@@ -14,6 +14,15 @@ export const NAV: ReadonlyArray<readonly [string, string]> = [
   ["/connect", "Connect an agent"]
 ]
 
+/** The operator pages, in the navigation of operators only. */
+export const OPERATOR_NAV: ReadonlyArray<readonly [string, string]> = [
+  ["/operator/accounts", "Accounts"],
+  ["/operator/prices", "Prices"],
+  ["/operator/reconciliation", "Reconciliation queue"]
+]
+
+const isOperator = (who: Who): boolean => who.kind === "session" && who.user.operator
+
 export const Layout = (props: {
   readonly path: string
   readonly who: Who
@@ -41,7 +50,7 @@ export const Layout = (props: {
     <div class="frame">
       <nav aria-label="Console">
         <ul>
-          {NAV.map(([href, label]) => (
+          {(isOperator(props.who) ? [...NAV, ...OPERATOR_NAV] : NAV).map(([href, label]) => (
             <li key={href}>
               <Link href={href} current={props.path === href || (href === "/tasks" && props.path.startsWith("/tasks/"))}>
                 {label}
