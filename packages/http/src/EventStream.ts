@@ -44,20 +44,20 @@ export const lastSeen = (header: string | undefined): number => {
 export const finished = (task: TaskStore.TaskRecord, after: number): boolean =>
   TaskStatus.isTerminal(task.status) && TaskEvents.sequenceOf(task.status) <= after
 
-const eventOf = (task: TaskStore.TaskRecord): string =>
+const eventOf = (change: TaskEvents.Change): string =>
   Sse.encoder.write(
-    TaskStatus.isTerminal(task.status)
+    change._tag === "Ended"
       ? {
           _tag: "Event",
-          id: String(TaskEvents.sequenceOf(task.status)),
+          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
           event: "task",
-          data: JSON.stringify(TaskView.task(task))
+          data: JSON.stringify(TaskView.task(change.task))
         }
       : {
           _tag: "Event",
-          id: String(TaskEvents.sequenceOf(task.status)),
+          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
           event: "status",
-          data: JSON.stringify({ id: task.id, status: task.status })
+          data: JSON.stringify({ id: change.id, status: change.status })
         }
   )
 
@@ -68,7 +68,7 @@ const HEARTBEAT = ": heartbeat\n\n"
  * `draining`, or by a store failure (the client resumes with Last-Event-ID).
  */
 export const encode = (
-  events: Stream.Stream<TaskStore.TaskRecord, StoreError.StoreUnavailable>,
+  events: Stream.Stream<TaskEvents.Change, StoreError.StoreUnavailable>,
   options: { readonly heartbeatMs: number; readonly draining: Effect.Effect<void> }
 ): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()

@@ -150,7 +150,7 @@ export class TaskRunner extends Context.Service<
     readonly follow: (
       task: TaskRecord,
       after: number
-    ) => Effect.Effect<Stream.Stream<TaskRecord, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
+    ) => Effect.Effect<Stream.Stream<TaskEvents.Change, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 

@@ -96,7 +96,7 @@ describe("TaskRunner.follow", () => {
       const following = yield* Effect.forkChild(
         Effect.scoped(
           Effect.flatMap(runner.follow(task, 0), (events) =>
-            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(t.status)))
+            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(TaskEvents.statusOf(t))))
           )
         )
       )
@@ -113,7 +113,7 @@ describe("TaskRunner.follow", () => {
       expect(TaskEvents.sequenceOf("failed")).toBe(TaskEvents.LAST_SEQUENCE)
       // Resumed after running (3): only the final event, at once.
       const resumed = yield* Effect.scoped(Effect.flatMap(runner.follow(task, 3), Stream.runCollect))
-      expect(resumed.map((t) => t.status)).toEqual(["failed"])
+      expect(resumed.map(TaskEvents.statusOf)).toEqual(["failed"])
     }).pipe(Effect.provide(layerWith()))
   )
 
