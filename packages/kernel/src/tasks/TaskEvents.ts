@@ -4,10 +4,11 @@
  * succeeded and failed 5): the event id of the task's event stream, which a client resumes from.
  * `changes` gives the task at each status it reaches numbered above `after`, and ends after the
  * first terminal one; woken by `TaskStore.watchStatus`, never a poll. A status the wake carries
- * needs no read; the terminal one (or a wake that did not say) reads the task. A status passed
+ * needs no read; the terminal one (or a wake that did not say) reads the task, one read shared by
+ * the streams of that task that ask while it is under way (`sharedReads`). A status passed
  * between two wakes is not replayed: the next event is the furthest status they carried.
  */
-import { Effect, Queue, Stream } from "effect"
+import { Deferred, Effect, Queue, Stream } from "effect"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { isTerminal } from "../domain/TaskStatus.ts"
 import type { TaskStatus } from "../domain/TaskStatus.ts"
@@ -35,7 +36,38 @@ export type Change =
 
 export const statusOf = (change: Change): TaskStatus => (change._tag === "Ended" ? change.task.status : change.status)
 
-export const changes = (tasks: TaskStore["Service"], task: TaskRecord, after: number): Stream.Stream<Change, StoreUnavailable> =>
+export type Read = (task: TaskRecord) => Effect.Effect<TaskRecord | undefined, StoreUnavailable>
+
+/**
+ * `read`, with callers asking for a task while a read of it is under way answered by that read
+ * (the watchers of a task woken together by its end). The read is started by the first caller and
+ * finished even if that caller leaves.
+ */
+export const sharedReads = (read: Read): Read => {
+  const inFlight = new Map<TaskId, Deferred.Deferred<TaskRecord | undefined, StoreUnavailable>>()
+  return (task) =>
+    Effect.suspend(() => {
+      const under = inFlight.get(task.id)
+      if (under !== undefined) return Deferred.await(under)
+      const answer = Deferred.makeUnsafe<TaskRecord | undefined, StoreUnavailable>()
+      inFlight.set(task.id, answer)
+      return Effect.uninterruptible(
+        Effect.flatMap(Effect.exit(read(task)), (exit) => {
+          inFlight.delete(task.id)
+          Deferred.doneUnsafe(answer, exit)
+          return exit
+        })
+      )
+    })
+}
+
+export const changes = (
+  tasks: TaskStore["Service"],
+  task: TaskRecord,
+  after: number,
+  /** How the stream reads its task after a wake that did not carry a status it can send. */
+  readEnded: Read
+): Stream.Stream<Change, StoreUnavailable> =>
   Stream.callback<Change, StoreUnavailable>((queue) =>
     Effect.gen(function* () {
       // Watching before reading: a change in between still wakes the loop.
@@ -55,7 +87,9 @@ export const changes = (tasks: TaskStore["Service"], task: TaskRecord, after: nu
         if (isTerminal(status)) return yield* Queue.end(queue)
         const carried = yield* changed
         if (carried === undefined || isTerminal(carried)) {
-          current = (yield* tasks.get(task.accountId, task.id)) ?? current
+          current = (yield* readEnded(current)) ?? current
+          // A shared read begun before this wake's write may miss it: read again, alone.
+          if (!isTerminal(current.status)) current = (yield* tasks.get(task.accountId, task.id)) ?? current
           status = current.status
         } else status = carried
       }
