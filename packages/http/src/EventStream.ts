@@ -44,20 +44,20 @@ export const lastSeen = (header: string | undefined): number => {
 export const finished = (task: TaskStore.TaskRecord, after: number): boolean =>
   TaskStatus.isTerminal(task.status) && TaskEvents.sequenceOf(task.status) <= after
 
-const eventOf = (task: TaskStore.TaskRecord, now: Date): string =>
+const eventOf = (change: TaskEvents.Change, now: Date): string =>
   Sse.encoder.write(
-    TaskStatus.isTerminal(task.status)
+    change._tag === "Ended"
       ? {
           _tag: "Event",
-          id: String(TaskEvents.sequenceOf(task.status)),
+          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
           event: "task",
-          data: JSON.stringify(TaskView.task(task, now))
+          data: JSON.stringify(TaskView.task(change.task, now))
         }
       : {
           _tag: "Event",
-          id: String(TaskEvents.sequenceOf(task.status)),
+          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
           event: "status",
-          data: JSON.stringify({ id: task.id, status: task.status })
+          data: JSON.stringify({ id: change.id, status: change.status })
         }
   )
 
@@ -68,12 +68,12 @@ const HEARTBEAT = ": heartbeat\n\n"
  * `draining`, or by a store failure (the client resumes with Last-Event-ID).
  */
 export const encode = (
-  events: Stream.Stream<TaskStore.TaskRecord, StoreError.StoreUnavailable>,
+  events: Stream.Stream<TaskEvents.Change, StoreError.StoreUnavailable>,
   options: { readonly heartbeatMs: number; readonly draining: Effect.Effect<void> }
 ): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()
-  return Stream.mapEffect(events, (task) =>
-    Effect.clockWith((clock) => Effect.succeed(eventOf(task, new Date(clock.currentTimeMillisUnsafe()))))
+  return Stream.mapEffect(events, (change) =>
+    Effect.clockWith((clock) => Effect.succeed(eventOf(change, new Date(clock.currentTimeMillisUnsafe()))))
   ).pipe(
     Stream.merge(
       Stream.map(Stream.drop(Stream.tick(options.heartbeatMs), 1), () => HEARTBEAT),

@@ -349,4 +349,39 @@ describe("storage-pg under concurrency (PostgreSQL)", () => {
       })
     )
   )
+
+  it.live("a move in one process reaches a watcher in another with its status; the end says only that it ended", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [first, second] = yield* twoProcesses
+        const accountId = yield* on(first)(fundedAccount(USD))
+        const task = yield* on(first)(admit(newTask(accountId)))
+        if (task._tag !== "Admitted") throw new Error(task._tag)
+        const id = task.task.id
+        const store = yield* on(second)(TaskStore.TaskStore.use(Effect.succeed))
+        const changed = yield* store.watchStatus(id)
+        const moved = yield* on(first)(
+          TaskStore.TaskStore.use((store) =>
+            Effect.gen(function* () {
+              const [claim] = yield* store.claim({ workerId: "w", limit: 1, leaseMs: 60_000, now: T0 })
+              const step = { taskId: id, leaseToken: claim?.leaseToken ?? "", now: T0, keepLease: true } as const
+              yield* store.transition({ ...step, from: "queued", to: "submitting" })
+              yield* store.transition({ ...step, from: "submitting", to: "running", upstreamRef: "up-1" })
+              return step
+            })
+          )
+        )
+        yield* Effect.sleep("300 millis")
+        // Both moves landed before the await: the furthest status, whether one NOTIFY carried them or two.
+        expect(yield* changed.pipe(Effect.timeout("5 seconds"))).toBe("running")
+        yield* on(first)(
+          TaskStore.TaskStore.use((store) =>
+            store.transition({ ...moved, from: "running", to: "failed", errorCode: "UPSTREAM_FAILED", keepLease: false })
+          )
+        )
+        // succeeded and failed share a sequence: the watcher reads the task.
+        expect(yield* changed.pipe(Effect.timeout("5 seconds"))).toBeUndefined()
+      })
+    )
+  )
 })

@@ -151,7 +151,7 @@ export class TaskRunner extends Context.Service<
     readonly follow: (
       task: TaskRecord,
       after: number
-    ) => Effect.Effect<Stream.Stream<TaskRecord, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
+    ) => Effect.Effect<Stream.Stream<TaskEvents.Change, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 
@@ -569,6 +569,7 @@ export const make = (
     const holdWait = waits.hold
     const maxStreams = options.maxStreamsPerAccount ?? DEFAULT_STREAMS_PER_ACCOUNT
     const streams = Slots.make(maxStreams)
+    const readEnded = TaskEvents.sharedReads((task) => tasks.get(task.accountId, task.id))
 
     const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
       isTerminal(task.status) || maxWaitMs <= 0
@@ -596,7 +597,7 @@ export const make = (
       follow: (task, after) =>
         Effect.flatMap(streams.hold(task.accountId), (held) =>
           held
-            ? Effect.succeed(TaskEvents.changes(tasks, task, after))
+            ? Effect.succeed(TaskEvents.changes(tasks, task, after, readEnded))
             : Effect.fail(
                 new Errors.ConcurrencyLimited({
                   message: `This account has ${maxStreams} event streams open already, the most it may; close one (or poll GET /api/v1/jobs/{id}) and retry.`,

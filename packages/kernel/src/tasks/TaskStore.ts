@@ -385,9 +385,11 @@ export class TaskStore extends Context.Service<
     /**
      * Watches one task for the scope's lifetime: the effect given completes when the task's
      * status may have changed (a write in this or, for a shared store, another process) after
-     * the call or after the effect's previous completion; read the task again to know. For `Prefer: wait` and the task's event stream.
+     * the call or after the effect's previous completion, answering the status those writes
+     * reached (the furthest along) when the store knows it, else undefined: read the task to know.
+     * For `Prefer: wait` and the task's event stream.
      */
-    readonly watchStatus: (taskId: TaskId) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+    readonly watchStatus: (taskId: TaskId) => Effect.Effect<Effect.Effect<TaskStatus | undefined>, never, Scope.Scope>
     /**
      * Completes when a task may have become claimable (a wake-up from another process, or an
      * admission in this one), or after `maxWaitMs`, whichever comes first.

@@ -218,12 +218,18 @@ export const cancelCases = (test: Case) => {
             const woken = yield* Effect.forkChild(changed)
             yield* Effect.yieldNow
             const leaseToken = yield* leased(task, ["submitting"])
-            yield* Fiber.join(woken).pipe(Effect.timeout("5 seconds"))
+            // Each wake answers the status the move reached, so that an event needs no read.
+            expect(yield* Fiber.join(woken).pipe(Effect.timeout("5 seconds"))).toBe("submitting")
             // The move to running lands before anyone awaits again: the next await answers at once.
             const step = { taskId: task.id, leaseToken, now: at(3), keepLease: true, upstreamRef: "up-1" } as const
             expect((yield* store.transition({ ...step, from: "submitting", to: "running" }))._tag).toBe("Done")
             yield* Effect.sleep("50 millis")
-            yield* changed.pipe(Effect.timeout("5 seconds"))
+            expect(yield* changed.pipe(Effect.timeout("5 seconds"))).toBe("running")
+            // Two moves meanwhile answer once, with the furthest status.
+            expect((yield* store.transition({ ...step, from: "running", to: "reconciliation_required" }))._tag).toBe("Done")
+            const resolved = yield* store.resolve({ taskId: task.id, to: "failed", now: at(4), errorCode: "UPSTREAM_FAILED" })
+            expect(resolved?.status).toBe("failed")
+            expect(yield* changed.pipe(Effect.timeout("5 seconds"))).toBe("failed")
           })
         )
       })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Stream } from "effect"
+import { Deferred, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import type { TaskStatus } from "../../src/domain/TaskStatus.ts"
 import * as TaskEvents from "../../src/tasks/TaskEvents.ts"
@@ -96,7 +96,7 @@ describe("TaskRunner.follow", () => {
       const following = yield* Effect.forkChild(
         Effect.scoped(
           Effect.flatMap(runner.follow(task, 0), (events) =>
-            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(t.status)))
+            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(TaskEvents.statusOf(t))))
           )
         )
       )
@@ -113,7 +113,30 @@ describe("TaskRunner.follow", () => {
       expect(TaskEvents.sequenceOf("failed")).toBe(TaskEvents.LAST_SEQUENCE)
       // Resumed after running (3): only the final event, at once.
       const resumed = yield* Effect.scoped(Effect.flatMap(runner.follow(task, 3), Stream.runCollect))
-      expect(resumed.map((t) => t.status)).toEqual(["failed"])
+      expect(resumed.map(TaskEvents.statusOf)).toEqual(["failed"])
+    }).pipe(Effect.provide(layerWith()))
+  )
+
+  it.effect("shares a read among the streams asking while it is under way; a later one reads again", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const { task } = yield* runner.submit(yield* caller(1_000_000), submission())
+      let reads = 0
+      const gate = yield* Deferred.make<void>()
+      const read = TaskEvents.sharedReads(() =>
+        Effect.sync(() => reads++).pipe(Effect.andThen(Deferred.await(gate)), Effect.as(task))
+      )
+      const waiting = yield* Effect.forkChild(Effect.all([read(task), read(task), read(task)], { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
+      // The first asker leaving does not strand the others.
+      const leaving = yield* Effect.forkChild(read(task))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(leaving)
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(waiting)).map((t) => t?.id)).toEqual([task.id, task.id, task.id])
+      expect(reads).toBe(1)
+      yield* read(task)
+      expect(reads).toBe(2)
     }).pipe(Effect.provide(layerWith()))
   )
 

@@ -146,7 +146,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
       if (TaskStatus.isUnfinished(request.to)) wake(state)
     }
     enqueue(state, row.record)
-    state.statuses.wake([request.taskId])
+    state.statuses.wake([{ taskId: request.taskId, status: request.to }])
     return { _tag: "Done", task: row.record }
   }
 
@@ -302,7 +302,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           row.leaseToken = null
           row.leaseExpiresAt = null
           enqueue(state, row.record)
-          state.statuses.wake([taskId])
+          state.statuses.wake([{ taskId, status: "failed" }])
           return { _tag: "Canceled", task: row.record }
         }
         if (TaskStatus.isUnfinished(row.record.status)) {
@@ -328,7 +328,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
           ...(resolution.to === "succeeded" ? { chargedMicros: resolution.chargeMicros ?? null } : {})
         }
         enqueue(state, row.record)
-        state.statuses.wake([resolution.taskId])
+        state.statuses.wake([{ taskId: resolution.taskId, status: resolution.to }])
         return row.record
       }),
     watchStatus: (taskId) => state.statuses.watch(taskId),

@@ -312,7 +312,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
           yield* wakeups.announce
         }
         const moved = moves.filter((m) => written.has(m.ordinal))
-        if (moved.length > 0) yield* statuses.announce(moved.map((m) => m.task_id))
+        if (moved.length > 0) yield* statuses.announce(moved.map((m) => ({ taskId: m.task_id, status: m.to_status })))
         return moves.map((m) => written.get(m.ordinal))
       })
 

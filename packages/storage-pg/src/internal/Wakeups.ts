@@ -3,15 +3,18 @@
  * price-list followers (`PriceStore.subscribe`, `ChatPriceStore.subscribe`) and callers watching
  * tasks (`watchStatus`: Prefer: wait, event streams): at once within this process; across
  * processes a NOTIFY on one channel after the write commits (payload `prices` or `chat-prices`;
- * `status <id>,<id>…` naming tasks whose status changed, one NOTIFY in flight per process, the ids
- * written meanwhile gathered into the next; anything else is work, coalesced), heard on one
+ * `status <id>:<n>,<id>:<n>…` naming tasks whose status changed with the sequence of the status
+ * each reached (TaskEvents.sequenceOf; 5, terminal, says only that it ended), one NOTIFY in flight
+ * per process, the moves written meanwhile gathered into the next (the furthest per task);
+ * anything else is work, coalesced), heard on one
  * dedicated LISTEN connection that has answered before the store starts.
  * Without LISTEN (PGlite) wake-ups stay in this process. Why: packages/storage-pg/README.md.
  */
 import { Deferred, Effect, PubSub, Queue, Schedule } from "effect"
 import type { Scope } from "effect"
 import type { PgClient } from "@effect/sql-pg"
-import { StatusWatchers } from "@taskmeter/kernel"
+import { StatusWatchers, TaskEvents } from "@taskmeter/kernel"
+import type { TaskStatus } from "@taskmeter/kernel"
 
 export interface WorkWakeups {
   /** Something became claimable: wake local waiters and tell other processes. */
@@ -30,7 +33,9 @@ export interface PriceWakeups {
 
 export interface StatusWakeups {
   /** These tasks changed status: wake local watchers and tell other processes. */
-  readonly announce: (taskIds: ReadonlyArray<string>) => Effect.Effect<void>
+  readonly announce: (
+    moves: ReadonlyArray<{ readonly taskId: string; readonly status: TaskStatus.TaskStatus }>
+  ) => Effect.Effect<void>
   /** TaskStore.watchStatus. */
   readonly watch: StatusWatchers.StatusWatchers["watch"]
 }
@@ -46,8 +51,21 @@ const PRICES = "prices"
 const CHAT_PRICES = "chat-prices"
 const WORK = ""
 const STATUS = "status "
-/** NOTIFY payloads must stay under 8000 bytes; task ids are 41 characters. */
+/** NOTIFY payloads must stay under 8000 bytes; a task is 41 characters of id and 2 of sequence. */
 const IDS_PER_NOTIFY = 150
+
+/** The non-terminal statuses by sequence: a terminal one is read, succeeded and failed share 5. */
+const statusBySequence = new Map<string, TaskStatus.TaskStatus>(
+  (["queued", "submitting", "running", "reconciliation_required"] as const).map((s) => [String(TaskEvents.sequenceOf(s)), s])
+)
+
+/** `<id>:<n>` back to a wake; an id alone (a process before sequences) wakes without a status. */
+const wakeOf = (item: string): StatusWatchers.Wake => {
+  const colon = item.indexOf(":")
+  return colon < 0
+    ? { taskId: item, status: undefined }
+    : { taskId: item.slice(0, colon), status: statusBySequence.get(item.slice(colon + 1)) }
+}
 
 export const make = Effect.fnUntraced(function* (options: {
   readonly client: PgClient.PgClient
@@ -80,22 +98,28 @@ export const make = Effect.fnUntraced(function* (options: {
    * Sent in the background, dropped on failure; while one NOTIFY is in flight the ids written
    * meanwhile wait for the next, so a busy process sends few NOTIFYs of many ids.
    */
-  const changed = new Set<string>()
+  const changed = new Map<string, number>()
   let statusInFlight = false
   const notifyStatuses: Effect.Effect<void> = Effect.suspend(() => {
     if (channel === undefined || changed.size === 0) {
       statusInFlight = false
       return Effect.void
     }
-    const ids = [...changed].slice(0, IDS_PER_NOTIFY)
-    for (const id of ids) changed.delete(id)
-    return Effect.flatMap(Effect.ignore(options.client.notify(channel, STATUS + ids.join(","))), () => notifyStatuses)
+    const items: Array<string> = []
+    for (const [id, sequence] of changed) {
+      if (items.length === IDS_PER_NOTIFY) break
+      items.push(`${id}:${sequence}`)
+      changed.delete(id)
+    }
+    return Effect.flatMap(Effect.ignore(options.client.notify(channel, STATUS + items.join(","))), () => notifyStatuses)
   })
-  const announceStatuses = (taskIds: ReadonlyArray<string>): Effect.Effect<void> =>
+  const announceStatuses: StatusWakeups["announce"] = (moves) =>
     Effect.suspend(() => {
-      watchers.wake(taskIds)
-      if (channel === undefined || taskIds.length === 0) return Effect.void
-      for (const id of taskIds) changed.add(id)
+      watchers.wake(moves)
+      if (channel === undefined || moves.length === 0) return Effect.void
+      for (const { taskId, status } of moves) {
+        changed.set(taskId, Math.max(TaskEvents.sequenceOf(status), changed.get(taskId) ?? 0))
+      }
       if (statusInFlight) return Effect.void
       statusInFlight = true
       return Effect.asVoid(Effect.forkIn(notifyStatuses, scope))
@@ -144,7 +168,7 @@ export const make = Effect.fnUntraced(function* (options: {
                 : notification.payload === CHAT_PRICES
                   ? wakeChatPrices
                   : notification.payload.startsWith(STATUS)
-                    ? Effect.sync(() => watchers.wake(notification.payload.slice(STATUS.length).split(",")))
+                    ? Effect.sync(() => watchers.wake(notification.payload.slice(STATUS.length).split(",").map(wakeOf)))
                     : wakeWork
             )
           )
