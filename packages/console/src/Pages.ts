@@ -19,5 +19,6 @@ export const PATHS = [
   "/chat-requests",
   "/playground",
   "/playground/chat",
-  "/connect"
+  "/connect",
+  "/webhooks"
 ] as const

@@ -16,6 +16,7 @@ import { Keys } from "./pages/Keys.tsx"
 import { Overview } from "./pages/Overview.tsx"
 import { Playground } from "./pages/Playground.tsx"
 import { TaskDetail } from "./pages/TaskDetail.tsx"
+import { Webhooks } from "./pages/Webhooks.tsx"
 import { Tasks } from "./pages/Tasks.tsx"
 import { navigate, useLocation } from "./router.ts"
 import * as Session from "./session.ts"
@@ -43,6 +44,8 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
       return <Keys who={who} />
     case "/connect":
       return <Connect />
+    case "/webhooks":
+      return <Webhooks />
     default:
       return <Overview />
   }
