@@ -2,30 +2,17 @@
  * The Webhooks page in a browser against the composed server: a refused URL's message, an
  * endpoint added (its secret shown once and copied), disabled and enabled, its secret rotated
  * (a new one shown once), a task run by the page's session making a delivery that the endpoint's
- * log shows with its attempt, resent, and the endpoint deleted. The endpoint's host is answered
- * by msw. The page passes axe-core in light and dark.
+ * log shows with its attempt (the composed server's address policy resolves the host first: offline,
+ * "no answer" and why), resent, and the endpoint deleted. The page passes axe-core in light and dark.
  */
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
-import { afterAll, beforeAll, expect, layer } from "@effect/vitest"
-import { HttpResponse, http, passthrough } from "msw"
-import { setupServer } from "msw/node"
+import { expect, layer } from "@effect/vitest"
 import * as Browser from "./support/Browser.ts"
 import * as ConsoleServer from "./support/ConsoleServer.ts"
 
 const OUTPUT = fileURLToPath(new URL("../test/output/webhooks/", import.meta.url))
 const HOOK = "https://hooks.example.com/taskmeter"
-
-const received: Array<string> = []
-const receiver = setupServer(
-  http.post(HOOK, async ({ request }) => {
-    received.push(await request.text())
-    return HttpResponse.text("thanks")
-  }),
-  http.all(/^http:\/\/127\.0\.0\.1:\d+\//, () => passthrough())
-)
-beforeAll(() => receiver.listen({ onUnhandledFrame: "error" }))
-afterAll(() => receiver.close())
 
 layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("webhooks in the console", (it) => {
   it.effect(
