@@ -20,6 +20,7 @@ export const PATHS = [
   "/playground",
   "/playground/chat",
   "/connect",
+  "/webhooks",
   "/operator/accounts",
   "/operator/prices",
   "/operator/reconciliation"

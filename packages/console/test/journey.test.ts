@@ -3,7 +3,8 @@
  * with starting credits, mail over SMTP to an in-process server): sign up, open the mailed
  * verification link, create a key, and in the playground run an image model (quote, charge,
  * picture), an edit model on an image dropped onto its media field, a song (two audio players,
- * one played until it reports a duration), lyrics (as text), a video (the player seeks) and a
+ * one played until it reports a duration), lyrics (as text), a video (seen running, then done; the player
+ * seeks), a running task's page reaching succeeded by its event stream, and a
  * streamed chat (its charge shown); sign out, use the key in a tab, sign in again with the password, revoke the key,
  * sign out, reset the password from the mailed link, sign in with the new one and sign out everywhere. Every page is
  * screenshotted into test/output/journey (non-blank) and passes axe-core in light and dark, the
@@ -60,15 +61,18 @@ const chooseModel = async (page: Page, category: string, slug: string) => {
 }
 
 /** Runs the form, waits for the task's end, and returns the result section. */
-const run = async (page: Page) => {
-  await page.getByRole("button", { name: "Run" }).click()
+const run = async (page: Page, click = true) => {
+  if (click) await page.getByRole("button", { name: "Run" }).click()
   const result = page.locator("section.result")
   await result.locator(".badge-succeeded").waitFor({ timeout: 60_000 })
   await expect.poll(() => result.locator(".charged").textContent(), { timeout: 10_000 }).toMatch(/^\$/)
   return result
 }
 
-layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("the console in a browser", (it) => {
+/** A video task stays running this long, so that its status is seen to move. */
+const server = ConsoleServer.layer({}, { delayMs: { video: 1500 } })
+
+layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a browser", (it) => {
   it.effect(
     "signs up, verifies, makes a key, runs image, edit, song and chat, uses and revokes the key, signs out; every page accessible",
     () =>
@@ -189,7 +193,10 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             // A video (every field has a default): the player loads it and seeks, by Range requests under the session.
             await chooseModel(page, "video", VIDEO_MODEL)
             await page.getByLabel("duration").selectOption("4")
-            result = await run(page)
+            // The run is seen unfinished, then finished: the playground follows the task's event stream.
+            await page.getByRole("button", { name: "Run" }).click()
+            await page.locator("section.result").locator(".badge-queued, .badge-running").first().waitFor()
+            result = await run(page, false)
             const seeked = await result.locator("video").evaluate(
               (video: any) =>
                 new Promise<{ duration: number; at: number }>((resolve, reject) => {
@@ -207,6 +214,31 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(seeked.duration).toBeGreaterThan(0)
             expect(seeked.at).toBeCloseTo(seeked.duration / 2, 0)
 
+            // A task's page follows it live: one read of the task, then its event stream (no polling).
+            const submitted = await fetch(`${url}/api/v1/jobs`, {
+              method: "POST",
+              headers: {
+                authorization: `Bearer ${secret}`,
+                "content-type": "application/json",
+                "idempotency-key": "live-detail"
+              },
+              body: JSON.stringify({ model: VIDEO_MODEL, input: { prompt: "waves at dusk" } })
+            })
+            expect(submitted.status, await submitted.clone().text()).toBe(202)
+            const { id: liveId } = (await submitted.json()) as { id: string }
+            const taskReads: Array<string> = []
+            const onRequest = (request: { url(): string }) => {
+              const path = new URL(request.url()).pathname
+              if (path === `/api/v1/jobs/${liveId}` || path === `/api/v1/jobs/${liveId}/events`) taskReads.push(path)
+            }
+            page.on("request", onRequest)
+            await page.goto(`${url}/tasks/${liveId}`)
+            await page.locator(".badge-queued, .badge-running").first().waitFor()
+            await page.locator(".badge-succeeded").waitFor({ timeout: 30_000 })
+            await page.locator("video").waitFor()
+            page.off("request", onRequest)
+            expect(taskReads).toEqual([`/api/v1/jobs/${liveId}`, `/api/v1/jobs/${liveId}/events`])
+
             // A streamed chat and its charge.
             await openPage(page, "Chat playground", "Chat playground")
             await page.getByRole("textbox", { name: "Message" }).fill("Say hello")
@@ -217,9 +249,9 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
 
             // The other pages, with what the runs left.
             await openPage(page, "Tasks", "Tasks")
-            await expect.poll(() => page.locator("tbody tr").count()).toBe(6)
+            await expect.poll(() => page.locator("tbody tr").count()).toBe(7)
             await checkPage(page, "tasks")
-            await page.locator("tbody tr").nth(2).getByRole("link").click()
+            await page.locator("tbody tr").nth(3).getByRole("link").click()
             await page.locator(".badge-succeeded").waitFor()
             expect(await page.locator("audio").count()).toBe(2)
             await checkPage(page, "task-song")
@@ -231,7 +263,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             expect(await page.getByRole("form", { name: "Top up" }).count()).toBe(0)
             await page.locator("tbody tr").first().waitFor()
             await page.getByLabel("Kind").selectOption("charge")
-            await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(7)
+            await expect.poll(() => page.locator("tbody tr").count(), { timeout: 20_000 }).toBe(8)
             const download = page.waitForEvent("download")
             await page.getByRole("button", { name: "Export CSV" }).click()
             const csvPath = join(OUTPUT, "ledger.csv")
@@ -239,7 +271,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             const rows = readFileSync(csvPath, "utf8").split("\r\n").filter(Boolean)
             expect(rows[0]).toBe('"id","kind","amountMicros","amountUsd","taskId","chatRequestId","note","createdAt"')
             expect(rows.slice(1).every((row) => row.split(",")[1] === '"charge"')).toBe(true)
-            expect(rows).toHaveLength(8)
+            expect(rows).toHaveLength(9)
             await checkPage(page, "credits")
             await openPage(page, "Overview", "Overview")
             await page.locator("figure.chart svg").first().waitFor()

@@ -16,6 +16,7 @@ import { Keys } from "./pages/Keys.tsx"
 import { Overview } from "./pages/Overview.tsx"
 import { Playground } from "./pages/Playground.tsx"
 import { TaskDetail } from "./pages/TaskDetail.tsx"
+import { Webhooks } from "./pages/Webhooks.tsx"
 import { Tasks } from "./pages/Tasks.tsx"
 import { OperatorAccounts } from "./pages/operator/Accounts.tsx"
 import { OperatorPrices } from "./pages/operator/Prices.tsx"
@@ -52,6 +53,8 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
       return <OperatorPrices />
     case "/operator/reconciliation":
       return <OperatorReconciliation />
+    case "/webhooks":
+      return <Webhooks />
     default:
       return <Overview />
   }

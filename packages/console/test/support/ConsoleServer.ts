@@ -18,8 +18,11 @@ import * as Inbox from "./Inbox.ts"
 /** What an account made at sign-up starts with. */
 export const SIGN_UP_CREDITS_MICROS = 25_000_000
 
-/** The server; `env` (e.g. Stripe's settings) stands in for the environment's configuration. */
-export const layer = (env: Record<string, string> = {}) => {
+/**
+ * The server; `env` (e.g. Stripe's settings) stands in for the environment's configuration,
+ * `simulated` are the simulated provider's options (e.g. a delay, to watch a task run).
+ */
+export const layer = (env: Record<string, string> = {}, simulated: Simulated.Options = {}) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-console-"))
   const server = Effect.map(Inbox.Inbox, (inbox) =>
     Main.server({
@@ -28,7 +31,7 @@ export const layer = (env: Record<string, string> = {}) => {
         signUpCreditsMicros: SIGN_UP_CREDITS_MICROS,
         smtpUrl: Option.some(Redacted.make(`smtp://127.0.0.1:${inbox.port}`))
       },
-      adapters: [Simulated.make()],
+      adapters: [Simulated.make(simulated)],
       pricesFile: Main.pricesFileOf(dataDir),
       token: OperatorToken.generate(),
       dataDir

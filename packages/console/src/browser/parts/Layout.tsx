@@ -11,6 +11,7 @@ export const NAV: ReadonlyArray<readonly [string, string]> = [
   ["/chat-requests", "Chat requests"],
   ["/credits", "Credits"],
   ["/keys", "API keys"],
+  ["/webhooks", "Webhooks"],
   ["/connect", "Connect an agent"]
 ]
 
