@@ -52,6 +52,7 @@ import chatLeases from "./migrations/0017_chat_leases.ts"
 import chatPriceLists from "./migrations/0018_chat_price_lists.ts"
 import taskCancelLists from "./migrations/0019_task_cancel_lists.ts"
 import chatUpstreamCost from "./migrations/0020_chat_upstream_cost.ts"
+import timeOrderedIds from "./migrations/0025_time_ordered_ids.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -107,7 +108,8 @@ const migrationRecord = {
   "17_chat_leases": chatLeases,
   "18_chat_price_lists": chatPriceLists,
   "19_task_cancel_lists": taskCancelLists,
-  "20_chat_upstream_cost": chatUpstreamCost
+  "20_chat_upstream_cost": chatUpstreamCost,
+  "25_time_ordered_ids": timeOrderedIds
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

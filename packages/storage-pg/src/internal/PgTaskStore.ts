@@ -235,7 +235,7 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
         ),
         journal AS (
           INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, note, created_at)
-          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
+          SELECT 'entry_' || taskmeter_uuidv7(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
           FROM done d
           CROSS JOIN LATERAL (VALUES
             ('charge', d.charged_micros),
