@@ -1318,9 +1318,9 @@ CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at D
 
 COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first, and its before= cursor.';
 
-CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC);
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC) WHERE (status <> 'succeeded'::text);
 
-COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status=: one range per account and status, newest first.';
+COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status= for every status but succeeded: one range per account and status, newest first.';
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 

@@ -409,9 +409,17 @@ export const make = (wakeups: WorkWakeups, settled: SettledWakeups) =>
         Failures.run(
           "list",
           // Only the filters given, so that each plan is a range of one index: tasks_account_newest,
-          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019).
+          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019). The status
+          // index holds no succeeded task (migration 0025): its predicate is spelled out so that a
+          // generic plan may use it; succeeded, most tasks, is a filter on tasks_account_newest.
           sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
-            ${filter.status === undefined ? sql`` : sql`AND t.status = ${filter.status}`}
+            ${
+              filter.status === undefined
+                ? sql``
+                : filter.status === "succeeded"
+                  ? sql`AND t.status = 'succeeded'`
+                  : sql`AND t.status = ${filter.status} AND t.status <> 'succeeded'`
+            }
             ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
             ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
             ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}

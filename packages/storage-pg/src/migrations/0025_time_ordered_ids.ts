@@ -4,7 +4,9 @@
  * `Uuid7`; every function that writes a ledger entry names it `'entry_' || taskmeter_uuidv7()`
  * from now on (rewritten in place from its current definition, so whatever an earlier migration
  * made of it is kept). Rows stored before keep their ids. Each index on tasks, ledger_entries
- * and idempotency_keys carries a comment naming the statement it serves.
+ * and idempotency_keys carries a comment naming the statement it serves, and
+ * `tasks_account_status_newest` keeps no succeeded task: a list of succeeded tasks reads
+ * `tasks_account_newest`, where nearly every task is one.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -44,7 +46,10 @@ function quote(text: string): string {
 const served: ReadonlyArray<readonly [index: string, statement: string]> = [
   ["tasks_pkey", "GET /api/v1/jobs/{id} (poll), the worker's writes to its task by id, a replayed Idempotency-Key's task"],
   ["tasks_account_newest", "GET /api/v1/jobs: the account's tasks newest first, and its before= cursor"],
-  ["tasks_account_status_newest", "GET /api/v1/jobs?status=: one range per account and status, newest first"],
+  [
+    "tasks_account_status_newest",
+    "GET /api/v1/jobs?status= for every status but succeeded: one range per account and status, newest first"
+  ],
   ["tasks_account_model_newest", "GET /api/v1/jobs?model=: one range per account and model, newest first"],
   ["tasks_awaiting_reconciliation", "the reconciliation pass and admin list of reconciliation_required tasks, by id"],
   ["tasks_unfinished", "the worker's claim of the oldest claimable task, and the backlog count of /readyz and /metrics"],
@@ -61,9 +66,16 @@ const served: ReadonlyArray<readonly [index: string, statement: string]> = [
   ["idempotency_keys_expires_at", "housekeeping: purgeIdempotencyKeys, the oldest expired keys first"]
 ]
 
+const narrowStatusList = [
+  `DROP INDEX tasks_account_status_newest`,
+  `CREATE INDEX tasks_account_status_newest ON tasks (account_id, status, created_at DESC, seq DESC)
+    WHERE status <> 'succeeded'`
+]
+
 const statements = [
   uuidv7,
   orderedEntryIds,
+  ...narrowStatusList,
   ...served.map(([index, statement]) => `COMMENT ON INDEX ${index} IS ${quote(`Serves ${statement}.`)}`)
 ]
 
