@@ -173,6 +173,8 @@ interface Row {
   readonly size: number
   readonly prefillSeconds: number
   readonly bytesPerTask: number | undefined
+  /** Bytes per prefilled task of each table (heap and TOAST) and each index. */
+  readonly relations: Record<string, number>
   readonly admissionBig: Rate
   readonly admissionSmall: Rate
   readonly poll: Rate
@@ -221,6 +223,29 @@ const measure = async (size: number): Promise<Row> => {
         + pg_total_relation_size('idempotency_keys') + pg_total_relation_size('results')`
     )
     log(`    done in ${prefillSeconds.toFixed(0)} s; ${(bytes / 2 ** 20).toFixed(0)} MiB in the four tables`)
+    // Each table (heap and TOAST) and each of its indexes, in bytes per prefilled task.
+    const relations = Object.fromEntries(
+      (
+        await onDb(
+          (sql) =>
+            sql.unsafe<{ name: string; bytes: string }>(
+              `SELECT c.relname AS name, pg_table_size(c.oid)::text AS bytes FROM pg_class c
+             WHERE c.relname IN ('tasks', 'ledger_entries', 'idempotency_keys', 'results') AND c.relnamespace = 'public'::regnamespace
+             UNION ALL
+             SELECT i.relname, pg_relation_size(i.oid)::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+             JOIN pg_class t ON t.oid = x.indrelid
+             WHERE t.relname IN ('tasks', 'ledger_entries', 'idempotency_keys', 'results') AND t.relnamespace = 'public'::regnamespace`
+            ).unprepared
+        )
+      ).map(({ bytes, name }) => [name, size === 0 ? 0 : Math.round(Number(bytes) / size)])
+    )
+    if (size > 0) {
+      log(
+        `    bytes per task: ${Object.entries(relations)
+          .map(([name, perTask]) => `${name} ${perTask}`)
+          .join(", ")}`
+      )
+    }
 
     const server = await startServer()
     const window = { connections: CONNECTIONS, seconds: SECONDS, warmup: WARMUP }
@@ -335,6 +360,7 @@ const measure = async (size: number): Promise<Row> => {
       size,
       prefillSeconds,
       bytesPerTask: size === 0 ? undefined : bytes / size,
+      relations,
       admissionBig,
       admissionSmall,
       poll,
