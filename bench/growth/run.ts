@@ -282,6 +282,10 @@ const measure = async (size: number): Promise<Row> => {
       hit: (blocksAfter.hit - blocksBefore.hit) / Math.max(admitted, 1),
       read: (blocksAfter.read - blocksBefore.read) / Math.max(admitted, 1)
     }
+    log(
+      `    per admission: ${(walBytes / Math.max(admitted, 1)).toFixed(0)} B of WAL, buffers ` +
+        `${blocksPerAdmission.hit.toFixed(1)} hit ${blocksPerAdmission.read.toFixed(1)} read; ${checkpointsDuringAdmission} checkpoints`
+    )
 
     const read = (path: string) =>
       ({ method: "GET", path, headers: { authorization: `Bearer ${big.secret}` }, status: 200 }) as const
