@@ -181,6 +181,7 @@ interface Row {
   readonly list: Rate
   readonly usage: Rate
   readonly walBytesPerAdmission: number
+  readonly fpiBytesPerAdmission: number
   /** Shared buffers found in (hit) and read into PostgreSQL's cache per admission, over the whole database. */
   readonly blocksPerAdmission: { readonly hit: number; readonly read: number }
   readonly plans: ReadonlyArray<Plan>
@@ -193,6 +194,7 @@ const measure = async (size: number): Promise<Row> => {
   await dropDatabase()
   await onRoot((sql) => sql.unsafe(`CREATE DATABASE ${DATABASE}`).unprepared)
   const db = ManagedRuntime.make(PgStore.client({ url: databaseUrl, maxConnections: 2 }))
+  await db.runPromise(SqlClient.SqlClient.use((sql) => sql.unsafe("CREATE EXTENSION pg_walinspect").unprepared))
   const onDb = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => db.runPromise(SqlClient.SqlClient.use(f))
   const first = (query: string) =>
     onDb((sql) => sql.unsafe<Record<string, unknown>>(query).unprepared).then((rows) => Object.values(rows[0]!)[0])
@@ -275,7 +277,17 @@ const measure = async (size: number): Promise<Row> => {
     const admissionSmall = await drive(server.url, window, admit(small.secret))
     log(`    admission, small account: ${admissionSmall.perSecond.toFixed(0)}/s`)
     const admitted = (await scalar("SELECT count(*) FROM tasks")) - tasksBefore
-    const walBytes = await scalar(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '${walBefore}')`)
+    // The cluster's WAL holds every database's writes: only the records of this one's blocks count
+    // (pg_walinspect), with their full-page images; commit records name no block and are left out.
+    const walEnd = await lsn()
+    const walBytes = await scalar(
+      `SELECT coalesce(sum(record_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
+    )
+    const fpiBytes = await scalar(
+      `SELECT coalesce(sum(fpi_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
+    )
     const checkpointsDuringAdmission = (await checkpoints()) - checkpointsBefore
     const blocksAfter = await blocks()
     const blocksPerAdmission = {
@@ -283,7 +295,8 @@ const measure = async (size: number): Promise<Row> => {
       read: (blocksAfter.read - blocksBefore.read) / Math.max(admitted, 1)
     }
     log(
-      `    per admission: ${(walBytes / Math.max(admitted, 1)).toFixed(0)} B of WAL, buffers ` +
+      `    per admission: ${(walBytes / Math.max(admitted, 1)).toFixed(0)} B of WAL ` +
+        `(${(fpiBytes / Math.max(admitted, 1)).toFixed(0)} B full-page images), buffers ` +
         `${blocksPerAdmission.hit.toFixed(1)} hit ${blocksPerAdmission.read.toFixed(1)} read; ${checkpointsDuringAdmission} checkpoints`
     )
 
@@ -371,6 +384,7 @@ const measure = async (size: number): Promise<Row> => {
       list,
       usage,
       walBytesPerAdmission: walBytes / Math.max(admitted, 1),
+      fpiBytesPerAdmission: fpiBytes / Math.max(admitted, 1),
       blocksPerAdmission,
       plans,
       checkpointsDuringAdmission,
@@ -391,6 +405,7 @@ const columns: ReadonlyArray<readonly [string, (row: Row) => number | undefined,
   ["usage /s", (row) => row.usage.perSecond, true],
   ["drain /s", (row) => row.drain.perSecond, true],
   ["WAL B/admission", (row) => row.walBytesPerAdmission, false],
+  ["of which FPI B", (row) => row.fpiBytesPerAdmission, false],
   ["blocks hit/admission", (row) => row.blocksPerAdmission.hit, false],
   ["blocks read/admission", (row) => row.blocksPerAdmission.read, false],
   ["B/task on disk", (row) => row.bytesPerTask, false],
