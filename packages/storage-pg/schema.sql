@@ -198,7 +198,7 @@ CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id 
           expires_at = excluded.expires_at;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
-      VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', p_price_micros, p_task_id, p_created_at);
+      VALUES ('entry_' || taskmeter_uuidv7(), p_account_id, 'reserve', p_price_micros, p_task_id, p_created_at);
 
     IF p_api_key_id IS NOT NULL THEN
       UPDATE api_keys k SET usage_count = k.usage_count + 1 WHERE k.id = p_api_key_id;
@@ -283,7 +283,7 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
     END IF;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
-      SELECT 'entry_' || gen_random_uuid(), b.account_id, 'reserve', b.price_micros, b.task_id, b.created_at
+      SELECT 'entry_' || taskmeter_uuidv7(), b.account_id, 'reserve', b.price_micros, b.task_id, b.created_at
         FROM unnest(p_batch) b;
 
     INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id, expires_at)
@@ -457,7 +457,7 @@ CREATE FUNCTION taskmeter_chat_close_leases(p_ids text[], p_at timestamp with ti
         UPDATE accounts a SET reserved_micros = a.reserved_micros - (v_lease.reserved_micros - v_lease.charged_micros)
           WHERE a.id = v_lease.account_id;
         INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
-          VALUES ('entry_' || gen_random_uuid(), v_lease.account_id, 'release',
+          VALUES ('entry_' || taskmeter_uuidv7(), v_lease.account_id, 'release',
             v_lease.reserved_micros - v_lease.charged_micros, v_id, v_id, p_at);
       END IF;
       RETURN NEXT v_id;
@@ -502,7 +502,7 @@ CREATE FUNCTION taskmeter_chat_lease(p_id text, p_account_id text, p_need_micros
     IF v_granted > 0 THEN
       UPDATE accounts a SET reserved_micros = a.reserved_micros + v_granted WHERE a.id = p_account_id;
       INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_lease_id, note, created_at)
-        VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', v_granted, p_id, p_id, p_at);
+        VALUES ('entry_' || taskmeter_uuidv7(), p_account_id, 'reserve', v_granted, p_id, p_id, p_at);
     END IF;
     RETURN QUERY SELECT 'Leased'::text, v_granted;
   END
@@ -606,7 +606,7 @@ CREATE FUNCTION taskmeter_chat_open(p_id text, p_account_id text, p_api_key_id t
       RETURNING * INTO v_request;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
-      VALUES ('entry_' || gen_random_uuid(), p_account_id, 'reserve', p_reserved_micros, p_id, p_created_at);
+      VALUES ('entry_' || taskmeter_uuidv7(), p_account_id, 'reserve', p_reserved_micros, p_id, p_created_at);
 
     IF p_api_key_id IS NOT NULL THEN
       UPDATE api_keys k SET usage_count = k.usage_count + 1 WHERE k.id = p_api_key_id;
@@ -645,11 +645,11 @@ CREATE FUNCTION taskmeter_chat_settle(p_id text, p_status text, p_prompt_tokens 
 
     IF p_charge_micros > 0 THEN
       INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
-        VALUES ('entry_' || gen_random_uuid(), v_account_id, 'charge', p_charge_micros, p_id, p_at);
+        VALUES ('entry_' || taskmeter_uuidv7(), v_account_id, 'charge', p_charge_micros, p_id, p_at);
     END IF;
     IF v_request.reserved_micros - p_charge_micros > 0 THEN
       INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
-        VALUES ('entry_' || gen_random_uuid(), v_account_id, 'release', v_request.reserved_micros - p_charge_micros,
+        VALUES ('entry_' || taskmeter_uuidv7(), v_account_id, 'release', v_request.reserved_micros - p_charge_micros,
           p_id, p_at);
     END IF;
 
@@ -706,7 +706,7 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
     END LOOP;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
-      SELECT 'entry_' || gen_random_uuid(), c.account_id, 'charge', c.charged_micros, c.id, c.completed_at
+      SELECT 'entry_' || taskmeter_uuidv7(), c.account_id, 'charge', c.charged_micros, c.id, c.completed_at
         FROM chat_requests c WHERE c.id = ANY (v_ids) AND c.charged_micros > 0;
     UPDATE accounts a SET
         balance_micros = a.balance_micros - s.total,
@@ -814,7 +814,7 @@ CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros
     UPDATE accounts a SET balance_micros = v_balance, payment_review = v_review WHERE a.id = p_account_id;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, external_ref, created_at)
-      VALUES ('entry_' || gen_random_uuid(), p_account_id, p_kind, p_amount_micros, p_note, p_external_ref, p_at)
+      VALUES ('entry_' || taskmeter_uuidv7(), p_account_id, p_kind, p_amount_micros, p_note, p_external_ref, p_at)
       RETURNING * INTO v_entry;
 
     RETURN QUERY SELECT v_entry, v_balance, v_account.reserved_micros, v_review;
@@ -988,6 +988,18 @@ CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes
     RETURN true;
   END
   $$;
+
+CREATE FUNCTION taskmeter_uuidv7() RETURNS uuid
+    LANGUAGE sql PARALLEL SAFE
+    AS $$
+  SELECT encode(
+    set_bit(set_bit(
+      overlay(uuid_send(gen_random_uuid())
+        PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+        FROM 1 FOR 6),
+      52, 1), 53, 1),
+    'hex')::uuid
+$$;
 
 CREATE TABLE account_members (
     account_id text NOT NULL,
@@ -1500,15 +1512,31 @@ CREATE INDEX chat_requests_open ON chat_requests USING btree (account_id, create
 
 CREATE INDEX idempotency_keys_expires_at ON idempotency_keys USING btree (expires_at);
 
+COMMENT ON INDEX idempotency_keys_expires_at IS 'Serves housekeeping: purgeIdempotencyKeys, the oldest expired keys first.';
+
+COMMENT ON INDEX idempotency_keys_pkey IS 'Serves admission: the exact (account, Idempotency-Key) lookup and upsert.';
+
 CREATE INDEX ledger_entries_account_newest ON ledger_entries USING btree (account_id, seq DESC);
+
+COMMENT ON INDEX ledger_entries_account_newest IS 'Serves GET /api/v1/usage: the account''s entries newest first.';
 
 CREATE UNIQUE INDEX ledger_entries_external_ref ON ledger_entries USING btree (account_id, kind, external_ref) WHERE (external_ref IS NOT NULL);
 
+COMMENT ON INDEX ledger_entries_external_ref IS 'Serves taskmeter_credit: one grant/refund/adjustment per external reference (payments, admin).';
+
 CREATE UNIQUE INDEX ledger_entries_lease_released_once ON ledger_entries USING btree (chat_lease_id) WHERE ((chat_lease_id IS NOT NULL) AND (kind = 'release'::text));
+
+COMMENT ON INDEX ledger_entries_lease_released_once IS 'Serves the books: at most one release per chat lease.';
 
 CREATE UNIQUE INDEX ledger_entries_once_per_chat_request ON ledger_entries USING btree (chat_request_id, kind) WHERE ((chat_request_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
 
+COMMENT ON INDEX ledger_entries_once_per_chat_request IS 'Serves the books: at most one reserve, one charge and one release per chat request.';
+
 CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (task_id, kind) WHERE ((task_id IS NOT NULL) AND (kind = ANY (ARRAY['reserve'::text, 'charge'::text, 'release'::text])));
+
+COMMENT ON INDEX ledger_entries_once_per_task IS 'Serves the books: at most one reserve, one charge and one release per task (insert-time check only).';
+
+COMMENT ON INDEX ledger_entries_pkey IS 'Serves GET /api/v1/usage?before=<entry id>: the page cursor; one row per entry id.';
 
 CREATE INDEX media_expiring ON media USING btree (expires_at) WHERE (NOT data_removed);
 
@@ -1534,13 +1562,25 @@ CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (wind
 
 CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at DESC, seq DESC);
 
+COMMENT ON INDEX tasks_account_model_newest IS 'Serves GET /api/v1/jobs?model=: one range per account and model, newest first.';
+
 CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at DESC, seq DESC);
 
-CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC);
+COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first, and its before= cursor.';
+
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at DESC, seq DESC) WHERE (status <> 'succeeded'::text);
+
+COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status= for every status but succeeded: one range per account and status, newest first.';
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 
+COMMENT ON INDEX tasks_awaiting_reconciliation IS 'Serves the reconciliation pass and admin list of reconciliation_required tasks, by id.';
+
+COMMENT ON INDEX tasks_pkey IS 'Serves GET /api/v1/jobs/{id} (poll), the worker''s writes to its task by id, a replayed Idempotency-Key''s task.';
+
 CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
+
+COMMENT ON INDEX tasks_unfinished IS 'Serves the worker''s claim of the oldest claimable task, and the backlog count of /readyz and /metrics.';
 
 CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
 

@@ -8,6 +8,7 @@
 export * as Errors from "./domain/Errors.ts"
 export * as Fingerprint from "./domain/Fingerprint.ts"
 export * as Ids from "./domain/Ids.ts"
+export * as Uuid7 from "./domain/Uuid7.ts"
 export * as Money from "./domain/Money.ts"
 export * as ProblemList from "./domain/ProblemList.ts"
 export * as StorableText from "./domain/StorableText.ts"

@@ -65,6 +65,7 @@ import webhooks from "./migrations/0022_webhooks.ts"
 import chatShortfall from "./migrations/0024_chat_shortfall.ts"
 import boundedSweeps from "./migrations/0026_bounded_sweeps.ts"
 import signInFailures from "./migrations/0027_sign_in_failures.ts"
+import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -129,7 +130,8 @@ const migrationRecord = {
   "22_webhooks": webhooks,
   "24_chat_shortfall": chatShortfall,
   "26_bounded_sweeps": boundedSweeps,
-  "27_sign_in_failures": signInFailures
+  "27_sign_in_failures": signInFailures,
+  "28_time_ordered_ids": timeOrderedIds
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

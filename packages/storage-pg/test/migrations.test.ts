@@ -5,7 +5,7 @@
 import { Config, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { AccountStore, Ids } from "@taskmeter/kernel"
+import { AccountStore, Ids, Uuid7 } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
 import { dropSchemaAfter, makeTemplate, pgliteDataDir, removeTemplate, schemaName, url } from "./TestDatabase.ts"
 
@@ -40,10 +40,19 @@ const inspect = Effect.gen(function* () {
     FROM taskmeter_migrations ORDER BY migration_id`
   const rerun = yield* PgStore.migrate
   const names = tables.map((row) => row.table_name)
+  // Migration 25: no function makes a random ledger entry id any more; the SQL v7 carries now.
+  const randomEntryIds = yield* sql<{ readonly name: string }>`SELECT proname AS name FROM pg_proc
+    WHERE pronamespace = current_schema()::regnamespace AND strpos(prosrc, ${"'entry_' || gen_random_uuid()"}) > 0`
+  const before = Date.now()
+  const [made] = yield* sql<{ readonly id: string }>`SELECT taskmeter_uuidv7()::text AS id`
   return {
     ledgerTables: ledgerTables.filter((table) => names.includes(table)),
     recorded: recorded.map((row) => [row.migration_id, row.name]),
-    rerun
+    rerun,
+    randomEntryIds: randomEntryIds.map((row) => row.name),
+    uuidv7:
+      /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(made!.id) &&
+      Math.abs(Uuid7.timeOf(made!.id) - before) < 60_000
   }
 })
 
@@ -65,7 +74,7 @@ describe("migrations", () => {
             return { account, state: yield* inspect }
           }).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options))))
         )
-        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
+        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [], randomEntryIds: [], uuidv7: true })
 
         // A second start finds everything in place and the data untouched.
         const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer(options))))
@@ -85,7 +94,7 @@ describe("migrations", () => {
             return { account, state: yield* inspect }
           }).pipe(Effect.provide(PgStore.layerClient({}).pipe(Layer.provideMerge(client))))
         )
-        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [] })
+        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [], randomEntryIds: [], uuidv7: true })
 
         const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layerEmbedded({ dataDir }))))
         expect(second).toEqual([first.account])

@@ -1,11 +1,12 @@
 /**
- * Identifiers. Every id a caller sees is unguessable (a random UUID v4 behind a short
- * prefix that says what it names), so knowing one account's ids tells nothing about another's.
+ * Identifiers. Every id a caller sees is unguessable (a UUID behind a short prefix that says what
+ * it names, with 74 random bits), so knowing one account's ids tells nothing about another's.
+ * Ids made now are time-ordered (UUID v7, `Uuid7.ts`); ids made before them (v4) stay valid.
  */
-import { randomUUID } from "node:crypto"
 import { Schema } from "effect"
+import { uuid7 } from "./Uuid7.ts"
 
-const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[47][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
 const prefixed = (prefix: string) => Schema.String.check(Schema.isPattern(new RegExp(`^${prefix}${UUID}$`)))
 
@@ -29,14 +30,14 @@ export type TextAssetId = typeof TextAssetId.Type
 export const UserId = prefixed("user_").pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
 
-export const makeAccountId = (): AccountId => `acct_${randomUUID()}` as AccountId
-export const makeUserId = (): UserId => `user_${randomUUID()}` as UserId
-export const makeApiKeyId = (): ApiKeyId => `key_${randomUUID()}` as ApiKeyId
-export const makeTaskId = (): TaskId => `task_${randomUUID()}` as TaskId
-export const makeChatRequestId = (): ChatRequestId => `chatreq_${randomUUID()}` as ChatRequestId
-export const makeLedgerEntryId = (): LedgerEntryId => `entry_${randomUUID()}` as LedgerEntryId
-export const makeResultId = (): ResultId => randomUUID() as ResultId
-export const makeTextAssetId = (): TextAssetId => `text_${randomUUID()}` as TextAssetId
+export const makeAccountId = (): AccountId => `acct_${uuid7()}` as AccountId
+export const makeUserId = (): UserId => `user_${uuid7()}` as UserId
+export const makeApiKeyId = (): ApiKeyId => `key_${uuid7()}` as ApiKeyId
+export const makeTaskId = (): TaskId => `task_${uuid7()}` as TaskId
+export const makeChatRequestId = (): ChatRequestId => `chatreq_${uuid7()}` as ChatRequestId
+export const makeLedgerEntryId = (): LedgerEntryId => `entry_${uuid7()}` as LedgerEntryId
+export const makeResultId = (): ResultId => uuid7() as ResultId
+export const makeTextAssetId = (): TextAssetId => `text_${uuid7()}` as TextAssetId
 
 export const isTaskId = Schema.is(TaskId)
 export const isResultId = Schema.is(ResultId)

@@ -14,6 +14,7 @@ import type { StoreUnavailable } from "../domain/StoreError.ts"
 export type EntryKind = "grant" | "reserve" | "charge" | "release" | "refund" | "adjustment"
 
 export interface LedgerEntry {
+  /** `entry_` and a UUID v7: an entry made in a later millisecond has an id that sorts after. */
   readonly id: LedgerEntryId
   readonly accountId: AccountId
   readonly kind: EntryKind

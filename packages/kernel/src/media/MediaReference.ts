@@ -3,15 +3,15 @@
  * It is accepted in any media input field in place of an HTTPS URL, and only by the account
  * that uploaded it.
  */
-import { randomUUID } from "node:crypto"
 import { Schema } from "effect"
+import { uuid7 } from "../domain/Uuid7.ts"
 
 const PATTERN = /^media:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/
 
 export const MediaReference = Schema.String.check(Schema.isPattern(PATTERN)).pipe(Schema.brand("MediaReference"))
 export type MediaReference = typeof MediaReference.Type
 
-export const make = (): MediaReference => `media:${randomUUID()}` as MediaReference
+export const make = (): MediaReference => `media:${uuid7()}` as MediaReference
 
 export const isMediaReference = (value: string): value is MediaReference => PATTERN.test(value)
 

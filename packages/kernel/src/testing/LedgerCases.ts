@@ -3,7 +3,19 @@ import { describe, expect } from "@effect/vitest"
 import * as Ids from "../domain/Ids.ts"
 import { LedgerStore } from "../ledger/LedgerStore.ts"
 import type { Case } from "./Case.ts"
-import { allEntries, defined, expectBalances, fundedAccount, grant, makeAccount, refund, USD } from "./Fixtures.ts"
+import {
+  admission,
+  admitted,
+  allEntries,
+  defined,
+  expectBalances,
+  fundedAccount,
+  grant,
+  makeAccount,
+  newTask,
+  refund,
+  USD
+} from "./Fixtures.ts"
 
 export const ledgerCases = (test: Case) =>
   describe("LedgerStore", () => {
@@ -59,6 +71,21 @@ export const ledgerCases = (test: Case) =>
           ["refund", 3 * USD],
           ["grant", 10 * USD]
         ])
+      })
+    )
+
+    test(
+      "entry ids are time-ordered UUID v7, from grants and from admission alike",
+      Effect.gen(function* () {
+        const accountId = yield* fundedAccount(10 * USD)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+        yield* admitted(admission(newTask(accountId)))
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+        yield* grant(accountId, USD)
+        const ids = (yield* allEntries(accountId)).map((entry) => entry.id).reverse()
+        expect(ids).toHaveLength(3)
+        for (const id of ids) expect(id).toMatch(/^entry_[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        expect([...ids].sort()).toEqual(ids)
       })
     )
 

@@ -4,7 +4,7 @@ import { TaskStore } from "../tasks/TaskStore.ts"
 import type { TaskListFilter, TaskRecord } from "../tasks/TaskStore.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import type { Case } from "./Case.ts"
-import { admission, admitted, at, fundedAccount, newTask, USD } from "./Fixtures.ts"
+import { admission, admitted, at, claimTask, fundedAccount, newTask, price, USD } from "./Fixtures.ts"
 
 /** Every page of `limit` under `filter`, following the last id of each page as `before`. */
 const allPages = (
@@ -64,16 +64,30 @@ export const listCases = (test: Case) => {
         }
         const foreign = yield* admitted(admission(newTask(theirs, { createdAt: at(5), model: "even" })))
         for (const task of tasks.slice(0, 3)) expect((yield* store.cancel(mine, task.id, at(20)))?._tag).toBe("Canceled")
+        // The oldest queued task succeeds.
+        const { leaseToken } = yield* claimTask(tasks[3]!.id, at(21))
+        const moves = [
+          { from: "queued", to: "submitting", keepLease: true },
+          { from: "submitting", to: "running", keepLease: true, upstreamRef: "upstream-1" },
+          { from: "running", to: "succeeded", keepLease: false, chargeMicros: price(USD) }
+        ] as const
+        for (const move of moves) {
+          expect((yield* store.transition({ taskId: tasks[3]!.id, leaseToken, now: at(22), ...move }))._tag).toBe("Done")
+        }
         const ids = (filter: TaskListFilter, limit = 100) =>
           Effect.map(store.list(mine, limit, filter), (page) => page.map((task) => task.id))
         const newestFirst = (picked: ReadonlyArray<TaskRecord>) => picked.map((task) => task.id).reverse()
 
         expect(yield* ids({ status: "failed" })).toEqual(newestFirst(tasks.slice(0, 3)))
-        expect(yield* ids({ status: "queued" })).toEqual(newestFirst(tasks.slice(3)))
+        expect(yield* ids({ status: "queued" })).toEqual(newestFirst(tasks.slice(4)))
+        expect(yield* ids({ status: "succeeded" })).toEqual([tasks[3]!.id])
+        expect(yield* ids({ status: "succeeded", model: "odd" })).toEqual([tasks[3]!.id])
+        expect(yield* ids({ status: "succeeded", model: "even" })).toEqual([])
         expect(yield* ids({ status: "running" })).toEqual([])
         expect(yield* ids({ model: "even" })).toEqual(newestFirst(tasks.filter((_, i) => i % 2 === 0)))
         expect(yield* ids({ model: "even", status: "queued" })).toEqual(newestFirst([tasks[4]!, tasks[6]!]))
         expect(yield* ids({ createdAfter: at(2), createdBefore: at(5) })).toEqual(newestFirst(tasks.slice(3, 5)))
+        expect(yield* ids({ status: "queued", createdAfter: at(2), createdBefore: at(5) })).toEqual([tasks[4]!.id])
         expect(yield* ids({ createdAfter: at(7) })).toEqual([])
         const pages = yield* allPages(mine, 2, { model: "odd" }, Effect.void)
         expect(pages.flat()).toEqual(newestFirst(tasks.filter((_, i) => i % 2 === 1)))

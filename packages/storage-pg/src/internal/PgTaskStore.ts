@@ -274,7 +274,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
         ),
         journal AS (
           INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, note, created_at)
-          SELECT 'entry_' || gen_random_uuid(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
+          SELECT 'entry_' || taskmeter_uuidv7(), d.account_id, m.kind, m.amount, d.id, d.note, d.updated_at
           FROM done d
           CROSS JOIN LATERAL (VALUES
             ('charge', d.charged_micros),
@@ -502,9 +502,17 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
         Failures.run(
           "list",
           // Only the filters given, so that each plan is a range of one index: tasks_account_newest,
-          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019).
+          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019). The status
+          // index holds no succeeded task (migration 0028): its predicate is spelled out so that a
+          // generic plan may use it; succeeded, most tasks, is a filter on tasks_account_newest.
           sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
-            ${filter.status === undefined ? sql`` : sql`AND t.status = ${filter.status}`}
+            ${
+              filter.status === undefined
+                ? sql``
+                : filter.status === "succeeded"
+                  ? sql`AND t.status = 'succeeded'`
+                  : sql`AND t.status = ${filter.status} AND t.status <> 'succeeded'`
+            }
             ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
             ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
             ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}
