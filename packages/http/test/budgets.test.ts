@@ -97,7 +97,7 @@ describe("a model's daily platform budget", () => {
         })
       ),
     // The server starts on a PGlite made from nothing (every migration), slow on a busy machine.
-    120_000
+    240_000
   )
 
   it.live("two servers on one PostgreSQL admit no more than the budget between them", () =>

@@ -268,7 +268,7 @@ const catalog = (): Array<HostileCase> => [
 
 const unknownRoutes = (): Array<HostileCase> =>
   [
-    "/",
+    "/nope",
     "/api",
     "/api/v1",
     "/api/v2/jobs",
