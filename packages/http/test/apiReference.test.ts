@@ -3,13 +3,11 @@
  * Scalar renders the served OpenAPI document's operations with nothing requested from another
  * origin and no Content-Security-Policy violation; a screenshot goes to test/output/.
  */
-import { mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { chromium } from "playwright-core"
-import * as Dependencies from "../../../test/Dependencies.ts"
+import * as Chromium from "../../../test/Chromium.ts"
 import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
 
@@ -27,22 +25,7 @@ interface Visit {
 
 const visit = (base: string, screenshot: string): Promise<Visit> =>
   (async () => {
-    const profile = mkdtempSync(join(tmpdir(), "taskmeter-chromium-"))
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: Dependencies.chromiumPath,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
+    const { context, close } = await Chromium.launch({ viewport: { width: 1280, height: 900 } })
     try {
       const foreign: Array<string> = []
       const problems: Array<string> = []
@@ -84,8 +67,7 @@ const visit = (base: string, screenshot: string): Promise<Visit> =>
       if (answer.status() !== 200 && answer.status() !== 401) throw new Error(`the test request was answered ${answer.status()}`)
       return { foreign, problems, operations, internal, links }
     } finally {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
+      await close()
     }
   })()
 

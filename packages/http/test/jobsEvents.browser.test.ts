@@ -4,15 +4,11 @@
  * the key is added to the page's requests by the browser context, as a same-origin proxy or
  * session would supply the credential.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { chromium } from "playwright-core"
 import type { Page } from "playwright-core"
 import { TaskStore } from "@taskmeter/kernel"
-import * as Dependencies from "../../../test/Dependencies.ts"
+import * as Chromium from "../../../test/Chromium.ts"
 import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
 
@@ -22,25 +18,11 @@ const memory = stores[0]!
 const browserPage = (origin: string, headers: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
-      const profile = mkdtempSync(join(tmpdir(), "taskmeter-chromium-"))
-      const context = await chromium.launchPersistentContext(profile, {
-        executablePath: Dependencies.chromiumPath,
-        headless: true,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync"
-        ]
-      })
+      const { context, close } = await Chromium.launch()
       const page = await context.newPage()
       await page.setExtraHTTPHeaders(headers)
       await page.goto(`${origin}/healthz`)
-      return { page, close: () => context.close().then(() => rmSync(profile, { recursive: true, force: true })) }
+      return { page, close }
     }),
     ({ close }) => Effect.promise(close)
   )

@@ -3,16 +3,12 @@
  * WebAuthn.addVirtualAuthenticator) on a page of the server's origin signs up, registers a
  * passkey, signs out and signs in with the passkey alone; a replayed assertion is refused.
  */
-import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { chromium } from "playwright-core"
 import type { BrowserContext, Page } from "playwright-core"
-import * as Dependencies from "../../../test/Dependencies.ts"
+import * as Chromium from "../../../test/Chromium.ts"
 import * as C from "./support/Console.ts"
 import { stores } from "./support/stores.ts"
 import * as T from "./support/TestServer.ts"
@@ -32,30 +28,16 @@ const ports = await Promise.all(stores.map(freePort))
 /** WebAuthn needs a secure context and a domain as the relying party: localhost (mapped to 127.0.0.1). */
 const originOf = (port: number) => `http://localhost:${port}`
 
-const profile = mkdtempSync(join(tmpdir(), "taskmeter-chromium-"))
+let chromium: Chromium.Chromium
 let context: BrowserContext
 
 beforeAll(async () => {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: Dependencies.chromiumPath,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--host-resolver-rules=MAP localhost 127.0.0.1"
-    ]
-  })
+  chromium = await Chromium.launch({ args: ["--host-resolver-rules=MAP localhost 127.0.0.1"] })
+  context = chromium.context
 }, 120_000)
 
 afterAll(async () => {
-  await context?.close()
-  rmSync(profile, { recursive: true, force: true })
+  await chromium?.close()
 })
 
 /** A page of the server's origin with a virtual platform authenticator that holds resident keys. */

@@ -4,14 +4,12 @@
  * to be non-blank, and axe-core run on the page, which must
  * report no violation.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { inflateSync } from "node:zlib"
-import { chromium } from "playwright-core"
 import type { BrowserContext, Page } from "playwright-core"
-import * as Dependencies from "../../../../test/Dependencies.ts"
+import * as Chromium from "../../../../test/Chromium.ts"
 
 const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js")
 
@@ -26,32 +24,13 @@ export interface Session {
  * stays in force and a violation shows as a console error).
  */
 export const launch = async (): Promise<Session> => {
-  const profile = mkdtempSync(join(tmpdir(), "taskmeter-console-chromium-"))
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: Dependencies.chromiumPath,
-    headless: true,
+  const chromium = await Chromium.launch({
     viewport: { width: 1280, height: 900 },
     permissions: ["clipboard-read", "clipboard-write"],
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--autoplay-policy=no-user-gesture-required"
-    ]
+    args: ["--autoplay-policy=no-user-gesture-required"]
   })
-  await context.addInitScript({ path: AXE })
-  return {
-    context,
-    close: async () => {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
-    }
-  }
+  await chromium.context.addInitScript({ path: AXE })
+  return chromium
 }
 
 /**

@@ -4,15 +4,8 @@
  * button and reports where the authorization server sent it back (the redirect URI is
  * intercepted, so no callback server is needed).
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
 import type { Browser, BrowserContext } from "playwright-core"
-import * as Dependencies from "../../../../test/Dependencies.ts"
-
-/** CHROMIUM_PATH, else `chromium` on PATH (test/Dependencies.ts). */
-export const CHROMIUM = Dependencies.chromiumPath
+import * as Chromium from "../../../../test/Chromium.ts"
 
 export interface Owner {
   /**
@@ -28,21 +21,8 @@ export interface Owner {
 }
 
 export const launch = async (): Promise<Owner & { readonly browser: Browser }> => {
-  const profile = mkdtempSync(join(tmpdir(), "taskmeter-chromium-"))
-  const context: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync"
-    ]
-  })
+  const chromium = await Chromium.launch()
+  const context: BrowserContext = chromium.context
   const browser = context.browser()!
   const signIn: Owner["signIn"] = async (authorizationUrl, credential, options = {}) => {
     const page = await context.newPage()
@@ -72,9 +52,6 @@ export const launch = async (): Promise<Owner & { readonly browser: Browser }> =
   return {
     browser,
     signIn,
-    close: async () => {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
-    }
+    close: chromium.close
   }
 }
