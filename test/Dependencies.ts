@@ -108,6 +108,7 @@ export const requirements: Record<Dependency, Requirement> = {
       "packages/storage-pg/test/poisonedBatch.test.ts",
       "packages/storage-pg/test/priceLists.test.ts",
       "packages/storage-pg/test/signInThrottle.postgres.test.ts",
+      "packages/storage-pg/test/webhookLog.test.ts",
       "packages/storage-pg/test/userConformance.postgres.test.ts",
       "packages/storage-pg/test/webhookConformance.postgres.test.ts"
     ]

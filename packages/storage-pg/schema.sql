@@ -1344,8 +1344,10 @@ CREATE TABLE webhook_deliveries (
     lease_token text,
     round_attempts integer DEFAULT 0 NOT NULL,
     created_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
     CONSTRAINT webhook_deliveries_check CHECK (((status = 'pending'::text) = (due_at IS NOT NULL))),
     CONSTRAINT webhook_deliveries_event_type_check CHECK ((event_type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text]))),
+    CONSTRAINT webhook_deliveries_finished_when_done CHECK (((status = 'pending'::text) = (finished_at IS NULL))),
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
 );
 
@@ -1587,6 +1589,14 @@ CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries USING btree (due_at, seq) WHERE (status = 'pending'::text);
 
 CREATE INDEX webhook_deliveries_endpoint_newest ON webhook_deliveries USING btree (endpoint_id, seq DESC);
+
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+
+COMMENT ON INDEX webhook_deliveries_finished IS 'Serves housekeeping: purgeFinished, the oldest finished deliveries first.';
+
+CREATE INDEX webhook_deliveries_task_newest ON webhook_deliveries USING btree (task_id, seq DESC);
+
+COMMENT ON INDEX webhook_deliveries_task_newest IS 'Serves GET /api/v1/jobs/{id}/webhook-deliveries: a task''s deliveries newest first.';
 
 CREATE INDEX webhook_endpoints_account ON webhook_endpoints USING btree (account_id, created_at, id);
 

@@ -18,6 +18,7 @@ import {
   Catalog,
   Executors,
   Heartbeat,
+  Housekeeping,
   Ledger,
   MediaUrls,
   Pricer,
@@ -131,6 +132,8 @@ export interface Settings {
   readonly mailFrom: string
   /** WEBHOOK_DISABLE_AFTER: a webhook endpoint failing every delivery this long is disabled (and its account told). */
   readonly webhookDisableAfter: Duration.Duration
+  /** WEBHOOK_LOG_RETENTION: webhook deliveries finished this long ago are purged with their attempts. */
+  readonly webhookLogRetention: Duration.Duration
 }
 
 /** The settings when nothing is configured. */
@@ -174,7 +177,8 @@ export const defaults: Settings = {
   sessionMaxAgeMs: Sessions.defaultOptions.maxAgeMs,
   smtpUrl: Option.none(),
   mailFrom: "taskmeter <taskmeter@localhost>",
-  webhookDisableAfter: Duration.millis(WebhookDelivery.DEFAULT_DISABLE_AFTER_MS)
+  webhookDisableAfter: Duration.millis(WebhookDelivery.DEFAULT_DISABLE_AFTER_MS),
+  webhookLogRetention: Duration.millis(Housekeeping.defaults.webhookLogRetentionMs)
 }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -303,16 +307,17 @@ export const config: Config.Config<Settings> = Config.all({
   sessionMaxAgeMs: positive("SESSION_MAX_AGE_MS", defaults.sessionMaxAgeMs),
   smtpUrl: Config.option(Config.Redacted("SMTP_URL")),
   mailFrom: Config.NonEmptyString("MAIL_FROM").pipe(Config.withDefault(defaults.mailFrom)),
-  webhookDisableAfter: Config.Duration("WEBHOOK_DISABLE_AFTER").pipe(Config.withDefault(defaults.webhookDisableAfter))
+  webhookDisableAfter: Config.Duration("WEBHOOK_DISABLE_AFTER").pipe(Config.withDefault(defaults.webhookDisableAfter)),
+  webhookLogRetention: Config.Duration("WEBHOOK_LOG_RETENTION").pipe(Config.withDefault(defaults.webhookLogRetention))
 })
 
 /**
  * What a process's workers run: the task worker (with the reconciler and housekeeping) and the
  * webhook deliveries, whose notices go to the account's users (AccountContacts) by the process's Mailer.
  */
-const serveWorkers = (settings: Pick<Settings, "webhookDisableAfter">) =>
+const serveWorkers = (settings: Pick<Settings, "webhookDisableAfter" | "webhookLogRetention">) =>
   Effect.raceAllFirst([
-    TaskWorker.serve(),
+    TaskWorker.serve({ housekeeping: { webhookLogRetentionMs: Duration.toMillis(settings.webhookLogRetention) } }),
     WebhookDelivery.run({ disableAfterMs: Duration.toMillis(settings.webhookDisableAfter) }).pipe(
       Effect.provide(AccountContacts.fromUsers)
     )

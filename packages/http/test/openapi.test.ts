@@ -57,6 +57,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/jobs",
           "GET /api/v1/jobs/{id}",
           "GET /api/v1/jobs/{id}/events",
+          "GET /api/v1/jobs/{id}/webhook-deliveries",
           "GET /api/v1/keys",
           "GET /api/v1/media-links/{uuid}",
           "GET /api/v1/models",
@@ -229,6 +230,11 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           ["sessionCookie", []]
         ])
         expect(scopes["get /api/v1/jobs/{id}/events"]).toEqual([
+          ["bearerAuth", ["jobs:read"]],
+          ["apiKeyAuth", ["jobs:read"]],
+          ["sessionCookie", []]
+        ])
+        expect(scopes["get /api/v1/jobs/{id}/webhook-deliveries"]).toEqual([
           ["bearerAuth", ["jobs:read"]],
           ["apiKeyAuth", ["jobs:read"]],
           ["sessionCookie", []]

@@ -148,6 +148,62 @@ for (const store of stores) {
         })
       )
 
+      it.effect("GET /api/v1/jobs/{id}/webhook-deliveries pages every delivery about the task: its own and its endpoints'", () =>
+        Effect.gen(function* () {
+          const who = yield* T.customer()
+          const hook = yield* create(who, { url: "https://hooks.example.com/", events: ["task.succeeded"] })
+          const submitted = yield* T.submit(who, { model: T.MODEL, input: T.INPUT, webhookUrl: "https://hooks.example.com/own" })
+          const id: string = submitted.body.id
+          const path = `/api/v1/jobs/${id}/webhook-deliveries`
+          const before = yield* T.call(path, { headers: T.bearer(who.secret) })
+          expect(before.status).toBe(200)
+          expect(before.body).toEqual({ data: [], nextCursor: null })
+          yield* T.succeedWithResult(who, id, T.PNG)
+          yield* T.succeedWithResult(who, (yield* T.submit(who)).body.id, T.PNG)
+          const first = yield* T.call(`${path}?limit=1`, { headers: T.bearer(who.secret) })
+          expect(first.status).toBe(200)
+          const second = yield* T.call(`${path}?limit=1&before=${first.body.nextCursor}`, { headers: T.bearer(who.secret) })
+          expect(second.body.nextCursor).toBeNull()
+          const all = [...first.body.data, ...second.body.data]
+          expect(all.map((d: { endpointId: string | null; url: string }) => [d.endpointId, d.url]).sort()).toEqual(
+            [
+              [hook.body.id, "https://hooks.example.com/"],
+              [null, "https://hooks.example.com/own"]
+            ].sort()
+          )
+          for (const delivery of all) {
+            expect(delivery).toMatchObject({ taskId: id, type: "task.succeeded", status: "pending", attempts: [] })
+          }
+        })
+      )
+
+      it.effect(
+        "answers another account's, an unknown or a malformed task id 404 as GET /api/v1/jobs/{id} does; asks jobs:read",
+        () =>
+          Effect.gen(function* () {
+            const owner = yield* T.customer()
+            const other = yield* T.customer()
+            const submitted = yield* T.submit(owner, {
+              model: T.MODEL,
+              input: T.INPUT,
+              webhookUrl: "https://hooks.example.com/own"
+            })
+            yield* T.succeedWithResult(owner, submitted.body.id, T.PNG)
+            for (const id of [submitted.body.id, "task_00000000-0000-7000-8000-000000000000", "nope"]) {
+              const job = yield* T.call(`/api/v1/jobs/${id}`, { headers: T.bearer(other.secret) })
+              const log = yield* T.call(`/api/v1/jobs/${id}/webhook-deliveries`, { headers: T.bearer(other.secret) })
+              expect(log.status, id).toBe(404)
+              expect(log.body, id).toEqual(job.body)
+            }
+            const usageOnly = yield* T.customer(10_000_000, { scopes: ["usage:read"] })
+            const refused = yield* T.call(`/api/v1/jobs/${submitted.body.id}/webhook-deliveries`, {
+              headers: T.bearer(usageOnly.secret)
+            })
+            expect(refused.status).toBe(403)
+            expect(refused.body.code).toBe("INSUFFICIENT_SCOPE")
+          })
+      )
+
       it.effect("refuses a private or plain-http webhookUrl, or events without one, with 400 before reserving anything", () =>
         Effect.gen(function* () {
           const who = yield* T.customer()

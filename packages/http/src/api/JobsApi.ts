@@ -1,5 +1,5 @@
 /**
- * Tasks (jobs): submit, list, poll, follow (server-sent events), cancel.
+ * Tasks (jobs): submit, list, poll, follow (server-sent events), cancel, read their webhook deliveries.
  *
  * The documented request body of POST /api/v1/jobs here is the envelope every model shares; the
  * served OpenAPI document replaces it with the union of every model's body, discriminated by
@@ -12,6 +12,7 @@ import * as PreferWait from "../PreferWait.ts"
 import { parameterSchemas } from "./OpenApiParameters.ts"
 import { Authentication, PresentedKey, requireScope } from "./Security.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageSize } from "./UsageApi.ts"
+import { WebhookDeliveryList } from "./WebhooksApi.ts"
 
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 
@@ -236,6 +237,34 @@ export const JobsApi = HttpApiGroup.make("jobs")
         })
       )
       .annotateMerge(requireScope("jobs:read", withLastEventId))
+      .middleware(Authentication),
+    HttpApiEndpoint.get("webhookDeliveries", "/api/v1/jobs/:id/webhook-deliveries", {
+      params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },
+      query: {
+        limit: Schema.optionalKey(PageSize),
+        before: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page." }))
+      },
+      success: WebhookDeliveryList,
+      error: [Errors.InvalidRequest, Errors.JobNotFound, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "A task's webhook deliveries",
+          description:
+            "Every delivery about the task, newest first with every attempt: to the submission's own webhookUrl " +
+            "(endpointId null) and to the account's webhook endpoints (their endpointId). Deliveries finished longer " +
+            "than WEBHOOK_LOG_RETENTION ago (30 days) are gone. A task of another account is JOB_NOT_FOUND."
+        })
+      )
+      .annotateMerge(
+        requireScope(
+          "jobs:read",
+          parameterSchemas(
+            { limit: PageSize },
+            { limit: { default: DEFAULT_PAGE_SIZE, description: "Deliveries per page, 1 to 100." } }
+          )
+        )
+      )
       .middleware(Authentication),
     HttpApiEndpoint.post("cancel", "/api/v1/jobs/:id/cancel", {
       params: { id: Schema.String.annotate({ description: "The task id returned at submission (task_<uuid>)." }) },

@@ -1,6 +1,7 @@
 /**
  * POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id}, GET /api/v1/jobs/{id}/events
- * (EventStream) and POST /api/v1/jobs/{id}/cancel, over the kernel's TaskRunner.
+ * (EventStream), GET /api/v1/jobs/{id}/webhook-deliveries (WebhookEndpoints, once the task is
+ * found the account's) and POST /api/v1/jobs/{id}/cancel, over the kernel's TaskRunner.
  *
  * Submission reads its body itself (JsonBody: 256 KB, counted while it streams), checks the
  * envelope with the API's JobRequest schema (INVALID_REQUEST naming each problem), and leaves
@@ -14,6 +15,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView, WebhookEndpoints } from "@taskmeter/kernel"
 import type { TaskStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
+import { DEFAULT_PAGE_SIZE } from "../api/UsageApi.ts"
 import { IDEMPOTENCY_KEY_HEADER, JobRequest } from "../api/JobsApi.ts"
 import { CurrentCaller, CurrentKey } from "../api/Security.ts"
 import * as EventStream from "../EventStream.ts"
@@ -22,6 +24,7 @@ import * as PreferWait from "../PreferWait.ts"
 import { insufficientScope } from "./Authentication.ts"
 import * as PresentedKey from "./PresentedKey.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
+import { deliveryView } from "./WebhooksHandlers.ts"
 
 const requestFields = Object.keys(JobRequest.fields).join(", ")
 
@@ -103,6 +106,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function* () {
     const accounts = yield* Accounts.Accounts
     const runner = yield* TaskRunner.TaskRunner
+    const webhooks = yield* WebhookEndpoints.WebhookEndpoints
     const { heartbeatMs } = yield* EventStream.Settings
     const draining = yield* EventStream.Draining
 
@@ -180,6 +184,18 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
             // Tells nginx-style proxies not to buffer the stream.
             headers: { "x-accel-buffering": "no" }
           })
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handle("webhookDeliveries", ({ params, query }) =>
+        Effect.gen(function* () {
+          const caller = yield* CurrentCaller
+          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
+          const task = yield* runner.get(caller, params.id)
+          const page = yield* webhooks.taskDeliveries(caller.accountId, task.id, {
+            limit: query.limit ?? DEFAULT_PAGE_SIZE,
+            before: query.before
+          })
+          return { data: page.deliveries.map(deliveryView), nextCursor: page.nextCursor }
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("cancel", ({ params }) =>

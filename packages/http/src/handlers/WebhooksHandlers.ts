@@ -26,7 +26,8 @@ const endpointView = (stored: WebhookStore.Endpoint): WebhookEndpoint => ({
 
 const withSecret = (stored: WebhookStore.Endpoint) => ({ ...endpointView(stored), secret: stored.secret })
 
-const deliveryView = (stored: WebhookStore.Delivery): WebhookDelivery => ({
+/** A delivery as the API shows it (also in GET /api/v1/jobs/{id}/webhook-deliveries). */
+export const deliveryView = (stored: WebhookStore.Delivery): WebhookDelivery => ({
   id: stored.id,
   endpointId: stored.endpointId,
   url: stored.url,

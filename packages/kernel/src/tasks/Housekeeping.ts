@@ -4,7 +4,9 @@
  * through `TaskStore.takeChore`): purging expired Idempotency-Keys (every 5 minutes, keys expired
  * for 5), sweeping orphaned result records and files (hourly, older than 1 hour, reading only
  * the results stored since the last sweep) and removing the files of expired results and uploads
- * (every 10 minutes, reading only those due, Retention). A failed chore is logged and runs at its next turn.
+ * (every 10 minutes, reading only those due, Retention) and purging the webhook deliveries (with
+ * their attempts) finished longer than `webhookLogRetentionMs` ago (hourly, oldest finish first).
+ * A failed chore is logged and runs at its next turn.
  * Why and how: docs/decisions.md (Ledger and admission; Tasks and providers).
  */
 import { randomUUID } from "node:crypto"
@@ -12,12 +14,13 @@ import { Clock, Duration, Effect } from "effect"
 import { BlobStore } from "../media/BlobStore.ts"
 import { MediaStore } from "../media/MediaStore.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import { WebhookStore } from "../webhooks/WebhookStore.ts"
 import { TaskStore } from "./TaskStore.ts"
 
 export interface Options {
   /** Time between purges of expired Idempotency-Keys. Default 5 minutes. */
   readonly intervalMs?: number | undefined
-  /** Keys, or orphaned result records, deleted by one statement. Default 1,000. */
+  /** Keys, orphaned result records or webhook deliveries, deleted by one statement. Default 1,000. */
   readonly batchSize?: number | undefined
   /** How long after its expiry a key is purged. Default 5 minutes. */
   readonly graceMs?: number | undefined
@@ -27,6 +30,10 @@ export interface Options {
   readonly orphanResultGraceMs?: number | undefined
   /** Time between removals of expired result files and uploads. Default 10 minutes. */
   readonly expiryIntervalMs?: number | undefined
+  /** Time between purges of finished webhook deliveries. Default 1 hour. */
+  readonly webhookLogIntervalMs?: number | undefined
+  /** How long a delivered or failed webhook delivery stays in the log (WEBHOOK_LOG_RETENTION). Default 30 days. */
+  readonly webhookLogRetentionMs?: number | undefined
   /** How long a process holds a chore it took, so that another takes it if that process dies mid-pass. Default 10 minutes. */
   readonly choreLeaseMs?: number | undefined
 }
@@ -38,6 +45,8 @@ export const defaults = {
   orphanResultIntervalMs: 60 * 60_000,
   orphanResultGraceMs: 60 * 60_000,
   expiryIntervalMs: 10 * 60_000,
+  webhookLogIntervalMs: 60 * 60_000,
+  webhookLogRetentionMs: 30 * 24 * 60 * 60_000,
   choreLeaseMs: 10 * 60_000
 } as const
 
@@ -53,6 +62,24 @@ export const purgeIdempotencyKeys = (options: Options = {}): Effect.Effect<numbe
       const deleted = yield* store.purgeIdempotencyKeys(cutoff, batchSize)
       total += deleted
       if (deleted === 0 || deleted < batchSize) return total
+    }
+  })
+
+/**
+ * One pass: deletes the webhook deliveries finished `webhookLogRetentionMs` before now, with their
+ * attempts, in statements of `batchSize`; how many.
+ */
+export const purgeWebhookLog = (options: Options = {}): Effect.Effect<number, StoreUnavailable, WebhookStore> =>
+  Effect.gen(function* () {
+    const store = yield* WebhookStore
+    const batchSize = options.batchSize ?? defaults.batchSize
+    // Fixed for the pass, so that deliveries finishing meanwhile cannot keep it going.
+    const cutoff = new Date((yield* Clock.currentTimeMillis) - (options.webhookLogRetentionMs ?? defaults.webhookLogRetentionMs))
+    let total = 0
+    for (;;) {
+      const deleted = yield* store.purgeFinished(cutoff, batchSize)
+      total += deleted
+      if (deleted < batchSize) return total
     }
   })
 
@@ -180,13 +207,14 @@ const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Eff
  * Offers the chores at once and then on their intervals until interrupted, each run only when this
  * process takes it; a failed one is logged and runs again at its next turn.
  */
-export const run = (options: Options = {}): Effect.Effect<never, never, TaskStore | MediaStore | BlobStore> =>
+export const run = (options: Options = {}): Effect.Effect<never, never, TaskStore | MediaStore | BlobStore | WebhookStore> =>
   Effect.suspend(() => {
     const holder = randomUUID()
     const leaseMs = options.choreLeaseMs ?? defaults.choreLeaseMs
     const intervalMs = options.intervalMs ?? defaults.intervalMs
     const orphanResultIntervalMs = options.orphanResultIntervalMs ?? defaults.orphanResultIntervalMs
     const expiryIntervalMs = options.expiryIntervalMs ?? defaults.expiryIntervalMs
+    const webhookLogIntervalMs = options.webhookLogIntervalMs ?? defaults.webhookLogIntervalMs
     return Effect.raceAllFirst([
       every(
         intervalMs,
@@ -219,6 +247,18 @@ export const run = (options: Options = {}): Effect.Effect<never, never, TaskStor
               expired.results.records + expired.media.records > 0 ? Effect.logInfo("Removed expired files", expired) : Effect.void
             ),
             Effect.catchCause((cause) => Effect.logWarning("Removing expired files failed", cause))
+          )
+        )
+      ),
+      every(
+        webhookLogIntervalMs,
+        asChore(
+          { name: "purge-webhook-log", holder, everyMs: webhookLogIntervalMs, leaseMs },
+          purgeWebhookLog(options).pipe(
+            Effect.flatMap((deleted) =>
+              deleted > 0 ? Effect.logInfo("Purged finished webhook deliveries", { deleted }) : Effect.void
+            ),
+            Effect.catchCause((cause) => Effect.logWarning("Purging finished webhook deliveries failed", cause))
           )
         )
       )

@@ -31,6 +31,7 @@ import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { isTerminal } from "../domain/TaskStatus.ts"
 import type { TaskStatus } from "../domain/TaskStatus.ts"
 import { TaskStore } from "./TaskStore.ts"
+import type { WebhookStore } from "../webhooks/WebhookStore.ts"
 import type { Claim, TaskRecord, TransitionRequest, TransitionResult } from "./TaskStore.ts"
 
 export interface Options {
@@ -562,9 +563,9 @@ export interface ServeOptions extends Options {
  * What a dedicated worker process runs (`npx taskmeter worker`), and the server process in
  * the background: the worker, the reconciler and the housekeeping, until interrupted.
  */
-export const serve = (options: ServeOptions = {}): Effect.Effect<never, never, Requirements> =>
+export const serve = (options: ServeOptions = {}): Effect.Effect<never, never, Requirements | WebhookStore> =>
   Effect.raceAllFirst([run(options), Reconciler.run(options.reconciler ?? {}), Housekeeping.run(options.housekeeping ?? {})])
 
 /** `serve` in the background of a layer's scope. */
-export const layer = (options: ServeOptions = {}): Layer.Layer<never, never, Requirements> =>
+export const layer = (options: ServeOptions = {}): Layer.Layer<never, never, Requirements | WebhookStore> =>
   Layer.effectDiscard(Effect.forkScoped(serve(options)))

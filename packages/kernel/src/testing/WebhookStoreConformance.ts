@@ -5,7 +5,7 @@
  * write; a claimed delivery is leased (not claimed twice, due again with the same id when the
  * lease lapses, the old lease's record refused); attempts, retries, the failing streak, disabling
  * once, a round's outcomes written together (each endpoint's streak as its latest attempt says),
- * the delivery log pages and resends.
+ * the delivery log pages (per endpoint and per task) and resends, and finished deliveries purged.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -391,6 +391,79 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         expect(due).toMatchObject({ attemptNumber: 1 })
         expect(due!.delivery.id).toBe(ids[0])
         expect(due!.delivery.attempts).toHaveLength(1)
+      })
+    )
+
+    test(
+      "a task's deliveries page newest first: its own webhook's and its endpoints', only for its account",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const other = yield* fundedAccount(0, "other")
+        const hook = yield* endpoint(account)
+        const task = yield* settled(account, "failed", at(1), { url: "https://own.example.com/hook", events: null })
+        yield* settled(account, "succeeded", at(2), { url: "https://own.example.com/other", events: null })
+        const [first] = yield* claim(at(3), 1)
+        yield* record(
+          { deliveryId: first!.delivery.id, leaseToken: first!.leaseToken, outcome: { _tag: "Retry", at: at(4) } },
+          at(3)
+        )
+        const all = yield* store.listTaskDeliveries(account, task.id, 10)
+        expect(all.map((d) => [d.taskId, d.endpointId]).sort()).toEqual(
+          [
+            [task.id, hook.id],
+            [task.id, null]
+          ].sort()
+        )
+        const page1 = yield* store.listTaskDeliveries(account, task.id, 1)
+        const page2 = yield* store.listTaskDeliveries(account, task.id, 1, page1[0]!.id)
+        expect([...page1, ...page2].map((d) => d.id)).toEqual(all.map((d) => d.id))
+        expect(yield* store.listTaskDeliveries(account, task.id, 1, page2[0]!.id)).toEqual([])
+        expect(yield* store.listTaskDeliveries(other, task.id, 10)).toEqual([])
+      })
+    )
+
+    test(
+      "purgeFinished deletes deliveries finished before the cutoff, oldest first, at most limit, with their attempts",
+      Effect.gen(function* () {
+        const store = yield* WebhookStore
+        const account = yield* fundedAccount(10 * USD)
+        const hook = yield* endpoint(account)
+        const finish = (outcome: "Delivered" | "Failed", when: Date) =>
+          Effect.gen(function* () {
+            yield* settled(account, "succeeded", when)
+            const [due] = yield* claim(when, 1)
+            yield* record(
+              {
+                deliveryId: due!.delivery.id,
+                leaseToken: due!.leaseToken,
+                attempt: attempt(when, outcome === "Delivered" ? 200 : 410),
+                outcome: { _tag: outcome }
+              },
+              when
+            )
+            return due!.delivery.id
+          })
+        yield* finish("Failed", at(10))
+        const older = yield* finish("Delivered", at(20))
+        const recent = yield* finish("Delivered", at(100))
+        yield* settled(account, "succeeded", at(1))
+        const pending = (yield* claim(at(1), 1))[0]!.delivery.id
+        const resent = yield* finish("Failed", at(30))
+        yield* store.resend(account, resent, at(40))
+        const ids = () =>
+          Effect.map(store.listDeliveries(account, hook.id, 100), (log) =>
+            defined(log)
+              .map((d) => d.id)
+              .sort()
+          )
+        expect(yield* store.purgeFinished(at(50), 1)).toBe(1)
+        expect(yield* ids()).toEqual([older, recent, pending, resent].sort())
+        expect(yield* store.purgeFinished(at(50), 10)).toBe(1)
+        expect(yield* ids()).toEqual([recent, pending, resent].sort())
+        expect(yield* store.purgeFinished(at(50), 10)).toBe(0)
+        const [kept] = defined(yield* store.listDeliveries(account, hook.id, 100)).filter((d) => d.id === recent)
+        expect(kept!.attempts).toHaveLength(1)
       })
     )
 

@@ -1,7 +1,7 @@
 /**
  * What an account does with its webhooks: endpoints created (the secret shown once), listed,
  * changed, deleted, their secret rotated (the previous one keeps signing for the overlap window),
- * their delivery log read and any delivery sent again; and the account's signing secret for
+ * their delivery log read (per endpoint, or per task) and any delivery sent again; and the account's signing secret for
  * per-submission `webhookUrl`s. URLs must pass the outbound address policy (syntactically; the
  * delivery checks the resolved addresses). Every read is scoped to the caller's account: another
  * account's endpoint or delivery is RequestNotFound.
@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, Layer } from "effect"
 import * as Errors from "../domain/Errors.ts"
-import type { AccountId } from "../domain/Ids.ts"
+import type { AccountId, TaskId } from "../domain/Ids.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { AddressPolicy, urlProblem } from "../outbound/AddressPolicy.ts"
 import * as Signature from "./Signature.ts"
@@ -56,6 +56,12 @@ export class WebhookEndpoints extends Context.Service<
       endpointId: string,
       page: { readonly limit: number; readonly before?: string | undefined }
     ) => Effect.Effect<DeliveryPage, Lookup>
+    /** Every delivery about the task (its own webhook's and its endpoints'); the caller checks the task is the account's. */
+    readonly taskDeliveries: (
+      accountId: AccountId,
+      taskId: TaskId,
+      page: { readonly limit: number; readonly before?: string | undefined }
+    ) => Effect.Effect<DeliveryPage, StoreUnavailable>
     readonly resend: (accountId: AccountId, deliveryId: string) => Effect.Effect<Delivery, Lookup>
     /** The account's signing secret for per-submission webhook URLs (made on first use). */
     readonly signingSecret: (accountId: AccountId) => Effect.Effect<string, StoreUnavailable>
@@ -64,6 +70,13 @@ export class WebhookEndpoints extends Context.Service<
 
 /** What an endpoint made without a list of events receives. */
 export const allEvents: ReadonlyArray<EventType> = eventTypes
+
+/** A page of `limit` from one more read: the cursor is its last delivery when there is more. */
+const paged = (deliveries: ReadonlyArray<Delivery>, limit: number): DeliveryPage => {
+  const more = deliveries.length > limit
+  const shown = more ? deliveries.slice(0, limit) : deliveries
+  return { deliveries: shown, nextCursor: more ? shown[shown.length - 1]!.id : null }
+}
 
 const DEFAULT_OVERLAP_MS = 24 * 60 * 60 * 1000
 
@@ -140,15 +153,14 @@ export const make = (options: Options = {}) =>
           )
         }),
       deliveries: (accountId, endpointId, page) =>
-        Effect.gen(function* () {
-          const deliveries = yield* Effect.flatMap(
-            store.listDeliveries(accountId, endpointId, page.limit + 1, page.before),
-            found("endpoint", endpointId)
-          )
-          const more = deliveries.length > page.limit
-          const shown = more ? deliveries.slice(0, page.limit) : deliveries
-          return { deliveries: shown, nextCursor: more ? shown[shown.length - 1]!.id : null }
-        }),
+        Effect.map(
+          Effect.flatMap(store.listDeliveries(accountId, endpointId, page.limit + 1, page.before), found("endpoint", endpointId)),
+          (deliveries) => paged(deliveries, page.limit)
+        ),
+      taskDeliveries: (accountId, taskId, page) =>
+        Effect.map(store.listTaskDeliveries(accountId, taskId, page.limit + 1, page.before), (deliveries) =>
+          paged(deliveries, page.limit)
+        ),
       resend: (accountId, deliveryId) =>
         Effect.flatMap(
           Effect.flatMap(nowDate, (now) => store.resend(accountId, deliveryId, now)),

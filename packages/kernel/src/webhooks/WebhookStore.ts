@@ -6,7 +6,8 @@
  * task's own `webhookUrl`), so no event is lost. Across processes: a delivery has at most one live
  * lease; `claim` leases due deliveries skipping those another claim holds, and a lease that lapses
  * (its worker died) makes the delivery due again, same id; `record` is a compare-and-set on the
- * lease token.
+ * lease token. The delivery log is read per endpoint or per task, and finished deliveries are
+ * purged by their finish time.
  */
 import { Context } from "effect"
 import type { Effect } from "effect"
@@ -182,6 +183,22 @@ export class WebhookStore extends Context.Service<
       limit: number,
       before?: string | undefined
     ) => Effect.Effect<ReadonlyArray<Delivery> | undefined, StoreUnavailable>
+    /**
+     * Every delivery about the task (to the account's endpoints and to the task's own webhook),
+     * newest first, at most `limit`, after (older than) the delivery `before` when given; empty
+     * when the task is not the account's.
+     */
+    readonly listTaskDeliveries: (
+      accountId: AccountId,
+      taskId: TaskId,
+      limit: number,
+      before?: string | undefined
+    ) => Effect.Effect<ReadonlyArray<Delivery>, StoreUnavailable>
+    /**
+     * Deletes up to `limit` deliveries that finished (delivered or failed) before `finishedBefore`,
+     * oldest finish first, with their attempts; how many. A resent delivery finishes anew.
+     */
+    readonly purgeFinished: (finishedBefore: Date, limit: number) => Effect.Effect<number, StoreUnavailable>
     /**
      * Makes the account's delivery pending and due at `now` again (same id), its retry schedule
      * started again; undefined when not the account's.

@@ -31,6 +31,7 @@ const newDelivery = (
   leaseToken: null,
   dueAt: task.updatedAt.getTime(),
   roundAttempts: 0,
+  finishedAt: null,
   seq: state.nextSeq++
 })
 
@@ -172,6 +173,7 @@ export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
           row.leaseToken = null
           if (attempt !== undefined) row.roundAttempts++
           row.dueAt = outcome._tag === "Retry" ? outcome.at.getTime() : Number.POSITIVE_INFINITY
+          row.finishedAt = outcome._tag === "Retry" ? null : now.getTime()
           row.delivery = {
             ...row.delivery,
             status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
@@ -216,6 +218,25 @@ export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
         if (before !== undefined && start === 0) return []
         return rows.slice(start, start + Math.max(0, limit)).map((row) => row.delivery)
       }),
+    listTaskDeliveries: (accountId, taskId, limit, before) =>
+      Effect.sync(() => {
+        const rows = [...state.deliveries.values()]
+          .filter((row) => row.delivery.accountId === accountId && row.delivery.taskId === taskId)
+          .sort((a, b) => b.seq - a.seq)
+        const start = before === undefined ? 0 : rows.findIndex((row) => row.delivery.id === before) + 1
+        if (before !== undefined && start === 0) return []
+        return rows.slice(start, start + Math.max(0, limit)).map((row) => row.delivery)
+      }),
+    purgeFinished: (finishedBefore, limit) =>
+      Effect.sync(() => {
+        const cutoff = finishedBefore.getTime()
+        const due = [...state.deliveries.values()]
+          .filter((row) => row.finishedAt !== null && row.finishedAt < cutoff)
+          .sort((a, b) => a.finishedAt! - b.finishedAt! || a.seq - b.seq)
+          .slice(0, Math.max(0, limit))
+        for (const row of due) state.deliveries.delete(row.delivery.id)
+        return due.length
+      }),
     resend: (accountId, deliveryId, now) =>
       Effect.sync(() => {
         const row = state.deliveries.get(deliveryId)
@@ -223,6 +244,7 @@ export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
         row.leaseToken = null
         row.dueAt = now.getTime()
         row.roundAttempts = 0
+        row.finishedAt = null
         row.delivery = { ...row.delivery, status: "pending", nextAttemptAt: now }
         return row.delivery
       })

@@ -95,6 +95,8 @@ export interface DeliveryRow {
   dueAt: number
   /** Attempts since it was written or last resent. */
   roundAttempts: number
+  /** When it was delivered or failed; null while pending. */
+  finishedAt: number | null
   readonly seq: number
 }
 

@@ -4,7 +4,8 @@
  * LOCKED` pick from the partial index of pending deliveries by due time, setting the due time to
  * the lease's end; `record` one statement appending the attempt, moving the delivery on its lease
  * token and marking the endpoint failing or not (written only when that changes, so a busy
- * endpoint's row is not a hot spot).
+ * endpoint's row is not a hot spot) and the finish time (migration 0029), which `purgeFinished`
+ * reads through its partial index.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -263,6 +264,7 @@ export const make = Effect.gen(function* () {
           ),
           d AS (
             UPDATE webhook_deliveries w SET lease_token = NULL, status = i.status, due_at = i.retry_at,
+              finished_at = CASE WHEN i.status = 'pending' THEN NULL ELSE ${now}::timestamptz END,
               next_attempt_at = i.retry_at, round_attempts = w.round_attempts + CASE WHEN i.has_attempt THEN 1 ELSE 0 END
             FROM i
             WHERE w.id = i.id AND w.lease_token = i.lease_token AND w.status = 'pending'
@@ -326,12 +328,40 @@ export const make = Effect.gen(function* () {
         })
       ),
 
+    listTaskDeliveries: (accountId, taskId, limit, before) =>
+      Failures.run(
+        "listTaskDeliveries",
+        sql<DeliveryRow>`SELECT ${columns} FROM webhook_deliveries w
+          WHERE w.task_id = ${taskId} AND w.account_id = ${accountId}
+          ${
+            before === undefined
+              ? sql``
+              : sql`AND w.seq < coalesce((SELECT c.seq FROM webhook_deliveries c
+                  WHERE c.id = ${before} AND c.task_id = ${taskId}), 0)`
+          }
+          ORDER BY w.seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toDelivery)))
+      ),
+
+    purgeFinished: (finishedBefore, limit) =>
+      limit <= 0
+        ? Effect.succeed(0)
+        : Failures.run(
+            "purgeFinished",
+            sql`DELETE FROM webhook_deliveries WHERE id IN (
+                SELECT id FROM webhook_deliveries
+                WHERE finished_at IS NOT NULL AND finished_at < ${finishedBefore}
+                ORDER BY finished_at
+                LIMIT ${limit}
+                FOR UPDATE SKIP LOCKED
+              ) RETURNING id`.pipe(Effect.map((rows) => rows.length))
+          ),
+
     resend: (accountId, deliveryId, now) =>
       Failures.run(
         "resend",
         sql<DeliveryRow>`WITH w AS (
             UPDATE webhook_deliveries SET status = 'pending', due_at = ${now}, next_attempt_at = ${now},
-              lease_token = NULL, round_attempts = 0
+              lease_token = NULL, round_attempts = 0, finished_at = NULL
             WHERE id = ${deliveryId} AND account_id = ${accountId} RETURNING *
           )
           SELECT ${columns} FROM w`.pipe(Effect.map((rows) => (rows.length === 0 ? undefined : toDelivery(rows[0]))))
