@@ -48,7 +48,7 @@ describe("POST /api/v1/auth/agent-codes", () => {
     const before = Date.now()
     const made = await agentCode({ cookie: who.cookie, origin: base, "x-csrf-token": who.csrfToken })
     expect(made.status).toBe(201)
-    expect(made.body.code).toMatch(/^tm/)
+    expect(made.body.code).toMatch(/^tmsi_/)
     expect(made.body.mcpUrl).toBe(`${base}/mcp`)
     const lifetime = Date.parse(made.body.expiresAt) - before
     expect(lifetime).toBeGreaterThan(590_000)
