@@ -23,9 +23,9 @@ export interface Session {
 /**
  * A fresh browser profile, with axe-core loaded into every page before its own scripts (through
  * the DevTools protocol, which the page's Content-Security-Policy does not govern, so the policy
- * stays in force and a violation shows as a console error).
+ * stays in force and a violation shows as a console error). `args` are more Chromium switches.
  */
-export const launch = async (): Promise<Session> => {
+export const launch = async (args: ReadonlyArray<string> = []): Promise<Session> => {
   const profile = mkdtempSync(join(tmpdir(), "taskmeter-console-chromium-"))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: Dependencies.chromiumPath,
@@ -41,7 +41,8 @@ export const launch = async (): Promise<Session> => {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
-      "--autoplay-policy=no-user-gesture-required"
+      "--autoplay-policy=no-user-gesture-required",
+      ...args
     ]
   })
   await context.addInitScript({ path: AXE })
