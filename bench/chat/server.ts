@@ -28,6 +28,7 @@ import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
 import { ChatServer, ChatServices, ConsoleAuth, Server, ServerConfig } from "@taskmeter/http"
+import { OAuthStore } from "@taskmeter/mcp"
 
 export const CREDITS = 1_000_000_000
 
@@ -66,6 +67,7 @@ const serveOver = <E>(store: Layer.Layer<MemoryStore.Stores, E>) =>
     Layer.provideMerge(chat),
     Layer.provideMerge(kernel),
     Layer.provideMerge(store),
+    Layer.provide(OAuthStore.layerMemory),
     Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1" }))
   )
 

@@ -309,7 +309,7 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a 
             // Back with the password; the key revoked.
             await page.getByLabel("Email").fill(EMAIL)
             await page.getByLabel("Password").fill(PASSWORD)
-            await page.getByRole("button", { name: "Sign in" }).click()
+            await page.getByRole("button", { name: "Sign in", exact: true }).click()
             await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
             await openPage(page, "API keys", "API keys")
             page.once("dialog", (dialog) => void dialog.accept())
@@ -339,7 +339,7 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a 
             await page.getByRole("link", { name: "Back to sign in" }).click()
             await page.getByLabel("Email").fill(EMAIL)
             await page.getByLabel("Password").fill(`${PASSWORD} again`)
-            await page.getByRole("button", { name: "Sign in" }).click()
+            await page.getByRole("button", { name: "Sign in", exact: true }).click()
             await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor()
             await page.getByRole("button", { name: "Sign out everywhere" }).click()
             await page.waitForURL(`${url}/sign-in`)

@@ -11,6 +11,7 @@ import { ErrorBoundary } from "./api/ErrorBoundary.ts"
 import { JobsApi } from "./api/JobsApi.ts"
 import { KeysApi } from "./api/KeysApi.ts"
 import { MediaApi } from "./api/MediaApi.ts"
+import { AgentCodesApi } from "./api/AgentCodesApi.ts"
 import { PasskeysApi } from "./api/PasskeysApi.ts"
 import { ResultsApi } from "./api/ResultsApi.ts"
 import { API_KEY_HEADER, API_KEY_SCHEME } from "./api/Security.ts"
@@ -25,6 +26,7 @@ export type { ChatCompletionChunk, ChatRequestView, ChatStreamError } from "./ap
 export { JobsApi } from "./api/JobsApi.ts"
 export { KeysApi } from "./api/KeysApi.ts"
 export { MediaApi } from "./api/MediaApi.ts"
+export { AgentCodesApi } from "./api/AgentCodesApi.ts"
 export { PasskeysApi } from "./api/PasskeysApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { type LedgerEntry, UsageApi } from "./api/UsageApi.ts"
@@ -72,7 +74,7 @@ const finishDocument = (spec: Json): Json => {
 }
 
 export const Api = HttpApi.make("taskmeter")
-  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, PasskeysApi, KeysApi, WebhooksApi)
+  .add(CatalogApi, JobsApi, MediaApi, ResultsApi, UsageApi, AuthApi, PasskeysApi, AgentCodesApi, KeysApi, WebhooksApi)
   .middleware(ErrorBoundary)
   .annotateMerge(
     OpenApi.annotations({

@@ -15,6 +15,7 @@ import { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import * as ApiReference from "./docs/ApiReference.ts"
 import * as ErrorResponse from "./ErrorResponse.ts"
+import * as AgentCodeHandlers from "./handlers/AgentCodeHandlers.ts"
 import * as AuthHandlers from "./handlers/AuthHandlers.ts"
 import * as EventStream from "./EventStream.ts"
 import * as Authentication from "./handlers/Authentication.ts"
@@ -71,6 +72,7 @@ const handlers = Layer.mergeAll(
   UsageHandlers.layer,
   AuthHandlers.layer,
   PasskeyHandlers.layer,
+  AgentCodeHandlers.layer,
   KeysHandlers.layer,
   WebhooksHandlers.layer
 ).pipe(Layer.provide([Authentication.layer, PresentedKey.layer, SessionAuthentication.layer, ErrorBoundary.layer]))

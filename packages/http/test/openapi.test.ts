@@ -72,6 +72,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /healthz",
           "GET /readyz",
           "PATCH /api/v1/webhook-endpoints/{id}",
+          "POST /api/v1/auth/agent-codes",
           "POST /api/v1/auth/passkeys",
           "POST /api/v1/auth/passkeys/authentication-options",
           "POST /api/v1/auth/passkeys/registration-options",

@@ -28,6 +28,9 @@ const PREFLIGHT = {
 const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`
 
 /** The route, with the guard's allowed origins and hosts besides the public ones. */
+/** Where the MCP endpoint is served, under the public base URL. */
+export const PATH = "/mcp"
+
 export const layer = (
   options: TransportGuard.Options = {}
 ): Layer.Layer<never, never, HttpRouter.HttpRouter | AuthorizationServer | McpHandler | Accounts.Accounts> =>
@@ -123,6 +126,6 @@ export const layer = (
           return HttpServerResponse.setHeaders(response, CORS)
         })
 
-      yield* router.add("*", "/mcp", serve)
+      yield* router.add("*", PATH, serve)
     })
   )

@@ -46,7 +46,7 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
     case "/keys":
       return <Keys who={who} />
     case "/connect":
-      return <Connect />
+      return <Connect who={who} />
     case "/operator/accounts":
       return <OperatorAccounts />
     case "/operator/prices":

@@ -1,8 +1,11 @@
 /**
  * Who is signed in: a session (cookie) as GET /api/v1/auth/session reports it, else an API key
  * the user entered for this tab (kept in sessionStorage, gone when the tab closes). Sign-up,
- * sign-in, verification and password reset are the public API's auth endpoints.
+ * sign-in, verification and password reset are the public API's auth endpoints; passkeys go
+ * through @simplewebauthn/browser with the options JSON the server sends.
  */
+import { startAuthentication, startRegistration } from "@simplewebauthn/browser"
+import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from "@simplewebauthn/browser"
 import { ApiFailure, call, setCredential } from "./api.ts"
 
 interface SessionBody {
@@ -53,6 +56,22 @@ export const signUp = async (email: string, password: string, invitation: string
       api.auth.signUp({ payload: { email, password, ...(invitation === undefined ? {} : { invitation }) } })
     )
   )
+
+/** Signs in with a passkey: the server's options to the browser's WebAuthn, its answer back. */
+export const signInWithPasskey = async (): Promise<Who> => {
+  const options = await call(({ api }) => api.passkeys.authenticationOptions())
+  const response = await startAuthentication({ optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON })
+  return fromSession(
+    await call(({ api }) => api.passkeys.signIn({ payload: { response: response as unknown as Record<string, unknown> } }))
+  )
+}
+
+/** Registers a passkey of this browser for the signed-in user. */
+export const addPasskey = async (): Promise<void> => {
+  const options = await call(({ api }) => api.passkeys.registrationOptions())
+  const response = await startRegistration({ optionsJSON: options as unknown as PublicKeyCredentialCreationOptionsJSON })
+  await call(({ api }) => api.passkeys.register({ payload: { response: response as unknown as Record<string, unknown> } }))
+}
 
 /** Uses an API key for this tab; checked by reading the balance (usage:read). */
 export const useKey = async (secret: string): Promise<Who> => {

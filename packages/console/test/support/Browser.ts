@@ -21,13 +21,13 @@ export interface Session {
 /**
  * A fresh browser profile, with axe-core loaded into every page before its own scripts (through
  * the DevTools protocol, which the page's Content-Security-Policy does not govern, so the policy
- * stays in force and a violation shows as a console error).
+ * stays in force and a violation shows as a console error). `args` are more Chromium switches.
  */
-export const launch = async (): Promise<Session> => {
+export const launch = async (args: ReadonlyArray<string> = []): Promise<Session> => {
   const chromium = await Chromium.launch({
     viewport: { width: 1280, height: 900 },
     permissions: ["clipboard-read", "clipboard-write"],
-    args: ["--autoplay-policy=no-user-gesture-required"]
+    args: ["--autoplay-policy=no-user-gesture-required", ...args]
   })
   await chromium.context.addInitScript({ path: AXE })
   return chromium

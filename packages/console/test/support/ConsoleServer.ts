@@ -22,13 +22,19 @@ export const SIGN_UP_CREDITS_MICROS = 25_000_000
  * The server; `env` (e.g. Stripe's settings) stands in for the environment's configuration,
  * `simulated` are the simulated provider's options (e.g. a delay, to watch a task run).
  */
-export const layer = (env: Record<string, string> = {}, simulated: Simulated.Options = {}) => {
+export const layer = (
+  env: Record<string, string> = {},
+  simulated: Simulated.Options = {},
+  /** A fixed port and the public URL naming it (e.g. http://localhost:<port>, for passkeys); default an ephemeral port, its address. */
+  address: { readonly port: number; readonly publicUrl: string } | undefined = undefined
+) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-console-"))
   const server = Effect.map(Inbox.Inbox, (inbox) =>
     Main.server({
       settings: {
         ...Main.defaults,
         signUpCreditsMicros: SIGN_UP_CREDITS_MICROS,
+        publicUrl: Option.fromUndefinedOr(address?.publicUrl),
         smtpUrl: Option.some(Redacted.make(`smtp://127.0.0.1:${inbox.port}`))
       },
       adapters: [Simulated.make(simulated)],
@@ -37,7 +43,7 @@ export const layer = (env: Record<string, string> = {}, simulated: Simulated.Opt
       dataDir
     }).pipe(
       Layer.provideMerge(Layer.merge(MemoryStore.layer, OAuthStore.layerMemory)),
-      Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1", dataDir, adminPort: 0 })),
+      Layer.provide(ServerConfig.layerWith({ port: address?.port ?? 0, host: "127.0.0.1", dataDir, adminPort: 0 })),
       Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
     )
   )

@@ -11,6 +11,7 @@ import { Accounts, Catalog, ChatBilling, Ledger, Money, Pricer, TaskRunner, Webh
 import type { ChatProvider, Ids, Scope } from "@taskmeter/kernel"
 import { ChatUpstreams, LocalChatModel, OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
+import { OAuthStore } from "@taskmeter/mcp"
 import OpenAI from "openai"
 import * as BillingServer from "../../src/billing/BillingServer.ts"
 import * as ChatServer from "../../src/chat/ChatServer.ts"
@@ -74,6 +75,7 @@ export const layer = (
     Layer.provideMerge(chat),
     Layer.provideMerge(kernel),
     Layer.provideMerge(MemoryStore.layer),
+    Layer.provide(OAuthStore.layerMemory),
     Layer.provide(ServerConfig.layerWith({ port: 0 })),
     Layer.orDie
   )

@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
+import { OAuthStore } from "@taskmeter/mcp"
 import {
   AccountContacts,
   AccountStore,
@@ -206,6 +207,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)
   return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(kernel),
+    Layer.provideMerge(OAuthStore.layerMemory),
     Layer.provide(options.eventStreams === undefined ? Layer.empty : Layer.succeed(EventStream.Settings, options.eventStreams)),
     Layer.provide(ServerConfig.layerWith({ port: options.port ?? 0, maxUploadBytes: options.maxUploadBytes ?? 64 * 1024 })),
     Layer.orDie

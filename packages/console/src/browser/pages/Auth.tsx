@@ -1,5 +1,5 @@
 /**
- * The signed-out pages: sign in (with email and password, or with an API key for this tab),
+ * The signed-out pages: sign in (with email and password, a passkey, or an API key for this tab),
  * sign up, verify an email address from the mailed link, and reset a password.
  */
 import type { ComponentChildren } from "preact"
@@ -65,6 +65,35 @@ const Field = (props: {
   </label>
 )
 
+/** "Sign in with a passkey": the browser's own prompt; a refusal or a cancelled prompt is shown. */
+const PasskeySignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(undefined)
+  return (
+    <div class="passkey-sign-in">
+      <ErrorNotice error={error} />
+      <button
+        type="button"
+        class="secondary"
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true)
+          setError(undefined)
+          try {
+            props.onSignedIn(await Session.signInWithPasskey())
+          } catch (failure) {
+            setError(failure)
+          } finally {
+            setBusy(false)
+          }
+        }}
+      >
+        Sign in with a passkey
+      </button>
+    </div>
+  )
+}
+
 const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
   <Plain>
     <h1>Sign in</h1>
@@ -75,6 +104,7 @@ const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
       <Field name="email" label="Email" type="email" autocomplete="email" />
       <Field name="password" label="Password" type="password" autocomplete="current-password" />
     </Form>
+    <PasskeySignIn onSignedIn={props.onSignedIn} />
     <p>
       New here? <Link href="/sign-up">Create an account</Link>. <Link href="/reset-password">Forgot your password?</Link>
     </p>

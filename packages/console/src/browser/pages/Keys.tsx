@@ -1,10 +1,11 @@
 /**
  * API keys: the account's keys (GET /api/v1/keys), a new one with a name, scopes and optional
- * limits (its secret shown once, with a copy button), and revocation. Keys are managed under a
- * session only; a tab signed in with a key is told so.
+ * limits (its secret shown once, with a copy button), and revocation; and adding a passkey to the
+ * user's sign-in. Both under a session only; a tab signed in with a key is told so.
  */
 import { useState } from "preact/hooks"
 import { call } from "../api.ts"
+import { AddPasskey } from "../parts/AddPasskey.tsx"
 import { CopyButton } from "../parts/CopyButton.tsx"
 import { dateTime } from "../format.ts"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
@@ -94,6 +95,7 @@ export const Keys = (props: { readonly who: Who }) => {
     <>
       <h1>API keys</h1>
       <NewKey onCreated={keys.reload} />
+      <AddPasskey />
       <section aria-labelledby="your-keys">
         <h2 id="your-keys">Your keys</h2>
         <ErrorNotice error={keys.error ?? error} />

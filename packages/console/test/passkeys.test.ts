@@ -1,0 +1,93 @@
+/**
+ * Passkeys in the console, in Chromium with a virtual authenticator (CDP WebAuthn) against the
+ * composed server at http://localhost:<port> (a relying party must be a domain): signed up, a
+ * passkey added on the API keys page, signed out, and signed in again with "Sign in with a
+ * passkey" alone. The pages pass axe-core in light and dark.
+ */
+import { createServer } from "node:net"
+import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
+import { Effect } from "effect"
+import { expect, layer } from "@effect/vitest"
+import * as Browser from "./support/Browser.ts"
+import * as ConsoleServer from "./support/ConsoleServer.ts"
+
+const OUTPUT = fileURLToPath(new URL("../test/output/passkeys/", import.meta.url))
+
+const port = await new Promise<number>((resolve) => {
+  const probe = createServer()
+  probe.listen(0, "127.0.0.1", () => {
+    const { port } = probe.address() as AddressInfo
+    probe.close(() => resolve(port))
+  })
+})
+const origin = `http://localhost:${port}`
+
+layer(ConsoleServer.layer({}, {}, { port, publicUrl: origin }), { timeout: 60_000, excludeTestServices: true })(
+  "passkeys in the console",
+  (it) => {
+    it.effect(
+      "adds a passkey under a session and signs in with it alone; accessible",
+      () =>
+        Effect.promise(async () => {
+          const browser = await Browser.launch([`--host-resolver-rules=MAP localhost 127.0.0.1`])
+          try {
+            const page = await browser.context.newPage()
+            const cdp = await browser.context.newCDPSession(page)
+            await cdp.send("WebAuthn.enable")
+            const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+              options: {
+                protocol: "ctap2",
+                transport: "internal",
+                hasResidentKey: true,
+                hasUserVerification: true,
+                isUserVerified: true,
+                automaticPresenceSimulation: true
+              }
+            })
+            await page.goto(`${origin}/sign-in`)
+            const signedUp = await page.evaluate(async () => {
+              const reply = await (globalThis as any).fetch("/api/v1/auth/sign-up", {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: JSON.stringify({ email: "pia@example.com", password: "a long enough passphrase" })
+              })
+              return reply.status
+            })
+            expect(signedUp).toBe(201)
+
+            await page.goto(`${origin}/keys`)
+            await page.getByRole("heading", { level: 2, name: "Passkeys" }).waitFor()
+            await page.getByRole("button", { name: "Add a passkey" }).click()
+            await page.getByText("Passkey added.").waitFor()
+            const held = await cdp.send("WebAuthn.getCredentials", { authenticatorId })
+            expect(held.credentials).toHaveLength(1)
+            expect(held.credentials[0]?.isResidentCredential).toBe(true)
+            for (const result of await Browser.check(page, OUTPUT, "keys")) {
+              expect(result.nonBlank, result.scheme).toBe(true)
+              expect(result.violations, result.scheme).toEqual([])
+            }
+
+            // Signed out, the sign-in page signs in with the passkey alone.
+            await page.getByRole("button", { name: "Sign out", exact: true }).click()
+            await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
+            for (const result of await Browser.check(page, OUTPUT, "sign-in")) {
+              expect(result.nonBlank, result.scheme).toBe(true)
+              expect(result.violations, result.scheme).toEqual([])
+            }
+            await page.getByRole("button", { name: "Sign in with a passkey" }).click()
+            await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor({ state: "detached" })
+            const session = await page.evaluate(async () => {
+              const reply = await (globalThis as any).fetch("/api/v1/auth/session")
+              return { status: reply.status, body: await reply.json() }
+            })
+            expect(session.status).toBe(200)
+            expect(session.body.user.email).toBe("pia@example.com")
+          } finally {
+            await browser.close()
+          }
+        }),
+      60_000
+    )
+  }
+)
