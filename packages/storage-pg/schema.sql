@@ -1538,6 +1538,10 @@ CREATE UNIQUE INDEX ledger_entries_once_per_task ON ledger_entries USING btree (
 
 COMMENT ON INDEX ledger_entries_once_per_task IS 'Serves the books: at most one reserve, one charge and one release per task (insert-time check only).';
 
+CREATE INDEX ledger_entries_period ON ledger_entries USING btree (created_at) WHERE (kind = ANY (ARRAY['charge'::text, 'release'::text, 'refund'::text]));
+
+COMMENT ON INDEX ledger_entries_period IS 'Serves admin revenue: the charge, release and refund entries of a period, by time.';
+
 COMMENT ON INDEX ledger_entries_pkey IS 'Serves GET /api/v1/usage?before=<entry id>: the page cursor; one row per entry id.';
 
 CREATE INDEX media_expiring ON media USING btree (expires_at) WHERE (NOT data_removed);

@@ -23,5 +23,6 @@ export const PATHS = [
   "/webhooks",
   "/operator/accounts",
   "/operator/prices",
-  "/operator/reconciliation"
+  "/operator/reconciliation",
+  "/operator/revenue"
 ] as const

@@ -2,20 +2,60 @@
  * The operator pages in a real browser against the composed server: a user's navigation has no
  * operator pages until the user is marked operator (as `taskmeter admin operator add` does); then
  * Accounts lists and searches accounts with their credits and grants credits (the balance moves),
- * Prices sets a model's daily budget, and the Reconciliation queue shows its empty state. Every
+ * Prices sets a model's daily budget, the Reconciliation queue shows its empty state, and Revenue
+ * shows today's settled chat request by day and model, with its chart. Every
  * page is screenshotted into test/output/operator and passes axe-core in light and dark.
  */
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { expect, layer } from "@effect/vitest"
 import type { Page } from "playwright-core"
-import { Users } from "@taskmeter/kernel"
+import { AccountStore, ChatStore, Ids, LedgerStore, Money, Users } from "@taskmeter/kernel"
 import * as Browser from "./support/Browser.ts"
 import * as ConsoleServer from "./support/ConsoleServer.ts"
 
 const OUTPUT = fileURLToPath(new URL("../test/output/operator/", import.meta.url))
 const EMAIL = "olga@example.com"
 const MODEL = "alpha-2-lite-text-to-image-economy"
+
+/** One chat request charged 0.042 USD today, on an account of its own. */
+const revenueToday = Effect.gen(function* () {
+  const accountId = Ids.makeAccountId()
+  const now = new Date()
+  yield* (yield* AccountStore.AccountStore).createAccount({ id: accountId, name: "revenue", createdAt: now })
+  yield* (yield* LedgerStore.LedgerStore).grant({ accountId, amountMicros: 1_000_000, note: null })
+  const chat = yield* ChatStore.ChatStore
+  const leaseId = `lease_revenue_${accountId}`
+  yield* chat.lease({
+    id: leaseId,
+    accountId,
+    needMicros: Money.micros(100_000),
+    wantMicros: Money.micros(100_000),
+    at: now,
+    expiresAt: new Date(now.getTime() + 60_000)
+  })
+  yield* chat.settleLeased([
+    {
+      leaseId,
+      id: Ids.makeChatRequestId(),
+      accountId,
+      apiKeyId: null,
+      model: "revenue-chat",
+      reservedMicros: Money.micros(100_000),
+      tiers: [],
+      createdAt: now,
+      status: "succeeded",
+      usage: { promptTokens: 10, completionTokens: 10 },
+      finishReason: "stop",
+      errorCode: null,
+      chargeMicros: Money.micros(42_000),
+      completedAt: now,
+      upstream: "primary",
+      upstreamCostMicros: Money.micros(20_000)
+    }
+  ])
+  yield* chat.closeLeases([leaseId], now)
+})
 
 const checkPage = async (page: Page, name: string) => {
   for (const result of await Browser.check(page, OUTPUT, name)) {
@@ -100,6 +140,22 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await openPage(page, "Reconciliation queue", "Reconciliation queue")
             await page.getByRole("status").filter({ hasText: "No task waits for reconciliation." }).waitFor()
             await checkPage(page, "reconciliation")
+          })
+          yield* revenueToday
+          yield* Effect.promise(async () => {
+            await openPage(page, "Revenue", "Revenue")
+            const row = page
+              .getByRole("table", { name: "Revenue by UTC day and model" })
+              .getByRole("row")
+              .filter({ hasText: "revenue-chat" })
+            await row.getByRole("cell", { name: "$0.042" }).waitFor()
+            await row.getByRole("cell", { name: "$0.02", exact: true }).waitFor()
+            expect(
+              await page
+                .getByRole("img", { name: /Charged by day \(UTC\), tasks and chat\. \d{4}-\d{2}-\d{2}: \$0\.042/ })
+                .count()
+            ).toBe(1)
+            await checkPage(page, "revenue")
             expect(errors).toEqual([])
           })
         }).pipe(Effect.ensuring(Effect.promise(() => browser.close())))

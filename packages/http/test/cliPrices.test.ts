@@ -206,6 +206,85 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
       })
   )
 
+  it.effect("revenue: per UTC day and model with totals, as JSON and as a table; a reversed or bad period is refused", () =>
+    Effect.gen(function* () {
+      const { account } = yield* admin("account", "create", "--credits-usd", "5")
+      const store = yield* ChatStore.ChatStore
+      const leaseId = `lease_revenue_${account.id}`
+      const day = (date: string) => new Date(`${date}T12:00:00.000Z`)
+      yield* store.lease({
+        id: leaseId,
+        accountId: account.id,
+        needMicros: Money.micros(USD),
+        wantMicros: Money.micros(USD),
+        at: day("2032-04-01"),
+        expiresAt: day("2032-04-03")
+      })
+      const settled = (model: string, createdAt: Date, chargeMicros: number, cost: number) => ({
+        leaseId,
+        id: Ids.makeChatRequestId(),
+        accountId: account.id,
+        apiKeyId: null,
+        model,
+        reservedMicros: Money.micros(USD / 4),
+        tiers: [],
+        createdAt,
+        status: "succeeded" as const,
+        usage: { promptTokens: 10, completionTokens: 10 },
+        finishReason: "stop",
+        errorCode: null,
+        chargeMicros: Money.micros(chargeMicros),
+        completedAt: createdAt,
+        upstream: "primary",
+        upstreamCostMicros: Money.micros(cost),
+        shortfallMicros: Money.micros(0)
+      })
+      yield* store.settleLeased([
+        settled("chat-pro", day("2032-04-01"), 30_000, 12_000),
+        settled("chat-pro", day("2032-04-02"), 20_000, 9_000),
+        settled("chat-mini", day("2032-04-02"), 5_000, 1_000),
+        settled("chat-pro", day("2032-04-03"), 7_000, 7_000)
+      ])
+      yield* store.closeLeases([leaseId], day("2032-04-03"))
+      const zero = { tasksCharged: 0, taskChargedMicros: 0, tasksReleased: 0, taskReleasedMicros: 0, chatShortfallMicros: 0 }
+      const chats = (chatRequests: number, chatChargedMicros: number, chatUpstreamCostMicros: number) => ({
+        ...zero,
+        chatRequests,
+        chatChargedMicros,
+        chatUpstreamCostMicros
+      })
+      expect(yield* admin("revenue", "--from", "2032-04-01", "--to", "2032-04-02")).toEqual({
+        from: "2032-04-01",
+        to: "2032-04-02",
+        rows: [
+          { day: "2032-04-01", model: "chat-pro", ...chats(1, 30_000, 12_000) },
+          { day: "2032-04-02", model: "chat-mini", ...chats(1, 5_000, 1_000) },
+          { day: "2032-04-02", model: "chat-pro", ...chats(1, 20_000, 9_000) }
+        ],
+        refunds: [],
+        totals: { ...chats(3, 55_000, 22_000), refunds: 0, refundedMicros: 0 },
+        truncated: false
+      })
+      const url = yield* baseUrl
+      const human = yield* run(["admin", "--url", url, "revenue", "--from", "2032-04-02", "--to", "2032-04-02"], {
+        TASKMETER_ADMIN_TOKEN: Redacted.value(token)
+      })
+      const lines = human.stdout.split("\n")
+      expect(lines[0]).toBe("Revenue from 2032-04-02 to 2032-04-02 (UTC days, amounts in USD):")
+      expect(lines[1]).toMatch(/^day\s+model\s+tasks\s+task charged/)
+      expect(lines[2]).toMatch(/^2032-04-02\s+chat-mini\s+0\s+0\.000000\s+0\s+0\.000000\s+1\s+0\.005000\s+0\.001000\s+0\.000000$/)
+      expect(lines[4]).toMatch(/^total\s+0\s+0\.000000\s+0\s+0\.000000\s+2\s+0\.025000\s+0\.010000\s+0\.000000$/)
+      expect(human.stdout).toContain("refunds in total: 0, 0.000000 USD")
+      for (const [from, to] of [
+        ["2032-04-02", "2032-04-01"],
+        ["2032-02-30", "2032-03-01"],
+        ["2030-01-01", "2032-01-01"]
+      ]) {
+        expect((yield* adminFails("revenue", "--from", from ?? "", "--to", to ?? "")).reason).toBe("InvalidRequest")
+      }
+    })
+  )
+
   it.effect("task list shows the operator queue; task resolve settles with results and a reason", () =>
     Effect.gen(function* () {
       const { account } = yield* admin("account", "create", "--credits-usd", "5")

@@ -67,6 +67,7 @@ import boundedSweeps from "./migrations/0026_bounded_sweeps.ts"
 import signInFailures from "./migrations/0027_sign_in_failures.ts"
 import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
+import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -133,7 +134,8 @@ const migrationRecord = {
   "26_bounded_sweeps": boundedSweeps,
   "27_sign_in_failures": signInFailures,
   "28_time_ordered_ids": timeOrderedIds,
-  "29_webhook_log": webhookLog
+  "29_webhook_log": webhookLog,
+  "31_ledger_period": ledgerPeriod
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

@@ -21,6 +21,7 @@ import { Tasks } from "./pages/Tasks.tsx"
 import { OperatorAccounts } from "./pages/operator/Accounts.tsx"
 import { OperatorPrices } from "./pages/operator/Prices.tsx"
 import { OperatorReconciliation } from "./pages/operator/Reconciliation.tsx"
+import { OperatorRevenue } from "./pages/operator/Revenue.tsx"
 import { navigate, useLocation } from "./router.ts"
 import * as Session from "./session.ts"
 
@@ -53,6 +54,8 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
       return <OperatorPrices />
     case "/operator/reconciliation":
       return <OperatorReconciliation />
+    case "/operator/revenue":
+      return <OperatorRevenue />
     case "/webhooks":
       return <Webhooks />
     default:

@@ -13,6 +13,7 @@ import * as AdminClient from "./AdminClient.ts"
 import * as AdminFile from "./AdminFile.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
 import * as ResultFlags from "./ResultFlags.ts"
+import * as RevenueTable from "./RevenueTable.ts"
 
 /** A failure already shown to the operator: the runtime only sets the exit code. */
 class Reported extends Data.TaggedError("Reported")<{}> {
@@ -574,6 +575,19 @@ const chatMargin = Command.make(
   )
 )
 
+const revenue = Command.make(
+  "revenue",
+  {
+    from: Flag.String("from").pipe(Flag.withDescription("The first UTC day (YYYY-MM-DD).")),
+    to: Flag.String("to").pipe(Flag.withDescription("The last UTC day, included (YYYY-MM-DD)."))
+  },
+  ({ from, to }) => call((admin) => admin.Revenue({ from, to }), RevenueTable.render)
+).pipe(
+  Command.withDescription(
+    "Per UTC day and model: tasks charged and released (from the ledger), settled chat requests with their upstream cost and shortfall; refunds per day; totals."
+  )
+)
+
 const taskResolve = Command.make(
   "resolve",
   {
@@ -845,6 +859,7 @@ export const command = admin.pipe(
       Command.withSubcommands([priceList, priceSet, priceDisable])
     ),
     chatMargin,
+    revenue,
     Command.make("chat-price").pipe(
       Command.withDescription("The chat price list."),
       Command.withSubcommands([chatPriceList, chatPriceSet, chatPriceDisable])

@@ -26,7 +26,7 @@ import {
   Users
 } from "@taskmeter/kernel"
 import { OAuthStore, SignInCodes } from "@taskmeter/mcp"
-import { AdminError, AdminRpcs, MAX_TASK_PAGE } from "./AdminRpc.ts"
+import { AdminError, AdminRpcs, MAX_TASK_PAGE, REVENUE_MAX_DAYS } from "./AdminRpc.ts"
 import type * as AdminRpc from "./AdminRpc.ts"
 import * as AttachedResults from "./AttachedResults.ts"
 
@@ -105,6 +105,32 @@ const paymentEvent = (kept: PaymentStore.KeptEvent): AdminRpc.PaymentEvent => {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000
+
+/** Midnight UTC of a YYYY-MM-DD day; undefined when it is not one (2026-02-30 neither). */
+const utcDay = (day: string): Date | undefined => {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) return undefined
+  const at = new Date(`${day}T00:00:00.000Z`)
+  return Number.isNaN(at.getTime()) || at.toISOString().slice(0, 10) !== day ? undefined : at
+}
+
+/** The sums of a revenue report's lines and refunds. */
+const revenueTotals = (report: ChatStore.Revenue): { readonly totals: AdminRpc.Revenue["totals"] } => {
+  const sum = (pick: (row: ChatStore.RevenueRow) => number) => report.rows.reduce((total, row) => total + pick(row), 0)
+  return {
+    totals: {
+      tasksCharged: sum((row) => row.tasksCharged),
+      taskChargedMicros: sum((row) => row.taskChargedMicros),
+      tasksReleased: sum((row) => row.tasksReleased),
+      taskReleasedMicros: sum((row) => row.taskReleasedMicros),
+      chatRequests: sum((row) => row.chatRequests),
+      chatChargedMicros: sum((row) => row.chatChargedMicros),
+      chatUpstreamCostMicros: sum((row) => row.chatUpstreamCostMicros),
+      chatShortfallMicros: sum((row) => row.chatShortfallMicros),
+      refunds: report.refunds.reduce((total, day) => total + day.refunds, 0),
+      refundedMicros: report.refunds.reduce((total, day) => total + day.refundedMicros, 0)
+    }
+  }
+}
 
 const fail = (reason: AdminRpc.AdminErrorReason, message: string) => Effect.fail(new AdminError({ reason, message }))
 
@@ -276,6 +302,21 @@ export const layer = AdminRpcs.toLayer(
             to: to.toISOString(),
             rows: rows.map((row) => ({ ...row, marginMicros: row.chargedMicros - row.upstreamCostMicros }))
           }
+        }),
+      Revenue: ({ from, to }) =>
+        Effect.gen(function* () {
+          const start = utcDay(from)
+          const end = utcDay(to)
+          if (start === undefined || end === undefined || start > end) {
+            return yield* fail("InvalidRequest", "from and to must be UTC days (YYYY-MM-DD), from not after to.")
+          }
+          if ((end.getTime() - start.getTime()) / DAY_MS + 1 > REVENUE_MAX_DAYS) {
+            return yield* fail("InvalidRequest", `A report covers at most ${REVENUE_MAX_DAYS} days: narrow from and to.`)
+          }
+          const report = yield* chatStore
+            .revenue({ from: start, to: new Date(end.getTime() + DAY_MS) })
+            .pipe(Effect.mapError(storeUnavailable))
+          return { from, to, ...report, ...revenueTotals(report), truncated: report.rows.length >= ChatStore.REVENUE_ROWS }
         }),
       TaskList: ({ after, limit }) =>
         Effect.gen(function* () {

@@ -25,7 +25,8 @@ export const OPERATOR_PROCEDURES = [
   "PriceSet",
   "PriceDisable",
   "TaskList",
-  "TaskResolve"
+  "TaskResolve",
+  "Revenue"
 ] as const
 
 /** Why an admin procedure failed. Only StoreUnavailable is worth retrying as is. */
@@ -84,6 +85,38 @@ export const ChatMargin = Schema.Struct({
     })
   )
 })
+
+const Day = Schema.String.annotate({ description: "A UTC day, YYYY-MM-DD" })
+
+const RevenueFigures = {
+  tasksCharged: Count,
+  taskChargedMicros: Schema.Int,
+  tasksReleased: Count,
+  taskReleasedMicros: Schema.Int,
+  chatRequests: Count,
+  chatChargedMicros: Schema.Int,
+  chatUpstreamCostMicros: Schema.Int,
+  chatShortfallMicros: Schema.Int
+}
+
+/**
+ * Revenue of the UTC days from `from` to `to` (both included), per day and model: task charges and
+ * releases as the ledger records them (model null: the task is no longer stored), settled chat
+ * requests by creation with their upstream cost and shortfall; refunds per day (an account's, not
+ * a model's); the totals of it all. `truncated`: more lines than REVENUE_ROWS, the rest left out.
+ */
+export const Revenue = Schema.Struct({
+  from: Day,
+  to: Day,
+  rows: Schema.Array(Schema.Struct({ day: Day, model: Schema.NullOr(Schema.String), ...RevenueFigures })),
+  refunds: Schema.Array(Schema.Struct({ day: Day, refunds: Count, refundedMicros: Schema.Int })),
+  totals: Schema.Struct({ ...RevenueFigures, refunds: Count, refundedMicros: Schema.Int }),
+  truncated: Schema.Boolean
+})
+export type Revenue = typeof Revenue.Type
+
+/** At most this many days in one revenue report. */
+export const REVENUE_MAX_DAYS = 366
 
 /** A console sign-up link, shown once. */
 export const Invitation = Schema.Struct({ email: Schema.String, link: Schema.String, expiresAt: Timestamp })
@@ -372,6 +405,12 @@ export class AdminRpcs extends RpcGroup.make(
   Rpc.make("ChatMargin", {
     payload: { from: Schema.optionalKey(Timestamp), to: Schema.optionalKey(Timestamp) },
     success: ChatMargin,
+    error: AdminError
+  }),
+  /** The revenue report (see Revenue) of at most REVENUE_MAX_DAYS days. */
+  Rpc.make("Revenue", {
+    payload: { from: Day, to: Day },
+    success: Revenue,
     error: AdminError
   }),
   /**

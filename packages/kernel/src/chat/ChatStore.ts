@@ -8,7 +8,8 @@
  * over-reserving), `settleLeased` records settled requests and charges them from their lease (one
  * charge entry each, once per id), `closeLeases` and `sweepLeases` release what a lease did not use.
  * A settlement records the upstream that served the request, its cost and the shortfall (usage cost
- * beyond the reservation, not charged); `margin` sums them.
+ * beyond the reservation, not charged); `margin` sums them. `revenue` reports tasks (from the
+ * ledger) and chat requests per UTC day and model.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -141,6 +142,40 @@ export interface ChatMarginRow {
   readonly shortfallMicros: Micros
 }
 
+/**
+ * One line of the revenue report: one UTC day and model. Tasks count by their ledger entries of
+ * that day (charge, release); chat requests by their creation, settled ones only. model is null
+ * for the entries of a task no longer stored.
+ */
+export interface RevenueRow {
+  readonly day: string
+  readonly model: string | null
+  readonly tasksCharged: number
+  readonly taskChargedMicros: Micros
+  readonly tasksReleased: number
+  readonly taskReleasedMicros: Micros
+  readonly chatRequests: number
+  readonly chatChargedMicros: Micros
+  readonly chatUpstreamCostMicros: Micros
+  readonly chatShortfallMicros: Micros
+}
+
+/** The refund entries of one UTC day (refunds belong to an account, not to a model). */
+export interface RefundDay {
+  readonly day: string
+  readonly refunds: number
+  readonly refundedMicros: Micros
+}
+
+export interface Revenue {
+  /** By day, then model (code points, null first): at most REVENUE_ROWS lines. */
+  readonly rows: ReadonlyArray<RevenueRow>
+  readonly refunds: ReadonlyArray<RefundDay>
+}
+
+/** At most this many lines in a revenue report. */
+export const REVENUE_ROWS = 5000
+
 /** At most this many lines in a margin report. */
 export const MARGIN_ROWS = 1000
 
@@ -173,6 +208,8 @@ export class ChatStore extends Context.Service<
       readonly from: Date
       readonly to: Date
     }) => Effect.Effect<ReadonlyArray<ChatMarginRow>, StoreUnavailable>
+    /** Per UTC day and model, task ledger entries and settled chat requests of [from, to) (see RevenueRow). */
+    readonly revenue: (range: { readonly from: Date; readonly to: Date }) => Effect.Effect<Revenue, StoreUnavailable>
     /** Closes, as `closeLeases`, every open lease that expired before `now`; returns how many. */
     readonly sweepLeases: (now: Date) => Effect.Effect<number, StoreUnavailable>
   }

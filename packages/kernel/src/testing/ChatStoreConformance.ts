@@ -2,7 +2,7 @@
  * The conformance suite of the ChatStore port (`suite(name, makeLayer)`), run by every store beside
  * StoreConformance: opening with its limits and reservation, settling once (also concurrently),
  * scoping and paging of reads, the sweep of stale requests, and parallel opens that never reserve
- * more than an account holds; the upstream, its cost and the shortfall in the margin report; the credit-lease cases (ChatLeaseCases). Every case ends with a clean audit.
+ * more than an account holds; the upstream, its cost and the shortfall in the margin report; the credit-lease cases (ChatLeaseCases); the revenue report (RevenueCases). Every case ends with a clean audit.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -16,6 +16,7 @@ import type { AccountId, ChatRequestId } from "../domain/Ids.ts"
 import { micros } from "../domain/Money.ts"
 import type { Stores } from "./Case.ts"
 import * as ChatLeaseCases from "./ChatLeaseCases.ts"
+import * as RevenueCases from "./RevenueCases.ts"
 import {
   allEntries,
   at,
@@ -85,6 +86,7 @@ export const suite = <R = never>(name: string, makeLayer: () => Layer.Layer<Chat
       it.live(title, () => Effect.andThen(body, expectBooksBalance).pipe(Effect.provide(makeLayer())))
 
     ChatLeaseCases.cases(test)
+    RevenueCases.cases(test)
 
     test(
       "the upstream and its cost are recorded on both paths, and the margin report groups them by model and upstream",

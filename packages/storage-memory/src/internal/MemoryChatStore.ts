@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import { ChatStore, Money } from "@taskmeter/kernel"
 import { append } from "./Journal.ts"
+import { revenue } from "./MemoryRevenue.ts"
 import type { State, Window } from "./State.ts"
 
 const RATE_WINDOW_MS = 60_000
@@ -282,6 +283,23 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
             shortfallMicros: Money.micros(group.shortfall)
           }))
       }),
+
+    revenue: (range) =>
+      Effect.sync(() =>
+        revenue(
+          state,
+          [...rows.values()]
+            .filter((row) => row.record.status !== "open")
+            .map((row) => ({
+              model: row.record.model,
+              createdAt: row.record.createdAt,
+              chargedMicros: row.record.chargedMicros ?? 0,
+              costMicros: row.served?.costMicros ?? 0,
+              shortfallMicros: row.served?.shortfallMicros ?? 0
+            })),
+          range
+        )
+      ),
 
     settleLeased: (settlements) => Effect.sync(() => settlements.forEach(settleLeased)),
     closeLeases: (ids, at) => Effect.sync(() => ids.filter((id) => close(id, at)).length),

@@ -284,6 +284,78 @@ export const make = Effect.gen(function* () {
         )
       ),
 
+    revenue: (range) =>
+      Effect.all(
+        {
+          rows: sql<{
+            readonly day: string
+            readonly model: string | null
+            readonly tasks_charged: Int8
+            readonly task_charged: Int8
+            readonly tasks_released: Int8
+            readonly task_released: Int8
+            readonly chat_requests: Int8
+            readonly chat_charged: Int8
+            readonly chat_cost: Int8
+            readonly chat_shortfall: Int8
+          }>`WITH t AS (
+              SELECT to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, e.model,
+                count(*) FILTER (WHERE e.kind = 'charge') AS tasks_charged,
+                coalesce(sum(e.amount_micros) FILTER (WHERE e.kind = 'charge'), 0) AS task_charged,
+                count(*) FILTER (WHERE e.kind = 'release') AS tasks_released,
+                coalesce(sum(e.amount_micros) FILTER (WHERE e.kind = 'release'), 0) AS task_released
+              FROM (
+                SELECT created_at, kind, amount_micros, (SELECT k.model FROM tasks k WHERE k.id = task_id) AS model
+                FROM ledger_entries
+                WHERE created_at >= ${range.from} AND created_at < ${range.to}
+                  AND kind IN ('charge', 'release') AND task_id IS NOT NULL
+              ) e
+              GROUP BY 1, 2
+            ), c AS (
+              SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, model,
+                count(*) AS chat_requests, coalesce(sum(charged_micros), 0) AS chat_charged,
+                coalesce(sum(upstream_cost_micros), 0) AS chat_cost, sum(shortfall_micros) AS chat_shortfall
+              FROM chat_requests
+              WHERE created_at >= ${range.from} AND created_at < ${range.to} AND status <> 'open'
+              GROUP BY 1, 2
+            )
+            SELECT day, model, coalesce(t.tasks_charged, 0) AS tasks_charged, coalesce(t.task_charged, 0) AS task_charged,
+              coalesce(t.tasks_released, 0) AS tasks_released, coalesce(t.task_released, 0) AS task_released,
+              coalesce(c.chat_requests, 0) AS chat_requests, coalesce(c.chat_charged, 0) AS chat_charged,
+              coalesce(c.chat_cost, 0) AS chat_cost, coalesce(c.chat_shortfall, 0) AS chat_shortfall
+            FROM t FULL JOIN c USING (day, model)
+            ORDER BY day, model COLLATE "C" NULLS FIRST
+            LIMIT ${ChatStore.REVENUE_ROWS}`,
+          refunds: sql<{ readonly day: string; readonly refunds: Int8; readonly refunded: Int8 }>`SELECT
+              to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*) AS refunds, sum(amount_micros) AS refunded
+            FROM ledger_entries
+            WHERE created_at >= ${range.from} AND created_at < ${range.to} AND kind = 'refund'
+            GROUP BY 1 ORDER BY 1`
+        },
+        { concurrency: 1 }
+      ).pipe(
+        Effect.map(({ refunds, rows }) => ({
+          rows: rows.map((row) => ({
+            day: row.day,
+            model: row.model,
+            tasksCharged: Number(row.tasks_charged),
+            taskChargedMicros: Money.micros(Number(row.task_charged)),
+            tasksReleased: Number(row.tasks_released),
+            taskReleasedMicros: Money.micros(Number(row.task_released)),
+            chatRequests: Number(row.chat_requests),
+            chatChargedMicros: Money.micros(Number(row.chat_charged)),
+            chatUpstreamCostMicros: Money.micros(Number(row.chat_cost)),
+            chatShortfallMicros: Money.micros(Number(row.chat_shortfall))
+          })),
+          refunds: refunds.map((row) => ({
+            day: row.day,
+            refunds: Number(row.refunds),
+            refundedMicros: Money.micros(Number(row.refunded))
+          }))
+        })),
+        (effect) => Failures.run("revenue", effect)
+      ),
+
     closeLeases: (ids, at) =>
       Failures.run(
         "close chat leases",

@@ -19,7 +19,8 @@ export const NAV: ReadonlyArray<readonly [string, string]> = [
 export const OPERATOR_NAV: ReadonlyArray<readonly [string, string]> = [
   ["/operator/accounts", "Accounts"],
   ["/operator/prices", "Prices"],
-  ["/operator/reconciliation", "Reconciliation queue"]
+  ["/operator/reconciliation", "Reconciliation queue"],
+  ["/operator/revenue", "Revenue"]
 ]
 
 const isOperator = (who: Who): boolean => who.kind === "session" && who.user.operator
