@@ -66,6 +66,7 @@ import chatShortfall from "./migrations/0024_chat_shortfall.ts"
 import boundedSweeps from "./migrations/0026_bounded_sweeps.ts"
 import signInFailures from "./migrations/0027_sign_in_failures.ts"
 import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
+import taskProgress from "./migrations/0030_task_progress.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -131,7 +132,8 @@ const migrationRecord = {
   "24_chat_shortfall": chatShortfall,
   "26_bounded_sweeps": boundedSweeps,
   "27_sign_in_failures": signInFailures,
-  "28_time_ordered_ids": timeOrderedIds
+  "28_time_ordered_ids": timeOrderedIds,
+  "30_task_progress": taskProgress
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
