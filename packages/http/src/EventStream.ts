@@ -2,8 +2,11 @@
  * GET /api/v1/jobs/{id}/events on the wire (text/event-stream): each status the task reaches is
  * an `event: status` with data `{ id, status }`, and its terminal status is the final
  * `event: task` with data the whole task as GET /api/v1/jobs/{id} shows it, after which the
- * stream ends. An event's `id` is the status's sequence (kernel TaskEvents): a client resuming
- * with `Last-Event-ID: n` gets only the statuses numbered above n; one that saw the final event
+ * stream ends. While the task runs, each change of its progress is an `event: progress` with data
+ * `{ id, progress }` (a whole percent) and no `id:` line, so the client's last event id stays its
+ * last status. A status event's `id` is its sequence (kernel TaskEvents): a client resuming
+ * with `Last-Event-ID: n` gets only the statuses numbered above n (and the current progress, if
+ * it is still running); one that saw the final event
  * gets 204, which tells an EventSource to stop reconnecting. A comment line every
  * `heartbeatMs` keeps proxies from closing a quiet stream. Streams end when the server starts
  * shutting down (`Draining`), so that shutdown does not wait for them.
@@ -44,21 +47,23 @@ export const lastSeen = (header: string | undefined): number => {
 export const finished = (task: TaskStore.TaskRecord, after: number): boolean =>
   TaskStatus.isTerminal(task.status) && TaskEvents.sequenceOf(task.status) <= after
 
-const eventOf = (change: TaskEvents.Change, now: Date): string =>
+const eventOf = (change: TaskEvents.Change | TaskEvents.Progress, now: Date): string =>
   Sse.encoder.write(
-    change._tag === "Ended"
-      ? {
-          _tag: "Event",
-          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
-          event: "task",
-          data: JSON.stringify(TaskView.task(change.task, now))
-        }
-      : {
-          _tag: "Event",
-          id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
-          event: "status",
-          data: JSON.stringify({ id: change.id, status: change.status })
-        }
+    change._tag === "Progress"
+      ? { _tag: "Event", id: undefined, event: "progress", data: JSON.stringify({ id: change.id, progress: change.progress }) }
+      : change._tag === "Ended"
+        ? {
+            _tag: "Event",
+            id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
+            event: "task",
+            data: JSON.stringify(TaskView.task(change.task, now))
+          }
+        : {
+            _tag: "Event",
+            id: String(TaskEvents.sequenceOf(TaskEvents.statusOf(change))),
+            event: "status",
+            data: JSON.stringify({ id: change.id, status: change.status })
+          }
   )
 
 const HEARTBEAT = ": heartbeat\n\n"
@@ -68,7 +73,7 @@ const HEARTBEAT = ": heartbeat\n\n"
  * `draining`, or by a store failure (the client resumes with Last-Event-ID).
  */
 export const encode = (
-  events: Stream.Stream<TaskEvents.Change, StoreError.StoreUnavailable>,
+  events: Stream.Stream<TaskEvents.Change | TaskEvents.Progress, StoreError.StoreUnavailable>,
   options: { readonly heartbeatMs: number; readonly draining: Effect.Effect<void> }
 ): Stream.Stream<Uint8Array> => {
   const encoder = new TextEncoder()

@@ -139,6 +139,38 @@ for (const store of stores) {
         })
       )
 
+      it.effect(
+        "while running, each progress change is an unnumbered progress event; a resumed stream gives the current one",
+        () =>
+          Effect.gen(function* () {
+            const tasks = yield* TaskStore.TaskStore
+            const who = yield* T.customer()
+            const { body: task } = yield* T.submit(who)
+            const worker = yield* moveAlong(task.id, ["submitting", "running"])
+            const stream = yield* open(who, task.id, { "last-event-id": "2" })
+            expect(yield* promise(stream.next).pipe(Effect.timeout("5 seconds"))).toMatchObject({ id: "3", event: "status" })
+            expect(yield* tasks.noteProgress(task.id, 25)).toBe(true)
+            expect(yield* promise(stream.next).pipe(Effect.timeout("5 seconds"))).toEqual({
+              event: "progress",
+              data: JSON.stringify({ id: task.id, progress: 25 })
+            })
+            const { body: shown } = yield* T.call(`/api/v1/jobs/${task.id}`, { headers: T.bearer(who.secret) })
+            expect(shown).toMatchObject({ status: "running", progress: 25 })
+            const resumed = yield* open(who, task.id, { "last-event-id": "3" })
+            expect(yield* promise(resumed.next).pipe(Effect.timeout("5 seconds"))).toEqual({
+              event: "progress",
+              data: JSON.stringify({ id: task.id, progress: 25 })
+            })
+            resumed.close()
+            yield* worker.to("failed")
+            const frames = (yield* promise(stream.rest).pipe(Effect.timeout("5 seconds"))).filter(
+              (frame) => frame.comment === undefined
+            )
+            expect(frames.map((frame) => [frame.id, frame.event])).toEqual([["5", "task"]])
+            expect(JSON.parse(frames[0]?.data ?? "{}").progress).toBeUndefined()
+          })
+      )
+
       it.effect("bounds the open streams of an account: past the bound 429 CONCURRENCY_LIMITED; other accounts unaffected", () =>
         Effect.gen(function* () {
           const who = yield* T.customer()

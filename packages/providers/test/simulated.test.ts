@@ -318,4 +318,22 @@ describe("simulated provider", () => {
       expect((yield* sim.submit({ model: "song-lyrics", input: { prompt: "x" }, reference: "c" }))._tag).toBe("Accepted")
     })
   )
+
+  it.effect("SIMULATED_VIDEO_DELAY_MS holds video jobs Pending with progress while the others end at submit", () =>
+    Effect.gen(function* () {
+      const sim = yield* Simulated.config.pipe(
+        Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromUnknown({ SIMULATED_VIDEO_DELAY_MS: "4000" }))
+      )
+      expect((yield* sim.submit({ model: "song-lyrics", input: { prompt: "x" }, reference: "a" }))._tag).toBe("Completed")
+      const model = "delta-omni-flash-text-to-video-economy"
+      const input = { prompt: "waves", duration: "6", resolution: "720p" }
+      const submitted = yield* sim.submit({ model, input, reference: "v" })
+      expect(submitted._tag).toBe("Accepted")
+      yield* TestClock.adjust("1 second")
+      expect(yield* sim.poll({ model, upstreamId: submitted.upstreamId, reference: "v" })).toEqual({
+        _tag: "Pending",
+        progress: 0.25
+      })
+    })
+  )
 })

@@ -68,6 +68,7 @@ import signInFailures from "./migrations/0027_sign_in_failures.ts"
 import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
+import taskProgress from "./migrations/0032_task_progress.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -135,7 +136,8 @@ const migrationRecord = {
   "27_sign_in_failures": signInFailures,
   "28_time_ordered_ids": timeOrderedIds,
   "29_webhook_log": webhookLog,
-  "31_ledger_period": ledgerPeriod
+  "31_ledger_period": ledgerPeriod,
+  "32_task_progress": taskProgress
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

@@ -384,4 +384,34 @@ describe("storage-pg under concurrency (PostgreSQL)", () => {
       })
     )
   )
+
+  it.live("a progress change in one process wakes a watcher in another without a status; it reads the progress", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const [first, second] = yield* twoProcesses
+        const accountId = yield* on(first)(fundedAccount(USD))
+        const task = yield* on(first)(admit(newTask(accountId)))
+        if (task._tag !== "Admitted") throw new Error(task._tag)
+        const id = task.task.id
+        yield* on(first)(
+          TaskStore.TaskStore.use((store) =>
+            Effect.gen(function* () {
+              const [claim] = yield* store.claim({ workerId: "w", limit: 1, leaseMs: 60_000, now: T0 })
+              const step = { taskId: id, leaseToken: claim?.leaseToken ?? "", now: T0, keepLease: true } as const
+              yield* store.transition({ ...step, from: "queued", to: "submitting" })
+              yield* store.transition({ ...step, from: "submitting", to: "running", upstreamRef: "up-1" })
+            })
+          )
+        )
+        yield* Effect.sleep("300 millis")
+        const store = yield* on(second)(TaskStore.TaskStore.use(Effect.succeed))
+        const changed = yield* store.watchStatus(id)
+        const waiting = yield* Effect.forkChild(changed)
+        yield* Effect.sleep("200 millis")
+        expect(yield* on(first)(TaskStore.TaskStore.use((store) => store.noteProgress(id, 55)))).toBe(true)
+        expect(yield* Fiber.join(waiting).pipe(Effect.timeout("5 seconds"))).toBeUndefined()
+        expect((yield* store.get(accountId, id))?.progress).toBe(55)
+      })
+    )
+  )
 })

@@ -1,7 +1,8 @@
 /**
  * Following a task to its end. Under a session: one GET /api/v1/jobs/{id}, then its event
  * stream (GET /api/v1/jobs/{id}/events, an EventSource carrying the cookie): each `status`
- * event moves the task's status, the final `task` event is the task as it ended. Under an API
+ * event moves the task's status, each `progress` event sets its progress while running, the
+ * final `task` event is the task as it ended. Under an API
  * key (an EventSource cannot send Authorization): GET /api/v1/jobs/{id} every POLL_MS.
  */
 import { Schema } from "effect"
@@ -15,6 +16,7 @@ export const isTerminal = (task: Task.Task): boolean => TERMINAL.has(task.status
 
 const decodeTask = Schema.decodeUnknownSync(Schema.fromJsonString(Task.Task))
 const decodeStatus = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ status: TaskStatus.TaskStatus })))
+const decodeProgress = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ progress: Task.Task.fields.progress })))
 
 const get = (id: string) => call(({ api }) => api.jobs.get({ params: { id } }))
 
@@ -45,7 +47,12 @@ const stream = (first: Task.Task, onUpdate: (task: Task.Task) => void, signal?: 
     const aborted = () => finish(() => resolve(task))
     signal?.addEventListener("abort", aborted)
     source.addEventListener("status", (event) => {
-      task = { ...task, status: decodeStatus(event.data).status }
+      const { progress: _, ...rest } = task
+      task = { ...rest, status: decodeStatus(event.data).status }
+      onUpdate(task)
+    })
+    source.addEventListener("progress", (event) => {
+      task = { ...task, ...decodeProgress(event.data) }
       onUpdate(task)
     })
     source.addEventListener("task", (event) => {

@@ -59,6 +59,12 @@ const taskFields = {
         "When the task's result files expire (the earliest of them) under the account's retention; absent when it has none, or after."
     })
   ),
+  progress: Schema.optionalKey(
+    Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(100)).annotate({
+      description:
+        "While the task is running: how far the upstream says it is, a whole percent 0-100; absent when it has not said, and once the task is not running."
+    })
+  ),
   dataRemoved: Schema.optionalKey(
     Schema.Literal(true).annotate({
       description: "Present once the result files expired: they were removed (or are being) and the assets have no url."

@@ -64,9 +64,14 @@ export type SubmitResult =
   | { readonly _tag: "Completed"; readonly upstreamId: string; readonly outputs: ReadonlyArray<ProviderOutput> }
 
 export type PollResult =
+  /** `progress`: how far the job is, a fraction 0-1, when the upstream says. */
   | { readonly _tag: "Pending"; readonly progress?: number | undefined }
   | { readonly _tag: "Succeeded"; readonly outputs: ReadonlyArray<ProviderOutput> }
   | { readonly _tag: "Failed"; readonly errorCode: string; readonly message: string }
+
+/** A Pending poll's progress as a whole percent 0-100 (clamped); undefined when it said none, or nothing finite. */
+export const percentOf = (progress: number | undefined): number | undefined =>
+  progress === undefined || !Number.isFinite(progress) ? undefined : Math.round(Math.min(1, Math.max(0, progress)) * 100)
 
 export interface ProviderV1 {
   readonly specificationVersion: "v1"

@@ -7,6 +7,10 @@
  * needs no read; the terminal one (or a wake that did not say) reads the task, one read shared by
  * the streams of that task that ask while it is under way (`sharedReads`). A status passed
  * between two wakes is not replayed: the next event is the furthest status they carried.
+ * Progress: while the task is running, each progress (`TaskRecord.progress`) a read finds that
+ * differs from the last one given is a `Progress` change, unnumbered (the status sequence stays
+ * the resume point; a resumed stream gives the current progress again). Progress wakes carry no
+ * status, so each costs the stream a read; a progress passed between two reads is not replayed.
  */
 import { Deferred, Effect, Queue, Stream } from "effect"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
@@ -33,6 +37,13 @@ export const LAST_SEQUENCE = 5
 export type Change =
   | { readonly _tag: "Status"; readonly id: TaskId; readonly status: TaskStatus }
   | { readonly _tag: "Ended"; readonly task: TaskRecord }
+
+/** A change of a running task's progress, a whole percent 0-100. */
+export interface Progress {
+  readonly _tag: "Progress"
+  readonly id: TaskId
+  readonly progress: number
+}
 
 export const statusOf = (change: Change): TaskStatus => (change._tag === "Ended" ? change.task.status : change.status)
 
@@ -67,14 +78,15 @@ export const changes = (
   after: number,
   /** How the stream reads its task after a wake that did not carry a status it can send. */
   readEnded: Read
-): Stream.Stream<Change, StoreUnavailable> =>
-  Stream.callback<Change, StoreUnavailable>((queue) =>
+): Stream.Stream<Change | Progress, StoreUnavailable> =>
+  Stream.callback<Change | Progress, StoreUnavailable>((queue) =>
     Effect.gen(function* () {
       // Watching before reading: a change in between still wakes the loop.
       const changed = yield* tasks.watchStatus(task.id)
       let seen = after
       let current = (yield* tasks.get(task.accountId, task.id)) ?? task
       let status = current.status
+      let progress: number | undefined
       for (;;) {
         const sequence = sequenceOf(status)
         if (sequence > seen) {
@@ -83,6 +95,15 @@ export const changes = (
             queue,
             isTerminal(status) ? { _tag: "Ended", task: current } : { _tag: "Status", id: task.id, status }
           )
+        }
+        if (
+          status === "running" &&
+          current.status === "running" &&
+          current.progress !== undefined &&
+          current.progress !== progress
+        ) {
+          progress = current.progress
+          Queue.offerUnsafe(queue, { _tag: "Progress", id: task.id, progress })
         }
         if (isTerminal(status)) return yield* Queue.end(queue)
         const carried = yield* changed

@@ -144,14 +144,18 @@ export class TaskRunner extends Context.Service<
      */
     readonly awaitTask: (task: TaskRecord, maxWaitMs: number) => Effect.Effect<Awaited, StoreUnavailable>
     /**
-     * `task` (the caller's) at each status numbered above `after` (TaskEvents), ending with its
-     * terminal one. The scope holds one of the account's `maxStreamsPerAccount` stream slots in
+     * `task` (the caller's) at each status numbered above `after` (TaskEvents), with its progress
+     * changes while running, ending with its terminal status. The scope holds one of the account's `maxStreamsPerAccount` stream slots in
      * this process; past them CONCURRENCY_LIMITED.
      */
     readonly follow: (
       task: TaskRecord,
       after: number
-    ) => Effect.Effect<Stream.Stream<TaskEvents.Change, StoreUnavailable>, Errors.ConcurrencyLimited, Scope.Scope>
+    ) => Effect.Effect<
+      Stream.Stream<TaskEvents.Change | TaskEvents.Progress, StoreUnavailable>,
+      Errors.ConcurrencyLimited,
+      Scope.Scope
+    >
   }
 >()("@taskmeter/kernel/TaskRunner") {}
 

@@ -66,6 +66,8 @@ export interface TaskRecord {
   readonly traceparent?: string | undefined
   /** When the owner asked to cancel a task already with a worker; the worker acts on it (see `cancel`). */
   readonly cancelRequestedAt: Date | null
+  /** The upstream's latest progress report while running, a whole percent 0-100 (`noteProgress`); absent before one. */
+  readonly progress?: number | undefined
 }
 
 export interface NewTask {
@@ -369,6 +371,12 @@ export class TaskStore extends Context.Service<
      * next polls it rather than searching; true when written. No lease is needed or changed.
      */
     readonly noteUpstream: (taskId: TaskId, upstreamRef: string) => Effect.Effect<boolean, StoreUnavailable>
+    /**
+     * Records a running task's progress (a whole percent 0-100) and wakes its status watchers
+     * without a status (they read it); true when written, false when the task is not running or
+     * already shows that progress. No lease is needed or changed; `updatedAt` stays.
+     */
+    readonly noteProgress: (taskId: TaskId, progress: number) => Effect.Effect<boolean, StoreUnavailable>
     /**
      * The owner's cancel (undefined for a task of another account): a queued task moves to failed
      * CANCELED with its release at once, whoever leases it (that worker's next write loses its

@@ -1,6 +1,7 @@
 /**
  * How a stored task is shown to its owner at `now`: the spec's Task shape, with file results linked at
- * `/api/v1/results/<uuid>` and text results inline, and the provider that ran it. Nothing else of the record (input, account,
+ * `/api/v1/results/<uuid>` and text results inline, the provider that ran it, and while it runs its
+ * progress when the upstream reported one. Nothing else of the record (input, account,
  * upstream reference, lease) leaves the server. Retention: a task with files shows the earliest
  * file's `expiresAt` until then, and `dataRemoved: true` from then on, when its file assets lose their url.
  */
@@ -43,6 +44,7 @@ export const task = (record: TaskStore.TaskRecord, now: Date): Task.Task => ({
   updatedAt: record.updatedAt.toISOString(),
   assets: record.assets.map((stored) => asset(stored, now)),
   provider: record.provider,
+  ...(record.status === "running" && record.progress !== undefined ? { progress: record.progress } : {}),
   ...retention(record.assets, now)
 })
 

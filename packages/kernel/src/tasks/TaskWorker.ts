@@ -24,6 +24,7 @@ import type { MediaStore } from "../media/MediaStore.ts"
 import { MediaUrls } from "../media/MediaUrls.ts"
 import * as Outputs from "./Outputs.ts"
 import { settle } from "../pricing/Pricer.ts"
+import { percentOf } from "./Provider.ts"
 import type { ProviderError, ProviderOutput, ProviderV1 } from "./Provider.ts"
 import * as Reconciler from "./Reconciler.ts"
 import * as ErrorCode from "../domain/TaskErrorCode.ts"
@@ -317,6 +318,7 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
         const follow = (task: TaskRecord, provider: ProviderV1, upstreamId: string): Effect.Effect<void, Dropped> =>
           Effect.gen(function* () {
             let canceled = false
+            let progress = task.progress
             for (let round = 0; ; round++) {
               if (provider.cancel !== undefined && !canceled && (yield* cancelRequested(task, round === 0))) {
                 canceled = Exit.isSuccess(yield* Effect.exit(provider.cancel({ model, upstreamId })))
@@ -335,6 +337,12 @@ export const run = (options: Options = {}): Effect.Effect<never, never, Requirem
               const result = polled.value
               if (result._tag === "Succeeded") return yield* complete(task, "running", upstreamId, result.outputs)
               if (result._tag === "Failed") return yield* fail(task, "running", canceled ? ErrorCode.Canceled : result.errorCode)
+              const percent = percentOf(result.progress)
+              if (percent !== undefined && percent !== progress) {
+                progress = percent
+                // Best effort: a lost write shows older progress until the next change.
+                yield* Effect.ignore(store.noteProgress(task.id, percent))
+              }
               const left = task.deadlineAt.getTime() - (yield* Clock.currentTimeMillis)
               if (left <= 0) return yield* expire(task, provider, upstreamId)
               yield* Effect.sleep(Math.min(left, backoff(config.pollInitialMs, config.pollMaxMs, round)))

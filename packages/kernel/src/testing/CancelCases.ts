@@ -234,5 +234,41 @@ export const cancelCases = (test: Case) => {
         )
       })
     )
+
+    test(
+      "noteProgress records a running task's progress when it changes, wakes its watchers without a status, and nothing else",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const accountId = yield* fundedAccount(5 * USD)
+        const task = yield* admitted(admission(newTask(accountId)))
+        expect(yield* store.noteProgress(task.id, 10)).toBe(false)
+        const leaseToken = yield* leased(task, ["submitting"])
+        expect(yield* store.noteProgress(task.id, 10)).toBe(false)
+        const step = { taskId: task.id, leaseToken, now: at(3), keepLease: true, upstreamRef: "up-1" } as const
+        expect((yield* store.transition({ ...step, from: "submitting", to: "running" }))._tag).toBe("Done")
+        const before = yield* store.get(accountId, task.id)
+        expect(before?.progress).toBeUndefined()
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const changed = yield* store.watchStatus(task.id)
+            // Until a wake without a status (the watcher reads the task); the earlier moves may still be heard.
+            const woken = yield* Effect.forkChild(Effect.repeat(changed, { until: (status) => status === undefined }))
+            yield* Effect.yieldNow
+            expect(yield* store.noteProgress(task.id, 40)).toBe(true)
+            expect(yield* Fiber.join(woken).pipe(Effect.timeout("5 seconds"))).toBeUndefined()
+          })
+        )
+        expect(yield* store.noteProgress(task.id, 40)).toBe(false)
+        const noted = yield* store.get(accountId, task.id)
+        expect(noted).toMatchObject({ status: "running", progress: 40, updatedAt: before?.updatedAt })
+        // The lease is untouched: its holder carries on.
+        expect(yield* store.renew(task.id, leaseToken, at(60))).toBe(true)
+        expect((yield* store.transition({ ...step, from: "running", to: "failed", errorCode: "UPSTREAM_FAILED" }))._tag).toBe(
+          "Done"
+        )
+        expect(yield* store.noteProgress(task.id, 80)).toBe(false)
+        expect((yield* store.get(accountId, task.id))?.progress).toBe(40)
+      })
+    )
   })
 }

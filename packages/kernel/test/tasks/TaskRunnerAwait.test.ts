@@ -8,6 +8,10 @@ import { TaskStore } from "../../src/tasks/TaskStore.ts"
 import type { TaskRecord } from "../../src/tasks/TaskStore.ts"
 import { caller, layerWith, submission } from "./TaskRunnerSupport.ts"
 
+/** A stream's event as the tests compare it: the status, or `progress <n>`. */
+const nameOf = (change: TaskEvents.Change | TaskEvents.Progress): string =>
+  change._tag === "Progress" ? `progress ${change.progress}` : TaskEvents.statusOf(change)
+
 describe("TaskRunner.awaitTask", () => {
   it.effect("answers the task as it stands once the wait runs out, and no sooner", () =>
     Effect.gen(function* () {
@@ -96,7 +100,7 @@ describe("TaskRunner.follow", () => {
       const following = yield* Effect.forkChild(
         Effect.scoped(
           Effect.flatMap(runner.follow(task, 0), (events) =>
-            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(TaskEvents.statusOf(t))))
+            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(nameOf(t))))
           )
         )
       )
@@ -113,7 +117,42 @@ describe("TaskRunner.follow", () => {
       expect(TaskEvents.sequenceOf("failed")).toBe(TaskEvents.LAST_SEQUENCE)
       // Resumed after running (3): only the final event, at once.
       const resumed = yield* Effect.scoped(Effect.flatMap(runner.follow(task, 3), Stream.runCollect))
-      expect(resumed.map(TaskEvents.statusOf)).toEqual(["failed"])
+      expect(resumed.map(nameOf)).toEqual(["failed"])
+    }).pipe(Effect.provide(layerWith()))
+  )
+
+  it.effect("follow gives each progress change while running, unnumbered, and the current one on resume", () =>
+    Effect.gen(function* () {
+      const runner = yield* TaskRunner.TaskRunner
+      const store = yield* TaskStore
+      const who = yield* caller(1_000_000)
+      const { task } = yield* runner.submit(who, submission())
+      const [claim] = yield* store.claim({ workerId: "w", limit: 1, leaseMs: 60_000, now: new Date() })
+      const leaseToken = claim?.leaseToken ?? ""
+      yield* transitionTo(task, leaseToken, "queued", "submitting")
+      yield* transitionTo(task, leaseToken, "submitting", "running")
+      const seen: Array<string> = []
+      const following = yield* Effect.forkChild(
+        Effect.scoped(
+          Effect.flatMap(runner.follow(task, 2), (events) =>
+            Stream.runForEach(events, (t) => Effect.sync(() => seen.push(nameOf(t))))
+          )
+        )
+      )
+      yield* Effect.yieldNow
+      expect(yield* store.noteProgress(task.id, 40)).toBe(true)
+      yield* Effect.yieldNow
+      expect(yield* store.noteProgress(task.id, 40)).toBe(false)
+      expect(yield* store.noteProgress(task.id, 70)).toBe(true)
+      yield* Effect.yieldNow
+      // A stream resumed within running gives the progress as it stands.
+      const resumed = yield* Effect.scoped(
+        Effect.flatMap(runner.follow(task, 3), (events) => Stream.runCollect(Stream.take(events, 1)))
+      )
+      expect(resumed.map(nameOf)).toEqual(["progress 70"])
+      yield* transitionTo(task, leaseToken, "running", "failed")
+      yield* Fiber.join(following).pipe(Effect.timeout("5 seconds"), TestClock.withLive)
+      expect(seen).toEqual(["running", "progress 40", "progress 70", "failed"])
     }).pipe(Effect.provide(layerWith()))
   )
 

@@ -143,18 +143,25 @@ export const make = (options: Options = {}): SimulatedProvider => {
 }
 
 /**
- * `make` from SIMULATED_DELAY_MS (all categories), SIMULATED_FAILURE_RATE,
+ * `make` from SIMULATED_DELAY_MS (all categories; SIMULATED_VIDEO_DELAY_MS for video, the same
+ * by default, so that video jobs can stay Pending with progress while the rest end at once), SIMULATED_FAILURE_RATE,
  * SIMULATED_JOURNAL_DIR (a shared directory journal) and SIMULATED_MAX_CONCURRENCY.
  */
 export const config: Config.Config<SimulatedProvider> = Config.all({
   delayMs: Config.Int("SIMULATED_DELAY_MS").pipe(Config.withDefault(0)),
+  videoDelayMs: Config.option(Config.Int("SIMULATED_VIDEO_DELAY_MS")),
   failureRate: Config.Number("SIMULATED_FAILURE_RATE").pipe(Config.withDefault(0)),
   journalDir: Config.option(Config.String("SIMULATED_JOURNAL_DIR")),
   maxConcurrency: Config.option(Config.Int("SIMULATED_MAX_CONCURRENCY"))
 }).pipe(
-  Config.map(({ delayMs, failureRate, journalDir, maxConcurrency }) =>
+  Config.map(({ delayMs, failureRate, journalDir, maxConcurrency, videoDelayMs }) =>
     make({
-      delayMs,
+      delayMs: {
+        image: delayMs,
+        audio: delayMs,
+        text: delayMs,
+        video: Option.getOrElse(videoDelayMs, () => delayMs)
+      },
       failureRate,
       journal: Option.match(journalDir, { onNone: () => Journal.memory(), onSome: Journal.directory }),
       maxConcurrency: Option.getOrUndefined(maxConcurrency)

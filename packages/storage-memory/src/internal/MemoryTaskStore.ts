@@ -292,6 +292,14 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         row.record = { ...row.record, upstreamRef }
         return true
       }),
+    noteProgress: (taskId, progress) =>
+      Effect.sync(() => {
+        const row = state.tasks.get(taskId)
+        if (row === undefined || row.record.status !== "running" || row.record.progress === progress) return false
+        row.record = { ...row.record, progress }
+        state.statuses.wake([{ taskId, status: undefined }])
+        return true
+      }),
     cancel: (accountId, taskId, now) =>
       Effect.sync((): TaskStore.CancelResult | undefined => {
         const row = state.tasks.get(taskId)

@@ -616,6 +616,18 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
         ),
 
+      noteProgress: (taskId, progress) =>
+        Failures.run(
+          "noteProgress",
+          sql`UPDATE tasks SET progress = ${progress}
+            WHERE id = ${taskId} AND status = 'running' AND progress IS DISTINCT FROM ${progress}
+            RETURNING id`.pipe(
+            Effect.flatMap((rows) =>
+              rows.length > 0 ? Effect.as(statuses.announceProgress(taskId), true) : Effect.succeed(false)
+            )
+          )
+        ),
+
       // Reads the task, then compare-and-sets on the status it read; statuses only move forward,
       // so a lost race reads again at most three times.
       cancel: (accountId, taskId, now) =>

@@ -118,6 +118,7 @@ export interface TaskRow {
   readonly lease_expires_at: Date | null
   readonly traceparent: string | null
   readonly cancel_requested_at: Date | null
+  readonly progress: number | null
 }
 
 const taskColumnNames = [
@@ -143,7 +144,8 @@ const taskColumnNames = [
   "lease_token",
   "lease_expires_at",
   "traceparent",
-  "cancel_requested_at"
+  "cancel_requested_at",
+  "progress"
 ] as const
 
 /** `alias.col, ...` for the tasks columns a TaskRow holds: what every query returning tasks selects. */
@@ -172,7 +174,8 @@ export const toTask = (row: TaskRow): TaskStore.TaskRecord => ({
   updatedAt: row.updated_at,
   deadlineAt: row.deadline_at,
   ...(row.traceparent === null ? {} : { traceparent: row.traceparent }),
-  cancelRequestedAt: row.cancel_requested_at
+  cancelRequestedAt: row.cancel_requested_at,
+  ...(typeof row.progress === "number" ? { progress: row.progress } : {})
 })
 
 export interface EntryRow {

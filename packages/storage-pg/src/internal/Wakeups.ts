@@ -4,7 +4,8 @@
  * tasks (`watchStatus`: Prefer: wait, event streams): at once within this process; across
  * processes a NOTIFY on one channel after the write commits (payload `prices` or `chat-prices`;
  * `status <id>:<n>,<id>:<n>…` naming tasks whose status changed with the sequence of the status
- * each reached (TaskEvents.sequenceOf; 5, terminal, says only that it ended), one NOTIFY in flight
+ * each reached (TaskEvents.sequenceOf; 5, terminal, says only that it ended; `p`, a progress
+ * change, says to read the task), one NOTIFY in flight
  * per process, the moves written meanwhile gathered into the next (the furthest per task);
  * anything else is work, coalesced), heard on one
  * dedicated LISTEN connection that has answered before the store starts.
@@ -36,6 +37,8 @@ export interface StatusWakeups {
   readonly announce: (
     moves: ReadonlyArray<{ readonly taskId: string; readonly status: TaskStatus.TaskStatus }>
   ) => Effect.Effect<void>
+  /** This running task's progress changed: wake its watchers without a status (they read it). */
+  readonly announceProgress: (taskId: string) => Effect.Effect<void>
   /** TaskStore.watchStatus. */
   readonly watch: StatusWatchers.StatusWatchers["watch"]
 }
@@ -59,7 +62,10 @@ const statusBySequence = new Map<string, TaskStatus.TaskStatus>(
   (["queued", "submitting", "running", "reconciliation_required"] as const).map((s) => [String(TaskEvents.sequenceOf(s)), s])
 )
 
-/** `<id>:<n>` back to a wake; an id alone (a process before sequences) wakes without a status. */
+/** The entry of a task whose progress changed: no status, so the watchers read the task. */
+const PROGRESS = "p"
+
+/** `<id>:<n>` back to a wake; `<id>:p` and an id alone (a process before sequences) wake without a status. */
 const wakeOf = (item: string): StatusWatchers.Wake => {
   const colon = item.indexOf(":")
   return colon < 0
@@ -98,7 +104,7 @@ export const make = Effect.fnUntraced(function* (options: {
    * Sent in the background, dropped on failure; while one NOTIFY is in flight the ids written
    * meanwhile wait for the next, so a busy process sends few NOTIFYs of many ids.
    */
-  const changed = new Map<string, number>()
+  const changed = new Map<string, number | typeof PROGRESS>()
   let statusInFlight = false
   const notifyStatuses: Effect.Effect<void> = Effect.suspend(() => {
     if (channel === undefined || changed.size === 0) {
@@ -118,12 +124,24 @@ export const make = Effect.fnUntraced(function* (options: {
       watchers.wake(moves)
       if (channel === undefined || moves.length === 0) return Effect.void
       for (const { taskId, status } of moves) {
-        changed.set(taskId, Math.max(TaskEvents.sequenceOf(status), changed.get(taskId) ?? 0))
+        const pending = changed.get(taskId)
+        // A pending progress entry stays: its watchers read the task, which shows the status too.
+        if (pending !== PROGRESS) changed.set(taskId, Math.max(TaskEvents.sequenceOf(status), pending ?? 0))
       }
-      if (statusInFlight) return Effect.void
-      statusInFlight = true
-      return Effect.asVoid(Effect.forkIn(notifyStatuses, scope))
+      return sendStatuses
     })
+  const announceProgress: StatusWakeups["announceProgress"] = (taskId) =>
+    Effect.suspend(() => {
+      watchers.wake([{ taskId, status: undefined }])
+      if (channel === undefined) return Effect.void
+      changed.set(taskId, PROGRESS)
+      return sendStatuses
+    })
+  const sendStatuses: Effect.Effect<void> = Effect.suspend(() => {
+    if (statusInFlight) return Effect.void
+    statusInFlight = true
+    return Effect.asVoid(Effect.forkIn(notifyStatuses, scope))
+  })
 
   /** Wakes this process, then NOTIFYs the others with `payload`, coalesced. */
   const announcer = (payload: string, wakeLocal: Effect.Effect<void>): Effect.Effect<void> => {
@@ -203,6 +221,6 @@ export const make = Effect.fnUntraced(function* (options: {
       announce: announcer(CHAT_PRICES, wakeChatPrices),
       subscribe: Effect.map(PubSub.subscribe(chatSaves), PubSub.take)
     },
-    statuses: { announce: announceStatuses, watch: watchers.watch }
+    statuses: { announce: announceStatuses, announceProgress, watch: watchers.watch }
   }
 })

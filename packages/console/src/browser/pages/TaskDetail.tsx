@@ -19,6 +19,7 @@ export const TaskView = (props: { readonly task: Task.Task; readonly charged: nu
           <dd>
             <StatusBadge status={task.status} />
             {task.errorCode ? ` (${task.errorCode})` : ""}
+            {task.status === "running" && task.progress !== undefined ? ` ${task.progress}%` : ""}
           </dd>
         </div>
         <div>
