@@ -83,6 +83,20 @@ export const purgeWebhookLog = (options: Options = {}): Effect.Effect<number, St
     }
   })
 
+/** Removes `blobKeys` in one `removeMany`; false when that fails (logged, the files left). */
+const removeFiles = (blobKeys: ReadonlyArray<string>, what: string): Effect.Effect<boolean, never, BlobStore> =>
+  Effect.gen(function* () {
+    if (blobKeys.length === 0) return true
+    const removal = yield* Effect.result((yield* BlobStore).removeMany(blobKeys))
+    if (removal._tag === "Success") return true
+    yield* Effect.logWarning(`Could not remove ${what} files; they are left`, {
+      files: blobKeys.length,
+      first: blobKeys[0],
+      error: removal.failure.message
+    })
+    return false
+  })
+
 export interface Swept {
   /** Orphaned result records deleted. */
   readonly records: number
@@ -99,7 +113,6 @@ export interface Swept {
 export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, StoreUnavailable, MediaStore | BlobStore> =>
   Effect.gen(function* () {
     const media = yield* MediaStore
-    const blobs = yield* BlobStore
     const batchSize = options.batchSize ?? defaults.batchSize
     const cutoff = new Date((yield* Clock.currentTimeMillis) - (options.orphanResultGraceMs ?? defaults.orphanResultGraceMs))
     let records = 0
@@ -108,18 +121,8 @@ export const sweepOrphanResults = (options: Options = {}): Effect.Effect<Swept, 
       const pass = yield* media.purgeOrphanResults(cutoff, batchSize)
       records += pass.purged.length
       const blobKeys = pass.purged.map(({ blobKey }) => blobKey)
-      if (blobKeys.length > 0) {
-        const removal = yield* Effect.result(blobs.removeMany(blobKeys))
-        if (removal._tag === "Failure") {
-          yield* Effect.logWarning("Could not remove orphaned result files; they are left", {
-            files: blobKeys.length,
-            first: blobKeys[0],
-            error: removal.failure.message
-          })
-          return { records, removed }
-        }
-        removed += blobKeys.length
-      }
+      if (!(yield* removeFiles(blobKeys, "orphaned result"))) return { records, removed }
+      removed += blobKeys.length
       if (pass.judged < batchSize) return { records, removed }
     }
   })
@@ -140,25 +143,14 @@ const removeDue = (
   batchSize: number
 ): Effect.Effect<Expired, StoreUnavailable, BlobStore> =>
   Effect.gen(function* () {
-    const blobs = yield* BlobStore
     let records = 0
     let removed = 0
     for (;;) {
       const due = yield* expire(batchSize)
       records += due.length
-      if (due.length > 0) {
-        const blobKeys = due.map(({ blobKey }) => blobKey)
-        const removal = yield* Effect.result(blobs.removeMany(blobKeys))
-        if (removal._tag === "Failure") {
-          yield* Effect.logWarning("Could not remove expired files; they are left", {
-            files: blobKeys.length,
-            first: blobKeys[0],
-            error: removal.failure.message
-          })
-          return { records, removed }
-        }
-        removed += blobKeys.length
-      }
+      const blobKeys = due.map(({ blobKey }) => blobKey)
+      if (!(yield* removeFiles(blobKeys, "expired"))) return { records, removed }
+      removed += blobKeys.length
       if (due.length < batchSize) return { records, removed }
     }
   })
