@@ -50,6 +50,17 @@ export const defaults = {
   choreLeaseMs: 10 * 60_000
 } as const
 
+/** Runs `purge` in statements of `batchSize` until one deletes fewer; how many in all. */
+const inBatches = <E, R>(purge: (limit: number) => Effect.Effect<number, E, R>, batchSize: number): Effect.Effect<number, E, R> =>
+  Effect.gen(function* () {
+    let total = 0
+    for (;;) {
+      const deleted = yield* purge(batchSize)
+      total += deleted
+      if (deleted < batchSize) return total
+    }
+  })
+
 /** One pass: deletes every key expired `graceMs` before now, in statements of `batchSize`; how many. */
 export const purgeIdempotencyKeys = (options: Options = {}): Effect.Effect<number, StoreUnavailable, TaskStore> =>
   Effect.gen(function* () {
@@ -57,12 +68,7 @@ export const purgeIdempotencyKeys = (options: Options = {}): Effect.Effect<numbe
     const batchSize = options.batchSize ?? defaults.batchSize
     // Fixed for the pass, so that keys expiring meanwhile cannot keep it going.
     const cutoff = new Date((yield* Clock.currentTimeMillis) - (options.graceMs ?? defaults.graceMs))
-    let total = 0
-    for (;;) {
-      const deleted = yield* store.purgeIdempotencyKeys(cutoff, batchSize)
-      total += deleted
-      if (deleted === 0 || deleted < batchSize) return total
-    }
+    return yield* inBatches((limit) => store.purgeIdempotencyKeys(cutoff, limit), batchSize)
   })
 
 /**
@@ -75,12 +81,7 @@ export const purgeWebhookLog = (options: Options = {}): Effect.Effect<number, St
     const batchSize = options.batchSize ?? defaults.batchSize
     // Fixed for the pass, so that deliveries finishing meanwhile cannot keep it going.
     const cutoff = new Date((yield* Clock.currentTimeMillis) - (options.webhookLogRetentionMs ?? defaults.webhookLogRetentionMs))
-    let total = 0
-    for (;;) {
-      const deleted = yield* store.purgeFinished(cutoff, batchSize)
-      total += deleted
-      if (deleted < batchSize) return total
-    }
+    return yield* inBatches((limit) => store.purgeFinished(cutoff, limit), batchSize)
   })
 
 /** Removes `blobKeys` in one `removeMany`; false when that fails (logged, the files left). */

@@ -76,7 +76,7 @@ export const OperatorRevenue = () => {
               <tbody>
                 {rows.map((row) => (
                   <tr key={`${row.day} ${row.model}`}>
-                    <td>{row.day}</td>
+                    <td class="nowrap">{row.day}</td>
                     <td>{row.model ?? "(task no longer stored)"}</td>
                     <td class="number">{row.tasksCharged}</td>
                     <td class="number">{usd(row.taskChargedMicros)}</td>
