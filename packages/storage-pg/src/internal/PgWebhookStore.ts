@@ -182,11 +182,12 @@ export const make = Effect.gen(function* () {
     accountSecret: (accountId, candidate, now) =>
       Failures.run(
         "accountSecret",
-        sql<{ readonly secret: string }>`WITH made AS (
-            INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES (${accountId}, ${candidate}, ${now})
-            ON CONFLICT (account_id) DO NOTHING RETURNING secret
-          )
-          SELECT secret FROM made UNION ALL SELECT secret FROM webhook_signing_secrets WHERE account_id = ${accountId}`.pipe(
+        // DO UPDATE (a no-op on the kept row) so that a row a concurrent caller committed after this
+        // statement's snapshot is still returned: DO NOTHING would return nothing, and a read here
+        // would not see it.
+        sql<{ readonly secret: string }>`INSERT INTO webhook_signing_secrets (account_id, secret, created_at)
+          VALUES (${accountId}, ${candidate}, ${now})
+          ON CONFLICT (account_id) DO UPDATE SET account_id = EXCLUDED.account_id RETURNING secret`.pipe(
           Effect.map((rows) => rows[0]?.secret ?? candidate)
         )
       ),
