@@ -1,4 +1,4 @@
-/** Display helpers: USD from integer micros, dates, and plain labels. */
+/** Display helpers: USD from integer micros (exact, or as money reads), dates, and plain labels. */
 
 const MICROS_PER_USD = 1_000_000
 
@@ -12,6 +12,20 @@ export const usd = (micros: number): string => {
     .replace(/0+$/u, "")
     .padEnd(2, "0")
   return `${sign}$${whole.toLocaleString("en-US")}.${fraction}`
+}
+
+const MICROS_PER_CENT = 10_000
+
+/**
+ * USD as people read money: dollars and cents, rounded half away from zero (`$25.00`, `$1.23`);
+ * an amount under a cent shows its micros (`$0.0025`, `$0.000001`) rather than `$0.00`.
+ */
+export const money = (micros: number): string => {
+  const abs = Math.abs(micros)
+  if (abs > 0 && abs < MICROS_PER_CENT) return usd(micros)
+  const cents = Math.round(abs / MICROS_PER_CENT)
+  const sign = micros < 0 && cents > 0 ? "-" : ""
+  return `${sign}$${Math.floor(cents / 100).toLocaleString("en-US")}.${String(cents % 100).padStart(2, "0")}`
 }
 
 export const dateTime = (iso: string): string =>

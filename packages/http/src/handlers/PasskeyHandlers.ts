@@ -6,8 +6,7 @@
  * (Users.throttlePasskeySignIn).
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect, Option } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import {
   generateAuthenticationOptions,
@@ -22,6 +21,7 @@ import { CurrentSession } from "../api/SessionSecurity.ts"
 import { SessionSettings } from "../SessionCookie.ts"
 import { signingInWith } from "./AuthHandlers.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
+import { clientSource } from "./ClientAddress.ts"
 
 const CHALLENGE_TTL_MS = 5 * 60_000
 
@@ -147,7 +147,6 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
       )
       .handle("signIn", ({ payload }) =>
         Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
           const credentialId = typeof payload.response.id === "string" ? payload.response.id : ""
           const attempt = Effect.gen(function* () {
             const found = yield* consume(payload.response, "authentication")
@@ -178,7 +177,7 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
             if (user === undefined) return yield* signInRefused()
             return yield* users.startSession(user)
           })
-          const clientAddress = Option.getOrElse(request.remoteAddress, () => "unknown")
+          const clientAddress = yield* clientSource
           return yield* signingIn(users.throttlePasskeySignIn({ clientAddress, credentialId }, attempt))
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
