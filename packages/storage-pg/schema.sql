@@ -1210,8 +1210,10 @@ CREATE TABLE passkeys (
     transports text[] NOT NULL,
     created_at timestamp with time zone NOT NULL,
     last_used_at timestamp with time zone,
+    name text DEFAULT 'Passkey'::text NOT NULL,
     CONSTRAINT passkeys_counter_check CHECK ((counter >= 0)),
-    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text))
+    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text)),
+    CONSTRAINT passkeys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 64)))
 );
 
 CREATE TABLE payment_disputes (

@@ -47,8 +47,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
             .sort()
         ).toEqual([
+          "DELETE /api/v1/auth/passkeys/{id}",
           "DELETE /api/v1/keys/{id}",
           "DELETE /api/v1/webhook-endpoints/{id}",
+          "GET /api/v1/auth/passkeys",
           "GET /api/v1/auth/session",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",

@@ -69,7 +69,7 @@ import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
-import accountSpend from "./migrations/0033_account_spend.ts"
+import spendDaysPasskeyNames from "./migrations/0033_spend_days_passkey_names.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -139,7 +139,7 @@ const migrationRecord = {
   "29_webhook_log": webhookLog,
   "31_ledger_period": ledgerPeriod,
   "32_task_progress": taskProgress,
-  "33_account_spend": accountSpend
+  "33_spend_days_passkey_names": spendDaysPasskeyNames
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

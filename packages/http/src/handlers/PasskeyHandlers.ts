@@ -3,7 +3,7 @@
  * hashed, 5 minutes), responses verified against it with the public base URL's origin and host as
  * the relying party, credentials kept in the PasskeyStore. A passkey sign-in starts a session as a
  * password sign-in does (AuthHandlers.signingInWith), throttled per client address and credential
- * (Users.throttlePasskeySignIn).
+ * (Users.throttlePasskeySignIn). The signed-in user lists and removes their own passkeys.
  */
 import { createHash } from "node:crypto"
 import { Clock, Effect } from "effect"
@@ -47,6 +47,18 @@ const challengeOf = (response: Record<string, unknown>): string | undefined => {
   }
 }
 
+const view = (passkey: PasskeyStore.Passkey) => ({
+  id: passkey.credentialId,
+  name: passkey.name,
+  createdAt: passkey.createdAt.toISOString(),
+  lastUsedAt: passkey.lastUsedAt?.toISOString() ?? null
+})
+
+const notFound = (id: string) =>
+  new Errors.RequestNotFound({
+    message: `You have no passkey ${JSON.stringify(id)}; GET /api/v1/auth/passkeys lists yours.`
+  })
+
 const notVerified = () =>
   new Errors.InvalidRequest({
     message:
@@ -89,6 +101,18 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
       })
 
     return handlers
+      .handle("list", () =>
+        Effect.gen(function* () {
+          const { live } = yield* CurrentSession
+          return { data: (yield* store.listPasskeys(live.user.id)).map(view) }
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handle("remove", ({ params }) =>
+        Effect.gen(function* () {
+          const { live } = yield* CurrentSession
+          if (!(yield* store.deletePasskey(live.user.id, params.id))) return yield* notFound(params.id)
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
       .handle("registrationOptions", () =>
         Effect.gen(function* () {
           const { live } = yield* CurrentSession
@@ -125,17 +149,18 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
           if (!verified.verified) return yield* notVerified()
           const { credential } = verified.registrationInfo
           const createdAt = new Date(yield* Clock.currentTimeMillis)
-          const inserted = yield* store.insertPasskey({
+          const passkey: PasskeyStore.Passkey = {
             credentialId: credential.id,
             userId: live.user.id,
+            name: payload.name?.trim() ?? "Passkey",
             publicKey: credential.publicKey,
             counter: credential.counter,
             transports: credential.transports ?? [],
             createdAt,
             lastUsedAt: null
-          })
-          if (!inserted) return yield* notVerified()
-          return { id: credential.id, createdAt: createdAt.toISOString() }
+          }
+          if (!(yield* store.insertPasskey(passkey))) return yield* notVerified()
+          return view(passkey)
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handle("authenticationOptions", () =>

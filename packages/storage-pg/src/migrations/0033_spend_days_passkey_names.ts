@@ -4,6 +4,8 @@
  * statement trigger on ledger_entries, in the transaction that writes the charge. The summary
  * reads at most one row per day and model of its range, however long the journal grows. Charges
  * already in the journal are summed once here.
+ * And a name per passkey, which its user gives it to tell passkeys apart (`Passkey` for those
+ * registered before).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -47,7 +49,8 @@ const statements = [
       LEFT JOIN tasks t ON t.id = e.task_id
       LEFT JOIN chat_requests c ON c.id = e.chat_request_id
       WHERE e.kind = 'charge' AND coalesce(t.model, c.model) IS NOT NULL
-      GROUP BY 1, 2, 3`
+      GROUP BY 1, 2, 3`,
+  `ALTER TABLE passkeys ADD COLUMN name text NOT NULL DEFAULT 'Passkey' CHECK (length(name) BETWEEN 1 AND 64)`
 ]
 
 export default Effect.gen(function* () {
