@@ -2,7 +2,7 @@
  * The growth benchmark: for each size, a fresh database (`taskmeter_growth`, dropped at the end)
  * migrated by the server, prefilled with that many finished tasks (prefill.ts), VACUUM ANALYZE,
  * the server restarted; then admission for a big and a fresh small account, poll by id, list,
- * usage, a backlog drain by one worker, each housekeeping pass, WAL bytes per admission and bytes
+ * usage, the usage summary, a backlog drain by one worker, each housekeeping pass, WAL bytes per admission and bytes
  * per task on disk, printed with ratios to the empty database. Usage: bench/growth/README.md.
  */
 import { execFile, spawn } from "node:child_process"
@@ -180,6 +180,7 @@ interface Row {
   readonly poll: Rate
   readonly list: Rate
   readonly usage: Rate
+  readonly summary: Rate
   readonly walBytesPerAdmission: number
   readonly fpiBytesPerAdmission: number
   /** Shared buffers found in (hit) and read into PostgreSQL's cache per admission, over the whole database. */
@@ -320,6 +321,9 @@ const measure = async (size: number): Promise<Row> => {
     log(`    list: ${list.perSecond.toFixed(0)}/s`)
     const usage = await drive(server.url, window, () => read("/api/v1/usage"))
     log(`    usage: ${usage.perSecond.toFixed(0)}/s`)
+    // The spend of the last 30 days, which holds every prefilled charge of the account.
+    const summary = await drive(server.url, window, () => read("/api/v1/usage/summary"))
+    log(`    usage summary: ${summary.perSecond.toFixed(0)}/s`)
     await stop(server.child)
     const plans = await db.runPromise(SqlClient.SqlClient.use((sql) => explain(sql, big.accountId, ids[0]!)))
     for (const plan of plans) {
@@ -383,6 +387,7 @@ const measure = async (size: number): Promise<Row> => {
       poll,
       list,
       usage,
+      summary,
       walBytesPerAdmission: walBytes / Math.max(admitted, 1),
       fpiBytesPerAdmission: fpiBytes / Math.max(admitted, 1),
       blocksPerAdmission,
@@ -403,6 +408,7 @@ const columns: ReadonlyArray<readonly [string, (row: Row) => number | undefined,
   ["poll /s", (row) => row.poll.perSecond, true],
   ["list /s", (row) => row.list.perSecond, true],
   ["usage /s", (row) => row.usage.perSecond, true],
+  ["summary /s", (row) => row.summary.perSecond, true],
   ["drain /s", (row) => row.drain.perSecond, true],
   ["WAL B/admission", (row) => row.walBytesPerAdmission, false],
   ["of which FPI B", (row) => row.fpiBytesPerAdmission, false],
