@@ -208,11 +208,15 @@ const measure = async (size: number): Promise<Row> => {
     await stop(migrating.child)
 
     const orderedIds = (await scalar(`SELECT count(*) FROM pg_proc WHERE proname = 'taskmeter_uuidv7'`)) > 0
+    const resultExpiry =
+      (await scalar(
+        `SELECT count(*) FROM information_schema.columns WHERE table_name = 'results' AND column_name = 'expires_at'`
+      )) > 0
     const started = performance.now()
     log(`  ${size.toLocaleString("en")} tasks, ${orderedIds ? "UUID v7" : "random v4"} ids: prefilling...`)
     await db.runPromise(
       SqlClient.SqlClient.use((sql) =>
-        prefill(sql, { bigAccountId: big.accountId, bigKeyId: big.keyId, tasks: size, orderedIds }, (written) => {
+        prefill(sql, { bigAccountId: big.accountId, bigKeyId: big.keyId, tasks: size, orderedIds, resultExpiry }, (written) => {
           const seconds = (performance.now() - started) / 1000
           log(`    ${written.toLocaleString("en")} / ${size.toLocaleString("en")} tasks, ${seconds.toFixed(0)} s`)
         })
