@@ -264,7 +264,8 @@ const measure = async (size: number): Promise<Row> => {
       body: BODY,
       status: 202
     })
-    const lsn = () => first("SELECT pg_current_wal_lsn()::text")
+    // The flushed end: pg_walinspect refuses an LSN past it (others' writes keep the insert position ahead).
+    const lsn = () => first("SELECT pg_current_wal_flush_lsn()::text")
     const checkpoints = () => scalar("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
     const walBefore = await lsn()
     const checkpointsBefore = await checkpoints()
@@ -285,14 +286,17 @@ const measure = async (size: number): Promise<Row> => {
     // The cluster's WAL holds every database's writes: only the records of this one's blocks count
     // (pg_walinspect), with their full-page images; commit records name no block and are left out.
     const walEnd = await lsn()
-    const walBytes = await scalar(
-      `SELECT coalesce(sum(record_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
-    )
-    const fpiBytes = await scalar(
-      `SELECT coalesce(sum(fpi_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
-    )
+    // NaN when the server recycled that WAL already (other databases' writes on a shared server).
+    const walSum = (column: string) =>
+      scalar(
+        `SELECT coalesce(sum(${column}), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+         WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
+      ).catch((error: unknown) => {
+        log(`    WAL not measured: ${error instanceof Error ? error.message : String(error)}`)
+        return Number.NaN
+      })
+    const walBytes = await walSum("record_length")
+    const fpiBytes = await walSum("fpi_length")
     const checkpointsDuringAdmission = (await checkpoints()) - checkpointsBefore
     const blocksAfter = await blocks()
     const blocksPerAdmission = {
