@@ -16,8 +16,36 @@ export const SCOPE = "webhooks:manage"
 const Instant = Schema.String.annotate({ format: "date-time" })
 
 export const EventType = WebhookEvent.EventType.annotate({
-  description: "task.succeeded, task.failed or task.reconciliation_required: the task entered that status."
+  description:
+    "task.running, task.succeeded, task.failed or task.reconciliation_required: the task entered that status " +
+    "(data: the task as GET /api/v1/jobs/{id} shows it). payment.succeeded (credits granted), payment.refunded " +
+    "(the refunded total grew), payment.disputed (a dispute opened, its amount held) or payment.dispute_closed " +
+    "(won: the hold released; lost: released and refunded) (data: a PaymentWebhookData)."
 })
+
+/** The `data` of a payment event's body (documentation: no endpoint answers it). */
+export const PaymentWebhookData = Schema.Struct({
+  id: Schema.String.annotate({ description: "The payment processor's id of the payment (Stripe: the PaymentIntent)." }),
+  processor: Schema.String.annotate({ description: "stripe" }),
+  status: Schema.Literals(["succeeded", "partially_refunded", "refunded", "disputed"]).annotate({
+    description: "After the event: disputed while an amount is held, else refunded once all of it is, partially before."
+  }),
+  currency: Schema.Literal("USD"),
+  amountMicros: Schema.Int.annotate({ description: "What was paid and granted, USD micro-units." }),
+  refundedMicros: Schema.Int.annotate({ description: "Refunded so far (a lost dispute not included)." }),
+  heldMicros: Schema.Int.annotate({ description: "Held for disputes still open." }),
+  createdAt: Instant,
+  dispute: Schema.NullOr(
+    Schema.Struct({
+      id: Schema.String,
+      amountMicros: Schema.Int,
+      status: Schema.Literals(["open", "won", "lost"])
+    })
+  ).annotate({ description: "The dispute the event concerns; null for payment.succeeded and payment.refunded." }),
+  ledgerEntryIds: Schema.Array(Schema.String).annotate({
+    description: "The ledger entries the event made (GET /api/v1/usage lists them)."
+  })
+}).annotate({ identifier: "PaymentWebhookData" })
 
 export const EventTypes = Schema.Array(EventType).check(Schema.isMinLength(1, { message: "must name at least one event" }))
 
@@ -54,7 +82,13 @@ export const WebhookEndpointList = Schema.Struct({ data: Schema.Array(WebhookEnd
 
 export const CreateWebhookEndpoint = Schema.Struct({
   url: WebhookUrl,
-  events: Schema.optionalKey(EventTypes.annotate({ description: "The events to deliver; all of them when absent." }))
+  events: Schema.optionalKey(
+    EventTypes.annotate({
+      description:
+        "The events to deliver; when absent task.succeeded, task.failed and task.reconciliation_required " +
+        "(task.running and the payment events only when named)."
+    })
+  )
 }).annotate({ identifier: "CreateWebhookEndpoint" })
 
 export const UpdateWebhookEndpoint = Schema.Struct({
@@ -78,7 +112,10 @@ export const WebhookDelivery = Schema.Struct({
   endpointId: Schema.NullOr(Schema.String),
   url: Schema.String,
   type: EventType,
-  taskId: Schema.String,
+  taskId: Schema.NullOr(Schema.String).annotate({ description: "The task of a task event; null for a payment event." }),
+  paymentId: Schema.NullOr(Schema.String).annotate({
+    description: "The payment processor's payment id of a payment event; null for a task event."
+  }),
   status: Schema.Literals(["pending", "delivered", "failed"]),
   occurredAt: Instant,
   nextAttemptAt: Schema.NullOr(Instant),
