@@ -20,32 +20,8 @@ export const EventType = WebhookEvent.EventType.annotate({
     "task.running, task.succeeded, task.failed or task.reconciliation_required: the task entered that status " +
     "(data: the task as GET /api/v1/jobs/{id} shows it). payment.succeeded (credits granted), payment.refunded " +
     "(the refunded total grew), payment.disputed (a dispute opened, its amount held) or payment.dispute_closed " +
-    "(won: the hold released; lost: released and refunded) (data: a PaymentWebhookData)."
+    "(won: the hold released; lost: released and refunded) (data: a PaymentWebhookData). The OpenAPI document's `webhooks` show each body."
 })
-
-/** The `data` of a payment event's body (documentation: no endpoint answers it). */
-export const PaymentWebhookData = Schema.Struct({
-  id: Schema.String.annotate({ description: "The payment processor's id of the payment (Stripe: the PaymentIntent)." }),
-  processor: Schema.String.annotate({ description: "stripe" }),
-  status: Schema.Literals(["succeeded", "partially_refunded", "refunded", "disputed"]).annotate({
-    description: "After the event: disputed while an amount is held, else refunded once all of it is, partially before."
-  }),
-  currency: Schema.Literal("USD"),
-  amountMicros: Schema.Int.annotate({ description: "What was paid and granted, USD micro-units." }),
-  refundedMicros: Schema.Int.annotate({ description: "Refunded so far (a lost dispute not included)." }),
-  heldMicros: Schema.Int.annotate({ description: "Held for disputes still open." }),
-  createdAt: Instant,
-  dispute: Schema.NullOr(
-    Schema.Struct({
-      id: Schema.String,
-      amountMicros: Schema.Int,
-      status: Schema.Literals(["open", "won", "lost"])
-    })
-  ).annotate({ description: "The dispute the event concerns; null for payment.succeeded and payment.refunded." }),
-  ledgerEntryIds: Schema.Array(Schema.String).annotate({
-    description: "The ledger entries the event made (GET /api/v1/usage lists them)."
-  })
-}).annotate({ identifier: "PaymentWebhookData" })
 
 export const EventTypes = Schema.Array(EventType).check(Schema.isMinLength(1, { message: "must name at least one event" }))
 
@@ -149,7 +125,7 @@ export const WebhooksApi = HttpApiGroup.make("webhooks")
       .annotateMerge(
         OpenApi.annotations({
           summary: "Create a webhook endpoint",
-          description: "Deliveries of the chosen task events go to this URL, signed with the secret returned (once)."
+          description: "Deliveries of the chosen task and payment events go to this URL, signed with the secret returned (once)."
         })
       )
       .annotateMerge(requireScope(SCOPE)),
@@ -239,4 +215,4 @@ export const WebhooksApi = HttpApiGroup.make("webhooks")
       .annotateMerge(requireScope(SCOPE))
   )
   .middleware(Authentication)
-  .annotate(OpenApi.Description, "Signed webhooks of task events (Standard Webhooks).")
+  .annotate(OpenApi.Description, "Signed webhooks of task and payment events (Standard Webhooks).")
