@@ -165,7 +165,7 @@ for (const store of stores) {
             model: T.MODEL,
             input: T.INPUT,
             webhookUrl: "https://hooks.example.com/one-task",
-            webhookEvents: ["task.succeeded", "task.failed"]
+            webhookEvents: ["task.running", "task.succeeded", "task.failed"]
           })
           expect(reply.status).toBe(202)
           expect(reply.body.webhookUrl).toBeUndefined()

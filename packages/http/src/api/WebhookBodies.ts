@@ -61,6 +61,6 @@ export const SIGNATURE_HEADERS = {
   "webhook-id": "The delivery's id (msg_...), the same on every retry and resend: deduplicate by it.",
   "webhook-timestamp": "Unix seconds when this attempt was signed.",
   "webhook-signature":
-    "v1,<base64 HMAC-SHA256> of `${webhook-id}.${webhook-timestamp}.${body}` with the endpoint's secret (or the " +
+    "v1,<base64 HMAC-SHA256> of `<webhook-id>.<webhook-timestamp>.<body>` with the endpoint's secret (or the " +
     "account's signing secret for a submission's webhookUrl), space-separated during a rotation's overlap."
 } as const
