@@ -107,7 +107,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<PaymentWebhookS
         const account = (yield* makeAccount()).id
         const all = yield* endpoint(account, paymentEvents)
         const purchases = yield* endpoint(account, ["payment.succeeded"])
-        const tasksOnly = yield* endpoint(account, ["task.succeeded"])
+        yield* endpoint(account, ["task.succeeded"])
         const paused = yield* endpoint(account, paymentEvents)
         yield* WebhookStore.use((store) => store.updateEndpoint(account, paused.id, { enabled: false, now: T0 }))
         const other = (yield* makeAccount("other")).id
@@ -138,7 +138,6 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<PaymentWebhookS
           })
           expect(PaymentWebhook.statusOf(c.payment!)).toBe("succeeded")
         }
-        expect(tasksOnly.events).toEqual(["task.succeeded"])
 
         // The same event again, and another event for the same purchase: nothing changes, nothing is raised.
         yield* receive(bought)

@@ -4,11 +4,11 @@
  * the delivery queue every process shares. Deliveries are written in the same unit as the change
  * that raises them, so no event is lost: by the task store with the task's move (one per event and
  * matching endpoint, one for the task's own `webhookUrl`), by the payment store with the applied
- * payment event (one per matching endpoint; PaymentWebhook). Across processes: a delivery has at most one live
- * lease; `claim` leases due deliveries skipping those another claim holds, and a lease that lapses
- * (its worker died) makes the delivery due again, same id; `record` is a compare-and-set on the
- * lease token. The delivery log is read per endpoint or per task, and finished deliveries are
- * purged by their finish time.
+ * payment event (one per matching endpoint; PaymentWebhook). Across processes: a delivery has at
+ * most one live lease; `claim` leases due deliveries skipping those another claim holds, and a
+ * lease that lapses (its worker died) makes the delivery due again, same id; `record` is a
+ * compare-and-set on the lease token. The delivery log is read per endpoint or per task, and
+ * finished deliveries are purged by their finish time.
  */
 import { Context } from "effect"
 import type { Effect } from "effect"

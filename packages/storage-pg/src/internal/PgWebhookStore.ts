@@ -1,8 +1,8 @@
 /**
  * WebhookStore on PostgreSQL (migration 0022). Deliveries are inserted by the task store's
- * moving statement (PgTaskStore) and the payment store's applying one (migration 0034), not here. `claim` is one UPDATE over a `FOR UPDATE SKIP
- * LOCKED` pick from the partial index of pending deliveries by due time, setting the due time to
- * the lease's end; `record` one statement appending the attempt, moving the delivery on its lease
+ * moving statement (PgTaskStore) and the payment store's applying one (migration 0034), not here.
+ * `claim` is one UPDATE over a `FOR UPDATE SKIP LOCKED` pick from the partial index of pending
+ * deliveries by due time, setting the due time to the lease's end; `record` one statement appending the attempt, moving the delivery on its lease
  * token and marking the endpoint failing or not (written only when that changes, so a busy
  * endpoint's row is not a hot spot) and the finish time (migration 0029), which `purgeFinished`
  * reads through its partial index.
