@@ -70,10 +70,14 @@ export const OperatorPrices = () => {
   const [budget, setBudget] = useState("")
   const chosen = model ?? models[0]?.[0]
   const current = chosen === undefined ? undefined : list.data?.models[chosen]
+  /** The editor starts from the model's rate card in force, if it has one. */
+  const startFrom = (slug: string | undefined) => {
+    const card = slug === undefined ? undefined : list.data?.models[slug]?.rateCard
+    setDrafts(card === undefined ? [emptyRule] : draftsOf(card))
+  }
   const choose = (next: string) => {
     setModel(next)
-    const card = list.data?.models[next]?.rateCard
-    setDrafts(card === undefined ? [emptyRule] : draftsOf(card))
+    startFrom(next)
   }
   const act = async (what: string, run: () => Promise<unknown>) => {
     setDone(undefined)
@@ -133,7 +137,16 @@ export const OperatorPrices = () => {
             ] as const
           ).map(([value, label]) => (
             <label class="check" key={value}>
-              <input type="radio" name="shape" value={value} checked={shape === value} onChange={() => setShape(value)} />
+              <input
+                type="radio"
+                name="shape"
+                value={value}
+                checked={shape === value}
+                onChange={() => {
+                  setShape(value)
+                  if (value === "rateCard") startFrom(chosen)
+                }}
+              />
               {label}
             </label>
           ))}
