@@ -1,12 +1,13 @@
 /**
  * The operator pages' changes in a real browser against the composed server, each checked
  * afterwards through the public API: Prices sets a rate card (a mistake in the form and one the
- * admin service finds are shown in words first), GET /api/v1/prices then quotes from it; Chat
- * prices sets a chat model's tiers (the service's refusal of a cheaper larger tier shown first)
- * and disables it, GET /api/v1/chat/models following both; the Reconciliation queue resolves a
- * held task as succeeded with a result fetched by link (msw serving it under a test address
- * policy), and the task, its file and its ledger entries (the operator's reason on each) are
- * then the API's. Screenshots in test/output/operator-changes, axe-clean in light and dark.
+ * admin service finds are shown in words first) and a flat price, and disables a model, as GET
+ * /api/v1/prices then shows; Chat prices sets a chat model's tiers (the service's refusal of a
+ * cheaper larger tier shown first) and disables it, GET /api/v1/chat/models following both; the
+ * Reconciliation queue resolves a held task as succeeded with a result fetched by link (msw
+ * serving it under a test address policy), and the task, its file and its ledger entries (the
+ * operator's reason on each) are then the API's. Screenshots in test/output/operator-changes,
+ * axe-clean in light and dark.
  */
 import { fileURLToPath } from "node:url"
 import { Effect, Layer } from "effect"
@@ -22,6 +23,7 @@ import * as ConsoleServer from "./support/ConsoleServer.ts"
 const OUTPUT = fileURLToPath(new URL("../test/output/operator-changes/", import.meta.url))
 const EMAIL = "omar@example.com"
 const RATE_CARD_MODEL = "alpha-2-text-to-image-economy"
+const FLAT_MODEL = "picgen-2-0-edit-economy"
 const LYRICS_URL = "https://cdn.upstream.test/lyrics.txt"
 const LYRICS = "Ledgers balance, line by line"
 
@@ -77,7 +79,7 @@ const server = ConsoleServer.layer({}, { models: ["alpha-2-lite-text-to-image-ec
 
 layer(server, { timeout: 60_000, excludeTestServices: true })("the operator pages' changes in a browser", (it) => {
   it.effect(
-    "sets a rate card and a chat price, disables the chat model, resolves a held task as succeeded; the API follows",
+    "sets a rate card, a flat price and a chat price, disables, resolves a held task as succeeded; the API follows",
     () =>
       Effect.gen(function* () {
         const url = yield* ConsoleServer.baseUrl
@@ -150,6 +152,18 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the operator page
                 { when: { resolution: "4k" }, priceMicros: 90_000 }
               ]
             })
+
+            // A flat price, then the model disabled.
+            await form.getByLabel("Model").selectOption(FLAT_MODEL)
+            await form.getByLabel("A flat price per task").check()
+            await form.getByLabel("Flat price (USD)").fill("0.03")
+            await form.getByRole("button", { name: "Set", exact: true }).click()
+            await statusWith(page, `${FLAT_MODEL} updated`)
+            const flatPrice = async () => (await apiGet(page, "/api/v1/prices")).models.find((m: any) => m.model === FLAT_MODEL)
+            expect(await flatPrice()).toMatchObject({ enabled: true, priceMicros: 30_000 })
+            await page.getByRole("button", { name: `Disable ${FLAT_MODEL}` }).click()
+            await statusWith(page, `${FLAT_MODEL} disabled`)
+            expect(await flatPrice()).toMatchObject({ enabled: false, priceMicros: 30_000 })
           })
 
           // A chat price: tiers the service refuses, then set; then disabled.
