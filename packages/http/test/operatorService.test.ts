@@ -19,7 +19,7 @@ import { AdminRpcs, OPERATOR_PATH } from "../src/admin/AdminRpc.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask } from "./adminSupport.ts"
+import { HeldTask } from "@taskmeter/kernel/testing"
 
 const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-operator-"))
 
@@ -185,7 +185,7 @@ layer(TestServer, { excludeTestServices: true })("operator service on the public
       Effect.gen(function* () {
         const operator = yield* signUp(true)
         const { account } = yield* (yield* Accounts.Accounts).create({ name: "held", credits: Money.micros(1_000_000) })
-        const heldId = yield* heldTask(account.id, 200_000)
+        const heldId = yield* HeldTask.make(account.id, 200_000)
         const resolved = yield* asOperator(operator, (client) =>
           Effect.gen(function* () {
             const page = yield* client.TaskList({ status: "reconciliation_required" })
