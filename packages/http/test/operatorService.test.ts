@@ -165,6 +165,20 @@ layer(TestServer, { excludeTestServices: true })("operator service on the public
         expect((yield* (yield* Accounts.Accounts).list).length).toBe(before)
       })
     )
+
+    it.effect("a body past 256 KB is 413 INPUT_TOO_LARGE and runs nothing", () =>
+      Effect.gen(function* () {
+        const operator = yield* signUp(true)
+        const url = yield* apiUrl
+        const headers = { cookie: operator.cookie, origin: url, "x-csrf-token": operator.csrfToken }
+        const before = (yield* (yield* Accounts.Accounts).list).length
+        const huge = yield* post(headers, request("AccountGrant", { note: "x".repeat(300 * 1024) }))
+        expect([huge.status, huge.body.code]).toEqual([413, "INPUT_TOO_LARGE"])
+        expect((yield* (yield* Accounts.Accounts).list).length).toBe(before)
+        const fine = yield* post(headers, request("AccountList", {}))
+        expect(fine.status).toBe(200)
+      })
+    )
   })
 
   describe("what it does", () => {
