@@ -23,6 +23,10 @@ const sharedModules = [
   "packages/storage-memory/test/*.test.ts",
   "packages/http/test/{ByteRange,ErrorResponse,MediaKind,ServerConfig}.test.ts"
 ]
+// Effect's default logger in the servers tests start in-process prints each access line and
+// "Listening on"; at INFO they only bury the report. Warnings and errors still print.
+const INFO_LINE = /^\[\d\d:\d\d:\d\d\.\d{3}\] (INFO|DEBUG|TRACE) \(#\d+\):/
+
 const excluded = [...configDefaults.exclude, ...Dependencies.excludedFiles(missing)]
 
 export default defineConfig({
@@ -40,6 +44,7 @@ export default defineConfig({
     ],
     env: { TASKMETER_TEST_MISSING: Dependencies.encode(missing) },
     reporters: ["default", notRun],
+    onConsoleLog: (log) => !INFO_LINE.test(log),
     // vitest's default is one worker fewer than the cores: one worker on these 2-core machines.
     // The suites wait on PostgreSQL and child processes as much as they compute, so three overlap.
     maxWorkers: 3,

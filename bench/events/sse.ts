@@ -6,7 +6,9 @@
  * arrival here (so it includes the write, the NOTIFY, the server's read and the stream), p50/p99/max.
  * Then the cost of the status NOTIFYs to admission: `TaskStore.admit` rate at `--connections` while
  * a mover moves tasks through their statuses on a store that NOTIFYs (as the branch does) and on
- * one that does not, alternated in `--rounds` rounds, and with no mover at all.
+ * one that does not, and on the first with an endpoint of the account subscribed to `task.running`
+ * (a delivery written with each move to running), alternated in `--rounds` rounds, and with no
+ * mover at all.
  * Usage: node bench/events/sse.ts [--streams 1000] [--batch 10] [--rate 200] [--seconds 4] [--rounds 3]
  */
 import { spawn } from "node:child_process"
@@ -20,7 +22,7 @@ import { createInterface } from "node:readline"
 import { parseArgs } from "node:util"
 import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { Accounts, Ids, Money, Pricer, TaskStore } from "@taskmeter/kernel"
+import { Accounts, Ids, Money, Pricer, TaskStore, WebhookStore } from "@taskmeter/kernel"
 import type { TaskStatus } from "@taskmeter/kernel"
 import { Simulated } from "@taskmeter/providers"
 import { PgStore } from "@taskmeter/storage-pg"
@@ -260,16 +262,32 @@ try {
   )
 
   // Phase 2: admission while statuses change, with and without the status NOTIFYs.
-  type Condition = "no mover" | "mover, NOTIFY on" | "mover, NOTIFY off"
-  const conditions: ReadonlyArray<Condition> = ["no mover", "mover, NOTIFY on", "mover, NOTIFY off"]
+  type Condition = "no mover" | "mover, NOTIFY on" | "mover, NOTIFY off" | "mover, running hooked"
+  const conditions: ReadonlyArray<Condition> = ["no mover", "mover, NOTIFY on", "mover, NOTIFY off", "mover, running hooked"]
   const stores = {
     on: await notifying.runPromise(TaskStore.TaskStore),
     off: await silent.runPromise(TaskStore.TaskStore)
   }
+  // Enabled only for "mover, running hooked": each move to running then writes its delivery (none is sent).
+  const webhooks = await notifying.runPromise(WebhookStore.WebhookStore)
+  const hook = await Effect.runPromise(
+    webhooks.createEndpoint({
+      id: `whep_${randomUUID()}`,
+      accountId: caller.accountId,
+      url: "https://hooks.example.com/running",
+      events: ["task.running"],
+      secret: "whsec_bench",
+      now: new Date()
+    })
+  )
+  const hooked = (enabled: boolean) =>
+    Effect.runPromise(webhooks.updateEndpoint(caller.accountId, hook.id, { enabled, now: new Date() }))
+  await hooked(false)
   const rates = new Map<Condition, Array<number>>(conditions.map((c) => [c, []]))
   const moved = new Map<Condition, number>(conditions.map((c) => [c, 0]))
   for (let round = 0; round < ROUNDS; round++) {
     for (const condition of conditions) {
+      await hooked(condition === "mover, running hooked")
       const end = performance.now() + SECONDS * 1000
       let admitted = 0
       const loops = Array.from({ length: CONNECTIONS }, async () => {
@@ -282,7 +300,7 @@ try {
         condition === "no mover"
           ? Promise.resolve()
           : (async () => {
-              const { claim, step } = mover(condition === "mover, NOTIFY on" ? stores.on : stores.off)
+              const { claim, step } = mover(condition === "mover, NOTIFY off" ? stores.off : stores.on)
               while (performance.now() < end) {
                 const batch = await claim(BATCH)
                 for (let s = 1; s <= 3 && batch.length > 0; s++) await step(batch, s)
@@ -299,7 +317,7 @@ try {
     const mean = perRound.reduce((a, b) => a + b, 0) / perRound.length
     const moves = (moved.get(condition) ?? 0) / (ROUNDS * SECONDS)
     console.log(
-      `  ${condition.padEnd(18)} ${mean.toFixed(0).padStart(6)} admits/s (rounds: ${perRound.map((r) => r.toFixed(0)).join(", ")})` +
+      `  ${condition.padEnd(21)} ${mean.toFixed(0).padStart(6)} admits/s (rounds: ${perRound.map((r) => r.toFixed(0)).join(", ")})` +
         (condition === "no mover" ? "" : `; ${moves.toFixed(0)} status moves/s`)
     )
   }

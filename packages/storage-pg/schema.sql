@@ -823,7 +823,7 @@ CREATE FUNCTION taskmeter_credit(p_kind text, p_account_id text, p_amount_micros
   END
   $$;
 
-CREATE FUNCTION taskmeter_payment_entry(p_kind text, p_account_id text, p_amount_micros bigint, p_note text, p_ref text, p_at timestamp with time zone, p_processor text, p_payment_id text, p_reason text) RETURNS void
+CREATE FUNCTION taskmeter_payment_entry(p_kind text, p_account_id text, p_amount_micros bigint, p_note text, p_ref text, p_at timestamp with time zone, p_processor text, p_payment_id text, p_reason text) RETURNS text
     LANGUAGE plpgsql
     AS $$
   DECLARE
@@ -834,6 +834,7 @@ CREATE FUNCTION taskmeter_payment_entry(p_kind text, p_account_id text, p_amount
     INSERT INTO payment_entries (entry_id, processor, payment_id, reason)
       VALUES (v_entry_id, p_processor, p_payment_id, p_reason)
       ON CONFLICT DO NOTHING;
+    RETURN v_entry_id;
   END
   $$;
 
@@ -862,6 +863,8 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
     v_dispute payment_disputes;
     v_amount bigint;
     v_problem text;
+    v_entries text[] := ARRAY[]::text[];
+    v_type text;
   BEGIN
     INSERT INTO payment_events (processor, event_id, payment_id, event, received_at, problem)
       VALUES (v_processor, p_event->>'eventId', v_payment_id, p_event, p_at, 'not applied yet')
@@ -886,7 +889,7 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
           ON CONFLICT DO NOTHING
           RETURNING * INTO v_payment;
         IF FOUND THEN
-          PERFORM taskmeter_payment_entry('grant', v_payment.account_id, v_amount, v_named || ': top-up',
+          v_entries := v_entries || taskmeter_payment_entry('grant', v_payment.account_id, v_amount, v_named || ': top-up',
             v_payment_id, p_at, v_processor, v_payment_id, 'purchase');
         END IF;
       END IF;
@@ -899,7 +902,7 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
         IF v_amount > v_payment.refunded_micros THEN
           UPDATE payments p SET refunded_micros = v_amount
             WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
-          PERFORM taskmeter_payment_entry('refund', v_payment.account_id, v_amount - v_payment.refunded_micros,
+          v_entries := v_entries || taskmeter_payment_entry('refund', v_payment.account_id, v_amount - v_payment.refunded_micros,
             v_named || ': refund', v_payment_id || ':refunded:' || v_amount, p_at, v_processor, v_payment_id, 'refund');
         END IF;
       ELSIF v_tag = 'DisputeOpened' THEN
@@ -909,7 +912,7 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
         IF FOUND THEN
           UPDATE payments p SET held_micros = p.held_micros + v_amount
             WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
-          PERFORM taskmeter_payment_entry('adjustment', v_payment.account_id, -v_amount,
+          v_entries := v_entries || taskmeter_payment_entry('adjustment', v_payment.account_id, -v_amount,
             v_named || ': dispute ' || (v_kept.event->>'disputeId') || ' opened, amount held',
             (v_kept.event->>'disputeId') || ':hold', p_at, v_processor, v_payment_id, 'hold');
         END IF;
@@ -923,17 +926,38 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
             WHERE d.processor = v_processor AND d.dispute_id = v_dispute.dispute_id;
           UPDATE payments p SET held_micros = p.held_micros - v_dispute.amount_micros
             WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
-          PERFORM taskmeter_payment_entry('adjustment', v_payment.account_id, v_dispute.amount_micros,
+          v_entries := v_entries || taskmeter_payment_entry('adjustment', v_payment.account_id, v_dispute.amount_micros,
             v_named || ': dispute ' || v_dispute.dispute_id || CASE v_tag WHEN 'DisputeLost' THEN ' lost' ELSE ' won' END
               || ', hold released',
             v_dispute.dispute_id || ':release', p_at, v_processor, v_payment_id, 'release');
           IF v_tag = 'DisputeLost' THEN
-            PERFORM taskmeter_payment_entry('refund', v_payment.account_id, v_dispute.amount_micros,
+            v_entries := v_entries || taskmeter_payment_entry('refund', v_payment.account_id, v_dispute.amount_micros,
               v_named || ': dispute ' || v_dispute.dispute_id || ' lost',
               v_dispute.dispute_id || ':lost', p_at, v_processor, v_payment_id, 'dispute_lost');
           END IF;
         END IF;
       END IF;
+    END IF;
+
+    -- The payment webhook (kernel PaymentWebhook), only when the event changed the credits.
+    IF v_problem IS NULL AND cardinality(v_entries) > 0 THEN
+      SELECT * INTO v_payment FROM payments p WHERE p.processor = v_processor AND p.payment_id = v_payment_id;
+      SELECT * INTO v_dispute FROM payment_disputes d
+        WHERE d.processor = v_processor AND d.dispute_id = v_kept.event->>'disputeId';
+      v_type := CASE v_tag WHEN 'PurchaseCompleted' THEN 'payment.succeeded' WHEN 'Refunded' THEN 'payment.refunded'
+        WHEN 'DisputeOpened' THEN 'payment.disputed' ELSE 'payment.dispute_closed' END;
+      INSERT INTO webhook_deliveries (id, account_id, endpoint_id, url, payment_id, event_type, payment, occurred_at,
+        status, due_at, next_attempt_at, created_at)
+      SELECT 'msg_' || gen_random_uuid(), e.account_id, e.id, e.url, v_payment_id, v_type,
+        jsonb_build_object('id', v_payment_id, 'processor', v_processor, 'amountMicros', v_payment.amount_micros,
+          'refundedMicros', v_payment.refunded_micros, 'heldMicros', v_payment.held_micros,
+          'createdAt', v_payment.created_at,
+          'dispute', CASE WHEN v_dispute.dispute_id IS NOT NULL THEN jsonb_build_object('id', v_dispute.dispute_id,
+            'amountMicros', v_dispute.amount_micros, 'status', v_dispute.status) END,
+          'ledgerEntryIds', to_jsonb(v_entries)),
+        p_at, 'pending', p_at, p_at, p_at
+      FROM webhook_endpoints e
+      WHERE e.account_id = v_payment.account_id AND e.enabled AND v_type = ANY (e.events);
     END IF;
 
     UPDATE payment_events e
@@ -1307,7 +1331,7 @@ CREATE TABLE task_webhooks (
     task_id text NOT NULL,
     url text NOT NULL,
     events text[],
-    CONSTRAINT task_webhooks_events_check CHECK ((events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text])),
+    CONSTRAINT task_webhooks_events_check CHECK ((events <@ ARRAY['task.running'::text, 'task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text])),
     CONSTRAINT task_webhooks_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2000)))
 );
 
@@ -1372,9 +1396,9 @@ CREATE TABLE webhook_deliveries (
     account_id text NOT NULL,
     endpoint_id text,
     url text NOT NULL,
-    task_id text NOT NULL,
+    task_id text,
     event_type text NOT NULL,
-    task jsonb NOT NULL,
+    task jsonb,
     occurred_at timestamp with time zone NOT NULL,
     status text NOT NULL,
     due_at timestamp with time zone,
@@ -1383,9 +1407,12 @@ CREATE TABLE webhook_deliveries (
     round_attempts integer DEFAULT 0 NOT NULL,
     created_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone,
+    payment_id text,
+    payment jsonb,
     CONSTRAINT webhook_deliveries_check CHECK (((status = 'pending'::text) = (due_at IS NOT NULL))),
-    CONSTRAINT webhook_deliveries_event_type_check CHECK ((event_type = ANY (ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text]))),
+    CONSTRAINT webhook_deliveries_event_type_check CHECK ((event_type = ANY (ARRAY['task.running'::text, 'task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text, 'payment.succeeded'::text, 'payment.refunded'::text, 'payment.disputed'::text, 'payment.dispute_closed'::text]))),
     CONSTRAINT webhook_deliveries_finished_when_done CHECK (((status = 'pending'::text) = (finished_at IS NULL))),
+    CONSTRAINT webhook_deliveries_one_subject CHECK ((((task_id IS NOT NULL) AND (task IS NOT NULL) AND (payment_id IS NULL) AND (payment IS NULL)) OR ((task_id IS NULL) AND (task IS NULL) AND (payment_id IS NOT NULL) AND (payment IS NOT NULL) AND (endpoint_id IS NOT NULL)))),
     CONSTRAINT webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
 );
 
@@ -1413,7 +1440,7 @@ CREATE TABLE webhook_endpoints (
     updated_at timestamp with time zone NOT NULL,
     CONSTRAINT webhook_endpoints_check CHECK (((previous_secret IS NULL) = (previous_secret_expires_at IS NULL))),
     CONSTRAINT webhook_endpoints_disabled_reason_check CHECK ((length(disabled_reason) <= 1000)),
-    CONSTRAINT webhook_endpoints_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text]))),
+    CONSTRAINT webhook_endpoints_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['task.running'::text, 'task.succeeded'::text, 'task.failed'::text, 'task.reconciliation_required'::text, 'payment.succeeded'::text, 'payment.refunded'::text, 'payment.disputed'::text, 'payment.dispute_closed'::text]))),
     CONSTRAINT webhook_endpoints_id_check CHECK ((id ~~ 'whep\_%'::text)),
     CONSTRAINT webhook_endpoints_url_check CHECK (((length(url) >= 1) AND (length(url) <= 2000)))
 );

@@ -131,7 +131,7 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await prices.getByRole("button", { name: "Set" }).click()
             await page
               .getByRole("status")
-              .filter({ hasText: `${MODEL} updated.` })
+              .filter({ hasText: `${MODEL} updated;` })
               .waitFor()
             const row = page.getByRole("row").filter({ hasText: MODEL })
             await row.getByRole("cell", { name: "$10.00" }).waitFor()

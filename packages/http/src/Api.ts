@@ -30,7 +30,7 @@ export { AgentCodesApi } from "./api/AgentCodesApi.ts"
 export { PasskeysApi } from "./api/PasskeysApi.ts"
 export { ResultsApi } from "./api/ResultsApi.ts"
 export { type LedgerEntry, UsageApi } from "./api/UsageApi.ts"
-export { WebhooksApi } from "./api/WebhooksApi.ts"
+export { type WebhookDelivery, WebhooksApi } from "./api/WebhooksApi.ts"
 
 /** The version of the interface description, which the spec fixes at 1.0.0. */
 export const VERSION = "1.0.0"

@@ -2,7 +2,8 @@
  * The OpenAPI 3.1 document served at GET /api/openapi.json, generated from the API definition, with
  * POST /api/v1/jobs made exact for the catalog in force (one request schema per model, inline in
  * the request body, its `model` a const and its `input` the Catalog's JSON Schema), the chat
- * endpoints and their stream events (from ChatApi and the chat wire schemas), and the two
+ * endpoints and their stream events (from ChatApi and the chat wire schemas), the webhook events
+ * as the document's `webhooks` (one POST per event type, its body and signature headers), and the two
  * signed-link routes: media links as internal (`x-internal: true`), result links under the results
  * tag; provider callbacks as internal too; and the health routes (observability/Health).
  *
@@ -14,6 +15,7 @@
  */
 import { JsonSchema, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
+import { WebhookEvent } from "@taskmeter/kernel"
 import type { Catalog } from "@taskmeter/kernel"
 import { Api } from "./Api.ts"
 import { BillingApi } from "./api/BillingApi.ts"
@@ -21,6 +23,7 @@ import { ChatApi } from "./api/ChatApi.ts"
 import * as ChatWire from "./api/ChatWire.ts"
 import { JOB_REQUEST_IDENTIFIER } from "./api/JobsApi.ts"
 import { uploadContentTypes } from "./api/MediaApi.ts"
+import * as WebhookBodies from "./api/WebhookBodies.ts"
 import * as CallbackHandlers from "./handlers/CallbackHandlers.ts"
 import * as MediaLinksHandlers from "./handlers/MediaLinksHandlers.ts"
 import * as Health from "./observability/Health.ts"
@@ -212,6 +215,51 @@ const streamEventComponents = (): Json => {
   return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions
 }
 
+/** The webhook bodies' schemas and those they refer to, as components (as `streamEventComponents`). */
+const webhookComponents = (): Json => {
+  const { definitions, schema } = Schema.toJsonSchemaDocument(
+    Schema.Union([WebhookBodies.TaskWebhookBody, WebhookBodies.PaymentWebhookBody]),
+    { onExcessProperty: "error" }
+  )
+  return JsonSchema.toMultiDocumentOpenApi3_1({ dialect: "draft-2020-12", schemas: [schema], definitions }).definitions
+}
+
+/** One `webhooks` entry per event type: the POST each endpoint receives. */
+const webhooks = (): Json =>
+  Object.fromEntries(
+    WebhookEvent.eventTypes.map((type) => [
+      type,
+      {
+        post: {
+          summary: type,
+          description:
+            `${WebhookBodies.meanings[type]} Sent to the account's webhook endpoints that subscribe to ${type}` +
+            (type.startsWith("task.") ? " and to a submission's webhookUrl whose webhookEvents allow it" : "") +
+            "; retried with backoff until a 2xx answer.",
+          tags: ["webhooks"],
+          parameters: Object.entries(WebhookBodies.SIGNATURE_HEADERS).map(([name, description]) => ({
+            name,
+            in: "header",
+            required: true,
+            description,
+            schema: { type: "string" }
+          })),
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: {
+                  $ref: `#/components/schemas/${type.startsWith("task.") ? "TaskWebhookBody" : "PaymentWebhookBody"}`
+                }
+              }
+            }
+          },
+          responses: { "200": { description: "Any 2xx answer delivers it; anything else is tried again." } }
+        }
+      }
+    ])
+  )
+
 export interface Options {
   /** The public base URL the API is served at (PUBLIC_URL); the document's server is "/" without one. */
   readonly publicUrl?: string | undefined
@@ -221,7 +269,8 @@ export interface Options {
 export const make = (models: ReadonlyArray<Catalog.ModelDefinition>, options: Options = {}): OpenApi.OpenAPISpec => {
   const spec = OpenApi.fromApi(Documented) as Json
   spec.servers = [{ url: options.publicUrl === undefined ? "/" : new URL(options.publicUrl).href.replace(/\/+$/, "") }]
-  spec.components.schemas = { ...streamEventComponents(), ...spec.components.schemas }
+  spec.components.schemas = { ...streamEventComponents(), ...webhookComponents(), ...spec.components.schemas }
+  spec.webhooks = webhooks()
   const envelope: Json = spec.components.schemas[JOB_REQUEST_IDENTIFIER]
   spec.paths[JOBS_PATH].post.requestBody = {
     required: true,
@@ -247,6 +296,7 @@ export const make = (models: ReadonlyArray<Catalog.ModelDefinition>, options: Op
     { name: "health", description: "Liveness and readiness, for supervisors and load balancers. No credentials." }
   ]
   openBareObjects(spec.paths)
+  openBareObjects(spec.webhooks)
   openBareObjects(spec.components.schemas)
   return spec as OpenApi.OpenAPISpec
 }

@@ -19,7 +19,8 @@ import * as AdminServer from "../src/admin/AdminServer.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask, mcpSignIn } from "./adminSupport.ts"
+import { HeldTask } from "@taskmeter/kernel/testing"
+import { mcpSignIn } from "./adminSupport.ts"
 
 const USD = 1_000_000
 const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-admin-"))
@@ -373,9 +374,9 @@ layer(TestServer, { excludeTestServices: true })("admin RPC over HTTP", (it) => 
         const { account } = yield* withAdmin((admin) =>
           admin.AccountCreate({ name: "held", creditsMicros: (5 * USD) as Money.Micros })
         )
-        const first = yield* heldTask(account.id, 2 * USD)
-        const second = yield* heldTask(account.id, USD)
-        const third = yield* heldTask(account.id, USD)
+        const first = yield* HeldTask.make(account.id, 2 * USD)
+        const second = yield* HeldTask.make(account.id, USD)
+        const third = yield* HeldTask.make(account.id, USD)
         const balances = () =>
           Effect.map(
             withAdmin((admin) => admin.AccountShow({ accountId: account.id })),

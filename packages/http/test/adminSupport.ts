@@ -1,12 +1,12 @@
 /**
- * Test support for the admin service: a task held in reconciliation_required, made through the
- * TaskStore port as a worker would leave it after an unknown outcome; an MCP sign-in, made
- * through the OAuthStore port as a redeemed authorization code leaves it.
+ * Test support for the admin service: an MCP sign-in, made through the OAuthStore port as a
+ * redeemed authorization code leaves it. (A task held in reconciliation_required:
+ * `HeldTask.make` of `@taskmeter/kernel/testing`.)
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { expect } from "@effect/vitest"
-import { Ids, type Money, TaskStore } from "@taskmeter/kernel"
+import type { Ids } from "@taskmeter/kernel"
 import { OAuthStore } from "@taskmeter/mcp"
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
@@ -42,56 +42,4 @@ export const mcpSignIn = (accountId: string, baseUrl: string, clientId = `mcpc_$
     })
     expect(redemption._tag).toBe("Redeemed")
     return { grantId, clientId, accessToken }
-  })
-
-/**
- * A task of the account, admitted for `model` and moved to reconciliation_required, with the
- * upstream's last answer when given.
- */
-export const heldTask = (accountId: string, priceMicros: number, model = "song-lyrics", upstreamAnswer?: string) =>
-  Effect.gen(function* () {
-    const store = yield* TaskStore.TaskStore
-    const now = new Date()
-    const id = Ids.makeTaskId()
-    const price = priceMicros as Money.Micros
-    const admitted = yield* store.admit({
-      task: {
-        id,
-        accountId: accountId as Ids.AccountId,
-        apiKeyId: null,
-        model,
-        input: { prompt: "a song about ledgers" },
-        priceMicros: price,
-        unitMicros: price,
-        quantity: 1,
-        settlement: "fixed",
-        createdAt: now,
-        deadlineAt: new Date(now.getTime() + 3_600_000)
-      },
-      idempotencyKey: `held-${id}`,
-      fingerprint: id,
-      idempotencyExpiresAt: new Date(now.getTime() + 3_600_000),
-      limits: { submissionsPerMinute: 1000, maxUnfinishedTasks: 1000, keyUsageLimit: null }
-    })
-    expect(admitted._tag).toBe("Admitted")
-    const [claim] = (yield* store.claim({ workerId: "test", limit: 10, leaseMs: 60_000, now, models: [model] })).filter(
-      (c) => c.task.id === id
-    )
-    for (const [from, to] of [
-      ["queued", "submitting"],
-      ["submitting", "reconciliation_required"]
-    ] as const) {
-      const result = yield* store.transition({
-        taskId: id,
-        leaseToken: claim!.leaseToken,
-        from,
-        to,
-        now,
-        keepLease: true,
-        errorCode: to === "reconciliation_required" ? "OUTCOME_UNKNOWN" : undefined,
-        ...(upstreamAnswer === undefined ? {} : { upstreamAnswer })
-      })
-      expect(result._tag).toBe("Done")
-    }
-    return id
   })

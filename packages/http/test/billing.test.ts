@@ -1,7 +1,7 @@
 /**
  * Top-ups through the composed server with Stripe configured, Stripe's REST API played by msw and
  * its webhooks signed by the official client: checkout, every webhook answered by either of two
- * servers sharing PostgreSQL (concurrent deliveries grant once), a refund that puts the account in
+ * servers sharing PostgreSQL (concurrent deliveries grant once and raise one payment webhook), a refund that puts the account in
  * payment review, the admin commands' payments, and the books balancing. Unconfigured: 404s.
  */
 import { randomUUID } from "node:crypto"
@@ -146,7 +146,12 @@ describe("top-ups through Stripe", () => {
           expect(refused).toMatchObject({ status: 403, body: { code: "INSUFFICIENT_SCOPE" } })
           expect(sessions.length).toBe(1)
 
-          // Stripe delivers the same event several times, to whichever server: one grant.
+          // Stripe delivers the same event several times, to whichever server: one grant, one payment webhook.
+          const hook = yield* fetchJson(
+            `${one}/api/v1/webhook-endpoints`,
+            json(key.secret, { url: "https://hooks.example.com/payments", events: ["payment.succeeded"] })
+          )
+          expect(hook.status).toBe(201)
           const completed = signed("checkout.session.completed", session(account.id, "pi_http", 2500))
           const replies = yield* Effect.all(
             [one, other, one, other, one, other].map((url) => deliver(url, completed)),
@@ -158,6 +163,12 @@ describe("top-ups through Stripe", () => {
           expect(usage.body.balanceMicros).toBe(25 * USD)
           expect(usage.body.entries.map((entry: { kind: string; note: string }) => [entry.kind, entry.note])).toEqual([
             ["grant", "stripe payment pi_http: top-up"]
+          ])
+          const hooked = yield* fetchJson(`${other}/api/v1/webhook-endpoints/${hook.body.id}/deliveries`, {
+            headers: { authorization: `Bearer ${key.secret}` }
+          })
+          expect(hooked.body.data).toMatchObject([
+            { type: "payment.succeeded", taskId: null, paymentId: "pi_http", status: "pending", endpointId: hook.body.id }
           ])
 
           const forged = signed("checkout.session.completed", session(account.id, "pi_forged", 100_00), "whsec_wrong")

@@ -9,7 +9,7 @@ import { vi } from "vitest"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { heldTask } from "./adminSupport.ts"
+import { HeldTask } from "@taskmeter/kernel/testing"
 import { USD, token, HELD_MODEL, TestServer, baseUrl, run, admin, adminFails } from "./cliSupport.ts"
 
 // Each command is a fresh Node process (about a second of start-up; over 15 s measured on a 2-core
@@ -288,8 +288,8 @@ layer(TestServer, { excludeTestServices: true })("taskmeter admin (child process
   it.effect("task list shows the operator queue; task resolve settles with results and a reason", () =>
     Effect.gen(function* () {
       const { account } = yield* admin("account", "create", "--credits-usd", "5")
-      const succeeded = yield* heldTask(account.id, 2 * USD, HELD_MODEL, "submit: HTTP 502 from the upstream")
-      const failed = yield* heldTask(account.id, USD, HELD_MODEL)
+      const succeeded = yield* HeldTask.make(account.id, 2 * USD, HELD_MODEL, "submit: HTTP 502 from the upstream")
+      const failed = yield* HeldTask.make(account.id, USD, HELD_MODEL)
       const queue = (yield* admin("task", "list", "--status", "reconciliation_required")) as {
         tasks: Array<{ id: string; upstreamAnswer: string | null; priceMicros: number }>
       }

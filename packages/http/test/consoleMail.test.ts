@@ -105,4 +105,27 @@ describe("the outbox mailer of the embedded default", () => {
       expect(logged.join("\n")).toContain("http://taskmeter.test/verify-email?token=abc")
     }).pipe(Effect.scoped)
   )
+
+  it.effect("never overwrites a message: two writers on one data dir at the same instant keep both", () =>
+    Effect.gen(function* () {
+      const dataDir = yield* Effect.acquireRelease(
+        Effect.promise(() => mkdtemp(join(tmpdir(), "taskmeter-outbox-"))),
+        (directory) => Effect.promise(() => rm(directory, { recursive: true, force: true }))
+      )
+      const send = (to: string) =>
+        Mailer.Mailer.use((mailer) => mailer.send({ to, subject: "Verify", text: "Hello" })).pipe(
+          Effect.provide(OutboxMailer.layer({ dataDir, from: "taskmeter <taskmeter@localhost>" })),
+          Effect.provide(Logger.layer([]))
+        )
+      yield* send("ada@example.com")
+      yield* send("grace@example.com")
+      const files = yield* Effect.promise(() => readdir(OutboxMailer.directoryOf(dataDir)))
+      expect(files).toHaveLength(2)
+      for (const file of files) expect(file).toContain(`-${process.pid}-`)
+      const bodies = yield* Effect.promise(() =>
+        Promise.all(files.map((file) => readFile(join(OutboxMailer.directoryOf(dataDir), file), "utf8")))
+      )
+      expect(bodies.map((body) => /^To: (.*)\r$/m.exec(body)?.[1]).sort()).toEqual(["ada@example.com", "grace@example.com"])
+    }).pipe(Effect.scoped)
+  )
 })

@@ -1,8 +1,9 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Catalog, Errors } from "@taskmeter/kernel"
+import { Catalog, Errors, PaymentWebhook, WebhookEvent } from "@taskmeter/kernel"
 import * as ChatWire from "../src/api/ChatWire.ts"
+import * as WebhookBodies from "../src/api/WebhookBodies.ts"
 import * as OpenApiDocument from "../src/OpenApiDocument.ts"
 import * as Chat from "./chat/ChatTestServer.ts"
 import * as T from "./support/TestServer.ts"
@@ -166,6 +167,54 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           expect(schemas[name].properties.errorCode.anyOf).toContainEqual({ type: "null" })
         }
         expect(schemas.Asset.required).toEqual(["id", "type"])
+      })
+    )
+
+    it.effect("lists every webhook event under `webhooks`: its body (task or payment) and the signature headers", () =>
+      Effect.gen(function* () {
+        const document = yield* fetchDocument
+        const schemas = document.components.schemas
+        expect(Object.keys(document.webhooks)).toEqual([...WebhookEvent.eventTypes])
+        for (const [type, item] of Object.entries<any>(document.webhooks)) {
+          const body = item.post.requestBody.content["application/json"].schema.$ref
+          expect(body, type).toBe(`#/components/schemas/${type.startsWith("task.") ? "TaskWebhookBody" : "PaymentWebhookBody"}`)
+          expect(item.post.parameters.map((p: { name: string }) => p.name)).toEqual([
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature"
+          ])
+        }
+        expect(schemas.TaskWebhookBody.properties.data).toEqual({ $ref: "#/components/schemas/Task" })
+        expect(schemas.PaymentWebhookBody.properties.data).toEqual({ $ref: "#/components/schemas/PaymentWebhookData" })
+        expect([...schemas.PaymentWebhookData.required].sort()).toEqual(
+          Object.keys(
+            PaymentWebhook.view({
+              id: "pi_1",
+              processor: "stripe",
+              amountMicros: 1,
+              refundedMicros: 0,
+              heldMicros: 0,
+              createdAt: new Date(),
+              dispute: null,
+              ledgerEntryIds: []
+            })
+          ).sort()
+        )
+        const payment = PaymentWebhook.view({
+          id: "pi_1",
+          processor: "stripe",
+          amountMicros: 20_000_000,
+          refundedMicros: 0,
+          heldMicros: 5_000_000,
+          createdAt: new Date(),
+          dispute: { id: "dp_1", amountMicros: 5_000_000, status: "open" },
+          ledgerEntryIds: ["entry_1"]
+        })
+        conforms(WebhookBodies.PaymentWebhookBody, {
+          type: "payment.disputed",
+          timestamp: new Date().toISOString(),
+          data: payment
+        })
       })
     )
 

@@ -20,7 +20,7 @@ import { AdminError } from "../src/admin/AdminRpc.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask } from "./adminSupport.ts"
+import { HeldTask } from "@taskmeter/kernel/testing"
 
 const USD = 1_000_000
 const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-queue-"))
@@ -79,8 +79,8 @@ layer(TestServer, { excludeTestServices: true })("operator queue", (it) => {
         )
         const answer = "submit: the connection closed after the request was sent (ECONNRESET)"
         const ids = [
-          yield* heldTask(account.id, 2 * USD, "song-lyrics", answer),
-          yield* heldTask(account.id, USD, "song-single-v5")
+          yield* HeldTask.make(account.id, 2 * USD, "song-lyrics", answer),
+          yield* HeldTask.make(account.id, USD, "song-single-v5")
         ]
         const all = yield* withAdmin((admin) => admin.TaskList({ status: "reconciliation_required" }))
         const mine = all.tasks.filter((t) => ids.includes(t.id as Ids.TaskId))
@@ -117,7 +117,7 @@ layer(TestServer, { excludeTestServices: true })("operator queue", (it) => {
           admin.AccountCreate({ name: "resolved", creditsMicros: (5 * USD) as Money.Micros })
         )
         const accountId = created.account.id
-        const taskId = yield* heldTask(accountId, 2 * USD, "song-single-v5")
+        const taskId = yield* HeldTask.make(accountId, 2 * USD, "song-single-v5")
         const track = new Uint8Array([73, 68, 51, 4, 0, 0, 1, 2, 3])
         upstream.use(
           http.get("https://cdn.upstream.test/track-1.mp3", () =>
@@ -209,7 +209,7 @@ layer(TestServer, { excludeTestServices: true })("operator queue", (it) => {
         const { account } = yield* withAdmin((admin) =>
           admin.AccountCreate({ name: "released", creditsMicros: (5 * USD) as Money.Micros })
         )
-        const taskId = yield* heldTask(account.id, USD)
+        const taskId = yield* HeldTask.make(account.id, USD)
         const failed = yield* withAdmin((admin) =>
           admin.TaskResolve({ taskId, outcome: "failed", reason: "upstream has no record of the job" })
         )

@@ -19,7 +19,7 @@ import { AdminRpcs, OPERATOR_PATH } from "../src/admin/AdminRpc.ts"
 import * as OperatorToken from "../src/admin/OperatorToken.ts"
 import * as Main from "../src/main.ts"
 import * as ServerConfig from "../src/ServerConfig.ts"
-import { heldTask } from "./adminSupport.ts"
+import { HeldTask } from "@taskmeter/kernel/testing"
 
 const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-operator-"))
 
@@ -165,6 +165,20 @@ layer(TestServer, { excludeTestServices: true })("operator service on the public
         expect((yield* (yield* Accounts.Accounts).list).length).toBe(before)
       })
     )
+
+    it.effect("a body past 256 KB is 413 INPUT_TOO_LARGE and runs nothing", () =>
+      Effect.gen(function* () {
+        const operator = yield* signUp(true)
+        const url = yield* apiUrl
+        const headers = { cookie: operator.cookie, origin: url, "x-csrf-token": operator.csrfToken }
+        const before = (yield* (yield* Accounts.Accounts).list).length
+        const huge = yield* post(headers, request("AccountGrant", { note: "x".repeat(300 * 1024) }))
+        expect([huge.status, huge.body.code]).toEqual([413, "INPUT_TOO_LARGE"])
+        expect((yield* (yield* Accounts.Accounts).list).length).toBe(before)
+        const fine = yield* post(headers, request("AccountList", {}))
+        expect(fine.status).toBe(200)
+      })
+    )
   })
 
   describe("what it does", () => {
@@ -185,7 +199,7 @@ layer(TestServer, { excludeTestServices: true })("operator service on the public
       Effect.gen(function* () {
         const operator = yield* signUp(true)
         const { account } = yield* (yield* Accounts.Accounts).create({ name: "held", credits: Money.micros(1_000_000) })
-        const heldId = yield* heldTask(account.id, 200_000)
+        const heldId = yield* HeldTask.make(account.id, 200_000)
         const resolved = yield* asOperator(operator, (client) =>
           Effect.gen(function* () {
             const page = yield* client.TaskList({ status: "reconciliation_required" })

@@ -54,6 +54,30 @@ for (const store of stores) {
         })
       )
 
+      it.effect("subscribes to task.running and the payment events only when named", () =>
+        Effect.gen(function* () {
+          const who = yield* T.customer()
+          const plain = yield* create(who, { url: "https://hooks.example.com/plain" })
+          expect(plain.body.events).toEqual(["task.succeeded", "task.failed", "task.reconciliation_required"])
+          const every = [
+            "task.running",
+            "task.succeeded",
+            "payment.succeeded",
+            "payment.refunded",
+            "payment.disputed",
+            "payment.dispute_closed"
+          ]
+          const all = yield* create(who, { url: "https://hooks.example.com/all", events: every })
+          expect(all.status).toBe(201)
+          expect(all.body.events).toEqual(every)
+          const changed = yield* T.call(
+            `/api/v1/webhook-endpoints/${plain.body.id}`,
+            json(who, "PATCH", { events: ["payment.succeeded"] })
+          )
+          expect(changed.body.events).toEqual(["payment.succeeded"])
+        })
+      )
+
       it.effect("refuses URLs the outbound policy refuses and bad events with 400, storing nothing", () =>
         Effect.gen(function* () {
           const who = yield* T.customer()
@@ -63,7 +87,7 @@ for (const store of stores) {
             expect(refused.body.code).toBe("INVALID_REQUEST")
             expect(refused.body.error).toContain("send a public https URL")
           }
-          const badEvents = yield* create(who, { url: "https://hooks.example.com/", events: ["task.running"] })
+          const badEvents = yield* create(who, { url: "https://hooks.example.com/", events: ["task.started"] })
           expect(badEvents.status).toBe(400)
           const none = yield* create(who, { url: "https://hooks.example.com/", events: [] })
           expect(none.status).toBe(400)
@@ -141,7 +165,7 @@ for (const store of stores) {
             model: T.MODEL,
             input: T.INPUT,
             webhookUrl: "https://hooks.example.com/one-task",
-            webhookEvents: ["task.succeeded", "task.failed"]
+            webhookEvents: ["task.running", "task.succeeded", "task.failed"]
           })
           expect(reply.status).toBe(202)
           expect(reply.body.webhookUrl).toBeUndefined()
@@ -212,7 +236,8 @@ for (const store of stores) {
             [{ webhookUrl: "http://hooks.example.com/" }, "webhookUrl is not an https URL"],
             [{ webhookUrl: "https://metadata.internal/" }, "webhookUrl names a local host"],
             [{ webhookEvents: ["task.failed"] }, "webhookEvents: needs a webhookUrl"],
-            [{ webhookUrl: "https://hooks.example.com/", webhookEvents: ["task.started"] }, "webhookEvents"]
+            [{ webhookUrl: "https://hooks.example.com/", webhookEvents: ["task.started"] }, "webhookEvents"],
+            [{ webhookUrl: "https://hooks.example.com/", webhookEvents: ["payment.succeeded"] }, "webhookEvents"]
           ] as const) {
             const reply = yield* T.submit(who, { model: T.MODEL, input: T.INPUT, ...extra })
             expect(reply.status, JSON.stringify(extra)).toBe(400)

@@ -59,6 +59,7 @@ export * as PaymentEvent from "./payments/PaymentEvent.ts"
 export * as PaymentProcessor from "./payments/PaymentProcessor.ts"
 export * as Payments from "./payments/Payments.ts"
 export * as PaymentStore from "./payments/PaymentStore.ts"
+export * as PaymentWebhook from "./payments/PaymentWebhook.ts"
 export * as Reconciliation from "./payments/Reconciliation.ts"
 export * as TopUpBounds from "./payments/TopUpBounds.ts"
 

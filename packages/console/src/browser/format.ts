@@ -14,6 +14,13 @@ export const usd = (micros: number): string => {
   return `${sign}$${whole.toLocaleString("en-US")}.${fraction}`
 }
 
+/** An amount as typed into a USD field, the reverse of Money.parseUsd: `0.08`, `12`. */
+export const usdInput = (micros: number): string =>
+  usd(micros)
+    .slice(1)
+    .replace(/,/gu, "")
+    .replace(/\.?0+$/u, "")
+
 const MICROS_PER_CENT = 10_000
 
 /**

@@ -19,6 +19,7 @@ import { TaskDetail } from "./pages/TaskDetail.tsx"
 import { Webhooks } from "./pages/Webhooks.tsx"
 import { Tasks } from "./pages/Tasks.tsx"
 import { OperatorAccounts } from "./pages/operator/Accounts.tsx"
+import { OperatorChatPrices } from "./pages/operator/ChatPrices.tsx"
 import { OperatorPrices } from "./pages/operator/Prices.tsx"
 import { OperatorReconciliation } from "./pages/operator/Reconciliation.tsx"
 import { OperatorRevenue } from "./pages/operator/Revenue.tsx"
@@ -52,6 +53,8 @@ const Page = (props: { readonly path: string; readonly who: Session.Who }) => {
       return <OperatorAccounts />
     case "/operator/prices":
       return <OperatorPrices />
+    case "/operator/chat-prices":
+      return <OperatorChatPrices />
     case "/operator/reconciliation":
       return <OperatorReconciliation />
     case "/operator/revenue":

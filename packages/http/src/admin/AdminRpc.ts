@@ -15,7 +15,7 @@ export const PATH = "/admin/rpc"
 /** Where the public listener serves the operator pages' procedures to an operator's console session. */
 export const OPERATOR_PATH = "/api/v1/operator/rpc"
 
-/** The procedures the console's operator pages use: accounts, credits, prices, the queue, revenue. */
+/** The procedures the console's operator pages use: accounts, credits, prices, chat prices, the queue, revenue. */
 export const OPERATOR_PROCEDURES = [
   "AccountList",
   "AccountShow",
@@ -24,6 +24,9 @@ export const OPERATOR_PROCEDURES = [
   "PriceList",
   "PriceSet",
   "PriceDisable",
+  "ChatPriceList",
+  "ChatPriceSet",
+  "ChatPriceDisable",
   "TaskList",
   "TaskResolve",
   "Revenue"

@@ -50,9 +50,13 @@ export const JobRequest = Schema.Struct({
     })
   ),
   webhookEvents: Schema.optionalKey(
-    Schema.Array(WebhookEvent.EventType)
+    Schema.Array(WebhookEvent.TaskEventType)
       .check(Schema.isMinLength(1, { message: "must name at least one event" }))
-      .annotate({ description: "Only these events go to webhookUrl; all of them when absent." })
+      .annotate({
+        description:
+          "Only these task events go to webhookUrl; task.succeeded, task.failed and task.reconciliation_required " +
+          "when absent (task.running only when named)."
+      })
   )
 }).annotate({ identifier: JOB_REQUEST_IDENTIFIER })
 export type JobRequest = typeof JobRequest.Type

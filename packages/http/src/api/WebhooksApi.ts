@@ -16,7 +16,11 @@ export const SCOPE = "webhooks:manage"
 const Instant = Schema.String.annotate({ format: "date-time" })
 
 export const EventType = WebhookEvent.EventType.annotate({
-  description: "task.succeeded, task.failed or task.reconciliation_required: the task entered that status."
+  description:
+    "task.running, task.succeeded, task.failed or task.reconciliation_required: the task entered that status " +
+    "(data: the task as GET /api/v1/jobs/{id} shows it). payment.succeeded (credits granted), payment.refunded " +
+    "(the refunded total grew), payment.disputed (a dispute opened, its amount held) or payment.dispute_closed " +
+    "(won: the hold released; lost: released and refunded) (data: a PaymentWebhookData). The OpenAPI document's `webhooks` show each body."
 })
 
 export const EventTypes = Schema.Array(EventType).check(Schema.isMinLength(1, { message: "must name at least one event" }))
@@ -54,7 +58,13 @@ export const WebhookEndpointList = Schema.Struct({ data: Schema.Array(WebhookEnd
 
 export const CreateWebhookEndpoint = Schema.Struct({
   url: WebhookUrl,
-  events: Schema.optionalKey(EventTypes.annotate({ description: "The events to deliver; all of them when absent." }))
+  events: Schema.optionalKey(
+    EventTypes.annotate({
+      description:
+        "The events to deliver; when absent task.succeeded, task.failed and task.reconciliation_required " +
+        "(task.running and the payment events only when named)."
+    })
+  )
 }).annotate({ identifier: "CreateWebhookEndpoint" })
 
 export const UpdateWebhookEndpoint = Schema.Struct({
@@ -78,7 +88,10 @@ export const WebhookDelivery = Schema.Struct({
   endpointId: Schema.NullOr(Schema.String),
   url: Schema.String,
   type: EventType,
-  taskId: Schema.String,
+  taskId: Schema.NullOr(Schema.String).annotate({ description: "The task of a task event; null for a payment event." }),
+  paymentId: Schema.NullOr(Schema.String).annotate({
+    description: "The payment processor's payment id of a payment event; null for a task event."
+  }),
   status: Schema.Literals(["pending", "delivered", "failed"]),
   occurredAt: Instant,
   nextAttemptAt: Schema.NullOr(Instant),
@@ -112,7 +125,7 @@ export const WebhooksApi = HttpApiGroup.make("webhooks")
       .annotateMerge(
         OpenApi.annotations({
           summary: "Create a webhook endpoint",
-          description: "Deliveries of the chosen task events go to this URL, signed with the secret returned (once)."
+          description: "Deliveries of the chosen task and payment events go to this URL, signed with the secret returned (once)."
         })
       )
       .annotateMerge(requireScope(SCOPE)),
@@ -202,4 +215,4 @@ export const WebhooksApi = HttpApiGroup.make("webhooks")
       .annotateMerge(requireScope(SCOPE))
   )
   .middleware(Authentication)
-  .annotate(OpenApi.Description, "Signed webhooks of task events (Standard Webhooks).")
+  .annotate(OpenApi.Description, "Signed webhooks of task and payment events (Standard Webhooks).")

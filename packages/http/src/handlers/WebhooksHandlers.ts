@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { WebhookEndpoints } from "@taskmeter/kernel"
+import { WebhookEndpoints, WebhookEvent } from "@taskmeter/kernel"
 import type { Ids, WebhookStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
 import { DEFAULT_PAGE_SIZE } from "../api/UsageApi.ts"
@@ -33,6 +33,7 @@ export const deliveryView = (stored: WebhookStore.Delivery): WebhookDelivery => 
   url: stored.url,
   type: stored.type,
   taskId: stored.taskId,
+  paymentId: stored.paymentId,
   status: stored.status,
   occurredAt: stored.occurredAt.toISOString(),
   nextAttemptAt: stored.nextAttemptAt?.toISOString() ?? null,
@@ -51,7 +52,7 @@ export const layer = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
     return handlers
       .handle("create", ({ payload }) =>
         mine((accountId) =>
-          webhooks.create(accountId, { url: payload.url, events: payload.events ?? WebhookEndpoints.allEvents })
+          webhooks.create(accountId, { url: payload.url, events: payload.events ?? WebhookEvent.defaultEvents })
         ).pipe(Effect.map(withSecret), Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handle("list", () =>

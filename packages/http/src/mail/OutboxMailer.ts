@@ -1,7 +1,8 @@
 /**
  * The Mailer of `npm start`'s embedded default, when no SMTP_URL is set: each message is logged
- * (with the links it holds, so sign-up works offline) and written as `<dataDir>/mail/<time>-<n>.eml`,
- * a file any mail program opens. Nothing leaves the machine.
+ * (with the links it holds, so sign-up works offline) and written as `<dataDir>/mail/<time>-<pid>-<n>.eml`,
+ * a file any mail program opens; a server and a worker sharing one DATA_DIR never write the same
+ * name, and no file is ever overwritten. Nothing leaves the machine.
  */
 import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
@@ -26,8 +27,10 @@ export const eml = (message: Mailer.MailMessage, from: string, date: Date): stri
     message.text.replaceAll(/\r?\n/g, "\r\n")
   ].join("\r\n")
 
+/** Counts this process's messages over every layer built in it; the pid separates processes. */
+let sent = 0
+
 export const layer = (options: { readonly dataDir: string; readonly from: string }): Layer.Layer<Mailer.Mailer> => {
-  let sent = 0
   const directory = directoryOf(options.dataDir)
   return Layer.succeed(
     Mailer.Mailer,
@@ -36,11 +39,11 @@ export const layer = (options: { readonly dataDir: string; readonly from: string
         Effect.gen(function* () {
           const date = new Date(yield* Clock.currentTimeMillis)
           sent += 1
-          const file = join(directory, `${date.toISOString().replaceAll(":", "-")}-${sent}.eml`)
+          const file = join(directory, `${date.toISOString().replaceAll(":", "-")}-${process.pid}-${sent}.eml`)
           yield* Effect.tryPromise({
             try: async () => {
               await mkdir(directory, { recursive: true, mode: 0o700 })
-              await writeFile(file, eml(message, options.from, date), { mode: 0o600 })
+              await writeFile(file, eml(message, options.from, date), { mode: 0o600, flag: "wx" })
             },
             catch: (cause) => new Mailer.MailError({ message: `Could not write ${file}: ${String(cause)}` })
           })

@@ -3,7 +3,9 @@
  * (once per processor and event id) and applies it in the same atomic unit, exactly once however
  * often and in whatever order it arrives, across processes: a purchase is one grant keyed by its
  * payment id (unique), a refund the growth of the payment's refunded total, an opened dispute a
- * hold (a negative adjustment), a won one its release, a lost one its release and a refund.
+ * hold (a negative adjustment), a won one its release, a lost one its release and a refund. An
+ * event that changed the credits writes its payment webhook deliveries in the same unit
+ * (PaymentWebhook; one per enabled endpoint of the account subscribing to its type).
  */
 import type { Effect } from "effect"
 import { Context } from "effect"

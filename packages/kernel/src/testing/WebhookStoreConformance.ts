@@ -156,7 +156,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         expect(yield* claim(at(5))).toEqual([])
         const task = yield* settled(account, "reconciliation_required", at(6))
         const claims = yield* claim(at(6))
-        expect(claims.map((c) => [c.delivery.endpointId, c.delivery.type, c.task.status])).toEqual([
+        expect(claims.map((c) => [c.delivery.endpointId, c.delivery.type, c.task?.status])).toEqual([
           [held.id, "task.reconciliation_required", "reconciliation_required"]
         ])
         // Resolving it later raises its own event; the first keeps the task as it was.
@@ -165,6 +165,47 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<WebhookStores, 
         )
         expect(resolved?.status).toBe("failed")
         expect(yield* claim(at(7))).toEqual([])
+      })
+    )
+
+    test(
+      "task.running is raised only where it is named: an endpoint's events or the task's own filter",
+      Effect.gen(function* () {
+        const account = yield* fundedAccount(10 * USD)
+        const running = yield* endpoint(account, ["task.running"])
+        yield* endpoint(account, ["task.succeeded", "task.failed", "task.reconciliation_required"])
+        const store = yield* TaskStore
+        const start = (webhook: TaskWebhook, now: Date) =>
+          Effect.gen(function* () {
+            const task = yield* admitted(admission(newTask(account, { webhook })))
+            const leased = yield* claimTask(task.id, T0)
+            const moves = [
+              { from: "queued", to: "submitting" },
+              { from: "submitting", to: "running" }
+            ] as const
+            for (const { from, to } of moves) {
+              const moved = yield* store.transition({
+                taskId: task.id,
+                leaseToken: leased.leaseToken,
+                from,
+                to,
+                now,
+                keepLease: true
+              })
+              expect(moved._tag).toBe("Done")
+            }
+            return task
+          })
+        const quiet = yield* start({ url: "https://own.example.com/settled", events: null }, at(3))
+        const loud = yield* start({ url: "https://own.example.com/running", events: ["task.running"] }, at(4))
+        const claims = yield* claim(at(4))
+        expect(claims.map((c) => [c.delivery.taskId, c.delivery.endpointId, c.delivery.type, c.task?.status]).sort()).toEqual(
+          [
+            [quiet.id, running.id, "task.running", "running"],
+            [loud.id, running.id, "task.running", "running"],
+            [loud.id, null, "task.running", "running"]
+          ].sort()
+        )
       })
     )
 

@@ -51,7 +51,7 @@ const post = (claim: DeliveryClaim, secrets: ReadonlyArray<string>, now: Date, o
   Effect.gen(function* () {
     const { delivery } = claim
     const timeoutMs = options.timeoutMs ?? 15_000
-    const body = WebhookBody.body(delivery.type, delivery.occurredAt, claim.task)
+    const body = WebhookBody.body(claim)
     const signed = Signature.headers(secrets, delivery.id, Math.floor(now.getTime() / 1000), body)
     const started = Date.now()
     return yield* PublicFetch.post(delivery.url, body, {

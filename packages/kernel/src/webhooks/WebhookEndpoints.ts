@@ -13,7 +13,6 @@ import type { AccountId, TaskId } from "../domain/Ids.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { AddressPolicy, urlProblem } from "../outbound/AddressPolicy.ts"
 import * as Signature from "./Signature.ts"
-import { eventTypes } from "./WebhookEvent.ts"
 import type { EventType } from "./WebhookEvent.ts"
 import { WebhookStore } from "./WebhookStore.ts"
 import type { Delivery, Endpoint } from "./WebhookStore.ts"
@@ -67,9 +66,6 @@ export class WebhookEndpoints extends Context.Service<
     readonly signingSecret: (accountId: AccountId) => Effect.Effect<string, StoreUnavailable>
   }
 >()("@taskmeter/kernel/WebhookEndpoints") {}
-
-/** What an endpoint made without a list of events receives. */
-export const allEvents: ReadonlyArray<EventType> = eventTypes
 
 /** A page of `limit` from one more read: the cursor is its last delivery when there is more. */
 const paged = (deliveries: ReadonlyArray<Delivery>, limit: number): DeliveryPage => {

@@ -1,18 +1,20 @@
 /**
  * Storage port for webhooks: an account's endpoints (url, events, enabled, the signing secret and
  * during a rotation the previous one), the account's signing secret for per-submission URLs, and
- * the delivery queue every process shares. Deliveries are written by the task store in the same
- * unit as the settlement that raises them (one per event and matching endpoint, one for the
- * task's own `webhookUrl`), so no event is lost. Across processes: a delivery has at most one live
- * lease; `claim` leases due deliveries skipping those another claim holds, and a lease that lapses
- * (its worker died) makes the delivery due again, same id; `record` is a compare-and-set on the
- * lease token. The delivery log is read per endpoint or per task, and finished deliveries are
- * purged by their finish time.
+ * the delivery queue every process shares. Deliveries are written in the same unit as the change
+ * that raises them, so no event is lost: by the task store with the task's move (one per event and
+ * matching endpoint, one for the task's own `webhookUrl`), by the payment store with the applied
+ * payment event (one per matching endpoint; PaymentWebhook). Across processes: a delivery has at
+ * most one live lease; `claim` leases due deliveries skipping those another claim holds, and a
+ * lease that lapses (its worker died) makes the delivery due again, same id; `record` is a
+ * compare-and-set on the lease token. The delivery log is read per endpoint or per task, and
+ * finished deliveries are purged by their finish time.
  */
 import { Context } from "effect"
 import type { Effect } from "effect"
 import type { AccountId, TaskId } from "../domain/Ids.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
+import type { PaymentData } from "../payments/PaymentWebhook.ts"
 import type { TaskRecord } from "../tasks/TaskStore.ts"
 import type { EventType } from "./WebhookEvent.ts"
 
@@ -74,7 +76,10 @@ export interface Delivery {
   /** null for a submission's own `webhookUrl`. */
   readonly endpointId: string | null
   readonly url: string
-  readonly taskId: TaskId
+  /** The task of a task event; null for a payment event. */
+  readonly taskId: TaskId | null
+  /** The processor's payment id of a payment event; null for a task event. */
+  readonly paymentId: string | null
   readonly type: EventType
   readonly occurredAt: Date
   readonly status: DeliveryStatus
@@ -86,8 +91,10 @@ export interface Delivery {
 
 export interface DeliveryClaim {
   readonly delivery: Delivery
-  /** The task as it was when the event happened. */
-  readonly task: TaskRecord
+  /** The task as it was when the event happened (a task event). */
+  readonly task: TaskRecord | null
+  /** The payment as it was after the event (a payment event). */
+  readonly payment: PaymentData | null
   readonly leaseToken: string
   /** This attempt's number in the retry schedule (1-based; a resend starts it again). */
   readonly attemptNumber: number

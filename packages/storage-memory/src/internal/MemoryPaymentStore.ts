@@ -1,8 +1,9 @@
 import { Clock, Effect } from "effect"
-import { PaymentStore } from "@taskmeter/kernel"
+import { PaymentStore, PaymentWebhook } from "@taskmeter/kernel"
 import type { Ids, PaymentEvent } from "@taskmeter/kernel"
 import { credit } from "./MemoryLedgerStore.ts"
 import type { Kind } from "./MemoryLedgerStore.ts"
+import { enqueuePayment } from "./MemoryWebhookStore.ts"
 import type { PaymentEntryReason, PaymentEventRow, State } from "./State.ts"
 
 const kept = (row: PaymentEventRow): PaymentStore.KeptEvent => ({
@@ -13,8 +14,42 @@ const kept = (row: PaymentEventRow): PaymentStore.KeptEvent => ({
 })
 
 export const make = (state: State): PaymentStore.PaymentStore["Service"] => {
-  /** Applies the event; the problem that stops it, or undefined once applied. */
+  /**
+   * Applies the event; the problem that stops it, or undefined once applied. An event that made
+   * ledger entries raises its payment webhook (PaymentWebhook) in the same step.
+   */
   const apply = (event: PaymentEvent.PaymentEvent, at: Date): string | undefined => {
+    const entryIds: Array<string> = []
+    const problem = applyEntries(event, at, entryIds)
+    const type = PaymentWebhook.eventTypeOf(event)
+    const payment = state.payments.get(`${event.processor} ${event.paymentId}`)
+    if (problem === undefined && entryIds.length > 0 && type !== undefined && payment !== undefined) {
+      const dispute = "disputeId" in event ? state.disputes.get(`${event.processor} ${event.disputeId}`) : undefined
+      enqueuePayment(
+        state,
+        payment.payment.accountId,
+        type,
+        {
+          id: event.paymentId,
+          processor: event.processor,
+          amountMicros: payment.payment.amountMicros,
+          refundedMicros: payment.refunded,
+          heldMicros: payment.held,
+          createdAt: payment.payment.createdAt,
+          dispute:
+            dispute === undefined || !("disputeId" in event)
+              ? null
+              : { id: event.disputeId, amountMicros: dispute.amount, status: dispute.status },
+          ledgerEntryIds: entryIds
+        },
+        at
+      )
+    }
+    return problem
+  }
+
+  /** Applies the event, pushing the ids of the ledger entries it made onto `entryIds`. */
+  const applyEntries = (event: PaymentEvent.PaymentEvent, at: Date, entryIds: Array<string>): string | undefined => {
     const { processor, paymentId } = event
     const paymentKey = `${processor} ${paymentId}`
     const named = `${processor} payment ${paymentId}`
@@ -27,7 +62,10 @@ export const make = (state: State): PaymentStore.PaymentStore["Service"] => {
       note: string
     ) => {
       const moved = credit(state, kind, { accountId, amountMicros: amount, note, externalRef: `${processor}:${ref}` }, at)
-      if (moved !== undefined) state.paymentEntries.push({ processor, paymentId, reason, entry: moved.entry })
+      if (moved !== undefined) {
+        state.paymentEntries.push({ processor, paymentId, reason, entry: moved.entry })
+        entryIds.push(moved.entry.id)
+      }
     }
     if (event._tag === "PurchaseFailed") return undefined
     const amount = event._tag === "Refunded" ? event.refundedMicros : event.amountMicros

@@ -1,55 +1,83 @@
 /**
  * WebhookStore in memory, and `enqueue`, which the memory TaskStore calls in the same step as a
- * settlement: one delivery per matching enabled endpoint and one for the task's own webhook.
+ * task's move: one delivery per matching enabled endpoint and one for the task's own webhook; and
+ * `enqueuePayment`, which the memory PaymentStore calls in the same step as an applied event.
  */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { WebhookEvent, WebhookStore } from "@taskmeter/kernel"
-import type { Ids, TaskStore } from "@taskmeter/kernel"
+import type { Ids, PaymentWebhook, TaskStore } from "@taskmeter/kernel"
 import type { DeliveryRow, State } from "./State.ts"
+
+interface Subject {
+  readonly accountId: Ids.AccountId
+  readonly at: Date
+  readonly task: TaskStore.TaskRecord | null
+  readonly payment: PaymentWebhook.PaymentData | null
+}
 
 const newDelivery = (
   state: State,
-  task: TaskStore.TaskRecord,
+  subject: Subject,
   type: WebhookEvent.EventType,
   target: { readonly endpointId: string | null; readonly url: string }
 ): DeliveryRow => ({
   delivery: {
     id: `msg_${randomUUID()}`,
-    accountId: task.accountId,
+    accountId: subject.accountId,
     endpointId: target.endpointId,
     url: target.url,
-    taskId: task.id,
+    taskId: subject.task?.id ?? null,
+    paymentId: subject.payment?.id ?? null,
     type,
-    occurredAt: task.updatedAt,
+    occurredAt: subject.at,
     status: "pending",
     attempts: [],
-    nextAttemptAt: task.updatedAt,
-    createdAt: task.updatedAt
+    nextAttemptAt: subject.at,
+    createdAt: subject.at
   },
-  task,
+  task: subject.task,
+  payment: subject.payment,
   leaseToken: null,
-  dueAt: task.updatedAt.getTime(),
+  dueAt: subject.at.getTime(),
   roundAttempts: 0,
   finishedAt: null,
   seq: state.nextSeq++
 })
 
+/** One delivery of the event per enabled endpoint of the account that subscribes to it. */
+const toEndpoints = (state: State, subject: Subject, type: WebhookEvent.EventType): Array<DeliveryRow> => {
+  const rows: Array<DeliveryRow> = []
+  for (const endpoint of state.webhookEndpoints.values()) {
+    if (endpoint.accountId === subject.accountId && endpoint.enabled && endpoint.events.includes(type)) {
+      rows.push(newDelivery(state, subject, type, { endpointId: endpoint.id, url: endpoint.url }))
+    }
+  }
+  return rows
+}
+
 /** The deliveries the task's move into its current status raises. */
 export const enqueue = (state: State, task: TaskStore.TaskRecord): void => {
   const type = WebhookEvent.eventOf(task.status)
   if (type === undefined) return
-  const rows: Array<DeliveryRow> = []
-  for (const endpoint of state.webhookEndpoints.values()) {
-    if (endpoint.accountId === task.accountId && endpoint.enabled && endpoint.events.includes(type)) {
-      rows.push(newDelivery(state, task, type, { endpointId: endpoint.id, url: endpoint.url }))
-    }
-  }
+  const subject: Subject = { accountId: task.accountId, at: task.updatedAt, task, payment: null }
+  const rows = toEndpoints(state, subject, type)
   const own = state.taskWebhooks.get(task.id)
-  if (own !== undefined && (own.events === null || own.events.includes(type))) {
-    rows.push(newDelivery(state, task, type, { endpointId: null, url: own.url }))
+  if (own !== undefined && (own.events ?? WebhookEvent.defaultEvents).includes(type)) {
+    rows.push(newDelivery(state, subject, type, { endpointId: null, url: own.url }))
   }
   for (const row of rows) state.deliveries.set(row.delivery.id, row)
+}
+
+/** The deliveries an applied payment event raises (PaymentWebhook), written by the payment store in the same step. */
+export const enqueuePayment = (
+  state: State,
+  accountId: Ids.AccountId,
+  type: WebhookEvent.PaymentEventType,
+  payment: PaymentWebhook.PaymentData,
+  at: Date
+): void => {
+  for (const row of toEndpoints(state, { accountId, at, task: null, payment }, type)) state.deliveries.set(row.delivery.id, row)
 }
 
 const secretsOf = (state: State, row: DeliveryRow, now: number): ReadonlyArray<string> => {
@@ -155,6 +183,7 @@ export const make = (state: State): WebhookStore.WebhookStore["Service"] => {
           return {
             delivery: row.delivery,
             task: row.task,
+            payment: row.payment,
             leaseToken: row.leaseToken,
             attemptNumber: row.roundAttempts + 1,
             secrets: secretsOf(state, row, at),

@@ -8,6 +8,7 @@ import type { AccountStore, LedgerStore, PaymentEvent, PaymentStore } from "@tas
 import type {
   MediaStore,
   PasskeyStore,
+  PaymentWebhook,
   PriceStore,
   SessionStore,
   TaskStore,
@@ -97,8 +98,10 @@ export interface PaymentEntryRow {
 
 export interface DeliveryRow {
   delivery: WebhookStore.Delivery
-  /** The task when the event happened. */
-  readonly task: TaskStore.TaskRecord
+  /** The task when the event happened (a task event). */
+  readonly task: TaskStore.TaskRecord | null
+  /** The payment after the event (a payment event). */
+  readonly payment: PaymentWebhook.PaymentData | null
   leaseToken: string | null
   /** When it is due: its next attempt, or the end of its lease while claimed. */
   dueAt: number

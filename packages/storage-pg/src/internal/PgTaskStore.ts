@@ -66,6 +66,9 @@ const eventStatuses = TaskStatus.TaskStatus.literals
   .map((status) => `'${status}'`)
   .join(", ")
 
+/** What a submission's own webhook without a list of events receives (WebhookEvent.defaultEvents). */
+const defaultEvents = `ARRAY[${WebhookEvent.defaultEvents.map((type) => `'${type}'`).join(", ")}]::text[]`
+
 const unfinished = TaskStatus.TaskStatus.literals.filter(TaskStatus.isUnfinished)
 const unfinishedList = unfinished.map((status) => `'${status}'`).join(", ")
 
@@ -284,7 +287,8 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
              OR (d.credit_effect = 'release' AND m.kind = 'release')
         ),
         outbox AS (
-          -- The webhook deliveries the settlements raise, in this same statement (migration 0022).
+          -- The webhook deliveries the moves raise, in this same statement (migration 0022; task.running
+          -- only to those who subscribe to it, migration 0034).
           INSERT INTO webhook_deliveries (id, account_id, endpoint_id, url, task_id, event_type, task, occurred_at,
             status, due_at, next_attempt_at, created_at)
           SELECT 'msg_' || gen_random_uuid(), d.account_id, h.endpoint_id, h.url, d.id, 'task.' || d.status,
@@ -295,7 +299,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
               WHERE e.account_id = d.account_id AND e.enabled AND 'task.' || d.status = ANY (e.events)
             UNION ALL
             SELECT NULL, w.url FROM task_webhooks w
-              WHERE w.task_id = d.id AND (w.events IS NULL OR 'task.' || d.status = ANY (w.events))
+              WHERE w.task_id = d.id AND 'task.' || d.status = ANY (coalesce(w.events, ${sql.literal(defaultEvents)}))
           ) h
           WHERE d.status IN (${sql.literal(eventStatuses)})
         )

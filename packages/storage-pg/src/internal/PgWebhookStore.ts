@@ -1,8 +1,8 @@
 /**
  * WebhookStore on PostgreSQL (migration 0022). Deliveries are inserted by the task store's
- * settling statement (PgTaskStore), not here. `claim` is one UPDATE over a `FOR UPDATE SKIP
- * LOCKED` pick from the partial index of pending deliveries by due time, setting the due time to
- * the lease's end; `record` one statement appending the attempt, moving the delivery on its lease
+ * moving statement (PgTaskStore) and the payment store's applying one (migration 0034), not here.
+ * `claim` is one UPDATE over a `FOR UPDATE SKIP LOCKED` pick from the partial index of pending
+ * deliveries by due time, setting the due time to the lease's end; `record` one statement appending the attempt, moving the delivery on its lease
  * token and marking the endpoint failing or not (written only when that changes, so a busy
  * endpoint's row is not a hot spot) and the finish time (migration 0029), which `purgeFinished`
  * reads through its partial index.
@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Ids, TaskStore } from "@taskmeter/kernel"
+import type { Ids, PaymentWebhook, TaskStore } from "@taskmeter/kernel"
 import { WebhookStore } from "@taskmeter/kernel"
 import type { WebhookEvent } from "@taskmeter/kernel"
 import * as Failures from "./Failures.ts"
@@ -45,7 +45,8 @@ interface DeliveryRow {
   readonly account_id: string
   readonly endpoint_id: string | null
   readonly url: string
-  readonly task_id: string
+  readonly task_id: string | null
+  readonly payment_id: string | null
   readonly event_type: string
   readonly occurred_at: Date
   readonly status: string
@@ -54,8 +55,21 @@ interface DeliveryRow {
   readonly attempts: ReadonlyArray<AttemptJson>
 }
 
+/** PaymentWebhook.PaymentData as the payment store wrote it (migration 0034). */
+interface PaymentJson {
+  readonly id: string
+  readonly processor: string
+  readonly amountMicros: number
+  readonly refundedMicros: number
+  readonly heldMicros: number
+  readonly createdAt: string
+  readonly dispute: PaymentWebhook.DisputeData | null
+  readonly ledgerEntryIds: ReadonlyArray<string>
+}
+
 interface ClaimRow extends DeliveryRow {
-  readonly task: Record<string, unknown>
+  readonly task: Record<string, unknown> | null
+  readonly payment: PaymentJson | null
   readonly lease_token: string
   readonly round_attempts: number
   readonly endpoint_enabled: boolean | null
@@ -85,7 +99,8 @@ const toDelivery = (row: DeliveryRow): WebhookStore.Delivery => ({
   accountId: row.account_id as Ids.AccountId,
   endpointId: row.endpoint_id,
   url: row.url,
-  taskId: row.task_id as Ids.TaskId,
+  taskId: row.task_id as Ids.TaskId | null,
+  paymentId: row.payment_id,
   type: row.event_type as WebhookEvent.EventType,
   occurredAt: row.occurred_at,
   status: row.status as WebhookStore.DeliveryStatus,
@@ -109,7 +124,15 @@ const taskOfJson = (json: Record<string, unknown>): TaskStore.TaskRecord => {
   return toTask(row as unknown as TaskRow)
 }
 
-const deliveryColumns = `w.id, w.account_id, w.endpoint_id, w.url, w.task_id, w.event_type, w.occurred_at, w.status,
+const paymentOfJson = (json: PaymentJson): PaymentWebhook.PaymentData => ({
+  ...json,
+  amountMicros: Number(json.amountMicros),
+  refundedMicros: Number(json.refundedMicros),
+  heldMicros: Number(json.heldMicros),
+  createdAt: new Date(json.createdAt)
+})
+
+const deliveryColumns = `w.id, w.account_id, w.endpoint_id, w.url, w.task_id, w.payment_id, w.event_type, w.occurred_at, w.status,
   w.next_attempt_at, w.created_at,
   coalesce((SELECT json_agg(json_build_object('at', a.at, 'status_code', a.status_code, 'latency_ms', a.latency_ms,
     'response_excerpt', a.response_excerpt, 'error', a.error) ORDER BY a.n)
@@ -210,7 +233,7 @@ export const make = Effect.gen(function* () {
                 FROM picked WHERE d.id = picked.id
                 RETURNING d.*
               )
-              SELECT ${columns}, w.task, w.lease_token, w.round_attempts, e.enabled AS endpoint_enabled, e.secret,
+              SELECT ${columns}, w.task, w.payment, w.lease_token, w.round_attempts, e.enabled AS endpoint_enabled, e.secret,
                 e.previous_secret, e.previous_secret_expires_at, s.secret AS account_secret
               FROM w
               LEFT JOIN webhook_endpoints e ON e.id = w.endpoint_id
@@ -219,7 +242,8 @@ export const make = Effect.gen(function* () {
                 rows.map(
                   (row): WebhookStore.DeliveryClaim => ({
                     delivery: toDelivery(row),
-                    task: taskOfJson(row.task),
+                    task: row.task === null ? null : taskOfJson(row.task),
+                    payment: row.payment === null ? null : paymentOfJson(row.payment),
                     leaseToken: row.lease_token,
                     attemptNumber: row.round_attempts + 1,
                     secrets:

@@ -1,9 +1,14 @@
-/** One task: its state (followed live until terminal), price, charge and a preview of every result. */
+/**
+ * One task: its state (followed live until terminal), price, charge, a preview of every result,
+ * and its webhook delivery log (its own webhookUrl's and the account's endpoints') with Resend.
+ */
 import { useEffect, useState } from "preact/hooks"
 import type { Task } from "@taskmeter/kernel"
 import { chargeOf, follow } from "../follow.ts"
 import { dateTime, usd } from "../format.ts"
+import { call } from "../api.ts"
 import { Assets } from "../parts/AssetView.tsx"
+import { DeliveryLog } from "../parts/DeliveryLog.tsx"
 import { Link } from "../parts/Link.tsx"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
 import { StatusBadge } from "./Tasks.tsx"
@@ -68,6 +73,18 @@ export const TaskDetail = (props: { readonly id: string }) => {
       <ErrorNotice error={error} />
       {task === undefined && error === undefined ? <Status>Loading…</Status> : null}
       {task !== undefined ? <TaskView task={task} charged={charged} /> : null}
+      {task !== undefined ? (
+        <DeliveryLog
+          key={task.status}
+          id={props.id}
+          title="Webhook deliveries"
+          empty="No webhook deliveries for this task."
+          names="target"
+          load={() =>
+            call(({ api }) => api.jobs.webhookDeliveries({ params: { id: props.id }, query: { limit: 50 } }))
+          }
+        />
+      ) : null}
     </>
   )
 }

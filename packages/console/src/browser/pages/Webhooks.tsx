@@ -1,17 +1,42 @@
 /**
- * Webhook endpoints (scope webhooks:manage): the account's endpoints, a new one (URL and events;
- * its signing secret shown once, with a copy button), enabling and disabling, rotating the secret
- * (the new one shown once), deleting, and each endpoint's delivery log (every attempt's status
- * code, latency and answer excerpt or error) with a Resend button.
+ * Webhook endpoints (scope webhooks:manage): the account's endpoints, a new one (URL and events:
+ * the settling task events checked, task.running and the payment events to choose; its signing
+ * secret shown once, with a copy button), changing an endpoint's events, enabling and disabling,
+ * rotating the secret (the new one shown once), deleting, and each endpoint's delivery log
+ * (DeliveryLog) with a Resend button.
  */
 import { useState } from "preact/hooks"
 import { call } from "../api.ts"
-import { dateTime } from "../format.ts"
 import { CopyButton } from "../parts/CopyButton.tsx"
+import { DeliveryLog } from "../parts/DeliveryLog.tsx"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
 import { useLoad } from "../useLoad.ts"
 
-const EVENTS = ["task.succeeded", "task.failed", "task.reconciliation_required"] as const
+const EVENT_GROUPS = [
+  {
+    legend: "Task events",
+    events: [
+      ["task.succeeded", "succeeded"],
+      ["task.failed", "failed"],
+      ["task.reconciliation_required", "held for reconciliation"],
+      ["task.running", "started running; only when chosen"]
+    ]
+  },
+  {
+    legend: "Payment events",
+    events: [
+      ["payment.succeeded", "credits granted"],
+      ["payment.refunded", "refunded"],
+      ["payment.disputed", "dispute opened, amount held"],
+      ["payment.dispute_closed", "dispute won or lost"]
+    ]
+  }
+] as const
+
+const EVENTS = EVENT_GROUPS.flatMap((group) => group.events.map(([type]) => type))
+
+/** Checked for a new endpoint: what the API gives one made without a list. */
+const DEFAULT_EVENTS: ReadonlyArray<string> = ["task.succeeded", "task.failed", "task.reconciliation_required"]
 
 const listEndpoints = () => call(({ api }) => api.webhooks.list()).then((body) => body.data)
 
@@ -39,10 +64,7 @@ const NewEndpoint = (props: { readonly onCreated: () => void }) => {
           event.preventDefault()
           const element = event.currentTarget
           const form = new FormData(element)
-          const payload = {
-            url: String(form.get("url") ?? ""),
-            events: EVENTS.filter((type) => form.getAll("event").includes(type))
-          }
+          const payload = { url: String(form.get("url") ?? ""), events: chosenEvents(form) }
           try {
             const created = await call(({ api }) => api.webhooks.create({ payload }))
             setSecret(created.secret)
@@ -59,14 +81,7 @@ const NewEndpoint = (props: { readonly onCreated: () => void }) => {
           <span>URL (public https)</span>
           <input name="url" type="url" required maxLength={2000} autoComplete="off" placeholder="https://" />
         </label>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((type) => (
-            <label key={type} class="check">
-              <input type="checkbox" name="event" value={type} defaultChecked /> {type}
-            </label>
-          ))}
-        </fieldset>
+        <EventChoices checked={DEFAULT_EVENTS} />
         <ErrorNotice error={error} />
         <button type="submit">Add endpoint</button>
       </form>
@@ -75,87 +90,60 @@ const NewEndpoint = (props: { readonly onCreated: () => void }) => {
   )
 }
 
-const Deliveries = (props: { readonly endpoint: Endpoint }) => {
-  const deliveries = useLoad(
-    () => call(({ api }) => api.webhooks.deliveries({ params: { id: props.endpoint.id }, query: { limit: 50 } })),
-    [props.endpoint.id]
-  )
+const Deliveries = (props: { readonly endpoint: Endpoint }) => (
+  <DeliveryLog
+    id={props.endpoint.id}
+    title={`Deliveries to ${props.endpoint.url}`}
+    empty="No deliveries yet."
+    names="subject"
+    load={() => call(({ api }) => api.webhooks.deliveries({ params: { id: props.endpoint.id }, query: { limit: 50 } }))}
+  />
+)
+
+/** The events to deliver to an endpoint, as checkboxes named `event`: task events, then payment events. */
+const EventChoices = (props: { readonly checked: ReadonlyArray<string> }) => (
+  <>
+    {EVENT_GROUPS.map((group) => (
+      <fieldset key={group.legend}>
+        <legend>{group.legend}</legend>
+        {group.events.map(([type, meaning]) => (
+          <label key={type} class="check">
+            <input type="checkbox" name="event" value={type} defaultChecked={props.checked.includes(type)} /> {type}{" "}
+            <small>({meaning})</small>
+          </label>
+        ))}
+      </fieldset>
+    ))}
+  </>
+)
+
+const chosenEvents = (form: FormData) => EVENTS.filter((type) => form.getAll("event").includes(type))
+
+/** Changes which events an endpoint receives. */
+const EditEvents = (props: { readonly endpoint: Endpoint; readonly onSaved: () => void }) => {
   const [error, setError] = useState<unknown>(undefined)
-  const [resent, setResent] = useState<string | undefined>(undefined)
-  const headingId = `deliveries-${props.endpoint.id}`
+  const headingId = `events-${props.endpoint.id}`
   return (
     <section aria-labelledby={headingId}>
-      <h3 id={headingId}>Deliveries to {props.endpoint.url}</h3>
-      <button type="button" onClick={deliveries.reload}>
-        Refresh
-      </button>
-      <ErrorNotice error={deliveries.error ?? error} />
-      {resent !== undefined ? <Status>Delivery {resent} queued again.</Status> : null}
-      {deliveries.data === undefined ? <Status>Loading…</Status> : null}
-      {deliveries.data !== undefined && deliveries.data.data.length === 0 ? <p>No deliveries yet.</p> : null}
-      {deliveries.data !== undefined && deliveries.data.data.length > 0 ? (
-        <div class="scroll">
-          <table>
-            <caption class="visually-hidden">Deliveries, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.data.data.map((delivery) => (
-                <tr key={delivery.id}>
-                  <td>
-                    {delivery.type}
-                    <br />
-                    <code>{delivery.taskId}</code>
-                    <br />
-                    {dateTime(delivery.occurredAt)}
-                  </td>
-                  <td>{delivery.status}</td>
-                  <td>
-                    {delivery.attempts.length === 0 ? (
-                      "none yet"
-                    ) : (
-                      <ol class="attempts">
-                        {delivery.attempts.map((attempt, index) => (
-                          <li key={index}>
-                            {attempt.statusCode === null ? "no answer" : `HTTP ${attempt.statusCode}`}, {attempt.latencyMs} ms
-                            {attempt.error !== null ? `: ${attempt.error}` : ""}
-                            {attempt.responseExcerpt ? <pre class="excerpt">{attempt.responseExcerpt}</pre> : null}
-                          </li>
-                        ))}
-                      </ol>
-                    )}
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      aria-label={`Resend ${delivery.id}`}
-                      onClick={async () => {
-                        try {
-                          await call(({ api }) => api.webhooks.resend({ params: { id: delivery.id } }))
-                          setResent(delivery.id)
-                          deliveries.reload()
-                        } catch (failure) {
-                          setError(failure)
-                        }
-                      }}
-                    >
-                      Resend
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : null}
+      <h2 id={headingId}>Events delivered to {props.endpoint.url}</h2>
+      <form
+        aria-labelledby={headingId}
+        onSubmit={async (event) => {
+          event.preventDefault()
+          const events = chosenEvents(new FormData(event.currentTarget))
+          try {
+            await call(({ api }) => api.webhooks.update({ params: { id: props.endpoint.id }, payload: { events } }))
+            setError(undefined)
+            props.onSaved()
+          } catch (failure) {
+            setError(failure)
+          }
+        }}
+      >
+        <EventChoices checked={props.endpoint.events} />
+        <ErrorNotice error={error} />
+        <button type="submit">Save events</button>
+      </form>
     </section>
   )
 }
@@ -167,6 +155,8 @@ const EndpointRow = (props: {
   readonly onError: (error: unknown) => void
   readonly showing: boolean
   readonly onShow: () => void
+  readonly editing: boolean
+  readonly onEdit: () => void
 }) => {
   const { endpoint } = props
   const act = (run: () => Promise<unknown>) => async () => {
@@ -210,6 +200,14 @@ const EndpointRow = (props: {
         >
           Rotate secret
         </button>{" "}
+        <button
+          type="button"
+          aria-pressed={props.editing}
+          aria-label={`Events of ${endpoint.url}`}
+          onClick={props.onEdit}
+        >
+          Events
+        </button>{" "}
         <button type="button" aria-pressed={props.showing} aria-label={`Deliveries to ${endpoint.url}`} onClick={props.onShow}>
           Deliveries
         </button>{" "}
@@ -234,7 +232,9 @@ export const Webhooks = () => {
   const [error, setError] = useState<unknown>(undefined)
   const [rotated, setRotated] = useState<string | undefined>(undefined)
   const [showing, setShowing] = useState<string | undefined>(undefined)
+  const [editing, setEditing] = useState<string | undefined>(undefined)
   const shown = endpoints.data?.find((endpoint) => endpoint.id === showing)
+  const edited = endpoints.data?.find((endpoint) => endpoint.id === editing)
   return (
     <>
       <h1>Webhooks</h1>
@@ -272,6 +272,8 @@ export const Webhooks = () => {
                     onError={setError}
                     showing={showing === endpoint.id}
                     onShow={() => setShowing(showing === endpoint.id ? undefined : endpoint.id)}
+                    editing={editing === endpoint.id}
+                    onEdit={() => setEditing(editing === endpoint.id ? undefined : endpoint.id)}
                   />
                 ))}
               </tbody>
@@ -279,6 +281,16 @@ export const Webhooks = () => {
           </div>
         ) : null}
       </section>
+      {edited !== undefined ? (
+        <EditEvents
+          key={edited.id}
+          endpoint={edited}
+          onSaved={() => {
+            setEditing(undefined)
+            endpoints.reload()
+          }}
+        />
+      ) : null}
       {shown !== undefined ? <Deliveries endpoint={shown} /> : null}
     </>
   )

@@ -19,6 +19,7 @@ export const NAV: ReadonlyArray<readonly [string, string]> = [
 export const OPERATOR_NAV: ReadonlyArray<readonly [string, string]> = [
   ["/operator/accounts", "Accounts"],
   ["/operator/prices", "Prices"],
+  ["/operator/chat-prices", "Chat prices"],
   ["/operator/reconciliation", "Reconciliation queue"],
   ["/operator/revenue", "Revenue"]
 ]
