@@ -4,9 +4,9 @@
  * sums the charges a journal holds already into the spend rollup.
  */
 import { Config, Effect, Exit, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Migrator, SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { AccountStore, ChatStore, Ids, LedgerStore, Money, Uuid7 } from "@taskmeter/kernel"
+import { AccountStore, Ids, LedgerStore, Uuid7 } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
 import { dropSchemaAfter, makeTemplate, pgliteDataDir, removeTemplate, schemaName, url } from "./TestDatabase.ts"
 
@@ -142,70 +142,47 @@ describe("migrations", () => {
         const schema = schemaName()
         yield* Layer.build(dropSchemaAfter(schema))
         const options = { url, schema, maxConnections: 2, listen: false }
-        const stores = Layer.merge(PgStore.layer(options), PgStore.client(options))
-        const spendOf = (accountId: Ids.AccountId) =>
-          LedgerStore.LedgerStore.use((ledger) => ledger.spend(accountId, { from: "2030-01-01", to: "2030-01-31" }))
-        const accountId = yield* Effect.scoped(
+        const accountId = Ids.makeAccountId()
+        // A database at 0032 whose journal holds chat charges (and a reservation, which is no spend).
+        yield* Effect.scoped(
           Effect.gen(function* () {
-            const account = yield* createAccount
-            yield* LedgerStore.LedgerStore.use((ledger) =>
-              ledger.grant({ accountId: account.id, amountMicros: 10_000_000, note: "kept" })
-            )
-            const chats = yield* ChatStore.ChatStore
-            for (const [model, day, charge] of [
-              ["kept-a", 1, 300_000],
-              ["kept-a", 1, 200_000],
-              ["kept-b", 2, 50_000]
-            ] as const) {
-              const opened = yield* chats.open(
-                {
-                  id: Ids.makeChatRequestId(),
-                  accountId: account.id,
-                  apiKeyId: null,
-                  model,
-                  reservedMicros: Money.micros(1_000_000),
-                  tiers: [
-                    {
-                      upToPromptTokens: null,
-                      promptMicrosPerMillion: Money.micros(1),
-                      completionMicrosPerMillion: Money.micros(1)
-                    }
-                  ],
-                  createdAt: new Date(T0.getTime() + day * 86_400_000)
-                },
-                { requestsPerMinute: 100, maxOpenRequests: 100, keyUsageLimit: null }
-              )
-              if (opened._tag !== "Opened") return expect.unreachable(opened._tag)
-              yield* chats.settle({
-                id: opened.record.id,
-                status: "succeeded",
-                usage: { promptTokens: 1, completionTokens: 1 },
-                finishReason: "stop",
-                errorCode: null,
-                chargeMicros: Money.micros(charge),
-                completedAt: new Date(T0.getTime() + day * 86_400_000 + 1000)
-              })
-            }
-            // The database as it was before 0033: no rollup, no trigger, no passkey names.
             const sql = yield* SqlClient.SqlClient
-            for (const statement of [
-              "DROP TRIGGER ledger_entries_roll_spend ON ledger_entries",
-              "DROP FUNCTION taskmeter_roll_spend()",
-              "DROP TABLE account_spend_days",
-              "ALTER TABLE passkeys DROP COLUMN name",
-              "DELETE FROM taskmeter_migrations WHERE migration_id = 33"
-            ]) {
-              yield* sql.unsafe(statement).unprepared
+            yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.unprepared
+            yield* Migrator.make({})({
+              loader: Effect.map(PgStore.migrations, (loaded) => loaded.filter(([id]) => id <= 32)),
+              table: PgStore.migrationsTable
+            })
+            yield* sql`INSERT INTO accounts (id, name, created_at) VALUES (${accountId}, 'kept', ${T0})`
+            for (const [n, model, day, charge] of [
+              [1, "kept-a", 1, 300_000],
+              [2, "kept-a", 1, 200_000],
+              [3, "kept-b", 2, 50_000]
+            ] as const) {
+              const at = new Date(T0.getTime() + day * 86_400_000)
+              const id = `chat_kept_${n}`
+              yield* sql`INSERT INTO chat_requests (id, account_id, model, status, reserved_micros, charged_micros, tiers, created_at, completed_at)
+                VALUES (${id}, ${accountId}, ${model}, 'succeeded', 1000000, ${charge}, '[]'::jsonb, ${at}, ${at})`
+              for (const [kind, amount] of [
+                ["reserve", 1_000_000],
+                ["charge", charge]
+              ] as const) {
+                yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+                  VALUES (${`entry_${kind}_${n}`}, ${accountId}, ${kind}, ${amount}, ${id}, ${at})`
+              }
             }
-            return account.id
-          }).pipe(Effect.provide(stores))
+          }).pipe(Effect.provide(PgStore.client(options)))
         )
-        const after = yield* Effect.scoped(Effect.all([spendOf(accountId), inspect]).pipe(Effect.provide(stores)))
-        expect(after[0]).toEqual([
+        const [spend, state] = yield* Effect.scoped(
+          Effect.all([
+            LedgerStore.LedgerStore.use((ledger) => ledger.spend(accountId, { from: "2030-01-01", to: "2030-01-31" })),
+            inspect
+          ]).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options))))
+        )
+        expect(spend).toEqual([
           { day: "2030-01-02", model: "kept-a", taskMicros: 0, chatMicros: 500_000 },
           { day: "2030-01-03", model: "kept-b", taskMicros: 0, chatMicros: 50_000 }
         ])
-        expect(after[1].recorded).toEqual(yield* allMigrations)
+        expect(state.recorded).toEqual(yield* allMigrations)
       })
     )
   )
