@@ -126,7 +126,7 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a 
 
             // A key, its secret shown once.
             await openPage(page, "API keys", "API keys")
-            await page.getByLabel("Name").fill("journey")
+            await page.getByLabel("Name", { exact: true }).fill("journey")
             await page.getByRole("button", { name: "Create key" }).click()
             const secret = (await page.locator("#new-secret").textContent()) ?? ""
             expect(secret).toMatch(/^tm_/)
