@@ -25,7 +25,20 @@ const statements: ReadonlyArray<readonly [string, string]> = [
   ["list ?status=succeeded", `${LIST} AND t.status = 'succeeded' ${NEWEST}`],
   ["list ?status=running", `${LIST} AND t.status = 'running' AND t.status <> 'succeeded' ${NEWEST}`],
   ["list ?model=", `${LIST} AND t.model = 'song-lyrics' ${NEWEST}`],
-  ["usage entries", `SELECT * FROM ledger_entries WHERE account_id = $1 ORDER BY seq DESC LIMIT 21`]
+  ["usage entries", `SELECT * FROM ledger_entries WHERE account_id = $1 ORDER BY seq DESC LIMIT 21`],
+  [
+    "usage summary",
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, model, task_micros, chat_micros FROM account_spend_days
+      WHERE account_id = $1 AND day BETWEEN current_date - 29 AND current_date ORDER BY day, model COLLATE "C"`
+  ],
+  // What the summary would cost read from the journal instead of the rollup (for comparison only).
+  [
+    "summary from the ledger",
+    `SELECT (e.created_at AT TIME ZONE 'UTC')::date AS day, t.model, sum(e.amount_micros)
+      FROM ledger_entries e JOIN tasks t ON t.id = e.task_id
+      WHERE e.account_id = $1 AND e.kind = 'charge' AND e.created_at >= current_date - 29
+      GROUP BY 1, 2`
+  ]
 ]
 
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`

@@ -22,6 +22,8 @@ export interface Target {
   readonly bigKeyId: string
   readonly tasks: number
   readonly orderedIds: boolean
+  /** The results have an expiry (migration 0026): stamped 30 days after the result was stored. */
+  readonly resultExpiry: boolean
 }
 
 /** `uuid` made for time `ts`: v7 (time first) or v4 (random). */
@@ -69,9 +71,9 @@ const chunk = (target: Target, from: number, to: number) => {
          ELSE '[]'::jsonb END,
        'sim-' || c.i, 1, c.at, c.done_at, c.at + interval '10 minutes', 'simulated'
      FROM bench_chunk c ORDER BY c.i`,
-    `INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at)
+    `INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at${target.resultExpiry ? ", expires_at" : ""})
      SELECT c.result_id, c.account_id, c.task_id, 'image/png', 1200000 + c.i % 100000, md5(c.task_id) || md5(c.result_id),
-       'results/' || c.result_id, c.done_at
+       'results/' || c.result_id, c.done_at${target.resultExpiry ? ", c.done_at + interval '30 days'" : ""}
      FROM bench_chunk c WHERE c.succeeded ORDER BY c.i`,
     `INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
      SELECT 'entry_' || ${uuidAt(ordered, "e.at")}, c.account_id, e.kind, ${PRICE}, c.task_id, e.at

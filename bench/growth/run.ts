@@ -2,7 +2,7 @@
  * The growth benchmark: for each size, a fresh database (`taskmeter_growth`, dropped at the end)
  * migrated by the server, prefilled with that many finished tasks (prefill.ts), VACUUM ANALYZE,
  * the server restarted; then admission for a big and a fresh small account, poll by id, list,
- * usage, a backlog drain by one worker, each housekeeping pass, WAL bytes per admission and bytes
+ * usage, the usage summary, a backlog drain by one worker, each housekeeping pass, WAL bytes per admission and bytes
  * per task on disk, printed with ratios to the empty database. Usage: bench/growth/README.md.
  */
 import { execFile, spawn } from "node:child_process"
@@ -180,6 +180,7 @@ interface Row {
   readonly poll: Rate
   readonly list: Rate
   readonly usage: Rate
+  readonly summary: Rate
   readonly walBytesPerAdmission: number
   readonly fpiBytesPerAdmission: number
   /** Shared buffers found in (hit) and read into PostgreSQL's cache per admission, over the whole database. */
@@ -207,11 +208,15 @@ const measure = async (size: number): Promise<Row> => {
     await stop(migrating.child)
 
     const orderedIds = (await scalar(`SELECT count(*) FROM pg_proc WHERE proname = 'taskmeter_uuidv7'`)) > 0
+    const resultExpiry =
+      (await scalar(
+        `SELECT count(*) FROM information_schema.columns WHERE table_name = 'results' AND column_name = 'expires_at'`
+      )) > 0
     const started = performance.now()
     log(`  ${size.toLocaleString("en")} tasks, ${orderedIds ? "UUID v7" : "random v4"} ids: prefilling...`)
     await db.runPromise(
       SqlClient.SqlClient.use((sql) =>
-        prefill(sql, { bigAccountId: big.accountId, bigKeyId: big.keyId, tasks: size, orderedIds }, (written) => {
+        prefill(sql, { bigAccountId: big.accountId, bigKeyId: big.keyId, tasks: size, orderedIds, resultExpiry }, (written) => {
           const seconds = (performance.now() - started) / 1000
           log(`    ${written.toLocaleString("en")} / ${size.toLocaleString("en")} tasks, ${seconds.toFixed(0)} s`)
         })
@@ -259,7 +264,8 @@ const measure = async (size: number): Promise<Row> => {
       body: BODY,
       status: 202
     })
-    const lsn = () => first("SELECT pg_current_wal_lsn()::text")
+    // The flushed end: pg_walinspect refuses an LSN past it (others' writes keep the insert position ahead).
+    const lsn = () => first("SELECT pg_current_wal_flush_lsn()::text")
     const checkpoints = () => scalar("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
     const walBefore = await lsn()
     const checkpointsBefore = await checkpoints()
@@ -280,14 +286,17 @@ const measure = async (size: number): Promise<Row> => {
     // The cluster's WAL holds every database's writes: only the records of this one's blocks count
     // (pg_walinspect), with their full-page images; commit records name no block and are left out.
     const walEnd = await lsn()
-    const walBytes = await scalar(
-      `SELECT coalesce(sum(record_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
-    )
-    const fpiBytes = await scalar(
-      `SELECT coalesce(sum(fpi_length), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
-    )
+    // NaN when the server recycled that WAL already (other databases' writes on a shared server).
+    const walSum = (column: string) =>
+      scalar(
+        `SELECT coalesce(sum(${column}), 0) FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+         WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
+      ).catch((error: unknown) => {
+        log(`    WAL not measured: ${error instanceof Error ? error.message : String(error)}`)
+        return Number.NaN
+      })
+    const walBytes = await walSum("record_length")
+    const fpiBytes = await walSum("fpi_length")
     const checkpointsDuringAdmission = (await checkpoints()) - checkpointsBefore
     const blocksAfter = await blocks()
     const blocksPerAdmission = {
@@ -320,6 +329,9 @@ const measure = async (size: number): Promise<Row> => {
     log(`    list: ${list.perSecond.toFixed(0)}/s`)
     const usage = await drive(server.url, window, () => read("/api/v1/usage"))
     log(`    usage: ${usage.perSecond.toFixed(0)}/s`)
+    // The spend of the last 30 days, which holds every prefilled charge of the account.
+    const summary = await drive(server.url, window, () => read("/api/v1/usage/summary"))
+    log(`    usage summary: ${summary.perSecond.toFixed(0)}/s`)
     await stop(server.child)
     const plans = await db.runPromise(SqlClient.SqlClient.use((sql) => explain(sql, big.accountId, ids[0]!)))
     for (const plan of plans) {
@@ -383,6 +395,7 @@ const measure = async (size: number): Promise<Row> => {
       poll,
       list,
       usage,
+      summary,
       walBytesPerAdmission: walBytes / Math.max(admitted, 1),
       fpiBytesPerAdmission: fpiBytes / Math.max(admitted, 1),
       blocksPerAdmission,
@@ -403,6 +416,7 @@ const columns: ReadonlyArray<readonly [string, (row: Row) => number | undefined,
   ["poll /s", (row) => row.poll.perSecond, true],
   ["list /s", (row) => row.list.perSecond, true],
   ["usage /s", (row) => row.usage.perSecond, true],
+  ["summary /s", (row) => row.summary.perSecond, true],
   ["drain /s", (row) => row.drain.perSecond, true],
   ["WAL B/admission", (row) => row.walBytesPerAdmission, false],
   ["of which FPI B", (row) => row.fpiBytesPerAdmission, false],

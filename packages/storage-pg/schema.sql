@@ -968,6 +968,28 @@ CREATE FUNCTION taskmeter_payment_event(p_event jsonb, p_at timestamp with time 
   END
   $$;
 
+CREATE FUNCTION taskmeter_roll_spend() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+  BEGIN
+    -- Rows in key order: two transactions that add to the same rows wait for each other instead of deadlocking.
+    INSERT INTO account_spend_days AS s (account_id, day, model, task_micros, chat_micros)
+      SELECT e.account_id, (e.created_at AT TIME ZONE 'UTC')::date, coalesce(t.model, c.model),
+          coalesce(sum(e.amount_micros) FILTER (WHERE e.task_id IS NOT NULL), 0),
+          coalesce(sum(e.amount_micros) FILTER (WHERE e.chat_request_id IS NOT NULL), 0)
+        FROM added e
+        LEFT JOIN tasks t ON t.id = e.task_id
+        LEFT JOIN chat_requests c ON c.id = e.chat_request_id
+        WHERE e.kind = 'charge'
+        GROUP BY 1, 2, 3
+        ORDER BY 1, 2, 3
+      ON CONFLICT (account_id, day, model) DO UPDATE SET
+        task_micros = s.task_micros + excluded.task_micros,
+        chat_micros = s.chat_micros + excluded.chat_micros;
+    RETURN NULL;
+  END
+  $$;
+
 CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes text[], p_limits integer[], p_now timestamp with time zone) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
@@ -1034,6 +1056,18 @@ CREATE TABLE account_members (
     created_at timestamp with time zone NOT NULL,
     CONSTRAINT account_members_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'member'::text])))
 );
+
+CREATE TABLE account_spend_days (
+    account_id text NOT NULL,
+    day date NOT NULL,
+    model text NOT NULL,
+    task_micros bigint NOT NULL,
+    chat_micros bigint NOT NULL,
+    CONSTRAINT account_spend_days_chat_micros_check CHECK ((chat_micros >= 0)),
+    CONSTRAINT account_spend_days_task_micros_check CHECK ((task_micros >= 0))
+);
+
+COMMENT ON TABLE account_spend_days IS 'Serves GET /api/v1/usage/summary: the charge entries of an account per UTC day and model, kept by taskmeter_roll_spend.';
 
 CREATE TABLE accounts (
     id text NOT NULL,
@@ -1200,8 +1234,10 @@ CREATE TABLE passkeys (
     transports text[] NOT NULL,
     created_at timestamp with time zone NOT NULL,
     last_used_at timestamp with time zone,
+    name text DEFAULT 'Passkey'::text NOT NULL,
     CONSTRAINT passkeys_counter_check CHECK ((counter >= 0)),
-    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text))
+    CONSTRAINT passkeys_credential_id_check CHECK ((credential_id ~ '^[A-Za-z0-9_-]+$'::text)),
+    CONSTRAINT passkeys_name_check CHECK (((length(name) >= 1) AND (length(name) <= 64)))
 );
 
 CREATE TABLE payment_disputes (
@@ -1418,6 +1454,9 @@ CREATE TABLE webhook_signing_secrets (
 ALTER TABLE ONLY account_members
     ADD CONSTRAINT account_members_pkey PRIMARY KEY (user_id, account_id);
 
+ALTER TABLE ONLY account_spend_days
+    ADD CONSTRAINT account_spend_days_pkey PRIMARY KEY (account_id, day, model);
+
 ALTER TABLE ONLY accounts
     ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
 
@@ -1633,11 +1672,16 @@ COMMENT ON INDEX webhook_deliveries_task_newest IS 'Serves GET /api/v1/jobs/{id}
 
 CREATE INDEX webhook_endpoints_account ON webhook_endpoints USING btree (account_id, created_at, id);
 
+CREATE TRIGGER ledger_entries_roll_spend AFTER INSERT ON ledger_entries REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION taskmeter_roll_spend();
+
 ALTER TABLE ONLY account_members
     ADD CONSTRAINT account_members_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
 ALTER TABLE ONLY account_members
     ADD CONSTRAINT account_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
+ALTER TABLE ONLY account_spend_days
+    ADD CONSTRAINT account_spend_days_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
 ALTER TABLE ONLY api_key_windows
     ADD CONSTRAINT api_key_windows_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES api_keys(id);

@@ -117,15 +117,16 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a 
             await expect.poll(() => page.locator(".balances dd").first().textContent()).toBe("$25.00")
             expect(await page.getByText("Verify your email address").count()).toBe(0)
             await checkPage(page, "overview-empty")
-            // The keyboard's first stop is the skip link, which moves focus to the page's content.
-            await page.keyboard.press("Tab")
+            // The skip link comes before the header's controls, and moves focus to the page's content.
+            await page.mouse.click(1, 1)
+            await page.keyboard.press("Shift+Tab")
             expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe("Skip to content")
             await page.keyboard.press("Enter")
             expect(await page.evaluate(() => (globalThis as any).document.activeElement?.id)).toBe("main")
 
             // A key, its secret shown once.
             await openPage(page, "API keys", "API keys")
-            await page.getByLabel("Name").fill("journey")
+            await page.getByLabel("Name", { exact: true }).fill("journey")
             await page.getByRole("button", { name: "Create key" }).click()
             const secret = (await page.locator("#new-secret").textContent()) ?? ""
             expect(secret).toMatch(/^tm_/)
@@ -275,6 +276,14 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the console in a 
             await checkPage(page, "credits")
             await openPage(page, "Overview", "Overview")
             await page.locator("figure.chart svg").first().waitFor()
+            // Every charge of the period (GET /api/v1/usage/summary), as money: dollars and cents.
+            expect(await page.locator("#spend-total").textContent()).toMatch(
+              /^\$\d+\.\d{2,6} spent from \d{4}-\d{2}-\d{2} to \d{4}-\d{2}-\d{2} \(UTC\): \$\d+\.\d{2,6} on tasks, \$\d+\.\d{2,6} on chat\.$/
+            )
+            for (const amount of await page.locator(".balances dd").allTextContents()) expect(amount).toMatch(/^\$\d+\.\d{2}$/)
+            expect(await page.getByRole("img", { name: new RegExp(`^Spend by model\\. .*${IMAGE_MODEL}: \\$`) }).count()).toBe(1)
+            await page.getByLabel("Spend over").selectOption("7")
+            await expect.poll(() => page.locator("#spend-total").textContent()).toContain("spent from")
             await checkPage(page, "overview")
             await page.setViewportSize({ width: 390, height: 844 })
             await checkPage(page, "overview-phone")

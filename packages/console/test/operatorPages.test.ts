@@ -152,9 +152,20 @@ layer(ConsoleServer.layer(), { timeout: 60_000, excludeTestServices: true })("th
             await row.getByRole("cell", { name: "$0.02", exact: true }).waitFor()
             expect(
               await page
-                .getByRole("img", { name: /Charged by day \(UTC\), tasks and chat\. \d{4}-\d{2}-\d{2}: \$0\.042/ })
+                .getByRole("img", { name: /Charged by day \(UTC\), tasks and chat\. \d{4}-\d{2}-\d{2}: \$0\.04(;|$)/ })
                 .count()
             ).toBe(1)
+            // At a laptop's width the day stays on one line.
+            await page.setViewportSize({ width: 1280, height: 900 })
+            const dayLines = await row
+              .getByRole("cell")
+              .first()
+              .evaluate((cell: any) => {
+                const range = cell.ownerDocument.createRange()
+                range.selectNodeContents(cell)
+                return new Set([...range.getClientRects()].map((rect: { top: number }) => Math.round(rect.top))).size
+              })
+            expect(dayLines).toBe(1)
             await checkPage(page, "revenue")
             expect(errors).toEqual([])
           })

@@ -1,8 +1,9 @@
 /**
  * Passkeys in the console, in Chromium with a virtual authenticator (CDP WebAuthn) against the
  * composed server at http://localhost:<port> (a relying party must be a domain): signed up, a
- * passkey added on the API keys page, signed out, and signed in again with "Sign in with a
- * passkey" alone. The pages pass axe-core in light and dark.
+ * passkey added under a name on the API keys page and listed, signed out, and signed in again with
+ * "Sign in with a passkey" alone; then listed as used, removed, and refused at the next sign-in.
+ * The pages pass axe-core in light and dark.
  */
 import { createServer } from "node:net"
 import type { AddressInfo } from "node:net"
@@ -27,7 +28,7 @@ layer(ConsoleServer.layer({}, {}, { port, publicUrl: origin }), { timeout: 60_00
   "passkeys in the console",
   (it) => {
     it.effect(
-      "adds a passkey under a session and signs in with it alone; accessible",
+      "adds a named passkey, signs in with it alone, lists it as used and removes it; accessible",
       () =>
         Effect.promise(async () => {
           const browser = await Browser.launch([`--host-resolver-rules=MAP localhost 127.0.0.1`])
@@ -58,8 +59,12 @@ layer(ConsoleServer.layer({}, {}, { port, publicUrl: origin }), { timeout: 60_00
 
             await page.goto(`${origin}/keys`)
             await page.getByRole("heading", { level: 2, name: "Passkeys" }).waitFor()
+            await page.getByText("No passkeys yet.").waitFor()
+            await page.getByLabel("Passkey name (optional)").fill("Work laptop")
             await page.getByRole("button", { name: "Add a passkey" }).click()
             await page.getByText("Passkey added.").waitFor()
+            const listed = page.getByRole("table", { name: "Your passkeys" }).getByRole("row").filter({ hasText: "Work laptop" })
+            await listed.getByRole("cell", { name: "Never" }).waitFor()
             const held = await cdp.send("WebAuthn.getCredentials", { authenticatorId })
             expect(held.credentials).toHaveLength(1)
             expect(held.credentials[0]?.isResidentCredential).toBe(true)
@@ -83,6 +88,21 @@ layer(ConsoleServer.layer({}, {}, { port, publicUrl: origin }), { timeout: 60_00
             })
             expect(session.status).toBe(200)
             expect(session.body.user.email).toBe("pia@example.com")
+
+            // Listed as used; removed (after a confirmation), it signs in no more.
+            await page.goto(`${origin}/keys`)
+            const used = page.getByRole("table", { name: "Your passkeys" }).getByRole("row").filter({ hasText: "Work laptop" })
+            await used.waitFor()
+            expect(await used.getByRole("cell", { name: "Never" }).count()).toBe(0)
+            page.once("dialog", (dialog) => void dialog.accept())
+            await used.getByRole("button", { name: "Remove passkey Work laptop" }).click()
+            await page.getByText('Passkey "Work laptop" removed.').waitFor()
+            await page.getByText("No passkeys yet.").waitFor()
+            await page.getByRole("button", { name: "Sign out", exact: true }).click()
+            await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor()
+            await page.getByRole("button", { name: "Sign in with a passkey" }).click()
+            await page.getByRole("alert").filter({ hasText: "AUTH_REQUIRED" }).waitFor()
+            expect(await page.getByRole("heading", { level: 1, name: "Sign in" }).count()).toBe(1)
           } finally {
             await browser.close()
           }

@@ -6,6 +6,7 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { IpNetwork } from "effect/net"
 import { LedgerStore, Mailer } from "@taskmeter/kernel"
 import type { Ids } from "@taskmeter/kernel"
 import * as C from "./support/Console.ts"
@@ -301,6 +302,42 @@ layer(T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 1 } }), { exclud
     )
   }
 )
+
+layer(
+  T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 1 }, trustedProxies: [IpNetwork.fromStringUnsafe("127.0.0.0/8")] }),
+  { excludeTestServices: true }
+)("console sign-in throttled per client behind a trusted proxy", (it) => {
+  const signInFrom = (forwardedFor: string, email: string, password: string) =>
+    T.call("/api/v1/auth/sign-in", {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: T.PUBLIC_BASE_URL, "x-forwarded-for": forwardedFor },
+      body: JSON.stringify({ email, password })
+    })
+
+  it.effect("counts the client X-Forwarded-For names, an IPv6 client by its /64, as MCP's limits do", () =>
+    Effect.gen(function* () {
+      const who = yield* C.signUp()
+      for (const [i, client] of ["2001:db8:aa:bb::1", "203.0.113.9"].entries()) {
+        for (let n = 0; n < 10; n++) {
+          // The IPv6 client moves around its /64: still one client.
+          const from = i === 0 ? `2001:db8:aa:bb::${n + 1}` : client
+          const reply = yield* signInFrom(from, C.uniqueEmail("guess"), "wrong password")
+          expect(reply.body.code).toBe("AUTH_REQUIRED")
+        }
+      }
+      for (const client of ["2001:db8:aa:bb:ffff::9", "203.0.113.9"]) {
+        const refused = yield* signInFrom(client, who.email, C.PASSWORD)
+        expect([refused.status, refused.body.code], client).toEqual([429, "RATE_LIMITED"])
+      }
+      // Another client behind the same proxy, and the proxy itself, are not held back.
+      for (const client of ["198.51.100.7", "2001:db8:aa:bc::1"]) {
+        const right = yield* signInFrom(client, who.email, C.PASSWORD)
+        expect(right.status, client).toBe(200)
+      }
+      expect((yield* C.post("/api/v1/auth/sign-in", { email: who.email, password: C.PASSWORD })).status).toBe(200)
+    })
+  )
+})
 
 layer(T.layer(stores[0]!, { consoleAuth: { maxFailuresPerEmail: 2 } }), { excludeTestServices: true })(
   "console passkey sign-in throttled",

@@ -48,8 +48,10 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
             .map(({ method, path }) => `${method.toUpperCase()} ${path}`)
             .sort()
         ).toEqual([
+          "DELETE /api/v1/auth/passkeys/{id}",
           "DELETE /api/v1/keys/{id}",
           "DELETE /api/v1/webhook-endpoints/{id}",
+          "GET /api/v1/auth/passkeys",
           "GET /api/v1/auth/session",
           "GET /api/v1/billing/topups",
           "GET /api/v1/chat/models",
@@ -66,6 +68,7 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           "GET /api/v1/result-links/{uuid}",
           "GET /api/v1/results/{id}",
           "GET /api/v1/usage",
+          "GET /api/v1/usage/summary",
           "GET /api/v1/webhook-endpoints",
           "GET /api/v1/webhook-endpoints/{id}",
           "GET /api/v1/webhook-endpoints/{id}/deliveries",
@@ -322,6 +325,13 @@ layer(Chat.layer(), { excludeTestServices: true })("GET /api/openapi.json", (it)
           ["apiKeyAuth", ["usage:read"]],
           ["sessionCookie", []]
         ])
+        expect(scopes["get /api/v1/usage/summary"]).toEqual([
+          ["bearerAuth", ["usage:read"]],
+          ["apiKeyAuth", ["usage:read"]],
+          ["sessionCookie", []]
+        ])
+        const from = document.paths["/api/v1/usage/summary"].get.parameters.find((p: { name: string }) => p.name === "from")
+        expect(from.schema.format).toBe("date")
         expect(scopes["get /api/v1/chat/models"]).toEqual([])
         expect(scopes["get /api/v1/keys"]).toEqual([["sessionCookie", []]])
         expect(scopes["post /api/v1/auth/sign-in"]).toEqual([])

@@ -5,6 +5,7 @@
  */
 
 // domain: values and errors every area shares
+export * as ClientSource from "./domain/ClientSource.ts"
 export * as Errors from "./domain/Errors.ts"
 export * as Fingerprint from "./domain/Fingerprint.ts"
 export * as Ids from "./domain/Ids.ts"

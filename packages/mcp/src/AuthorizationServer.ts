@@ -6,7 +6,7 @@
  * and limits: docs/decisions.md, MCP.
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
-import { Accounts, Errors, Scope, StoreError } from "@taskmeter/kernel"
+import { Accounts, ClientSource, Errors, Scope, StoreError } from "@taskmeter/kernel"
 import * as AuthorizeLimit from "./AuthorizeLimit.ts"
 import * as ClientIdMetadata from "./ClientIdMetadata.ts"
 import * as ClientMetadata from "./ClientMetadata.ts"
@@ -402,7 +402,7 @@ export const make = (options: Options) =>
         }
         const metadata = yield* Effect.fromResult(ClientMetadata.parse(body))
         const at = yield* now
-        const window = RegistrationLimit.windowAt(at, RegistrationLimit.sourceOf(remoteAddress), s.registrationLimit)
+        const window = RegistrationLimit.windowAt(at, ClientSource.sourceOf(remoteAddress), s.registrationLimit)
         const admission = yield* orUnavailable(store.admitRegistration(window))
         if (admission._tag === "Limited") {
           const wait = RegistrationLimit.retryAfterSeconds(window, at)

@@ -1,11 +1,11 @@
 /**
  * The limit on /authorize (the sign-in page and its answers): per client address, like
- * registrations (RegistrationLimit.sourceOf: an IPv4 address or an IPv6 /64, as the server
+ * registrations (ClientSource.sourceOf: an IPv4 address or an IPv6 /64, as the server
  * sees it, TRUSTED_PROXIES included), 30 requests per fixed one-minute window by default,
  * counted in the OAuthStore so every process shares one limit. Past it: 429 with Retry-After.
  */
+import { ClientSource } from "@taskmeter/kernel"
 import type { RequestWindow } from "./OAuthStore.ts"
-import * as RegistrationLimit from "./RegistrationLimit.ts"
 
 export interface Options {
   readonly windowSeconds: number
@@ -31,7 +31,7 @@ export const windowAt = (now: Date, remoteAddress: string | undefined, options: 
   const length = options.windowSeconds * 1000
   const start = Math.floor(now.getTime() / length) * length
   return {
-    bucket: `authorize ${RegistrationLimit.sourceOf(remoteAddress)}`,
+    bucket: `authorize ${ClientSource.sourceOf(remoteAddress)}`,
     start: new Date(start),
     end: new Date(start + length),
     limit: options.perSource

@@ -1,12 +1,10 @@
 /**
  * The limit on dynamic client registration (POST /register): counts in fixed epoch-aligned windows
- * (one hour), per source (an address, IPv6 by its /64; 20) and in total (1,000), kept in the
+ * (one hour), per source (ClientSource.sourceOf: an address, IPv6 by its /64; 20) and in total (1,000), kept in the
  * OAuthStore so processes sharing a database enforce one limit. A refused registration is not
  * counted and is 429 `too_many_requests` with Retry-After. The source is the proxy's address unless
  * TRUSTED_PROXIES believes its X-Forwarded-For. Policy: docs/decisions.md, MCP.
  */
-import { Option, Result } from "effect"
-import { IpNetwork, NetAddress } from "effect/net"
 import type { RegistrationWindow } from "./OAuthStore.ts"
 
 export interface Options {
@@ -28,17 +26,6 @@ export const resolve = (options: Partial<Options> | undefined): Options => {
     }
   }
   return resolved
-}
-
-/** The source a request is counted against: an IPv4 address, an IPv6 /64, or `unknown`. */
-export const sourceOf = (remoteAddress: string | undefined): string => {
-  const parsed = remoteAddress === undefined ? undefined : NetAddress.ipFromString(remoteAddress)
-  if (parsed === undefined || Result.isFailure(parsed)) return "unknown"
-  const address = parsed.success
-  if (NetAddress.isIpv4Address(address)) return NetAddress.formatIp(address)
-  const mapped = NetAddress.fromIpv4Mapped(address)
-  if (Option.isSome(mapped)) return NetAddress.formatIp(mapped.value)
-  return IpNetwork.format(Result.getOrThrow(IpNetwork.fromAddress(address, 64)))
 }
 
 /** The window `now` falls in, for a registration from `source`. */

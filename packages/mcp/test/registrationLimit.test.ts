@@ -1,20 +1,8 @@
 /**
- * What a registration is counted against: its source network and its fixed window.
+ * What a registration is counted against: its fixed window (its source: kernel ClientSource).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { RegistrationLimit } from "../src/index.ts"
-
-describe("registration sources", () => {
-  it("are IPv4 addresses, IPv4-mapped ones unwrapped, and IPv6 /64 networks", () => {
-    expect(RegistrationLimit.sourceOf("203.0.113.9")).toBe("203.0.113.9")
-    expect(RegistrationLimit.sourceOf("::ffff:203.0.113.9")).toBe("203.0.113.9")
-    expect(RegistrationLimit.sourceOf("2001:db8:aa:bb:1:2:3:4")).toBe("2001:db8:aa:bb::/64")
-    expect(RegistrationLimit.sourceOf("2001:db8:aa:bb:ffff::9")).toBe("2001:db8:aa:bb::/64")
-    expect(RegistrationLimit.sourceOf("2001:db8:aa:bc::1")).toBe("2001:db8:aa:bc::/64")
-    expect(RegistrationLimit.sourceOf(undefined)).toBe("unknown")
-    expect(RegistrationLimit.sourceOf("fe80::1%eth0")).toBe("unknown")
-  })
-})
 
 describe("registration windows", () => {
   const options = { windowSeconds: 3600, perSource: 20, total: 1000 }

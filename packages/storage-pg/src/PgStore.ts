@@ -69,6 +69,7 @@ import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
+import spendDaysPasskeyNames from "./migrations/0033_spend_days_passkey_names.ts"
 import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
 
 export type Stores =
@@ -139,6 +140,7 @@ const migrationRecord = {
   "29_webhook_log": webhookLog,
   "31_ledger_period": ledgerPeriod,
   "32_task_progress": taskProgress,
+  "33_spend_days_passkey_names": spendDaysPasskeyNames,
   "34_payment_webhooks": paymentWebhooks
 }
 

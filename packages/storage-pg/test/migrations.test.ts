@@ -1,11 +1,12 @@
 /**
  * Migrations from empty, on PostgreSQL and PGlite: they create everything, record what they
- * ran, change nothing when run again, and keep the data of an existing database.
+ * ran, change nothing when run again, and keep the data of an existing database; migration 0033
+ * sums the charges a journal holds already into the spend rollup.
  */
 import { Config, Effect, Exit, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Migrator, SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { AccountStore, Ids, Uuid7 } from "@taskmeter/kernel"
+import { AccountStore, Ids, LedgerStore, Uuid7 } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
 import { dropSchemaAfter, makeTemplate, pgliteDataDir, removeTemplate, schemaName, url } from "./TestDatabase.ts"
 
@@ -131,6 +132,57 @@ describe("migrations", () => {
         const account = yield* Effect.scoped(createAccount.pipe(Effect.provide(stores)))
         const listed = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer({ url, schema, listen: false }))))
         expect(listed).toEqual([account])
+      })
+    )
+  )
+
+  it.live("migration 0033 sums the charges already in the journal, once", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const options = { url, schema, maxConnections: 2, listen: false }
+        const accountId = Ids.makeAccountId()
+        // A database at 0032 whose journal holds chat charges (and a reservation, which is no spend).
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.unprepared
+            yield* Migrator.make({})({
+              loader: Effect.map(PgStore.migrations, (loaded) => loaded.filter(([id]) => id <= 32)),
+              table: PgStore.migrationsTable
+            })
+            yield* sql`INSERT INTO accounts (id, name, created_at) VALUES (${accountId}, 'kept', ${T0})`
+            for (const [n, model, day, charge] of [
+              [1, "kept-a", 1, 300_000],
+              [2, "kept-a", 1, 200_000],
+              [3, "kept-b", 2, 50_000]
+            ] as const) {
+              const at = new Date(T0.getTime() + day * 86_400_000)
+              const id = `chat_kept_${n}`
+              yield* sql`INSERT INTO chat_requests (id, account_id, model, status, reserved_micros, charged_micros, tiers, created_at, completed_at)
+                VALUES (${id}, ${accountId}, ${model}, 'succeeded', 1000000, ${charge}, '[]'::jsonb, ${at}, ${at})`
+              for (const [kind, amount] of [
+                ["reserve", 1_000_000],
+                ["charge", charge]
+              ] as const) {
+                yield* sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
+                  VALUES (${`entry_${kind}_${n}`}, ${accountId}, ${kind}, ${amount}, ${id}, ${at})`
+              }
+            }
+          }).pipe(Effect.provide(PgStore.client(options)))
+        )
+        const [spend, state] = yield* Effect.scoped(
+          Effect.all([
+            LedgerStore.LedgerStore.use((ledger) => ledger.spend(accountId, { from: "2030-01-01", to: "2030-01-31" })),
+            inspect
+          ]).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options))))
+        )
+        expect(spend).toEqual([
+          { day: "2030-01-02", model: "kept-a", taskMicros: 0, chatMicros: 500_000 },
+          { day: "2030-01-03", model: "kept-b", taskMicros: 0, chatMicros: 50_000 }
+        ])
+        expect(state.recorded).toEqual(yield* allMigrations)
       })
     )
   )

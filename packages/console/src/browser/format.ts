@@ -1,4 +1,4 @@
-/** Display helpers: USD from integer micros, dates, and plain labels. */
+/** Display helpers: USD from integer micros (exact, or as money reads), dates, and plain labels. */
 
 const MICROS_PER_USD = 1_000_000
 
@@ -20,6 +20,20 @@ export const usdInput = (micros: number): string =>
     .slice(1)
     .replace(/,/gu, "")
     .replace(/\.?0+$/u, "")
+
+const MICROS_PER_CENT = 10_000
+
+/**
+ * USD as people read money: dollars and cents, rounded half away from zero (`$25.00`, `$1.23`);
+ * an amount under a cent shows its micros (`$0.0025`, `$0.000001`) rather than `$0.00`.
+ */
+export const money = (micros: number): string => {
+  const abs = Math.abs(micros)
+  if (abs > 0 && abs < MICROS_PER_CENT) return usd(micros)
+  const cents = Math.round(abs / MICROS_PER_CENT)
+  const sign = micros < 0 && cents > 0 ? "-" : ""
+  return `${sign}$${Math.floor(cents / 100).toLocaleString("en-US")}.${String(cents % 100).padStart(2, "0")}`
+}
 
 export const dateTime = (iso: string): string =>
   `${new Date(iso).toLocaleString("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" })} UTC`

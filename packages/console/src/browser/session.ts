@@ -66,11 +66,15 @@ export const signInWithPasskey = async (): Promise<Who> => {
   )
 }
 
-/** Registers a passkey of this browser for the signed-in user. */
-export const addPasskey = async (): Promise<void> => {
+/** Registers a passkey of this browser for the signed-in user, under `name` (the server's default without). */
+export const addPasskey = async (name?: string): Promise<void> => {
   const options = await call(({ api }) => api.passkeys.registrationOptions())
   const response = await startRegistration({ optionsJSON: options as unknown as PublicKeyCredentialCreationOptionsJSON })
-  await call(({ api }) => api.passkeys.register({ payload: { response: response as unknown as Record<string, unknown> } }))
+  await call(({ api }) =>
+    api.passkeys.register({
+      payload: { response: response as unknown as Record<string, unknown>, ...(name === undefined ? {} : { name }) }
+    })
+  )
 }
 
 /** Uses an API key for this tab; checked by reading the balance (usage:read). */

@@ -4,10 +4,12 @@
  * anyone asks for authentication options, passes them to `navigator.credentials.get` and signs in
  * with the result (a new session, as a password sign-in). Options and responses are the JSON forms
  * of the WebAuthn types (base64url for binary), as @simplewebauthn/browser reads and writes them.
+ * A signed-in user lists their passkeys (name, added, last used) and removes one; another user's
+ * passkey is REQUEST_NOT_FOUND.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Errors } from "@taskmeter/kernel"
+import { Errors, PasskeyStore } from "@taskmeter/kernel"
 import { Session } from "./AuthApi.ts"
 import { SessionAuth } from "./SessionSecurity.ts"
 
@@ -26,9 +28,27 @@ const CredentialResponse = Schema.Struct({
   response: WebAuthnJson("PasskeyCredential", "The PublicKeyCredential the browser made, as JSON (toJSON()).")
 })
 
+const nameRule = `must be 1 to ${PasskeyStore.PASSKEY_NAME_MAX} characters, not only spaces, without control characters`
+
+export const PasskeyName = Schema.String.check(
+  Schema.makeFilter(
+    (name: string) => name.trim().length > 0 && name.length <= PasskeyStore.PASSKEY_NAME_MAX && !/\p{Cc}/u.test(name),
+    { message: nameRule }
+  )
+).annotate({ description: `What the user calls the passkey, to tell it from others; ${nameRule}.` })
+
+const Registration = Schema.Struct({
+  response: CredentialResponse.fields.response,
+  name: Schema.optionalKey(PasskeyName.annotate({ description: "Default: Passkey." }))
+})
+
 export const RegisteredPasskey = Schema.Struct({
   id: Schema.String.annotate({ description: "The credential id, base64url." }),
-  createdAt: Schema.String.annotate({ format: "date-time" })
+  name: Schema.String,
+  createdAt: Schema.String.annotate({ format: "date-time" }),
+  lastUsedAt: Schema.NullOr(Schema.String.annotate({ format: "date-time" })).annotate({
+    description: "The last sign-in with it; null: never."
+  })
 }).annotate({ identifier: "Passkey" })
 
 export const PasskeysApi = HttpApiGroup.make("passkeys")
@@ -39,8 +59,26 @@ export const PasskeysApi = HttpApiGroup.make("passkeys")
     })
       .annotateMerge(OpenApi.annotations({ summary: "Options to register a passkey", description: "Valid 5 minutes, once." }))
       .middleware(SessionAuth),
+    HttpApiEndpoint.get("list", "/api/v1/auth/passkeys", {
+      success: Schema.Struct({ data: Schema.Array(RegisteredPasskey) }),
+      error: [Errors.ApiUnavailable]
+    })
+      .annotateMerge(OpenApi.annotations({ summary: "List your passkeys", description: "The signed-in user's, oldest first." }))
+      .middleware(SessionAuth),
+    HttpApiEndpoint.delete("remove", "/api/v1/auth/passkeys/:id", {
+      params: { id: Schema.String.annotate({ description: "The credential id, base64url." }) },
+      success: HttpApiSchema.NoContent,
+      error: [Errors.RequestNotFound, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Remove a passkey",
+          description: "It no longer signs in. Another user's passkey, or an unknown id, is REQUEST_NOT_FOUND."
+        })
+      )
+      .middleware(SessionAuth),
     HttpApiEndpoint.post("register", "/api/v1/auth/passkeys", {
-      payload: CredentialResponse,
+      payload: Registration,
       success: RegisteredPasskey.pipe(HttpApiSchema.status(201)),
       error: [Errors.InvalidRequest, Errors.ApiUnavailable]
     })

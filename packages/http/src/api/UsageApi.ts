@@ -1,11 +1,13 @@
 /**
  * Account credits and their history: the balances and the ledger entries, newest first, a page
- * at a time (`limit`, and `before` = the previous page's `nextCursor`).
+ * at a time (`limit`, and `before` = the previous page's `nextCursor`); and the spend summary, the
+ * charges of a range of UTC days by day and by model (`from`, `to`: SpendRange).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Errors } from "@taskmeter/kernel"
 import { parameterSchemas } from "./OpenApiParameters.ts"
+import { Day, DEFAULT_SPEND_DAYS, MAX_SPEND_DAYS } from "./SpendRange.ts"
 import { Authentication, requireScope } from "./Security.ts"
 
 export const DEFAULT_PAGE_SIZE = 100
@@ -49,6 +51,31 @@ export const Usage = Schema.Struct({
 }).annotate({ identifier: "Usage" })
 export type Usage = typeof Usage.Type
 
+const spendFigures = {
+  taskMicros: Schema.Int.annotate({ description: "Charged for tasks, USD micro-units." }),
+  chatMicros: Schema.Int.annotate({ description: "Charged for chat requests, USD micro-units." }),
+  totalMicros: Schema.Int.annotate({ description: "taskMicros + chatMicros." })
+}
+
+export const SpendDay = Schema.Struct({ day: Schema.String.annotate({ format: "date" }), ...spendFigures }).annotate({
+  identifier: "SpendDay"
+})
+
+export const SpendModel = Schema.Struct({ model: Schema.String, ...spendFigures }).annotate({ identifier: "SpendModel" })
+
+export const UsageSummary = Schema.Struct({
+  from: Schema.String.annotate({ format: "date", description: "The first UTC day summed." }),
+  to: Schema.String.annotate({ format: "date", description: "The last UTC day summed (included)." }),
+  currency: Schema.Literal("USD"),
+  ...spendFigures,
+  days: Schema.Array(SpendDay).annotate({ description: "The days with a charge, oldest first." }),
+  models: Schema.Array(SpendModel).annotate({ description: "The models with a charge, most spent first, then by name." })
+}).annotate({
+  identifier: "UsageSummary",
+  description: "The caller's charges (ledger entries of kind charge) dated in a range of UTC days, by day and by model."
+})
+export type UsageSummary = typeof UsageSummary.Type
+
 export const UsageApi = HttpApiGroup.make("usage")
   .add(
     HttpApiEndpoint.get("get", "/api/v1/usage", {
@@ -72,6 +99,40 @@ export const UsageApi = HttpApiGroup.make("usage")
             { limit: PageSize },
             {
               limit: { default: DEFAULT_PAGE_SIZE, description: `Entries per page, 1 to ${MAX_PAGE_SIZE}.` }
+            }
+          )
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("summary", "/api/v1/usage/summary", {
+      query: {
+        from: Schema.optionalKey(Day.annotate({ description: "The first UTC day (YYYY-MM-DD)." })),
+        to: Schema.optionalKey(Day.annotate({ description: "The last UTC day, included (YYYY-MM-DD)." }))
+      },
+      success: UsageSummary,
+      error: [Errors.InvalidRequest, Errors.ApiUnavailable]
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Spend by day and model",
+          description:
+            `The caller's charges for tasks and chat requests in the UTC days from..to (both included), by day and by model. ` +
+            `to defaults to today, from to ${DEFAULT_SPEND_DAYS - 1} days before to; at most ${MAX_SPEND_DAYS} days, ` +
+            `else INVALID_REQUEST. Read from a rollup kept with each charge: its cost does not grow with the ledger.`
+        })
+      )
+      .annotateMerge(
+        requireScope(
+          "usage:read",
+          parameterSchemas(
+            { from: Day, to: Day },
+            {
+              from: {
+                format: "date",
+                description: `The first UTC day (YYYY-MM-DD); default: ${DEFAULT_SPEND_DAYS - 1} days before to.`
+              },
+              to: { format: "date", description: "The last UTC day, included (YYYY-MM-DD); default: today (UTC)." }
             }
           )
         )

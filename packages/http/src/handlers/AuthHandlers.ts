@@ -3,7 +3,7 @@
  * start a new session (a presented one is revoked: no id planted before sign-in lives on) and set
  * the cookie; sign-out revokes and clears it.
  */
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Sessions, Users } from "@taskmeter/kernel"
@@ -14,6 +14,7 @@ import { CurrentSession } from "../api/SessionSecurity.ts"
 import * as SessionCookie from "../SessionCookie.ts"
 import * as SessionCredential from "./SessionCredential.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
+import { clientSource } from "./ClientAddress.ts"
 
 export const sessionView = (user: UserStore.UserRecord, accountId: string, role: UserStore.Role, csrfToken: string): Session => ({
   user: {
@@ -56,9 +57,9 @@ export const layer = HttpApiBuilder.group(Api, "auth", (handlers) =>
         signingIn(users.signUp(payload)).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handle("signIn", ({ payload }) =>
-        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-          signingIn(users.signIn({ ...payload, clientAddress: Option.getOrElse(request.remoteAddress, () => "unknown") }))
-        ).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+        Effect.flatMap(clientSource, (clientAddress) => signingIn(users.signIn({ ...payload, clientAddress }))).pipe(
+          Effect.catchTag("StoreUnavailable", toApiUnavailable)
+        )
       )
       .handle("session", () =>
         Effect.map(CurrentSession, ({ live }) => sessionView(live.user, live.record.accountId, live.role, live.csrfToken))

@@ -3,11 +3,10 @@
  * hashed, 5 minutes), responses verified against it with the public base URL's origin and host as
  * the relying party, credentials kept in the PasskeyStore. A passkey sign-in starts a session as a
  * password sign-in does (AuthHandlers.signingInWith), throttled per client address and credential
- * (Users.throttlePasskeySignIn).
+ * (Users.throttlePasskeySignIn). The signed-in user lists and removes their own passkeys.
  */
 import { createHash } from "node:crypto"
-import { Clock, Effect, Option } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import {
   generateAuthenticationOptions,
@@ -22,6 +21,7 @@ import { CurrentSession } from "../api/SessionSecurity.ts"
 import { SessionSettings } from "../SessionCookie.ts"
 import { signingInWith } from "./AuthHandlers.ts"
 import { toApiUnavailable } from "./StoreFailures.ts"
+import { clientSource } from "./ClientAddress.ts"
 
 const CHALLENGE_TTL_MS = 5 * 60_000
 
@@ -46,6 +46,18 @@ const challengeOf = (response: Record<string, unknown>): string | undefined => {
     return undefined
   }
 }
+
+const view = (passkey: PasskeyStore.Passkey) => ({
+  id: passkey.credentialId,
+  name: passkey.name,
+  createdAt: passkey.createdAt.toISOString(),
+  lastUsedAt: passkey.lastUsedAt?.toISOString() ?? null
+})
+
+const notFound = (id: string) =>
+  new Errors.RequestNotFound({
+    message: `You have no passkey ${JSON.stringify(id)}; GET /api/v1/auth/passkeys lists yours.`
+  })
 
 const notVerified = () =>
   new Errors.InvalidRequest({
@@ -89,6 +101,18 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
       })
 
     return handlers
+      .handle("list", () =>
+        Effect.gen(function* () {
+          const { live } = yield* CurrentSession
+          return { data: (yield* store.listPasskeys(live.user.id)).map(view) }
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
+      .handle("remove", ({ params }) =>
+        Effect.gen(function* () {
+          const { live } = yield* CurrentSession
+          if (!(yield* store.deletePasskey(live.user.id, params.id))) return yield* notFound(params.id)
+        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+      )
       .handle("registrationOptions", () =>
         Effect.gen(function* () {
           const { live } = yield* CurrentSession
@@ -125,17 +149,18 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
           if (!verified.verified) return yield* notVerified()
           const { credential } = verified.registrationInfo
           const createdAt = new Date(yield* Clock.currentTimeMillis)
-          const inserted = yield* store.insertPasskey({
+          const passkey: PasskeyStore.Passkey = {
             credentialId: credential.id,
             userId: live.user.id,
+            name: payload.name?.trim() ?? "Passkey",
             publicKey: credential.publicKey,
             counter: credential.counter,
             transports: credential.transports ?? [],
             createdAt,
             lastUsedAt: null
-          })
-          if (!inserted) return yield* notVerified()
-          return { id: credential.id, createdAt: createdAt.toISOString() }
+          }
+          if (!(yield* store.insertPasskey(passkey))) return yield* notVerified()
+          return view(passkey)
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handle("authenticationOptions", () =>
@@ -147,7 +172,6 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
       )
       .handle("signIn", ({ payload }) =>
         Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
           const credentialId = typeof payload.response.id === "string" ? payload.response.id : ""
           const attempt = Effect.gen(function* () {
             const found = yield* consume(payload.response, "authentication")
@@ -178,7 +202,7 @@ export const layer = HttpApiBuilder.group(Api, "passkeys", (handlers) =>
             if (user === undefined) return yield* signInRefused()
             return yield* users.startSession(user)
           })
-          const clientAddress = Option.getOrElse(request.remoteAddress, () => "unknown")
+          const clientAddress = yield* clientSource
           return yield* signingIn(users.throttlePasskeySignIn({ clientAddress, credentialId }, attempt))
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )

@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, Redacted, Ref } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
+import type { IpNetwork } from "effect/net"
 import { OAuthStore } from "@taskmeter/mcp"
 import {
   AccountContacts,
@@ -172,6 +173,8 @@ export interface Options {
   readonly mailer?: Layer.Layer<Mailer.Mailer>
   /** The port on 127.0.0.1; default 0, an ephemeral one. */
   readonly port?: number
+  /** Proxies whose X-Forwarded-For the server believes (TRUSTED_PROXIES); default none. */
+  readonly trustedProxies?: ReadonlyArray<IpNetwork.IpNetwork>
 }
 
 /** The public base URL the console's settings name in the http suites. */
@@ -205,7 +208,7 @@ export const layer = (store: StoreUnderTest, options: Options = {}) => {
     Layer.provideMerge(withOutage.pipe(Layer.provide(store.layer())))
   )
   const app = options.beside === undefined ? Server.layer : Layer.mergeAll(Server.layer, options.beside)
-  return Server.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+  return Server.serve(app, { disableLogger: true, disableListenLog: true, trustedProxies: options.trustedProxies }).pipe(
     Layer.provideMerge(kernel),
     Layer.provideMerge(OAuthStore.layerMemory),
     Layer.provide(options.eventStreams === undefined ? Layer.empty : Layer.succeed(EventStream.Settings, options.eventStreams)),

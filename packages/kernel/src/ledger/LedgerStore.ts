@@ -4,6 +4,8 @@
  * refund and adjustment move the balance; reserve adds to reserved; charge takes from both (at
  * most the reservation) and release from reserved, each once per task or chat request. Every
  * method is one atomic unit in the store. Entry kinds: docs/decisions.md, Ledger and admission.
+ * `spend` reads an account's charges per UTC day and model from a rollup the store keeps with
+ * each charge, in the same unit: its cost does not grow with the journal.
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
@@ -54,6 +56,17 @@ export interface AuditFinding {
   readonly journal: { readonly balanceMicros: number; readonly reservedMicros: number }
 }
 
+/** One line of an account's spend: its charge entries of one UTC day for one model's tasks and chat requests. */
+export interface SpendRow {
+  readonly day: string
+  readonly model: string
+  readonly taskMicros: Micros
+  readonly chatMicros: Micros
+}
+
+/** The widest spend range, in days (a year, a leap day included). */
+export const SPEND_DAYS = 366
+
 export interface CreditChange {
   readonly accountId: AccountId
   readonly amountMicros: number
@@ -81,6 +94,14 @@ export class LedgerStore extends Context.Service<
       accountId: AccountId,
       page: { readonly limit: number; readonly before?: string | undefined }
     ) => Effect.Effect<EntryPage | undefined, StoreUnavailable>
+    /**
+     * The account's charges dated in the UTC days [from, to] (`YYYY-MM-DD`, at most SPEND_DAYS days),
+     * by day, then model (code points); days and models without a charge have no line.
+     */
+    readonly spend: (
+      accountId: AccountId,
+      range: { readonly from: string; readonly to: string }
+    ) => Effect.Effect<ReadonlyArray<SpendRow>, StoreUnavailable>
     /** Recomputes every account from its journal and lists those whose cached figures differ. */
     readonly audit: Effect.Effect<ReadonlyArray<AuditFinding>, StoreUnavailable>
   }

@@ -2,7 +2,7 @@
  * The conformance suite of the ChatStore port (`suite(name, makeLayer)`), run by every store beside
  * StoreConformance: opening with its limits and reservation, settling once (also concurrently),
  * scoping and paging of reads, the sweep of stale requests, and parallel opens that never reserve
- * more than an account holds; the upstream, its cost and the shortfall in the margin report; the credit-lease cases (ChatLeaseCases); the revenue report (RevenueCases). Every case ends with a clean audit.
+ * more than an account holds; the upstream, its cost and the shortfall in the margin report; the credit-lease cases (ChatLeaseCases); the revenue report (RevenueCases); an account's spend by day and model (LedgerStore.spend, SpendCases). Every case ends with a clean audit.
  */
 import { Effect } from "effect"
 import type { Layer } from "effect"
@@ -17,6 +17,7 @@ import { micros } from "../domain/Money.ts"
 import type { Stores } from "./Case.ts"
 import * as ChatLeaseCases from "./ChatLeaseCases.ts"
 import * as RevenueCases from "./RevenueCases.ts"
+import * as SpendCases from "./SpendCases.ts"
 import {
   allEntries,
   at,
@@ -87,6 +88,7 @@ export const suite = <R = never>(name: string, makeLayer: () => Layer.Layer<Chat
 
     ChatLeaseCases.cases(test)
     RevenueCases.cases(test)
+    SpendCases.cases(test)
 
     test(
       "the upstream and its cost are recorded on both paths, and the margin report groups them by model and upstream",

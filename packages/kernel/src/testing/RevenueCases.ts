@@ -17,7 +17,7 @@ import { admission, admitted, allEntries, at, claimTask, fundedAccount, newTask,
 const DAY = 86_400
 
 /** Admits, runs and finishes one task at `seconds`: charged `charge` micros, or failed when null. */
-const settledTask = (accountId: AccountId, task: Partial<NewTask>, seconds: number, charge: number | null) =>
+export const settledTask = (accountId: AccountId, task: Partial<NewTask>, seconds: number, charge: number | null) =>
   Effect.gen(function* () {
     const store = yield* TaskStore
     const admittedTask = yield* admitted(admission(newTask(accountId, { createdAt: at(seconds), ...task })))

@@ -3,7 +3,7 @@
  * by every store: emails unique without regard to case, several users per account and accounts
  * per user, flags that keep their first time, one-time tokens used once (also when raced) and
  * never after expiry, sessions touched forward only, revoked one at a time or all of a user's, and
- * passkeys unique by credential id, their counters never lowered, their challenges used once;
+ * passkeys unique by credential id, their counters never lowered, removed only by their user, their challenges used once;
  * sign-in failures counted per key in fixed windows, none lost when raced, ended windows purged.
  */
 import { createHash, randomBytes } from "node:crypto"
@@ -57,6 +57,7 @@ const token = (fields: Partial<EmailToken> & Pick<EmailToken, "purpose">): Email
 const passkey = (userId: UserId, credentialId = randomBytes(16).toString("base64url")): Passkey => ({
   credentialId,
   userId,
+  name: "Laptop",
   publicKey: new Uint8Array(randomBytes(77)),
   counter: 0,
   transports: ["internal", "hybrid"],
@@ -224,6 +225,27 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<UserStores, unk
         yield* store.recordUse(first.credentialId, 3, at(20))
         expect(yield* store.findPasskey(first.credentialId)).toEqual({ ...first, counter: 7, lastUsedAt: at(20) })
         expect(yield* store.findPasskey("unknown")).toBeUndefined()
+      })
+    )
+
+    test(
+      "a user removes a passkey of theirs, named as they named it, and no other user's",
+      Effect.gen(function* () {
+        const store = yield* PasskeyStore
+        const { user: ada } = yield* addUser("ada@example.com")
+        const { user: bob } = yield* addUser("bob@example.com")
+        const phone = { ...passkey(ada.id), name: "Phone — Ada's 📱" }
+        const laptop = { ...passkey(ada.id), createdAt: at(5) }
+        const bobs = passkey(bob.id)
+        for (const each of [phone, laptop, bobs]) expect(yield* store.insertPasskey(each)).toBe(true)
+        expect((yield* store.listPasskeys(ada.id)).map((p) => p.name)).toEqual(["Phone — Ada's 📱", "Laptop"])
+        expect(yield* store.deletePasskey(ada.id, bobs.credentialId)).toBe(false)
+        expect(yield* store.deletePasskey(ada.id, "unknown")).toBe(false)
+        expect(yield* store.findPasskey(bobs.credentialId)).toEqual(bobs)
+        expect(yield* store.deletePasskey(ada.id, phone.credentialId)).toBe(true)
+        expect(yield* store.deletePasskey(ada.id, phone.credentialId)).toBe(false)
+        expect(yield* store.findPasskey(phone.credentialId)).toBeUndefined()
+        expect(yield* store.listPasskeys(ada.id)).toEqual([laptop])
       })
     )
 

@@ -1,6 +1,7 @@
 /**
  * Appending to the journal and moving the cached figures with it, the one place each entry
- * kind's effect is written (see the table in LedgerStore).
+ * kind's effect is written (see the table in LedgerStore); a charge also adds to the account's
+ * spend line of its UTC day and model.
  */
 import { Ids } from "@taskmeter/kernel"
 import type { LedgerStore } from "@taskmeter/kernel"
@@ -13,6 +14,8 @@ export interface Append {
   readonly chatRequestId?: LedgerStore.LedgerEntry["chatRequestId"] | undefined
   readonly note?: string | null | undefined
   readonly createdAt: Date
+  /** A charge's model: the task's or the chat request's. */
+  readonly model?: string | undefined
 }
 
 export const append = (state: State, row: AccountRow, change: Append): LedgerStore.LedgerEntry => {
@@ -33,7 +36,18 @@ export const append = (state: State, row: AccountRow, change: Append): LedgerSto
   row.reserved += reservedEffect(entry)
   row.entries.push(entry)
   state.entryOwners.set(entry.id, row.account.id)
+  if (entry.kind === "charge") addSpend(row, entry, change.model)
   return entry
+}
+
+const addSpend = (row: AccountRow, entry: LedgerStore.LedgerEntry, model: string | undefined) => {
+  if (model === undefined) throw new RangeError(`The charge ${entry.id} names no model`)
+  const day = entry.createdAt.toISOString().slice(0, 10)
+  const key = `${day} ${model}`
+  const line = row.spend.get(key) ?? { day, model, taskMicros: 0, chatMicros: 0 }
+  if (entry.taskId !== null) line.taskMicros += entry.amountMicros
+  else line.chatMicros += entry.amountMicros
+  row.spend.set(key, line)
 }
 
 export const balanceEffect = (entry: LedgerStore.LedgerEntry): number => {

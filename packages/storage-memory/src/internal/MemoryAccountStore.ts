@@ -14,6 +14,7 @@ export const make = (state: State): AccountStore.AccountStore["Service"] =>
           reserved: 0,
           review: false,
           entries: [],
+          spend: new Map(),
           submissions: null
         })
         return account

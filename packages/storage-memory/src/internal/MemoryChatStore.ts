@@ -102,7 +102,9 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     const account = state.accounts.get(row.stored.accountId)!
     moveOpen(row.stored.accountId, -1)
     const at = { chatRequestId: settlement.id, createdAt: settlement.completedAt }
-    if (settlement.chargeMicros > 0) append(state, account, { kind: "charge", amountMicros: settlement.chargeMicros, ...at })
+    if (settlement.chargeMicros > 0) {
+      append(state, account, { kind: "charge", amountMicros: settlement.chargeMicros, model: row.record.model, ...at })
+    }
     if (reserved - settlement.chargeMicros > 0) {
       append(state, account, { kind: "release", amountMicros: reserved - settlement.chargeMicros, ...at })
     }
@@ -158,7 +160,13 @@ export const make = (state: State): ChatStore.ChatStore["Service"] => {
     const charge = held !== undefined && !held.closed && held.reserved - held.charged >= s.chargeMicros ? s.chargeMicros : 0
     if (charge > 0) {
       held!.charged += charge
-      append(state, account, { kind: "charge", amountMicros: charge, chatRequestId: s.id, createdAt: s.completedAt })
+      append(state, account, {
+        kind: "charge",
+        amountMicros: charge,
+        chatRequestId: s.id,
+        createdAt: s.completedAt,
+        model: s.model
+      })
     }
     const key = s.apiKeyId === null ? undefined : state.keys.get(s.apiKeyId)
     if (key !== undefined) key.record = { ...key.record, usageCount: key.record.usageCount + 1 }

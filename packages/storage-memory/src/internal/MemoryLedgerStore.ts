@@ -1,8 +1,10 @@
 import { Clock, Effect } from "effect"
-import { LedgerStore } from "@taskmeter/kernel"
+import { LedgerStore, Money } from "@taskmeter/kernel"
 import { append, balanceEffect, reservedEffect } from "./Journal.ts"
 import { balancesOf } from "./State.ts"
 import type { AccountRow, State } from "./State.ts"
+
+const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 export type Kind = "grant" | "refund" | "adjustment"
 
@@ -60,6 +62,19 @@ export const make = (state: State): LedgerStore.LedgerStore["Service"] => {
         const entries = row.entries.slice(start, end).reverse()
         return { entries, nextCursor: start > 0 ? (entries.at(-1)?.id ?? null) : null }
       }),
+    // The account's lines, which Journal.append keeps per day and model: never its entries.
+    spend: (accountId, range) =>
+      Effect.sync(() =>
+        [...(state.accounts.get(accountId)?.spend.values() ?? [])]
+          .filter((line) => line.day >= range.from && line.day <= range.to)
+          .sort((a, b) => byCodePoint(a.day, b.day) || byCodePoint(a.model, b.model))
+          .map((line) => ({
+            day: line.day,
+            model: line.model,
+            taskMicros: Money.micros(line.taskMicros),
+            chatMicros: Money.micros(line.chatMicros)
+          }))
+      ),
     audit: Effect.sync(() =>
       Array.from(state.accounts.values()).flatMap((row): Array<LedgerStore.AuditFinding> => {
         const journal = row.entries.reduce(

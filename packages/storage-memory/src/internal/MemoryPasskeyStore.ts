@@ -13,6 +13,8 @@ export const make = (state: State): PasskeyStore.PasskeyStore["Service"] =>
       }),
     listPasskeys: (userId) => Effect.sync(() => [...state.passkeys.values()].filter((passkey) => passkey.userId === userId)),
     findPasskey: (credentialId) => Effect.sync(() => state.passkeys.get(credentialId)),
+    deletePasskey: (userId, credentialId) =>
+      Effect.sync(() => state.passkeys.get(credentialId)?.userId === userId && state.passkeys.delete(credentialId)),
     recordUse: (credentialId, counter, at) =>
       Effect.sync(() => {
         const passkey = state.passkeys.get(credentialId)

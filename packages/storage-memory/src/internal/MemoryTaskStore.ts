@@ -110,7 +110,7 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
     const taskId = row.record.id
     if (effect === "charge") {
       const charged = chargeMicros as Money.Micros
-      append(state, account, { kind: "charge", amountMicros: charged, taskId, note, createdAt: at })
+      append(state, account, { kind: "charge", amountMicros: charged, taskId, note, createdAt: at, model: row.record.model })
       if (charged < reservation) {
         append(state, account, { kind: "release", amountMicros: reservation - charged, taskId, note, createdAt: at })
       }

@@ -29,7 +29,16 @@ export interface AccountRow {
   review: boolean
   /** Newest last; cursors are entry ids. */
   readonly entries: Array<LedgerStore.LedgerEntry>
+  /** The charges per UTC day and model (ChatStore.spend), kept by Journal.append; keyed `day model`. */
+  readonly spend: Map<string, SpendLine>
   submissions: Window | null
+}
+
+export interface SpendLine {
+  readonly day: string
+  readonly model: string
+  taskMicros: number
+  chatMicros: number
 }
 
 export interface KeyRow {

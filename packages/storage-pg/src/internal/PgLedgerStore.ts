@@ -1,7 +1,7 @@
 import { Clock, Effect } from "effect"
 import type { Context } from "effect"
 import { SqlClient } from "effect/sql"
-import { LedgerStore } from "@taskmeter/kernel"
+import { LedgerStore, Money } from "@taskmeter/kernel"
 import * as Failures from "./Failures.ts"
 import type { EntryRow } from "./Rows.ts"
 import { toBalances, toEntry } from "./Rows.ts"
@@ -100,6 +100,30 @@ export const make = Effect.gen(function* () {
       ),
 
     entries,
+
+    // The account's rows of account_spend_days (migration 0033), kept by a trigger with each charge.
+    spend: (accountId, range) =>
+      Failures.run(
+        "spend",
+        sql<{
+          readonly day: string
+          readonly model: string
+          readonly task_micros: Int8
+          readonly chat_micros: Int8
+        }>`SELECT to_char(day, 'YYYY-MM-DD') AS day, model, task_micros, chat_micros
+          FROM account_spend_days
+          WHERE account_id = ${accountId} AND day BETWEEN ${range.from}::date AND ${range.to}::date
+          ORDER BY day, model COLLATE "C"`
+      ).pipe(
+        Effect.map((rows) =>
+          rows.map((row) => ({
+            day: row.day,
+            model: row.model,
+            taskMicros: Money.micros(Number(row.task_micros)),
+            chatMicros: Money.micros(Number(row.chat_micros))
+          }))
+        )
+      ),
 
     audit: Failures.run(
       "audit",

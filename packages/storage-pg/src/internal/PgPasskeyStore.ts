@@ -9,6 +9,7 @@ type Int8 = bigint | number | string
 interface PasskeyRow {
   readonly credential_id: string
   readonly user_id: string
+  readonly name: string
   readonly public_key: Uint8Array
   readonly counter: Int8
   readonly transports: ReadonlyArray<string>
@@ -27,6 +28,7 @@ interface ChallengeRow {
 const toPasskey = (row: PasskeyRow): PasskeyStore.Passkey => ({
   credentialId: row.credential_id,
   userId: row.user_id as Ids.UserId,
+  name: row.name,
   publicKey: new Uint8Array(row.public_key),
   counter: Number(row.counter),
   transports: row.transports,
@@ -34,7 +36,7 @@ const toPasskey = (row: PasskeyRow): PasskeyStore.Passkey => ({
   lastUsedAt: row.last_used_at
 })
 
-const passkeyColumns = "credential_id, user_id, public_key, counter, transports, created_at, last_used_at"
+const passkeyColumns = "credential_id, user_id, name, public_key, counter, transports, created_at, last_used_at"
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -43,8 +45,8 @@ export const make = Effect.gen(function* () {
     insertPasskey: (passkey) =>
       Failures.run(
         "insertPasskey",
-        sql`INSERT INTO passkeys (credential_id, user_id, public_key, counter, transports, created_at, last_used_at)
-          VALUES (${passkey.credentialId}, ${passkey.userId}, ${passkey.publicKey}, ${passkey.counter},
+        sql`INSERT INTO passkeys (credential_id, user_id, name, public_key, counter, transports, created_at, last_used_at)
+          VALUES (${passkey.credentialId}, ${passkey.userId}, ${passkey.name}, ${passkey.publicKey}, ${passkey.counter},
             ${passkey.transports as Array<string>}::text[], ${passkey.createdAt}, ${passkey.lastUsedAt}::timestamptz)
           ON CONFLICT (credential_id) DO NOTHING
           RETURNING credential_id`.pipe(Effect.map((rows) => rows.length > 0))
@@ -62,6 +64,14 @@ export const make = Effect.gen(function* () {
         "findPasskey",
         sql<PasskeyRow>`SELECT ${sql.literal(passkeyColumns)} FROM passkeys WHERE credential_id = ${credentialId}`.pipe(
           Effect.map((rows) => (rows[0] === undefined ? undefined : toPasskey(rows[0])))
+        )
+      ),
+
+    deletePasskey: (userId, credentialId) =>
+      Failures.run(
+        "deletePasskey",
+        sql`DELETE FROM passkeys WHERE credential_id = ${credentialId} AND user_id = ${userId} RETURNING credential_id`.pipe(
+          Effect.map((rows) => rows.length > 0)
         )
       ),
 

@@ -5,7 +5,7 @@
  */
 import { useState } from "preact/hooks"
 import { call } from "../api.ts"
-import { AddPasskey } from "../parts/AddPasskey.tsx"
+import { Passkeys } from "../parts/Passkeys.tsx"
 import { CopyButton } from "../parts/CopyButton.tsx"
 import { dateTime } from "../format.ts"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
@@ -95,7 +95,7 @@ export const Keys = (props: { readonly who: Who }) => {
     <>
       <h1>API keys</h1>
       <NewKey onCreated={keys.reload} />
-      <AddPasskey />
+      <Passkeys />
       <section aria-labelledby="your-keys">
         <h2 id="your-keys">Your keys</h2>
         <ErrorNotice error={keys.error ?? error} />

@@ -1,44 +1,40 @@
 /**
- * Overview: balance, reserved and available (GET /api/v1/usage), and the spend of the latest
- * charges by day and by model, the model named by the task or chat request each charge is for.
+ * Overview: balance, reserved and available (GET /api/v1/usage), and the spend of a period of UTC
+ * days up to today (GET /api/v1/usage/summary, every charge of the period) by day and by model.
+ * Amounts read as money: dollars and cents.
  */
 import { Effect } from "effect"
+import { useState } from "preact/hooks"
 import { call } from "../api.ts"
-import { BarChart, type Bar } from "../parts/BarChart.tsx"
+import { BarChart } from "../parts/BarChart.tsx"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
-import { day, usd } from "../format.ts"
+import { money } from "../format.ts"
 import { useLoad } from "../useLoad.ts"
 
-const sum = (pairs: ReadonlyArray<readonly [string, number]>): Array<Bar> => {
-  const totals = new Map<string, number>()
-  for (const [label, micros] of pairs) totals.set(label, (totals.get(label) ?? 0) + micros)
-  return [...totals].map(([label, micros]) => ({ label, micros }))
-}
+const DAY_MS = 86_400_000
+const isoDay = (at: number) => new Date(at).toISOString().slice(0, 10)
 
-const load = () =>
-  call(({ api, chat }) =>
+/** The periods offered, in days up to today; the API takes at most 366. */
+const PERIODS: ReadonlyArray<readonly [number, string]> = [
+  [7, "Last 7 days"],
+  [30, "Last 30 days"],
+  [90, "Last 90 days"],
+  [366, "Last 12 months"]
+]
+
+const load = (days: number) =>
+  call(({ api }) =>
     Effect.all({
-      usage: api.usage.get({ query: { limit: 100 } }),
-      tasks: api.jobs.list({ query: { limit: 100 } }),
-      chats: chat.chat.requests({ query: { limit: 100 } })
+      usage: api.usage.get({ query: { limit: 1 } }),
+      spend: api.usage.summary({ query: { from: isoDay(Date.now() - (days - 1) * DAY_MS), to: isoDay(Date.now()) } })
     })
   )
 
 export const Overview = () => {
-  const { data, error } = useLoad(load)
+  const [days, setDays] = useState(30)
+  const { data, error } = useLoad(() => load(days), [days])
   if (data === undefined) return error === undefined ? <Status>Loading…</Status> : <ErrorNotice error={error} />
-  const { usage, tasks, chats } = data
-  const modelOf = new Map<string, string>([
-    ...tasks.data.map((task) => [task.id, task.model] as const),
-    ...chats.requests.map((request) => [request.id, request.model] as const)
-  ])
-  const charges = usage.entries.filter((entry) => entry.kind === "charge")
-  const byDay = sum(charges.map((entry) => [day(entry.createdAt), entry.amountMicros] as const)).sort((a, b) =>
-    a.label.localeCompare(b.label)
-  )
-  const byModel = sum(
-    charges.map((entry) => [modelOf.get(entry.taskId ?? entry.chatRequestId ?? "") ?? "other", entry.amountMicros] as const)
-  ).sort((a, b) => b.micros - a.micros)
+  const { usage, spend } = data
   return (
     <>
       <h1>Overview</h1>
@@ -46,29 +42,49 @@ export const Overview = () => {
       <dl class="balances">
         <div>
           <dt>Balance</dt>
-          <dd>{usd(usage.balanceMicros)}</dd>
+          <dd>{money(usage.balanceMicros)}</dd>
         </div>
         <div>
           <dt>Reserved</dt>
-          <dd>{usd(usage.reservedMicros)}</dd>
+          <dd>{money(usage.reservedMicros)}</dd>
         </div>
         <div>
           <dt>Available</dt>
-          <dd>{usd(usage.availableMicros)}</dd>
+          <dd>{money(usage.availableMicros)}</dd>
         </div>
       </dl>
       {usage.paymentReview ? (
         <p class="notice error">A refund left the balance uncovered: new tasks are refused until it is settled.</p>
       ) : null}
+      <label class="field period">
+        <span>Spend over</span>
+        <select value={String(days)} onChange={(event) => setDays(Number(event.currentTarget.value))}>
+          {PERIODS.map(([value, label]) => (
+            <option key={value} value={String(value)}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      <p class="hint" id="spend-total">
+        {`${money(spend.totalMicros)} spent from ${spend.from} to ${spend.to} (UTC): ${money(spend.taskMicros)} on tasks, ${money(spend.chatMicros)} on chat.`}
+      </p>
       <section aria-labelledby="by-day">
         <h2 id="by-day">Spend by day</h2>
-        <BarChart id="chart-day" title="Spend by day (UTC)" bars={byDay} />
+        <BarChart
+          id="chart-day"
+          title="Spend by day (UTC)"
+          bars={spend.days.map((line) => ({ label: line.day, micros: line.totalMicros }))}
+        />
       </section>
       <section aria-labelledby="by-model">
         <h2 id="by-model">Spend by model</h2>
-        <BarChart id="chart-model" title="Spend by model" bars={byModel} />
+        <BarChart
+          id="chart-model"
+          title="Spend by model"
+          bars={spend.models.map((line) => ({ label: line.model, micros: line.totalMicros }))}
+        />
       </section>
-      <p class="hint">From the latest 100 ledger entries.</p>
     </>
   )
 }

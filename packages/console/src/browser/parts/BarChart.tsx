@@ -2,7 +2,7 @@
  * A bar chart as inline SVG, described for assistive technology by a title and by the same
  * figures in a table that can be opened under it.
  */
-import { usd } from "../format.ts"
+import { money } from "../format.ts"
 
 export interface Bar {
   readonly label: string
@@ -16,7 +16,7 @@ export const BarChart = (props: { readonly title: string; readonly bars: Readonl
   if (props.bars.length === 0) return <p>No spend yet.</p>
   const max = Math.max(...props.bars.map((bar) => bar.micros), 1)
   const height = props.bars.length * ROW
-  const summary = props.bars.map((bar) => `${bar.label}: ${usd(bar.micros)}`).join("; ")
+  const summary = props.bars.map((bar) => `${bar.label}: ${money(bar.micros)}`).join("; ")
   return (
     <figure class="chart">
       <svg viewBox={`0 0 ${WIDTH} ${height}`} role="img" aria-labelledby={`${props.id}-title`} preserveAspectRatio="none">
@@ -30,7 +30,7 @@ export const BarChart = (props: { readonly title: string; readonly bars: Readonl
               </text>
               <rect x={WIDTH * 0.3} y="5" width={width} height="18" rx="3" class="chart-bar" />
               <text x={WIDTH * 0.3 + width + 6} y="18" class="chart-value">
-                {usd(bar.micros)}
+                {money(bar.micros)}
               </text>
             </g>
           )
@@ -49,7 +49,7 @@ export const BarChart = (props: { readonly title: string; readonly bars: Readonl
             {props.bars.map((bar) => (
               <tr key={bar.label}>
                 <td>{bar.label}</td>
-                <td class="number">{usd(bar.micros)}</td>
+                <td class="number">{money(bar.micros)}</td>
               </tr>
             ))}
           </tbody>
