@@ -69,8 +69,8 @@ import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
-import spendDaysPasskeyNames from "./migrations/0033_spend_days_passkey_names.ts"
 import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
+import spendDaysPasskeyNames from "./migrations/0036_spend_days_passkey_names.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -140,8 +140,8 @@ const migrationRecord = {
   "29_webhook_log": webhookLog,
   "31_ledger_period": ledgerPeriod,
   "32_task_progress": taskProgress,
-  "33_spend_days_passkey_names": spendDaysPasskeyNames,
-  "34_payment_webhooks": paymentWebhooks
+  "34_payment_webhooks": paymentWebhooks,
+  "36_spend_days_passkey_names": spendDaysPasskeyNames
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

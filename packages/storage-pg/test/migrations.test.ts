@@ -1,6 +1,6 @@
 /**
  * Migrations from empty, on PostgreSQL and PGlite: they create everything, record what they
- * ran, change nothing when run again, and keep the data of an existing database; migration 0033
+ * ran, change nothing when run again, and keep the data of an existing database; migration 0036
  * sums the charges a journal holds already into the spend rollup.
  */
 import { Config, Effect, Exit, Layer } from "effect"
@@ -136,20 +136,20 @@ describe("migrations", () => {
     )
   )
 
-  it.live("migration 0033 sums the charges already in the journal, once", () =>
+  it.live("migration 0036 sums the charges already in the journal, once", () =>
     Effect.scoped(
       Effect.gen(function* () {
         const schema = schemaName()
         yield* Layer.build(dropSchemaAfter(schema))
         const options = { url, schema, maxConnections: 2, listen: false }
         const accountId = Ids.makeAccountId()
-        // A database at 0032 whose journal holds chat charges (and a reservation, which is no spend).
+        // A database before 0036 whose journal holds chat charges (and a reservation, which is no spend).
         yield* Effect.scoped(
           Effect.gen(function* () {
             const sql = yield* SqlClient.SqlClient
             yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.unprepared
             yield* Migrator.make({})({
-              loader: Effect.map(PgStore.migrations, (loaded) => loaded.filter(([id]) => id <= 32)),
+              loader: Effect.map(PgStore.migrations, (loaded) => loaded.filter(([id]) => id < 36)),
               table: PgStore.migrationsTable
             })
             yield* sql`INSERT INTO accounts (id, name, created_at) VALUES (${accountId}, 'kept', ${T0})`

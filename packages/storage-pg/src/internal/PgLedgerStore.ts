@@ -101,7 +101,7 @@ export const make = Effect.gen(function* () {
 
     entries,
 
-    // The account's rows of account_spend_days (migration 0033), kept by a trigger with each charge.
+    // The account's rows of account_spend_days (migration 0036), kept by a trigger with each charge.
     spend: (accountId, range) =>
       Failures.run(
         "spend",
