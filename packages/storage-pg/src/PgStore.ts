@@ -39,6 +39,7 @@ import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as PgUserStore from "./internal/PgUserStore.ts"
 import * as PgWebhookStore from "./internal/PgWebhookStore.ts"
+import * as PgStreamSlots from "./internal/PgStreamSlots.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
 import admissionFunctions from "./migrations/0002_admission_functions.ts"
@@ -69,6 +70,7 @@ import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
+import streamSlots from "./migrations/0035_stream_slots.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -95,6 +97,8 @@ export interface Options {
   readonly maxConnections?: number | undefined
   /** LISTEN for wake-ups from other processes (new work, a saved price list). Default true. */
   readonly listen?: boolean | undefined
+  /** How long an event-stream slot outlives this process's last renewal (it renews every third). Default 30 s. */
+  readonly streamLeaseMs?: number | undefined
 }
 
 export interface EmbeddedOptions {
@@ -137,7 +141,8 @@ const migrationRecord = {
   "28_time_ordered_ids": timeOrderedIds,
   "29_webhook_log": webhookLog,
   "31_ledger_period": ledgerPeriod,
-  "32_task_progress": taskProgress
+  "32_task_progress": taskProgress,
+  "35_stream_slots": streamSlots
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -168,6 +173,8 @@ export const layerClient = (options: {
   readonly channel?: string | undefined
   /** The pool's application name and size, for StoreHealth's `connections`. */
   readonly pool?: PgStoreHealth.Options["pool"]
+  /** Options.streamLeaseMs. */
+  readonly streamLeaseMs?: number | undefined
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -187,7 +194,7 @@ export const layerClient = (options: {
       const wakeups = yield* Wakeups.make({ client, channel: options.channel })
       const accounts = yield* PgAccountStore.make
       const ledger = yield* PgLedgerStore.make
-      const tasks = yield* PgTaskStore.make(wakeups.work, wakeups.statuses)
+      const tasks = yield* PgTaskStore.make(wakeups.work, wakeups.statuses, yield* PgStreamSlots.make(options.streamLeaseMs))
       const media = yield* PgMediaStore.make
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
@@ -244,6 +251,7 @@ export const layer = (
   layerClient({
     schema: options.schema,
     channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
+    streamLeaseMs: options.streamLeaseMs,
     pool: {
       applicationName: applicationName(options.schema),
       maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS
