@@ -4,12 +4,13 @@
  * one task each, while this process plays the worker and moves every task queued → submitting →
  * running → succeeded in batches; latency is from the start of the move's write to the event's
  * arrival here (so it includes the write, the NOTIFY, the server's read and the stream), p50/p99/max.
- * Then the cost of the status NOTIFYs to admission: `TaskStore.admit` rate at `--connections` while
- * a mover moves tasks through their statuses on a store that NOTIFYs (as the branch does) and on
- * one that does not, and on the first with an endpoint of the account subscribed to `task.running`
- * (a delivery written with each move to running), alternated in `--rounds` rounds, and with no
- * mover at all.
- * Usage: node bench/events/sse.ts [--streams 1000] [--batch 10] [--rate 200] [--seconds 4] [--rounds 3]
+ * Then what opening a stream costs in the store (TaskStore.holdStream: take and give back a slot),
+ * and the cost of the status NOTIFYs: `TaskStore.admit` rate at `--connections`, and the mover's
+ * rate, while a mover moves tasks through their statuses on a store that NOTIFYs (as the servers
+ * do), on one that does not, and on the first with an endpoint of the account subscribed to
+ * `task.running` (a delivery written with each move to running); the movers take turns in an order
+ * that rotates every round, each after a window with no mover; per-round medians over `--rounds`.
+ * Usage: node bench/events/sse.ts [--streams 1000] [--batch 10] [--rate 200] [--seconds 4] [--rounds 4] [--slot-samples 1000]
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
@@ -20,7 +21,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { parseArgs } from "node:util"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Option, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { Accounts, Ids, Money, Pricer, TaskStore, WebhookStore } from "@taskmeter/kernel"
 import type { TaskStatus } from "@taskmeter/kernel"
@@ -36,7 +37,8 @@ const { values: args } = parseArgs({
     rate: { type: "string", default: "200" },
     connections: { type: "string", default: "8" },
     seconds: { type: "string", default: "4" },
-    rounds: { type: "string", default: "3" }
+    rounds: { type: "string", default: "4" },
+    "slot-samples": { type: "string", default: "1000" }
   }
 })
 const STREAMS = Number(args.streams)
@@ -45,6 +47,7 @@ const RATE = Number(args.rate)
 const CONNECTIONS = Number(args.connections)
 const SECONDS = Number(args.seconds)
 const ROUNDS = Number(args.rounds)
+const SLOT_SAMPLES = Number(args["slot-samples"])
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const MODEL = "song-lyrics"
 const INPUT = { prompt: "a song about a lighthouse keeper" }
@@ -261,9 +264,41 @@ try {
     `  from the write's return (commit) to event: p50 ${afterCommit.p50.toFixed(1)} ms, p99 ${afterCommit.p99.toFixed(1)} ms, max ${afterCommit.max.toFixed(1)} ms`
   )
 
-  // Phase 2: admission while statuses change, with and without the status NOTIFYs.
+  // Phase 2: the cost of a stream's slot (TaskStore.holdStream: take, then give back), one at a time.
+  const slotTimes = await notifying.runPromise(
+    Effect.gen(function* () {
+      const store = yield* TaskStore.TaskStore
+      const take: Array<number> = []
+      const give: Array<number> = []
+      const read: Array<number> = []
+      for (let i = 0; i < SLOT_SAMPLES; i++) {
+        // One plain round trip beside each, for scale: reading a task by id.
+        const before = performance.now()
+        yield* store.get(caller.accountId, ids[i % ids.length]! as Ids.TaskId)
+        read.push(performance.now() - before)
+        const scope = yield* Scope.make()
+        const started = performance.now()
+        if (!(yield* Scope.provide(store.holdStream(caller.accountId, STREAMS * 2), scope))) throw new Error("no stream slot")
+        const taken = performance.now()
+        yield* Scope.close(scope, Exit.void)
+        take.push(taken - started)
+        give.push(performance.now() - taken)
+      }
+      return { take: summarize(take), give: summarize(give), read: summarize(read) }
+    })
+  )
+  console.log(
+    `stream slot (holdStream, ${SLOT_SAMPLES} one at a time): take p50 ${slotTimes.take.p50.toFixed(2)} ms, p99 ${slotTimes.take.p99.toFixed(2)} ms; ` +
+      `give back p50 ${slotTimes.give.p50.toFixed(2)} ms, p99 ${slotTimes.give.p99.toFixed(2)} ms; ` +
+      `beside them, a task read by id p50 ${slotTimes.read.p50.toFixed(2)} ms, p99 ${slotTimes.read.p99.toFixed(2)} ms`
+  )
+
+  // Phase 3: admission while statuses change, with and without the status NOTIFYs, and with a
+  // task.running subscription. The mover conditions take turns in an order rotated every round,
+  // each after a window with no mover, so none always follows the same one; per-round medians.
   type Condition = "no mover" | "mover, NOTIFY on" | "mover, NOTIFY off" | "mover, running hooked"
-  const conditions: ReadonlyArray<Condition> = ["no mover", "mover, NOTIFY on", "mover, NOTIFY off", "mover, running hooked"]
+  const movers: ReadonlyArray<Condition> = ["mover, NOTIFY on", "mover, NOTIFY off", "mover, running hooked"]
+  const conditions: ReadonlyArray<Condition> = ["no mover", ...movers]
   const stores = {
     on: await notifying.runPromise(TaskStore.TaskStore),
     off: await silent.runPromise(TaskStore.TaskStore)
@@ -284,12 +319,15 @@ try {
     Effect.runPromise(webhooks.updateEndpoint(caller.accountId, hook.id, { enabled, now: new Date() }))
   await hooked(false)
   const rates = new Map<Condition, Array<number>>(conditions.map((c) => [c, []]))
-  const moved = new Map<Condition, number>(conditions.map((c) => [c, 0]))
+  const moveRates = new Map<Condition, Array<number>>(conditions.map((c) => [c, []]))
+  const loads: Array<number> = []
   for (let round = 0; round < ROUNDS; round++) {
-    for (const condition of conditions) {
+    const order = movers.map((_, i) => movers[(i + round) % movers.length]!)
+    for (const condition of order.flatMap((mover) => ["no mover" as const, mover])) {
       await hooked(condition === "mover, running hooked")
       const end = performance.now() + SECONDS * 1000
       let admitted = 0
+      let moved = 0
       const loops = Array.from({ length: CONNECTIONS }, async () => {
         while (performance.now() < end) {
           await admit()
@@ -304,21 +342,32 @@ try {
               while (performance.now() < end) {
                 const batch = await claim(BATCH)
                 for (let s = 1; s <= 3 && batch.length > 0; s++) await step(batch, s)
-                moved.set(condition, (moved.get(condition) ?? 0) + batch.length * 3)
+                moved += batch.length * 3
               }
             })()
       await Promise.all([...loops, move])
       rates.get(condition)!.push(admitted / SECONDS)
+      moveRates.get(condition)!.push(moved / SECONDS)
     }
+    loads.push(loadavg()[0]!)
   }
-  console.log(`admission (TaskStore.admit, ${CONNECTIONS} at a time), ${ROUNDS} rounds of ${SECONDS} s, conditions alternated:`)
+  const median = (values: ReadonlyArray<number>) => {
+    const sorted = [...values].sort((a, b) => a - b)
+    const middle = Math.floor(sorted.length / 2)
+    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  }
+  console.log(
+    `admission (TaskStore.admit, ${CONNECTIONS} at a time), ${ROUNDS} rounds of ${SECONDS} s per condition, movers alternated; ` +
+      `load average after each round: ${loads.map((l) => l.toFixed(2)).join(", ")}; per-round medians:`
+  )
   for (const condition of conditions) {
     const perRound = rates.get(condition)!
-    const mean = perRound.reduce((a, b) => a + b, 0) / perRound.length
-    const moves = (moved.get(condition) ?? 0) / (ROUNDS * SECONDS)
+    const moves = moveRates.get(condition)!
     console.log(
-      `  ${condition.padEnd(21)} ${mean.toFixed(0).padStart(6)} admits/s (rounds: ${perRound.map((r) => r.toFixed(0)).join(", ")})` +
-        (condition === "no mover" ? "" : `; ${moves.toFixed(0)} status moves/s`)
+      `  ${condition.padEnd(21)} ${median(perRound).toFixed(0).padStart(6)} admits/s (windows: ${perRound.map((r) => r.toFixed(0)).join(", ")})` +
+        (condition === "no mover"
+          ? ""
+          : `; ${median(moves).toFixed(0)} status moves/s (rounds: ${moves.map((r) => r.toFixed(0)).join(", ")})`)
     )
   }
 } finally {

@@ -1037,6 +1037,36 @@ CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes
   END
   $$;
 
+CREATE FUNCTION taskmeter_take_stream_slot(p_account_id text, p_limit integer, p_token text, p_lease interval) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+  DECLARE
+    v_slot integer;
+  BEGIN
+    FOR attempt IN 1 .. 2 LOOP
+      UPDATE stream_slots s SET token = p_token, expires_at = clock_timestamp() + p_lease
+        WHERE s.account_id = p_account_id AND s.slot = (
+          SELECT f.slot FROM stream_slots f
+            WHERE f.account_id = p_account_id AND f.slot < p_limit
+              AND (f.expires_at IS NULL OR f.expires_at <= clock_timestamp())
+            ORDER BY f.slot
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED
+        )
+        RETURNING s.slot INTO v_slot;
+      -- The slots are made all at once, so the last one standing says they all do.
+      EXIT WHEN v_slot IS NOT NULL OR attempt = 2 OR p_limit <= 0 OR EXISTS (
+        SELECT 1 FROM stream_slots e WHERE e.account_id = p_account_id AND e.slot = p_limit - 1
+      );
+      -- A taker making them at the same time waits for the other's, then searches them again.
+      INSERT INTO stream_slots (account_id, slot)
+        SELECT p_account_id, n FROM generate_series(0, p_limit - 1) n
+        ON CONFLICT DO NOTHING;
+    END LOOP;
+    RETURN v_slot;
+  END
+  $$;
+
 CREATE FUNCTION taskmeter_uuidv7() RETURNS uuid
     LANGUAGE sql PARALLEL SAFE
     AS $$
@@ -1321,6 +1351,15 @@ CREATE TABLE sign_in_failures (
     CONSTRAINT sign_in_failures_key_check CHECK (((length(key) >= 1) AND (length(key) <= 600)))
 );
 
+CREATE TABLE stream_slots (
+    account_id text NOT NULL,
+    slot integer NOT NULL,
+    token text,
+    expires_at timestamp with time zone,
+    CONSTRAINT stream_slots_check CHECK (((token IS NULL) = (expires_at IS NULL))),
+    CONSTRAINT stream_slots_slot_check CHECK ((slot >= 0))
+);
+
 CREATE TABLE sweep_marks (
     name text NOT NULL,
     created_at timestamp with time zone,
@@ -1534,6 +1573,9 @@ ALTER TABLE ONLY sessions
 
 ALTER TABLE ONLY sign_in_failures
     ADD CONSTRAINT sign_in_failures_pkey PRIMARY KEY (key);
+
+ALTER TABLE ONLY stream_slots
+    ADD CONSTRAINT stream_slots_pkey PRIMARY KEY (account_id, slot);
 
 ALTER TABLE ONLY sweep_marks
     ADD CONSTRAINT sweep_marks_pkey PRIMARY KEY (name);
@@ -1763,6 +1805,9 @@ ALTER TABLE ONLY sessions
 
 ALTER TABLE ONLY sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+
+ALTER TABLE ONLY stream_slots
+    ADD CONSTRAINT stream_slots_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);
 
 ALTER TABLE ONLY tasks
     ADD CONSTRAINT tasks_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts(id);

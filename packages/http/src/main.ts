@@ -78,8 +78,13 @@ export interface Settings {
   readonly maxUnfinishedTasks: number
   /** MAX_WAITS_PER_PROCESS: Prefer: wait (and MCP wait_for_task) calls held at once by this process. */
   readonly maxWaitsPerProcess: number
-  /** SSE_MAX_STREAMS_PER_ACCOUNT: event streams of one account open at once on this process. */
+  /**
+   * SSE_MAX_STREAMS_PER_ACCOUNT: event streams of one account open at once, counted across every
+   * process sharing the database (TaskStore.holdStream).
+   */
   readonly sseMaxStreamsPerAccount: number
+  /** SSE_STREAM_LEASE_SECONDS: how long a crashed process's event streams still count against their accounts. */
+  readonly sseStreamLeaseSeconds: number
   /** SSE_HEARTBEAT_SECONDS: a comment line this often on a quiet event stream. */
   readonly sseHeartbeatSeconds: number
   readonly keyRateLimitPerMinute: number
@@ -151,6 +156,7 @@ export const defaults: Settings = {
   maxUnfinishedTasks: 10,
   maxWaitsPerProcess: 1000,
   sseMaxStreamsPerAccount: 100,
+  sseStreamLeaseSeconds: 30,
   sseHeartbeatSeconds: 15,
   keyRateLimitPerMinute: Accounts.defaultOptions.defaultRateLimitPerMinute,
   keyCacheTtlMs: Accounts.defaultOptions.keyCacheTtlMs,
@@ -265,6 +271,7 @@ export const config: Config.Config<Settings> = Config.all({
   maxUnfinishedTasks: positive("MAX_UNFINISHED_TASKS", defaults.maxUnfinishedTasks),
   maxWaitsPerProcess: positive("MAX_WAITS_PER_PROCESS", defaults.maxWaitsPerProcess),
   sseMaxStreamsPerAccount: positive("SSE_MAX_STREAMS_PER_ACCOUNT", defaults.sseMaxStreamsPerAccount),
+  sseStreamLeaseSeconds: positive("SSE_STREAM_LEASE_SECONDS", defaults.sseStreamLeaseSeconds),
   sseHeartbeatSeconds: positive("SSE_HEARTBEAT_SECONDS", defaults.sseHeartbeatSeconds),
   keyRateLimitPerMinute: positive("KEY_RATE_LIMIT_PER_MINUTE", defaults.keyRateLimitPerMinute),
   keyCacheTtlMs: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 })), "KEY_CACHE_TTL_MS").pipe(
@@ -345,12 +352,18 @@ export const blobStorage = (
  */
 export const storage = (
   dataDir: string,
-  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds">
+  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds"> &
+    Partial<Pick<Settings, "sseStreamLeaseSeconds">>
 ) =>
   Layer.merge(
     Option.match(settings.databaseUrl, {
       onNone: () => PgStore.layerEmbedded({ dataDir, schema: Option.getOrUndefined(settings.databaseSchema) }),
-      onSome: (url) => PgStore.layer({ url, schema: Option.getOrUndefined(settings.databaseSchema) })
+      onSome: (url) =>
+        PgStore.layer({
+          url,
+          schema: Option.getOrUndefined(settings.databaseSchema),
+          streamLeaseMs: (settings.sseStreamLeaseSeconds ?? defaults.sseStreamLeaseSeconds) * 1000
+        })
     }),
     blobStorage(dataDir, settings)
   )
@@ -361,7 +374,8 @@ export const storage = (
  */
 export const serverStorage = (
   dataDir: string,
-  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds">
+  settings: Pick<Settings, "databaseUrl" | "databaseSchema" | "s3" | "resultLinkTtlSeconds"> &
+    Partial<Pick<Settings, "sseStreamLeaseSeconds">>
 ) => OAuthStorePg.layer.pipe(Layer.provideMerge(storage(dataDir, settings)))
 
 /**

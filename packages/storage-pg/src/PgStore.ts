@@ -39,6 +39,7 @@ import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as PgUserStore from "./internal/PgUserStore.ts"
 import * as PgWebhookStore from "./internal/PgWebhookStore.ts"
+import * as PgStreamSlots from "./internal/PgStreamSlots.ts"
 import * as Wakeups from "./internal/Wakeups.ts"
 import ledgerSchema from "./migrations/0001_ledger_schema.ts"
 import admissionFunctions from "./migrations/0002_admission_functions.ts"
@@ -71,6 +72,7 @@ import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
 import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
 import spendDaysPasskeyNames from "./migrations/0036_spend_days_passkey_names.ts"
+import streamSlots from "./migrations/0037_stream_slots.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -97,6 +99,8 @@ export interface Options {
   readonly maxConnections?: number | undefined
   /** LISTEN for wake-ups from other processes (new work, a saved price list). Default true. */
   readonly listen?: boolean | undefined
+  /** How long an event-stream slot outlives this process's last renewal (it renews every third). Default 30 s. */
+  readonly streamLeaseMs?: number | undefined
 }
 
 export interface EmbeddedOptions {
@@ -141,7 +145,8 @@ const migrationRecord = {
   "31_ledger_period": ledgerPeriod,
   "32_task_progress": taskProgress,
   "34_payment_webhooks": paymentWebhooks,
-  "36_spend_days_passkey_names": spendDaysPasskeyNames
+  "36_spend_days_passkey_names": spendDaysPasskeyNames,
+  "37_stream_slots": streamSlots
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
@@ -172,6 +177,8 @@ export const layerClient = (options: {
   readonly channel?: string | undefined
   /** The pool's application name and size, for StoreHealth's `connections`. */
   readonly pool?: PgStoreHealth.Options["pool"]
+  /** Options.streamLeaseMs. */
+  readonly streamLeaseMs?: number | undefined
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -191,7 +198,7 @@ export const layerClient = (options: {
       const wakeups = yield* Wakeups.make({ client, channel: options.channel })
       const accounts = yield* PgAccountStore.make
       const ledger = yield* PgLedgerStore.make
-      const tasks = yield* PgTaskStore.make(wakeups.work, wakeups.statuses)
+      const tasks = yield* PgTaskStore.make(wakeups.work, wakeups.statuses, yield* PgStreamSlots.make(options.streamLeaseMs))
       const media = yield* PgMediaStore.make
       const chats = yield* PgChatStore.make
       const prices = yield* PgPriceStore.make(wakeups.prices)
@@ -248,6 +255,7 @@ export const layer = (
   layerClient({
     schema: options.schema,
     channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
+    streamLeaseMs: options.streamLeaseMs,
     pool: {
       applicationName: applicationName(options.schema),
       maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS

@@ -236,8 +236,8 @@ export const JobsApi = HttpApiGroup.make("jobs")
             "`event: task` with the whole task (as GET /api/v1/jobs/{id}) when it is terminal, and the stream ends; a " +
             "terminal task gives the final event at once. Each event's `id` is the status's sequence (queued 1, submitting 2, " +
             "running 3, reconciliation_required 4, succeeded and failed 5): reconnect with `Last-Event-ID` for only the later " +
-            "ones. A comment line (`: heartbeat`) comes every 15 seconds. An account may have 100 streams open at once (per " +
-            "server process, SSE_MAX_STREAMS_PER_ACCOUNT); past that CONCURRENCY_LIMITED. A task of another account is JOB_NOT_FOUND."
+            "ones. A comment line (`: heartbeat`) comes every 15 seconds. An account may have 100 streams open at once (on all " +
+            "the service's processes together, SSE_MAX_STREAMS_PER_ACCOUNT); past that CONCURRENCY_LIMITED. A task of another account is JOB_NOT_FOUND."
         })
       )
       .annotateMerge(requireScope("jobs:read", withLastEventId))

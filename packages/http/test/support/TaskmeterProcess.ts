@@ -37,7 +37,8 @@ export const launch = (command: "start" | "worker", ready: RegExp, env: Record<s
     }),
     ({ child }) =>
       Effect.callback<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
+        // A child killed by a signal has no exit code, but its signal.
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
         child.once("exit", () => resume(Effect.void))
         child.kill("SIGTERM")
       })

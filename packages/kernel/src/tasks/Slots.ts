@@ -1,7 +1,7 @@
 /**
  * Bounded slots within one process: `hold(key)` takes one of the key's `perKey` slots (and one of
  * the `total`, when given) for the scope's lifetime, answering false without waiting when none is
- * free. TaskRunner bounds Prefer: wait and event streams with it.
+ * free. TaskRunner bounds Prefer: wait with it.
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"

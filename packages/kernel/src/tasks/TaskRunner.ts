@@ -145,15 +145,16 @@ export class TaskRunner extends Context.Service<
     readonly awaitTask: (task: TaskRecord, maxWaitMs: number) => Effect.Effect<Awaited, StoreUnavailable>
     /**
      * `task` (the caller's) at each status numbered above `after` (TaskEvents), with its progress
-     * changes while running, ending with its terminal status. The scope holds one of the account's `maxStreamsPerAccount` stream slots in
-     * this process; past them CONCURRENCY_LIMITED.
+     * changes while running, ending with its terminal status. The scope holds one of the account's
+     * `maxStreamsPerAccount` stream slots in the store (TaskStore.holdStream: across the processes
+     * sharing it); past them CONCURRENCY_LIMITED.
      */
     readonly follow: (
       task: TaskRecord,
       after: number
     ) => Effect.Effect<
       Stream.Stream<TaskEvents.Change | TaskEvents.Progress, StoreUnavailable>,
-      Errors.ConcurrencyLimited,
+      Errors.ConcurrencyLimited | StoreUnavailable,
       Scope.Scope
     >
   }
@@ -179,7 +180,7 @@ export interface Options {
   readonly maxWaitsPerAccount?: number | undefined
   /** `awaitTask` calls under way at once in this process, all accounts together (default 1000). */
   readonly maxWaits?: number | undefined
-  /** `follow` streams of one account open at once in this process (default 100). */
+  /** `follow` streams of one account open at once, in every process sharing the store (default 100). */
   readonly maxStreamsPerAccount?: number | undefined
 }
 
@@ -572,7 +573,6 @@ export const make = (
     const waits = Slots.make(options.maxWaitsPerAccount ?? DEFAULT_WAITS_PER_ACCOUNT, options.maxWaits ?? DEFAULT_WAITS)
     const holdWait = waits.hold
     const maxStreams = options.maxStreamsPerAccount ?? DEFAULT_STREAMS_PER_ACCOUNT
-    const streams = Slots.make(maxStreams)
     const readEnded = TaskEvents.sharedReads((task) => tasks.get(task.accountId, task.id))
 
     const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
@@ -599,7 +599,7 @@ export const make = (
       submit: observed as TaskRunner["Service"]["submit"],
       awaitTask,
       follow: (task, after) =>
-        Effect.flatMap(streams.hold(task.accountId), (held) =>
+        Effect.flatMap(tasks.holdStream(task.accountId, maxStreams), (held) =>
           held
             ? Effect.succeed(TaskEvents.changes(tasks, task, after, readEnded))
             : Effect.fail(

@@ -399,6 +399,13 @@ export class TaskStore extends Context.Service<
      */
     readonly watchStatus: (taskId: TaskId) => Effect.Effect<Effect.Effect<TaskStatus | undefined>, never, Scope.Scope>
     /**
+     * Holds one of the account's `limit` event-stream slots for the scope's lifetime, or answers
+     * false at once when all are held. A shared store counts the streams of every process sharing
+     * it: the process renews its slots while they are held, and the slots of a process that stops
+     * renewing (it crashed) lapse after the store's lease. One round trip to take, one to give back.
+     */
+    readonly holdStream: (accountId: AccountId, limit: number) => Effect.Effect<boolean, StoreUnavailable, Scope.Scope>
+    /**
      * Completes when a task may have become claimable (a wake-up from another process, or an
      * admission in this one), or after `maxWaitMs`, whichever comes first.
      */

@@ -8,6 +8,7 @@ import type { StoredAsset, TaskRecord, TransitionRequest, TransitionResult } fro
 import { cancelCases } from "./CancelCases.ts"
 import type { Case } from "./Case.ts"
 import { slotCases } from "./SlotCases.ts"
+import { streamSlotCases } from "./StreamSlotCases.ts"
 import { listCases } from "./ListCases.ts"
 import {
   admission,
@@ -125,6 +126,7 @@ export const taskCases = (test: Case) => {
   })
 
   slotCases(test)
+  streamSlotCases(test)
   cancelCases(test)
   listCases(test)
   describe("TaskStore reads", () => {

@@ -190,6 +190,7 @@ describe("TaskRunner.follow", () => {
         Effect.gen(function* () {
           yield* runner.follow(task, 0)
           const refused = yield* Effect.flip(runner.follow(task, 0))
+          if (refused._tag !== "ConcurrencyLimited") return expect.fail(`refused with ${refused._tag}`)
           expect([refused.code, refused.status]).toEqual(["CONCURRENCY_LIMITED", 429])
           expect(refused.message).toContain("1 event streams")
           yield* runner.follow(theirs, 0)

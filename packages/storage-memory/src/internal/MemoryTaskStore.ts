@@ -340,6 +340,22 @@ export const make = (state: State, accounts: AccountStore.AccountStore["Service"
         return row.record
       }),
     watchStatus: (taskId) => state.statuses.watch(taskId),
+    holdStream: (accountId, limit) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const open = state.streams.get(accountId) ?? 0
+          if (open >= limit) return false
+          state.streams.set(accountId, open + 1)
+          return true
+        }),
+        (held) =>
+          Effect.sync(() => {
+            if (!held) return
+            const left = (state.streams.get(accountId) ?? 1) - 1
+            if (left === 0) state.streams.delete(accountId)
+            else state.streams.set(accountId, left)
+          })
+      ),
     awaitWork: (maxWaitMs) => Effect.suspend(() => Effect.race(Deferred.await(state.wake), Effect.sleep(maxWaitMs)))
   })
 }

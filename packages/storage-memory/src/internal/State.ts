@@ -176,6 +176,8 @@ export interface State {
   wake: Deferred.Deferred<void>
   /** Waiters for tasks changing status (TaskStore.watchStatus). */
   readonly statuses: StatusWatchers.StatusWatchers
+  /** account id -> its event streams open (TaskStore.holdStream) */
+  readonly streams: Map<string, number>
   readonly webhookEndpoints: Map<string, WebhookStore.Endpoint>
   /** account id -> its signing secret for per-submission webhook URLs */
   readonly webhookSecrets: Map<string, string>
@@ -219,6 +221,7 @@ export const make = (): State => ({
   passkeyChallenges: new Map(),
   wake: Deferred.makeUnsafe<void>(),
   statuses: StatusWatchers.make(),
+  streams: new Map(),
   webhookEndpoints: new Map(),
   webhookSecrets: new Map(),
   taskWebhooks: new Map(),

@@ -227,7 +227,7 @@ export const heldPage = (sql: SqlClient.SqlClient, afterId: string | undefined, 
         ORDER BY t.id COLLATE "C" LIMIT ${limit}`
 }
 
-export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
+export const make = (wakeups: WorkWakeups, statuses: StatusWakeups, holdStream: TaskStore.TaskStore["Service"]["holdStream"]) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const taskColumns = sql.literal(taskColumnList("t"))
@@ -687,6 +687,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups) =>
           : Effect.succeed(undefined),
 
       watchStatus: statuses.watch,
+      holdStream,
 
       awaitWork: (maxWaitMs) => wakeups.await(maxWaitMs)
     })
