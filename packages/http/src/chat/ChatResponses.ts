@@ -114,7 +114,8 @@ export const streamEvents = (
 }
 
 const encoder = new TextEncoder()
-const DONE = encoder.encode("data: [DONE]\n\n")
+const DONE_TEXT = "data: [DONE]\n\n"
+const DONE = encoder.encode(DONE_TEXT)
 
 /** The server-sent events of a stream, `[DONE]` after one that finished. */
 export const eventStream = (
@@ -125,16 +126,26 @@ export const eventStream = (
   Stream.suspend(() => {
     const created = seconds(request.createdAt)
     const held: { finish: Delta | undefined } = { finish: undefined }
-    let failed = false
+    /** Finished (then `[DONE]` went with it) or Failed (no `[DONE]`) was seen. */
+    let ended = false
+    // The wire events of a chunk of kernel events go out as one write (none when they give none);
+    // map and flattenIterable would run an inner stream per event, and each write is a system call.
     return events.pipe(
-      Stream.map((event) => {
-        if (event._tag === "Failed") failed = true
-        return streamEvents(request, created, options.includeUsage, held, event).map((wire) =>
-          encoder.encode(`data: ${JSON.stringify(wire)}\n\n`)
-        )
-      }),
-      Stream.flattenIterable,
-      Stream.concat(Stream.suspend(() => (failed ? Stream.empty : Stream.succeed(DONE))))
+      Stream.mapAccumArray(
+        () => undefined,
+        (state, chunk): readonly [undefined, ReadonlyArray<Uint8Array>] => {
+          let text = ""
+          for (const event of chunk) {
+            for (const wire of streamEvents(request, created, options.includeUsage, held, event)) {
+              text += `data: ${JSON.stringify(wire)}\n\n`
+            }
+            if (event._tag !== "Delta") ended = true
+            if (event._tag === "Finished") text += DONE_TEXT
+          }
+          return [state, text.length === 0 ? [] : [encoder.encode(text)]]
+        }
+      ),
+      Stream.concat(Stream.suspend(() => (ended ? Stream.empty : Stream.succeed(DONE))))
     )
   })
 

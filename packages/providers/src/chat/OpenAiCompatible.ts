@@ -5,7 +5,7 @@
  * `max_completion_tokens` (`capParameter`), streams ask for usage. Timeouts (`requestTimeoutMs`,
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
-import { Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
@@ -113,6 +113,46 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
   if (usage !== undefined) parts.push({ _tag: "Usage", usage })
   return parts
 }
+
+/**
+ * The parts of a stream's events, a whole chunk of events at a time (as they came off the socket):
+ * per event work (mapEffect, flattenIterable) would split the stream into one chunk per event, for
+ * every stage after it. The parts before an error event are delivered, then the stream fails.
+ */
+const partsIn =
+  (seen: (parts: ReadonlyArray<ChatProvider.ChatStreamPart>) => void) =>
+  <E, R>(
+    events: Stream.Stream<string, E, R>
+  ): Stream.Stream<ChatProvider.ChatStreamPart, E | ChatProvider.ChatProviderError, R> =>
+    Stream.transformPull(events, (pull) =>
+      Effect.sync(() => {
+        let failure: ChatProvider.ChatProviderError | undefined
+        const next: Effect.Effect<
+          Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
+          E | ChatProvider.ChatProviderError | Cause.Done<void>
+        > = Effect.suspend(() =>
+          failure !== undefined
+            ? Effect.fail(failure)
+            : Effect.flatMap(pull, (datas) => {
+                const parts: Array<ChatProvider.ChatStreamPart> = []
+                for (const data of datas) {
+                  const parsed = partsOf(data)
+                  if (parsed instanceof ChatProvider.ChatProviderError) {
+                    failure = parsed
+                    break
+                  }
+                  seen(parsed)
+                  parts.push(...parsed)
+                }
+                return Arr.isArrayNonEmpty(parts) ? Effect.succeed(parts) : next
+              })
+        )
+        return next
+      })
+    )
+
+/** Why a stream's upstream request is aborted when the stream ends (made once: see `stream`). */
+const STREAM_ENDED = new DOMException("The chat stream ended.", "AbortError")
 
 export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
 
@@ -222,7 +262,9 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const stream = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {
       const controller = new AbortController()
-      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+      // Ends the upstream request however the stream ends; by then a finished reply is read whole, and a
+      // reason made once spares fetch a DOMException (and its stack) per request.
+      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort(STREAM_ENDED)))
       const response = yield* post(body(call, true), controller.signal, firstByteTimeoutMs)
       const bytes = response.body
       if (bytes === null) return yield* fail("Unavailable", "the upstream's stream has no body")
@@ -231,6 +273,8 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
       const parts = Sse.dataOf(
         Stream.fromReadableStream({
           evaluate: () => bytes,
+          // The abort above ends the body; a cancel would make fetch build another DOMException.
+          releaseLockOnEnd: true,
           onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
         }).pipe(
           Stream.timeoutOrElse({
@@ -243,13 +287,9 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
           done = data.trim() === "[DONE]"
           return !done
         }),
-        Stream.mapEffect((data) => {
-          const parsed = partsOf(data)
-          if (parsed instanceof ChatProvider.ChatProviderError) return Effect.fail(parsed)
-          if (parsed.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
-          return Effect.succeed(parsed)
+        partsIn((parts) => {
+          if (parts.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
         }),
-        Stream.flattenIterable,
         Stream.concat(
           Stream.suspend(() =>
             done || finished
