@@ -117,9 +117,7 @@ export const observeSince = (
   labels: Metric.Metric.Attributes,
   startedMs: number
 ): Effect.Effect<void> =>
-  Effect.clockWith((clock) =>
-    Metric.update(seriesOf(metric, labels), secondsSince(startedMs, clock.currentTimeMillisUnsafe()))
-  )
+  Effect.clockWith((clock) => Metric.update(seriesOf(metric, labels), secondsSince(startedMs, clock.currentTimeMillisUnsafe())))
 
 /** Runs `effect`, recording its duration in `metric` with these labels whatever its outcome. */
 export const timed =

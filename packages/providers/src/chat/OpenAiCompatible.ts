@@ -6,7 +6,7 @@
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
-import { ChatProvider } from "@taskmeter/kernel"
+import { ChatProvider, PullDeadline } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
 import * as CappedBody from "../utils/CappedBody.ts"
@@ -271,16 +271,15 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
       let finished = false
       let done = false
       const parts = Sse.dataOf(
-        Stream.fromReadableStream({
-          evaluate: () => bytes,
-          // The abort above ends the body; a cancel would make fetch build another DOMException.
-          releaseLockOnEnd: true,
-          onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-        }).pipe(
-          Stream.timeoutOrElse({
-            duration: idleTimeoutMs,
-            orElse: () => Stream.fail(fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`))
-          })
+        PullDeadline.eachPullWithin(
+          Stream.fromReadableStream({
+            evaluate: () => bytes,
+            // The abort above ends the body; a cancel would make fetch build another DOMException.
+            releaseLockOnEnd: true,
+            onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
+          }),
+          Effect.succeed(idleTimeoutMs),
+          () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`)
         )
       ).pipe(
         Stream.takeWhile((data) => {
