@@ -117,7 +117,9 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
 /**
  * The parts of a stream's events, a whole chunk of events at a time (as they came off the socket):
  * per event work (mapEffect, flattenIterable) would split the stream into one chunk per event, for
- * every stage after it. The parts before an error event are delivered, then the stream fails.
+ * every stage after it, and the server would write each event apart. Only the chunk holding the
+ * reply's first output ends with it (ChatProvider.carriesOutput), so that the first token goes out
+ * before the rest is worked on. The parts before an error event are delivered, then the stream fails.
  */
 const partsIn =
   (seen: (parts: ReadonlyArray<ChatProvider.ChatStreamPart>) => void) =>
@@ -127,26 +129,36 @@ const partsIn =
     Stream.transformPull(events, (pull) =>
       Effect.sync(() => {
         let failure: ChatProvider.ChatProviderError | undefined
+        let pending: ReadonlyArray<string> = []
+        let at = 0
+        let outputSeen = false
         const next: Effect.Effect<
           Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
           E | ChatProvider.ChatProviderError | Cause.Done<void>
-        > = Effect.suspend(() =>
-          failure !== undefined
-            ? Effect.fail(failure)
-            : Effect.flatMap(pull, (datas) => {
-                const parts: Array<ChatProvider.ChatStreamPart> = []
-                for (const data of datas) {
-                  const parsed = partsOf(data)
-                  if (parsed instanceof ChatProvider.ChatProviderError) {
-                    failure = parsed
-                    break
-                  }
-                  seen(parsed)
-                  parts.push(...parsed)
-                }
-                return Arr.isArrayNonEmpty(parts) ? Effect.succeed(parts) : next
-              })
-        )
+        > = Effect.suspend(() => {
+          const parts: Array<ChatProvider.ChatStreamPart> = []
+          while (at < pending.length) {
+            const parsed = partsOf(pending[at++]!)
+            if (parsed instanceof ChatProvider.ChatProviderError) {
+              failure = parsed
+              at = pending.length
+              break
+            }
+            seen(parsed)
+            parts.push(...parsed)
+            if (!outputSeen && parsed.some((part) => part._tag === "Delta" && ChatProvider.carriesOutput(part.delta))) {
+              outputSeen = true
+              break
+            }
+          }
+          if (Arr.isArrayNonEmpty(parts)) return Effect.succeed(parts)
+          if (failure !== undefined) return Effect.fail(failure)
+          return Effect.flatMap(pull, (datas) => {
+            pending = datas
+            at = 0
+            return next
+          })
+        })
         return next
       })
     )
