@@ -87,6 +87,7 @@ export * as ChatPriceStore from "./chat/ChatPriceStore.ts"
 export * as ChatProvider from "./chat/ChatProvider.ts"
 export * as ChatStore from "./chat/ChatStore.ts"
 export * as ChatTokens from "./chat/ChatTokens.ts"
+export * as PullDeadline from "./chat/PullDeadline.ts"
 export * as TokenUsage from "./chat/TokenUsage.ts"
 
 // media: uploads, result files and signed links to them

@@ -5,8 +5,8 @@
  * `include_usage` a last one with empty choices, usage and svc; then `[DONE]`; or one
  * ChatStreamError event when the stream could not finish), the model list and the request views.
  */
-import { Stream } from "effect"
-import { type ChatCompletions, type ChatStore, Money, type TokenUsage } from "@taskmeter/kernel"
+import { Effect, Stream } from "effect"
+import { type ChatCompletions, ChatProvider, type ChatStore, Money, type TokenUsage } from "@taskmeter/kernel"
 import type * as ChatWire from "../api/ChatWire.ts"
 
 const seconds = (date: Date): number => Math.floor(date.getTime() / 1000)
@@ -114,7 +114,8 @@ export const streamEvents = (
 }
 
 const encoder = new TextEncoder()
-const DONE = encoder.encode("data: [DONE]\n\n")
+const DONE_TEXT = "data: [DONE]\n\n"
+const DONE = encoder.encode(DONE_TEXT)
 
 /** The server-sent events of a stream, `[DONE]` after one that finished. */
 export const eventStream = (
@@ -125,17 +126,39 @@ export const eventStream = (
   Stream.suspend(() => {
     const created = seconds(request.createdAt)
     const held: { finish: Delta | undefined } = { finish: undefined }
-    let failed = false
-    return events.pipe(
-      Stream.map((event) => {
-        if (event._tag === "Failed") failed = true
-        return streamEvents(request, created, options.includeUsage, held, event).map((wire) =>
-          encoder.encode(`data: ${JSON.stringify(wire)}\n\n`)
-        )
-      }),
-      Stream.flattenIterable,
-      Stream.concat(Stream.suspend(() => (failed ? Stream.empty : Stream.succeed(DONE))))
+    /** Finished (then `[DONE]` went with it) or Failed (no `[DONE]`) was seen. */
+    let ended = false
+    /** The reply's first output was written: the next pull first lets Node send it (it corks writes until the tick ends). */
+    let outputSent = false
+    let flushFirst = false
+    // The wire events of a chunk of kernel events go out as one write (none when they give none);
+    // map and flattenIterable would run an inner stream per event, and each write is a system call.
+    const written = events.pipe(
+      Stream.mapAccumArray(
+        () => undefined,
+        (state, chunk): readonly [undefined, ReadonlyArray<Uint8Array>] => {
+          let text = ""
+          for (const event of chunk) {
+            for (const wire of streamEvents(request, created, options.includeUsage, held, event)) {
+              text += `data: ${JSON.stringify(wire)}\n\n`
+            }
+            if (event._tag !== "Delta") ended = true
+            else if (!outputSent && ChatProvider.carriesOutput(event.delta)) outputSent = flushFirst = true
+            if (event._tag === "Finished") text += DONE_TEXT
+          }
+          return [state, text.length === 0 ? [] : [encoder.encode(text)]]
+        }
+      )
     )
+    return Stream.transformPull(written, (pull) =>
+      Effect.succeed(
+        Effect.suspend(() => {
+          if (!flushFirst) return pull
+          flushFirst = false
+          return Effect.andThen(Effect.yieldNow, pull)
+        })
+      )
+    ).pipe(Stream.concat(Stream.suspend(() => (ended ? Stream.empty : Stream.succeed(DONE)))))
   })
 
 /** A callable model as GET /api/v1/chat/models lists it. */

@@ -14,6 +14,7 @@ import { ChatProviderError, ChatProviders } from "./ChatProvider.ts"
 import type { ChatCall, ChatProviderV1, ChatStreamPart, Json, JsonObject, ServedBy } from "./ChatProvider.ts"
 import type { ChatOutcome, ChatRequestRecord } from "./ChatStore.ts"
 import * as ChatTokens from "./ChatTokens.ts"
+import * as PullDeadline from "./PullDeadline.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import * as Errors from "../domain/Errors.ts"
 import type { Micros } from "../domain/Money.ts"
@@ -381,13 +382,12 @@ export const make = Effect.gen(function* () {
         // The request stays open until the sweep releases it, charging nothing.
         const storeDown = (error: StoreUnavailable): ChatEvent => ({ _tag: "Failed", error, usage: null, chargedMicros: ZERO })
 
-        const timeLeft = MAX_REQUEST_MS - ((yield* Clock.currentTimeMillis) - record.createdAt.getTime())
-        const events: Stream.Stream<ChatEvent> = opened.value.pipe(
-          Stream.interruptWhen(
-            Effect.flatMap(Effect.sleep(Math.max(0, timeLeft)), () =>
-              Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The response took too long." }))
-            )
-          ),
+        const deadlineMs = record.createdAt.getTime() + MAX_REQUEST_MS
+        const events: Stream.Stream<ChatEvent> = PullDeadline.eachPullWithin(
+          opened.value,
+          Effect.map(Clock.currentTimeMillis, (nowMs) => deadlineMs - nowMs),
+          () => new ChatProviderError({ reason: "Timeout", message: "The response took too long." })
+        ).pipe(
           Stream.filterMap((part): Result.Result<Extract<ChatStreamPart, { readonly _tag: "Delta" }>, ChatStreamPart> => {
             if (part._tag === "Usage") {
               tally.usage = part.usage

@@ -76,6 +76,19 @@ export type ChatStreamPart =
   /** The named upstream that answers, sent before its first part by an adapter that routes over some. */
   | { readonly _tag: "Served"; readonly servedBy: ServedBy }
 
+/**
+ * Whether a stream's delta carries output (text, a tool call...), not only the role: a stream sends
+ * the first such delta out before doing anything else, so that the first token is never held behind
+ * the rest of what arrived with it.
+ */
+export const carriesOutput = (delta: JsonObject): boolean => {
+  for (const key in delta) {
+    const value = delta[key]
+    if (key !== "role" && value !== null && value !== "") return true
+  }
+  return false
+}
+
 export interface ChatProviderV1 {
   readonly specificationVersion: "v1"
   /** The name the chat price list's `provider` refers to, e.g. "local" or "upstream". */

@@ -89,9 +89,27 @@ export const dbPoolConnections = Metric.gauge("taskmeter_db_pool_connections", {
 
 const secondsSince = (startedMs: number, nowMs: number): number => Math.max(0, nowMs - startedMs) / 1000
 
+/**
+ * Each labelled series, made once: a series keeps its registry key, which a fresh
+ * `withAttributes` recomputes (sorting and serializing its labels) on every update.
+ */
+const seriesCache = new Map<string, Metric.Metric<number, unknown>>()
+
+const seriesOf = <M extends Metric.Metric<number, unknown>>(metric: M, labels: Metric.Metric.Attributes): M => {
+  let key = metric.id
+  if (Array.isArray(labels)) for (const [name, value] of labels) key += `\u0000${name}=${value}`
+  else for (const name in labels) key += `\u0000${name}=${(labels as Record<string, string>)[name]}`
+  let series = seriesCache.get(key)
+  if (series === undefined) {
+    series = Metric.withAttributes(metric, labels)
+    seriesCache.set(key, series)
+  }
+  return series as M
+}
+
 /** Adds `amount` to a counter's series with these labels. */
 export const count = (metric: Metric.Counter<number>, labels: Metric.Metric.Attributes, amount = 1): Effect.Effect<void> =>
-  amount === 0 ? Effect.void : Metric.update(Metric.withAttributes(metric, labels), amount)
+  amount === 0 ? Effect.void : Metric.update(seriesOf(metric, labels), amount)
 
 /** Records the seconds since `startedMs` in a histogram's series with these labels. */
 export const observeSince = (
@@ -99,9 +117,7 @@ export const observeSince = (
   labels: Metric.Metric.Attributes,
   startedMs: number
 ): Effect.Effect<void> =>
-  Effect.clockWith((clock) =>
-    Metric.update(Metric.withAttributes(metric, labels), secondsSince(startedMs, clock.currentTimeMillisUnsafe()))
-  )
+  Effect.clockWith((clock) => Metric.update(seriesOf(metric, labels), secondsSince(startedMs, clock.currentTimeMillisUnsafe())))
 
 /** Runs `effect`, recording its duration in `metric` with these labels whatever its outcome. */
 export const timed =

@@ -5,8 +5,8 @@
  * `max_completion_tokens` (`capParameter`), streams ask for usage. Timeouts (`requestTimeoutMs`,
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
-import { Clock, Effect, Redacted, type Scope, Stream } from "effect"
-import { ChatProvider } from "@taskmeter/kernel"
+import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { ChatProvider, PullDeadline } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import { Agent } from "undici"
 import * as CappedBody from "../utils/CappedBody.ts"
@@ -113,6 +113,58 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
   if (usage !== undefined) parts.push({ _tag: "Usage", usage })
   return parts
 }
+
+/**
+ * The parts of a stream's events, a whole chunk of events at a time (as they came off the socket):
+ * per event work (mapEffect, flattenIterable) would split the stream into one chunk per event, for
+ * every stage after it, and the server would write each event apart. Only the chunk holding the
+ * reply's first output ends with it (ChatProvider.carriesOutput), so that the first token goes out
+ * before the rest is worked on. The parts before an error event are delivered, then the stream fails.
+ */
+const partsIn =
+  (seen: (parts: ReadonlyArray<ChatProvider.ChatStreamPart>) => void) =>
+  <E, R>(
+    events: Stream.Stream<string, E, R>
+  ): Stream.Stream<ChatProvider.ChatStreamPart, E | ChatProvider.ChatProviderError, R> =>
+    Stream.transformPull(events, (pull) =>
+      Effect.sync(() => {
+        let failure: ChatProvider.ChatProviderError | undefined
+        let pending: ReadonlyArray<string> = []
+        let at = 0
+        let outputSeen = false
+        const next: Effect.Effect<
+          Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
+          E | ChatProvider.ChatProviderError | Cause.Done<void>
+        > = Effect.suspend(() => {
+          const parts: Array<ChatProvider.ChatStreamPart> = []
+          while (at < pending.length) {
+            const parsed = partsOf(pending[at++]!)
+            if (parsed instanceof ChatProvider.ChatProviderError) {
+              failure = parsed
+              at = pending.length
+              break
+            }
+            seen(parsed)
+            parts.push(...parsed)
+            if (!outputSeen && parsed.some((part) => part._tag === "Delta" && ChatProvider.carriesOutput(part.delta))) {
+              outputSeen = true
+              break
+            }
+          }
+          if (Arr.isArrayNonEmpty(parts)) return Effect.succeed(parts)
+          if (failure !== undefined) return Effect.fail(failure)
+          return Effect.flatMap(pull, (datas) => {
+            pending = datas
+            at = 0
+            return next
+          })
+        })
+        return next
+      })
+    )
+
+/** Why a stream's upstream request is aborted when the stream ends (made once: see `stream`). */
+const STREAM_ENDED = new DOMException("The chat stream ended.", "AbortError")
 
 export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
 
@@ -222,34 +274,33 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const stream = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {
       const controller = new AbortController()
-      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+      // Ends the upstream request however the stream ends; by then a finished reply is read whole, and a
+      // reason made once spares fetch a DOMException (and its stack) per request.
+      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort(STREAM_ENDED)))
       const response = yield* post(body(call, true), controller.signal, firstByteTimeoutMs)
       const bytes = response.body
       if (bytes === null) return yield* fail("Unavailable", "the upstream's stream has no body")
       let finished = false
       let done = false
       const parts = Sse.dataOf(
-        Stream.fromReadableStream({
-          evaluate: () => bytes,
-          onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-        }).pipe(
-          Stream.timeoutOrElse({
-            duration: idleTimeoutMs,
-            orElse: () => Stream.fail(fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`))
-          })
+        PullDeadline.eachPullWithin(
+          Stream.fromReadableStream({
+            evaluate: () => bytes,
+            // The abort above ends the body; a cancel would make fetch build another DOMException.
+            releaseLockOnEnd: true,
+            onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
+          }),
+          Effect.succeed(idleTimeoutMs),
+          () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`)
         )
       ).pipe(
         Stream.takeWhile((data) => {
           done = data.trim() === "[DONE]"
           return !done
         }),
-        Stream.mapEffect((data) => {
-          const parsed = partsOf(data)
-          if (parsed instanceof ChatProvider.ChatProviderError) return Effect.fail(parsed)
-          if (parsed.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
-          return Effect.succeed(parsed)
+        partsIn((parts) => {
+          if (parts.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
         }),
-        Stream.flattenIterable,
         Stream.concat(
           Stream.suspend(() =>
             done || finished

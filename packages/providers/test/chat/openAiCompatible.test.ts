@@ -219,6 +219,30 @@ describe("OpenAiCompatible.stream", () => {
     })
   )
 
+  it.effect("the events of a network chunk come as one chunk of parts, but the first output ends its chunk", () =>
+    Effect.gen(function* () {
+      upstream(() =>
+        sse([
+          chunk({ role: "assistant", content: "" }) +
+            chunk({ content: "Os" }) +
+            chunk({ content: "lo" }) +
+            chunk({}, "stop") +
+            event({ id: "c1", choices: [], usage: { prompt_tokens: 3, completion_tokens: 2 } })
+        ])
+      )
+      const chunks = yield* Effect.scoped(
+        Effect.flatMap(adapter().stream(call), (parts) => Stream.runCollect(Stream.chunks(parts)))
+      )
+      const contents = chunks.map((parts) =>
+        parts.map((part) => (part._tag === "Delta" ? (part.delta.content ?? part.finishReason) : part._tag))
+      )
+      expect(contents).toEqual([
+        ["", "Os"],
+        ["lo", "stop", "Usage"]
+      ])
+    })
+  )
+
   it.effect("an error event fails the stream at once after the parts before it, though they came in one chunk", () =>
     Effect.gen(function* () {
       let canceled = false
