@@ -14,40 +14,10 @@ import type { AccountId } from "../domain/Ids.ts"
 import type { PaymentEvent } from "../payments/PaymentEvent.ts"
 import { PaymentStore } from "../payments/PaymentStore.ts"
 import type { Stores } from "./Case.ts"
+import { dispute, eventId, processor, purchase, receive, refunded } from "./PaymentEvents.ts"
 import { allEntries, expectBalances, expectBooksBalance, makeAccount, T0, USD } from "./Fixtures.ts"
 
 export type PaymentStores = Stores | PaymentStore
-
-const processor = "testpay"
-
-let counter = 0
-const eventId = () => `evt_${++counter}`
-
-const purchase = (accountId: string, paymentId: string, amountMicros: number, id = eventId()): PaymentEvent => ({
-  _tag: "PurchaseCompleted",
-  processor,
-  eventId: id,
-  paymentId,
-  accountId,
-  amountMicros
-})
-
-const refunded = (paymentId: string, refundedMicros: number): PaymentEvent => ({
-  _tag: "Refunded",
-  processor,
-  eventId: eventId(),
-  paymentId,
-  refundedMicros
-})
-
-const dispute = (
-  tag: "DisputeOpened" | "DisputeWon" | "DisputeLost",
-  paymentId: string,
-  disputeId: string,
-  amountMicros: number
-): PaymentEvent => ({ _tag: tag, processor, eventId: eventId(), paymentId, disputeId, amountMicros })
-
-const receive = (event: PaymentEvent) => PaymentStore.use((store) => store.receive(event))
 
 const applied = (event: PaymentEvent) =>
   Effect.map(receive(event), (kept) => {

@@ -10,18 +10,17 @@ import { Effect } from "effect"
 import type { Layer } from "effect"
 import { describe, expect, it } from "@effect/vitest"
 import type { AccountId } from "../domain/Ids.ts"
-import type { PaymentEvent } from "../payments/PaymentEvent.ts"
 import { PaymentStore } from "../payments/PaymentStore.ts"
 import * as PaymentWebhook from "../payments/PaymentWebhook.ts"
 import type { EventType } from "../webhooks/WebhookEvent.ts"
 import { WebhookStore } from "../webhooks/WebhookStore.ts"
 import type { DeliveryClaim } from "../webhooks/WebhookStore.ts"
 import type { Stores } from "./Case.ts"
+import { dispute, processor, purchase, receive, refunded } from "./PaymentEvents.ts"
 import { admission, admitted, allEntries, at, expectBooksBalance, makeAccount, newTask, T0, USD } from "./Fixtures.ts"
 
 export type PaymentWebhookStores = Stores | PaymentStore | WebhookStore
 
-const processor = "testpay"
 const paymentEvents: ReadonlyArray<EventType> = [
   "payment.succeeded",
   "payment.refunded",
@@ -29,46 +28,19 @@ const paymentEvents: ReadonlyArray<EventType> = [
   "payment.dispute_closed"
 ]
 
-let counter = 0
-const eventId = () => `evt_hook_${++counter}`
-
-const purchase = (accountId: string, paymentId: string, amountMicros: number, id = eventId()): PaymentEvent => ({
-  _tag: "PurchaseCompleted",
-  processor,
-  eventId: id,
-  paymentId,
-  accountId,
-  amountMicros
-})
-
-const refunded = (paymentId: string, refundedMicros: number): PaymentEvent => ({
-  _tag: "Refunded",
-  processor,
-  eventId: eventId(),
-  paymentId,
-  refundedMicros
-})
-
-const dispute = (
-  tag: "DisputeOpened" | "DisputeWon" | "DisputeLost",
-  paymentId: string,
-  disputeId: string,
-  amountMicros: number
-): PaymentEvent => ({ _tag: tag, processor, eventId: eventId(), paymentId, disputeId, amountMicros })
-
-const receive = (event: PaymentEvent) => PaymentStore.use((store) => store.receive(event))
-
+let endpoints = 0
 const endpoint = (accountId: AccountId, events: ReadonlyArray<EventType>) =>
-  WebhookStore.use((store) =>
-    store.createEndpoint({
-      id: `whep_payhook_${++counter}`,
+  WebhookStore.use((store) => {
+    const n = ++endpoints
+    return store.createEndpoint({
+      id: `whep_payhook_${n}`,
       accountId,
-      url: `https://hooks.example.com/pay/${counter}`,
+      url: `https://hooks.example.com/pay/${n}`,
       events,
-      secret: `whsec_pay${counter}`,
+      secret: `whsec_pay${n}`,
       now: T0
     })
-  )
+  })
 
 /** Claims everything due, far ahead; delivers it so that the next claim sees only what is new. */
 const drain = Effect.gen(function* () {
