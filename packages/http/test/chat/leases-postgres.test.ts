@@ -25,7 +25,8 @@ vi.setConfig({ testTimeout: 240_000 })
 const BIN = fileURLToPath(new URL("../../bin/taskmeter.ts", import.meta.url))
 const schema = schemaName("test")
 const token = Redacted.value(OperatorToken.generate())
-const LEASE_TTL_SECONDS = 2
+/** The kill test's lease life, short so that its sweep comes soon. */
+const SHORT_LEASE_TTL_SECONDS = 2
 
 const env = {
   ...Dependencies.childEnv,
@@ -40,8 +41,7 @@ const env = {
   CHAT_LOCAL_TOKEN_DELAY_MS: "1000",
   CHAT_REQUESTS_PER_MINUTE: "100000",
   CHAT_MAX_OPEN_REQUESTS: "100000",
-  KEY_RATE_LIMIT_PER_MINUTE: "100000",
-  CHAT_LEASE_TTL_SECONDS: String(LEASE_TTL_SECONDS)
+  KEY_RATE_LIMIT_PER_MINUTE: "100000"
 }
 
 interface Server {
@@ -50,28 +50,35 @@ interface Server {
   readonly child: ChildProcess
 }
 
-/** `taskmeter start`, stopped (SIGTERM) when the scope closes unless it was killed before. */
-const startServer = Effect.acquireRelease(
-  Effect.callback<Server, Error>((resume) => {
-    const child = spawn(process.execPath, [BIN, "start"], { env, stdio: ["ignore", "pipe", "pipe"] })
-    let output = ""
-    const ready = /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = ready.exec(output)
-      if (match !== null) resume(Effect.succeed({ url: match[1]!, adminUrl: match[2]!, child }))
-    }
-    child.stdout.on("data", onData)
-    child.stderr.on("data", onData)
-    child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter start exited ${code}:\n${output}`))))
-  }),
-  ({ child }) =>
-    Effect.callback<void>((resume) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-      child.once("exit", () => resume(Effect.void))
-      child.kill("SIGTERM")
-    })
-)
+/**
+ * `taskmeter start` with leases of `leaseTtlSeconds` (default 30 s), stopped (SIGTERM) when the
+ * scope closes unless it was killed before.
+ */
+const startServer = (leaseTtlSeconds?: number) =>
+  Effect.acquireRelease(
+    Effect.callback<Server, Error>((resume) => {
+      const child = spawn(process.execPath, [BIN, "start"], {
+        env: leaseTtlSeconds === undefined ? env : { ...env, CHAT_LEASE_TTL_SECONDS: String(leaseTtlSeconds) },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      const ready = /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString()
+        const match = ready.exec(output)
+        if (match !== null) resume(Effect.succeed({ url: match[1]!, adminUrl: match[2]!, child }))
+      }
+      child.stdout.on("data", onData)
+      child.stderr.on("data", onData)
+      child.once("exit", (code) => resume(Effect.fail(new Error(`taskmeter start exited ${code}:\n${output}`))))
+    }),
+    ({ child }) =>
+      Effect.callback<void>((resume) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+        child.once("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+      })
+  )
 
 const admin = (url: string, ...args: ReadonlyArray<string>) =>
   Effect.callback<any>((resume) => {
@@ -143,8 +150,10 @@ describe("chat credit leases across server processes on one PostgreSQL", () => {
   it.live("200 parallel requests over two servers, credit for exactly 50: 50 served, 150 INSUFFICIENT_CREDITS", () =>
     Effect.gen(function* () {
       // One after the other: the first runs the migrations on the empty schema.
-      const a = yield* startServer
-      const b = yield* startServer
+      // Leases of the default life: a loaded machine that delays a renewal past a short one would
+      // have the other server sweep it, and its charges go unwritten (the operator's loss, by design).
+      const a = yield* startServer()
+      const b = yield* startServer()
       const credits = 50 * reserved
       const key = yield* newCustomer(a, credits)
       const results = yield* Effect.all(
@@ -164,8 +173,8 @@ describe("chat credit leases across server processes on one PostgreSQL", () => {
 
   it.live("a server killed with a lease open: its credit returns after expiry, nothing but unwritten charges lost", () =>
     Effect.gen(function* () {
-      const survivor = yield* startServer
-      const doomed = yield* startServer
+      const survivor = yield* startServer(SHORT_LEASE_TTL_SECONDS)
+      const doomed = yield* startServer(SHORT_LEASE_TTL_SECONDS)
       const credits = 1_000_000
       const key = yield* newCustomer(survivor, credits)
       const done = yield* Effect.all([chat(doomed, key), chat(doomed, key)], { concurrency: "unbounded" })
