@@ -69,6 +69,7 @@ import timeOrderedIds from "./migrations/0028_time_ordered_ids.ts"
 import webhookLog from "./migrations/0029_webhook_log.ts"
 import ledgerPeriod from "./migrations/0031_ledger_period.ts"
 import taskProgress from "./migrations/0032_task_progress.ts"
+import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -137,7 +138,8 @@ const migrationRecord = {
   "28_time_ordered_ids": timeOrderedIds,
   "29_webhook_log": webhookLog,
   "31_ledger_period": ledgerPeriod,
-  "32_task_progress": taskProgress
+  "32_task_progress": taskProgress,
+  "38_ascending_account_indexes": ascendingAccountIndexes
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
