@@ -316,7 +316,7 @@ interface Measured extends Rate {
 interface Row {
   readonly size: number
   readonly round: number
-  /** Tasks in the database when the round began (the prefill and earlier rounds' admissions). */
+  /** Tasks in the database when the round began (the prefill and earlier rounds' admissions), as ANALYZE counts them. */
   readonly storedTasks: number
   /** Tasks admitted by this round (and drained by its worker). */
   readonly admitted: number
@@ -335,15 +335,16 @@ interface Row {
   readonly housekeeping: Record<string, { readonly ms: number; readonly result: unknown }>
 }
 
-const round = async (prepared: Prepared, index: number, storedTasks: number): Promise<Row> => {
+const round = async (prepared: Prepared, index: number): Promise<Row> => {
   const { database, size } = prepared
   const db = connect(database)
   try {
-    log(
-      `  round ${index + 1}, ${size.toLocaleString("en")} tasks (${storedTasks.toLocaleString("en")} stored), load ${load().toFixed(2)}`
-    )
     // The statistics autovacuum would have by now (the rounds before admitted tasks; it may be off on a test server).
     await db.rows("ANALYZE")
+    const storedTasks = await db.scalar("SELECT reltuples::bigint FROM pg_class WHERE oid = 'tasks'::regclass")
+    log(
+      `  round ${index + 1}, ${size.toLocaleString("en")} tasks (about ${storedTasks.toLocaleString("en")} stored), load ${load().toFixed(2)}`
+    )
     const server = await startServer(database)
     const small = await createAccount(server.adminUrl, `small ${randomUUID().slice(0, 8)}`)
     const bigSecret = await createKey(server.adminUrl, prepared.bigAccountId)
@@ -391,6 +392,14 @@ const round = async (prepared: Prepared, index: number, storedTasks: number): Pr
        FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
        WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
     )
+    // Full-page images by relation (of each record's first block): which pages were first touched since a checkpoint.
+    const fpiByRelation = await db.rows(
+      `SELECT coalesce(pg_filenode_relation(0, substring(block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid)::text, '?') AS relation,
+         sum(fpi_length) AS bytes
+       FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+       WHERE fpi_length > 0 AND block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'
+       GROUP BY 1 ORDER BY 2 DESC LIMIT 6`
+    )
     const checkpointsDuringAdmission = (await checkpoints()) - checkpointsBefore
     const blocksAfter = await blocks()
     const per = (n: number) => n / Math.max(admitted, 1)
@@ -399,7 +408,8 @@ const round = async (prepared: Prepared, index: number, storedTasks: number): Pr
     const fpiBytesPerAdmission = per(Number(wal!.fpi))
     log(
       `    per admission: ${walBytesPerAdmission.toFixed(0)} B of WAL (${fpiBytesPerAdmission.toFixed(0)} B full-page images), ` +
-        `buffers ${blocksPerAdmission.hit.toFixed(1)} hit ${blocksPerAdmission.read.toFixed(1)} read; ${checkpointsDuringAdmission} checkpoints`
+        `buffers ${blocksPerAdmission.hit.toFixed(1)} hit ${blocksPerAdmission.read.toFixed(1)} read; ${checkpointsDuringAdmission} checkpoints; ` +
+        `images by relation: ${fpiByRelation.map(({ bytes, relation }) => `${relation} ${per(Number(bytes)).toFixed(0)} B`).join(", ")}`
     )
 
     const read = (path: string) =>
@@ -545,13 +555,8 @@ try {
   const prepared: Array<Prepared> = []
   for (const size of SIZES) prepared.push(await prepare(size))
   const rows: Array<Row> = []
-  const stored = new Map(prepared.map((p) => [p.size, p.size]))
   for (let index = 0; index < ROUNDS; index++) {
-    for (const p of prepared) {
-      const row = await round(p, index, stored.get(p.size)!)
-      stored.set(p.size, stored.get(p.size)! + row.admitted)
-      rows.push(row)
-    }
+    for (const p of prepared) rows.push(await round(p, index))
   }
   const baseline = (row: Row) => rows.find((other) => other.size === 0 && other.round === row.round)
   log("")
