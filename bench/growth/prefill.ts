@@ -1,19 +1,26 @@
 /**
  * The growth bench's prefill: set-based SQL that fills a migrated database with `tasks` finished
- * tasks shaped like real ones, created evenly over the 30 days before now: 80% in one big account,
- * 20% spread over 1,000 small ones; each task with its reserve entry and its charge (succeeded,
- * 11 in 12) or release (failed) entry, a result record for each succeeded task (named in its
- * assets), and an Idempotency-Key for the tasks of the last day (older keys are purged by then).
+ * tasks shaped like real ones, created evenly over the 30 days before `at` and in time order: 80%
+ * in one big account, 20% spread over 1,000 small ones; each task with its reserve entry and its
+ * charge (succeeded, 11 in 12) or release (failed) entry, a result record for each succeeded task
+ * (named in its assets, expiring 30 days after it was stored), and an Idempotency-Key for the
+ * tasks of the last day and ten minutes (older keys are purged by then). Housekeeping is left as
+ * an hourly orphan sweep leaves it: its mark at the last result stored two hours before `at`.
  * Ids are UUID v7 of their row's time when the database makes them (`taskmeter_uuidv7` exists),
- * else random v4 as before. Accounts' cached balances are set from their journal at the end.
+ * else random v4. Accounts' cached balances are set from their journal at the end.
+ *
+ * Speed: each transaction runs with `session_replication_role = replica` (no foreign-key trigger
+ * per row: the rows reference what this prefill wrote) and `synchronous_commit = off`. Every
+ * index stays in place and is written row by row in time order, as by organic growth, so the
+ * indexes have the shape (and size) that months of traffic give them. Needs a superuser.
  */
 import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 export const DAYS = 30
 export const SMALL_ACCOUNTS = 1_000
-/** Tasks written by one statement (one transaction): the unit of progress. */
-const CHUNK = 200_000
+/** Tasks written by one transaction: the unit of progress. */
+const CHUNK = 250_000
 const PRICE = 40_000
 const MODELS = ["picgen-2-0-text-to-image-economy", "alpha-pro-text-to-image-economy", "song-lyrics", "alpha-pro-edit-economy"]
 
@@ -22,8 +29,8 @@ export interface Target {
   readonly bigKeyId: string
   readonly tasks: number
   readonly orderedIds: boolean
-  /** The results have an expiry (migration 0026): stamped 30 days after the result was stored. */
-  readonly resultExpiry: boolean
+  /** The prefill's "now": the newest task is created just before it. */
+  readonly at: Date
 }
 
 /** `uuid` made for time `ts`: v7 (time first) or v4 (random). */
@@ -32,10 +39,13 @@ const uuidAt = (ordered: boolean, ts: string) =>
     ? `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) PLACING substring(int8send(floor(extract(epoch FROM ${ts}) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid`
     : "gen_random_uuid()"
 
-const smallAccounts = (target: Target) => [
+/** The loading session's settings, for one transaction. */
+const loading = [`SET LOCAL session_replication_role = replica`, `SET LOCAL synchronous_commit = off`]
+
+const smallAccounts = (target: Target, now: string) => [
   `INSERT INTO accounts (id, name, created_at)
    SELECT 'acct_' || ${uuidAt(target.orderedIds, "s.at")}, 'small ' || n, s.at
-   FROM generate_series(1, ${SMALL_ACCOUNTS}) n, LATERAL (SELECT now() - interval '${DAYS + 1} days' + n * interval '1 second' AS at) s`,
+   FROM generate_series(1, ${SMALL_ACCOUNTS}) n, LATERAL (SELECT ${now} - interval '${DAYS + 1} days' + n * interval '1 second' AS at) s`,
   `INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, created_at)
    SELECT 'entry_' || ${uuidAt(target.orderedIds, "a.created_at")}, a.id, 'grant', 1000000000000, 'bench', a.created_at
    FROM accounts a WHERE a.name LIKE 'small %' ORDER BY a.seq`,
@@ -43,7 +53,7 @@ const smallAccounts = (target: Target) => [
 ]
 
 /** The statements writing tasks [from, to) of `target.tasks`. */
-const chunk = (target: Target, from: number, to: number) => {
+const chunk = (target: Target, now: string, from: number, to: number) => {
   const ordered = target.orderedIds
   const model = `(ARRAY[${MODELS.map((m) => `'${m}'`).join(",")}])[1 + i % ${MODELS.length}]`
   return [
@@ -56,7 +66,7 @@ const chunk = (target: Target, from: number, to: number) => {
        (${uuidAt(ordered, "t.at + interval '20 seconds'")})::text AS result_id,
        ${model} AS model
      FROM generate_series(${from}, ${to - 1}) i
-     CROSS JOIN LATERAL (SELECT now() - interval '${DAYS} days' + (i::float8 / ${Math.max(target.tasks, 1)}) * interval '${DAYS} days' AS at) t
+     CROSS JOIN LATERAL (SELECT ${now} - interval '${DAYS} days' + (i::float8 / ${Math.max(target.tasks, 1)}) * interval '${DAYS} days' - interval '20 seconds' AS at) t
      JOIN bench_small sm ON sm.n = (i / 5) % ${SMALL_ACCOUNTS}`,
     `INSERT INTO tasks (id, account_id, api_key_id, model, input, status, error_code, price_micros, unit_micros, quantity,
        settlement, charged_micros, assets, upstream_ref, attempts, created_at, updated_at, deadline_at, provider)
@@ -71,9 +81,9 @@ const chunk = (target: Target, from: number, to: number) => {
          ELSE '[]'::jsonb END,
        'sim-' || c.i, 1, c.at, c.done_at, c.at + interval '10 minutes', 'simulated'
      FROM bench_chunk c ORDER BY c.i`,
-    `INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at${target.resultExpiry ? ", expires_at" : ""})
+    `INSERT INTO results (id, account_id, task_id, content_type, size_bytes, sha256, blob_key, created_at, expires_at)
      SELECT c.result_id, c.account_id, c.task_id, 'image/png', 1200000 + c.i % 100000, md5(c.task_id) || md5(c.result_id),
-       'results/' || c.result_id, c.done_at${target.resultExpiry ? ", c.done_at + interval '30 days'" : ""}
+       'results/' || c.result_id, c.done_at, c.done_at + interval '${DAYS} days'
      FROM bench_chunk c WHERE c.succeeded ORDER BY c.i`,
     `INSERT INTO ledger_entries (id, account_id, kind, amount_micros, task_id, created_at)
      SELECT 'entry_' || ${uuidAt(ordered, "e.at")}, c.account_id, e.kind, ${PRICE}, c.task_id, e.at
@@ -83,12 +93,12 @@ const chunk = (target: Target, from: number, to: number) => {
      ORDER BY e.at, c.i, e.step`,
     `INSERT INTO idempotency_keys (account_id, idempotency_key, request_fingerprint, task_id, expires_at)
      SELECT c.account_id, 'bench-' || c.i, md5(c.task_id) || md5(c.account_id), c.task_id, c.at + interval '1 day'
-     FROM bench_chunk c WHERE c.at > now() - interval '1 day' ORDER BY c.i`
+     FROM bench_chunk c WHERE c.at > ${now} - interval '1 day 10 minutes' ORDER BY c.i`
   ]
 }
 
-/** Accounts' cached balances from their journal, and the helper table dropped. */
-const settle = [
+/** Accounts' cached balances from their journal, housekeeping as an hourly sweep leaves it, the helper table dropped. */
+const settle = (now: string) => [
   `UPDATE accounts a SET balance_micros = j.balance, reserved_micros = j.reserved
    FROM (SELECT account_id,
        sum(CASE kind WHEN 'grant' THEN amount_micros WHEN 'adjustment' THEN amount_micros
@@ -97,21 +107,23 @@ const settle = [
          WHEN 'release' THEN -amount_micros ELSE 0 END) AS reserved
      FROM ledger_entries GROUP BY account_id) j
    WHERE a.id = j.account_id`,
+  `UPDATE sweep_marks m SET created_at = r.created_at, id = r.id
+   FROM (SELECT created_at, id FROM results WHERE created_at < ${now} - interval '2 hours' ORDER BY created_at DESC, id DESC LIMIT 1) r
+   WHERE m.name = 'orphan_results'`,
   `DROP TABLE bench_small`
 ]
 
 /** Fills the database to `target.tasks`, reporting tasks written after each chunk. */
 export const prefill = (sql: SqlClient.SqlClient, target: Target, progress: (written: number) => void) =>
   Effect.gen(function* () {
-    for (const statement of smallAccounts(target)) yield* sql.unsafe(statement).unprepared
+    const now = `'${target.at.toISOString()}'::timestamptz`
+    const run = (statements: ReadonlyArray<string>) =>
+      sql.withTransaction(Effect.forEach([...loading, ...statements], (statement) => sql.unsafe(statement).unprepared))
+    yield* run(smallAccounts(target, now))
     for (let from = 0; from < target.tasks; from += CHUNK) {
       const to = Math.min(target.tasks, from + CHUNK)
-      yield* sql.withTransaction(
-        Effect.gen(function* () {
-          for (const statement of chunk(target, from, to)) yield* sql.unsafe(statement).unprepared
-        })
-      )
+      yield* run(chunk(target, now, from, to))
       progress(to)
     }
-    for (const statement of settle) yield* sql.unsafe(statement).unprepared
+    yield* run(settle(now))
   })

@@ -73,6 +73,7 @@ import taskProgress from "./migrations/0032_task_progress.ts"
 import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
 import spendDaysPasskeyNames from "./migrations/0036_spend_days_passkey_names.ts"
 import streamSlots from "./migrations/0037_stream_slots.ts"
+import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -146,7 +147,8 @@ const migrationRecord = {
   "32_task_progress": taskProgress,
   "34_payment_webhooks": paymentWebhooks,
   "36_spend_days_passkey_names": spendDaysPasskeyNames,
-  "37_stream_slots": streamSlots
+  "37_stream_slots": streamSlots,
+  "38_ascending_account_indexes": ascendingAccountIndexes
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

@@ -3,17 +3,21 @@
  * few runs PostgreSQL may keep one generic plan, made without the values (and on a new deployment,
  * while the tables were nearly empty). The usage page's statements are checked here under
  * `plan_cache_mode = force_generic_plan` on a ledger of 200k entries, 80% in one account: each
- * still reads its page from the account's index, bounded by the cursor, not every newer entry.
- * So are the operator's pages of tasks by status and of held tasks, over 100k tasks, and the
- * expiry sweep's batch, which reads only due results through `results_expiring`.
+ * still reads its page from the account's index, bounded by the cursor, not every newer entry,
+ * whether planned on the 200k entries or on the empty ledger of a new deployment and kept while it
+ * grew (no ANALYZE in between, so nothing invalidates the plan).
+ * So are an account's list of succeeded tasks, which skips its unfinished and failed tasks inside
+ * `tasks_account_newest`, the operator's pages of tasks by status and of held tasks, over 100k
+ * tasks, and the expiry sweep's batch, which reads only due results through `results_expiring`.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
+import type { Ids } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
 import { entriesPage } from "../src/internal/PgLedgerStore.ts"
 import { expiringResults } from "../src/internal/PgMediaStore.ts"
-import { heldPage, statusPage } from "../src/internal/PgTaskStore.ts"
+import { heldPage, listPage, statusPage } from "../src/internal/PgTaskStore.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 interface PlanNode {
@@ -22,16 +26,22 @@ interface PlanNode {
   readonly "Index Name"?: string
   readonly "Index Cond"?: string
   readonly "Actual Rows"?: number
+  readonly "Plan Rows"?: number
   readonly "Rows Removed by Filter"?: number
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
 const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
-/** The generic plan of `statement`, run: prepared on one connection, then explained with its own values; its nodes on `relation`. */
+/**
+ * The generic plan of `statement`, run: prepared on one connection, then explained with its own
+ * values; its nodes on `relation`. With `meanwhile`, the plan is made and cached by a first run
+ * before `meanwhile` runs (on the same connection), and the one explained is that cached plan.
+ */
 const genericPlan = (
   statement: { readonly compile: () => readonly [string, ReadonlyArray<unknown>] },
-  relation = "ledger_entries"
+  relation = "ledger_entries",
+  meanwhile?: Effect.Effect<unknown, unknown>
 ) =>
   SqlClient.SqlClient.use((sql) =>
     sql.withTransaction(
@@ -46,6 +56,10 @@ const genericPlan = (
               ? `'${value.replaceAll("'", "''")}'`
               : String(value)
         )
+        if (meanwhile !== undefined) {
+          yield* sql.unsafe(`EXECUTE usage_page(${values.join(", ")})`).unprepared
+          yield* meanwhile
+        }
         const [row] = yield* sql.unsafe<{ readonly "QUERY PLAN": ReadonlyArray<{ readonly Plan: PlanNode }> }>(
           `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE usage_page(${values.join(", ")})`
         )
@@ -81,6 +95,76 @@ describe("generic plans", () => {
               ["Index Scan", "ledger_entries_account_newest", 51, 0]
             )
             if (beforeSeq !== null) expect(scan!["Index Cond"]).toContain("seq <")
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
+  )
+
+  it.live(
+    "the usage page planned on a new deployment's empty ledger still reads the account's index once it holds 200k entries",
+    () =>
+      Effect.forEach([null, 10_001], (beforeSeq) =>
+        Effect.scoped(
+          Effect.gen(function* () {
+            const schema = schemaName()
+            yield* Layer.build(dropSchemaAfter(schema))
+            const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+            yield* Effect.gen(function* () {
+              const sql = yield* SqlClient.SqlClient
+              yield* sql`INSERT INTO accounts (id, name, created_at)
+              SELECT 'acct_' || g, 'plans', now() FROM generate_series(0, 200) g`
+              // Planned and cached while the ledger is empty and never analyzed; then it grows as above.
+              const grow = sql`INSERT INTO ledger_entries (id, account_id, kind, amount_micros, note, created_at)
+              SELECT 'entry_' || g, CASE WHEN g % 5 = 0 THEN 'acct_' || (1 + g % 200) ELSE 'acct_0' END, 'grant', 1, 'plans', now()
+              FROM generate_series(1, 200000) g`
+              const scans = yield* genericPlan(entriesPage(sql, "acct_0", beforeSeq, 51), "ledger_entries", grow)
+              expect(scans).toHaveLength(1)
+              const [scan] = scans
+              expect([
+                scan!["Node Type"],
+                scan!["Index Name"],
+                scan!["Actual Rows"],
+                scan!["Rows Removed by Filter"] ?? 0
+              ]).toEqual(["Index Scan", "ledger_entries_account_newest", 51, 0])
+              if (beforeSeq !== null) expect(scan!["Index Cond"]).toContain("seq <")
+              // The plan explained is the one made on the empty ledger: it expects a few rows, not acct_0's 160k.
+              expect(scan!["Plan Rows"]).toBeLessThan(10_000)
+            }).pipe(Effect.provide(context))
+          })
+        )
+      )
+  )
+
+  it.live("a list of succeeded tasks skips the account's 10k queued and its failed tasks inside tasks_account_newest", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const schema = schemaName()
+        yield* Layer.build(dropSchemaAfter(schema))
+        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
+          // In time order: 90k finished (one in twelve failed), then the newest 10k still queued.
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              charged_micros, created_at, updated_at, deadline_at)
+            SELECT 'task_' || lpad(g::text, 6, '0'), 'acct_plans', 'plans', '{}', s.status, 1, 1, 1, 'fixed',
+              CASE WHEN s.status = 'succeeded' THEN 1 END, t.at, t.at, t.at
+            FROM generate_series(1, 100000) g
+            CROSS JOIN LATERAL (SELECT now() - (100000 - g) * interval '1 second' AS at) t
+            CROSS JOIN LATERAL (SELECT CASE WHEN g > 90000 THEN 'queued' WHEN g % 12 = 0 THEN 'failed' ELSE 'succeeded' END AS status) s
+            ORDER BY g`
+          yield* sql`ANALYZE tasks`
+          for (const before of [undefined, "task_050000" as Ids.TaskId]) {
+            const scans = yield* genericPlan(listPage(sql, "acct_plans", 51, { status: "succeeded", before }), "tasks")
+            const page = scans.filter((node) => node["Index Name"] === "tasks_account_newest")
+            expect(page).toHaveLength(1)
+            expect([page[0]!["Node Type"], page[0]!["Actual Rows"], page[0]!["Rows Removed by Filter"] ?? 0]).toEqual([
+              "Index Scan",
+              51,
+              0
+            ])
+            expect(page[0]!["Index Cond"]).toContain("'succeeded'")
           }
         }).pipe(Effect.provide(context))
       })

@@ -195,6 +195,34 @@ const toAdmissionResult = (
 }
 
 /**
+ * A page of an account's tasks, newest first, with only the filters given, so that each plan is a
+ * range of one index read backward: tasks_account_newest, or tasks_account_status_newest /
+ * tasks_account_model_newest (migrations 0019, 0038). The status index holds no succeeded task
+ * (migration 0028): its predicate is spelled out so that a generic plan may use it; succeeded,
+ * most tasks, is checked inside tasks_account_newest, whose last column says whether a task
+ * succeeded, so the account's other tasks are skipped without reading their rows.
+ */
+export const listPage = (sql: SqlClient.SqlClient, accountId: string, limit: number, filter: TaskStore.TaskListFilter) =>
+  sql<TaskRow>`SELECT ${sql.literal(taskColumnList("t"))} FROM tasks t WHERE t.account_id = ${accountId}
+    ${
+      filter.status === undefined
+        ? sql``
+        : filter.status === "succeeded"
+          ? sql`AND t.status = 'succeeded'`
+          : sql`AND t.status = ${filter.status} AND t.status <> 'succeeded'`
+    }
+    ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
+    ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
+    ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}
+    ${
+      filter.before === undefined
+        ? sql``
+        : sql`AND (t.created_at, t.seq) < (SELECT c.created_at, c.seq FROM tasks c
+            WHERE c.id = ${filter.before} AND c.account_id = ${accountId})`
+    }
+    ORDER BY t.created_at DESC, t.seq DESC LIMIT ${limit}`
+
+/**
  * A page of the tasks in `status` after `afterId` (id order): one statement with the cursor and
  * one without, so that a generic plan bounds the index scan by the cursor rather than filtering.
  * The status as a literal (one of TaskStatus's), so the plan can use the partial index of
@@ -503,31 +531,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups, holdStream: 
         ),
 
       list: (accountId, limit, filter = {}) =>
-        Failures.run(
-          "list",
-          // Only the filters given, so that each plan is a range of one index: tasks_account_newest,
-          // or tasks_account_status_newest / tasks_account_model_newest (migration 0019). The status
-          // index holds no succeeded task (migration 0028): its predicate is spelled out so that a
-          // generic plan may use it; succeeded, most tasks, is a filter on tasks_account_newest.
-          sql<TaskRow>`SELECT ${taskColumns} FROM tasks t WHERE t.account_id = ${accountId}
-            ${
-              filter.status === undefined
-                ? sql``
-                : filter.status === "succeeded"
-                  ? sql`AND t.status = 'succeeded'`
-                  : sql`AND t.status = ${filter.status} AND t.status <> 'succeeded'`
-            }
-            ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
-            ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
-            ${filter.createdBefore === undefined ? sql`` : sql`AND t.created_at < ${filter.createdBefore}`}
-            ${
-              filter.before === undefined
-                ? sql``
-                : sql`AND (t.created_at, t.seq) < (SELECT c.created_at, c.seq FROM tasks c
-                    WHERE c.id = ${filter.before} AND c.account_id = ${accountId})`
-            }
-            ORDER BY t.created_at DESC, t.seq DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toTask)))
-        ),
+        Failures.run("list", listPage(sql, accountId, limit, filter).pipe(Effect.map((rows) => rows.map(toTask)))),
 
       claim: (options) =>
         options.limit <= 0
