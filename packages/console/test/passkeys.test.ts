@@ -63,6 +63,7 @@ layer(ConsoleServer.layer({}, {}, { port, publicUrl: origin }), { timeout: 60_00
             await page.getByLabel("Passkey name (optional)").fill("Work laptop")
             await page.getByRole("button", { name: "Add a passkey" }).click()
             await page.getByText("Passkey added.").waitFor()
+            expect(await page.getByLabel("Passkey name (optional)").inputValue()).toBe("")
             const listed = page.getByRole("table", { name: "Your passkeys" }).getByRole("row").filter({ hasText: "Work laptop" })
             await listed.getByRole("cell", { name: "Never" }).waitFor()
             const held = await cdp.send("WebAuthn.getCredentials", { authenticatorId })

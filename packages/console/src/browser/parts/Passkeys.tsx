@@ -34,8 +34,12 @@ export const Passkeys = () => {
         aria-label="Add a passkey"
         onSubmit={(event) => {
           event.preventDefault()
-          const name = String(new FormData(event.currentTarget).get("name") ?? "").trim()
-          void run(() => addPasskey(name === "" ? undefined : name), "Passkey added. You can sign in with it now.")
+          const form = event.currentTarget
+          const name = String(new FormData(form).get("name") ?? "").trim()
+          void run(async () => {
+            await addPasskey(name === "" ? undefined : name)
+            form.reset()
+          }, "Passkey added. You can sign in with it now.")
         }}
       >
         <label class="field">
