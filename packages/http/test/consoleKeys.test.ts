@@ -68,6 +68,8 @@ for (const store of stores) {
             expect((yield* T.call("/api/v1/usage", { headers: T.bearer(other.secret) })).status).toBe(200)
             for (const body of [
               { name: "", scopes: ["jobs:read"] },
+              { name: "   ", scopes: ["jobs:read"] },
+              { name: "bell\u0007", scopes: ["jobs:read"] },
               { name: "x", scopes: ["admin"] },
               { name: "x", scopes: [] }
             ]) {

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, Scope } from "@taskmeter/kernel"
+import * as DisplayName from "./DisplayName.ts"
 import { SessionAuth } from "./SessionSecurity.ts"
 
 export const ApiKey = Schema.Struct({
@@ -23,7 +24,7 @@ export type ApiKey = typeof ApiKey.Type
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
 export const CreateKeyRequest = Schema.Struct({
-  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)),
+  name: DisplayName.make(100, "key"),
   scopes: Schema.Array(Scope.Scope).check(Schema.isMinLength(1)),
   rateLimitPerMinute: Schema.optionalKey(Schema.NullOr(PositiveInt)),
   usageLimit: Schema.optionalKey(Schema.NullOr(PositiveInt))

@@ -11,6 +11,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Errors, PasskeyStore } from "@taskmeter/kernel"
 import { Session } from "./AuthApi.ts"
+import * as DisplayName from "./DisplayName.ts"
 import { SessionAuth } from "./SessionSecurity.ts"
 
 const WebAuthnJson = (identifier: string, description: string) =>
@@ -28,14 +29,7 @@ const CredentialResponse = Schema.Struct({
   response: WebAuthnJson("PasskeyCredential", "The PublicKeyCredential the browser made, as JSON (toJSON()).")
 })
 
-const nameRule = `must be 1 to ${PasskeyStore.PASSKEY_NAME_MAX} characters, not only spaces, without control characters`
-
-export const PasskeyName = Schema.String.check(
-  Schema.makeFilter(
-    (name: string) => name.trim().length > 0 && name.length <= PasskeyStore.PASSKEY_NAME_MAX && !/\p{Cc}/u.test(name),
-    { message: nameRule }
-  )
-).annotate({ description: `What the user calls the passkey, to tell it from others; ${nameRule}.` })
+export const PasskeyName = DisplayName.make(PasskeyStore.PASSKEY_NAME_MAX, "passkey")
 
 const Registration = Schema.Struct({
   response: CredentialResponse.fields.response,
