@@ -1,13 +1,15 @@
 /**
  * Payments from the environment: with STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET, the kernel's
  * Payments on Stripe, top-ups of TOPUP_MIN_USD (5) to TOPUP_MAX_USD (500) with TOPUP_PRESETS_USD
- * (10,25,50,100) offered, back to TOPUP_RETURN_URL (the public URL); and two sweeps: unapplied
- * events retried every 5 minutes, and the previous UTC day reconciled with Stripe daily at 00:10 UTC.
+ * (10,25,50,100) offered, back to TOPUP_RETURN_URL (the public URL); and two sweeps, each run by
+ * one process at a time: unapplied events retried every 5 minutes, and the previous UTC day
+ * reconciled with Stripe daily at 00:10 UTC.
  * Without the two secrets, nothing: the billing routes answer 404 and the CLI grant remains.
  */
-import { Config, Data, Duration, Effect, Layer, Option, Schedule } from "effect"
-import { Payments, TopUpBounds } from "@taskmeter/kernel"
-import type { PaymentStore } from "@taskmeter/kernel"
+import { randomUUID } from "node:crypto"
+import { Clock, Config, Data, Duration, Effect, Layer, Option } from "effect"
+import { Chores, Payments, TopUpBounds } from "@taskmeter/kernel"
+import type { PaymentStore, TaskStore } from "@taskmeter/kernel"
 import { StripeProcessor } from "@taskmeter/payments-stripe"
 
 const DAY_MS = 24 * 3600 * 1000
@@ -39,7 +41,7 @@ export const config = Config.all({
 /** The previous UTC day, reconciled; each discrepancy logged as a warning. */
 const reconcileYesterday = (payments: Payments.Payments["Service"]) =>
   Effect.gen(function* () {
-    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS
+    const today = Math.floor((yield* Clock.currentTimeMillis) / DAY_MS) * DAY_MS
     const found = yield* payments.reconcile({ from: new Date(today - DAY_MS), to: new Date(today) })
     for (const discrepancy of found) yield* Effect.logWarning("Payment reconciliation", discrepancy)
     yield* Effect.logInfo(
@@ -47,26 +49,39 @@ const reconcileYesterday = (payments: Payments.Payments["Service"]) =>
     )
   })
 
-const sweeps = Layer.effectDiscard(
+/** Chore leases: long enough for a pass, short enough that a crashed holder's turn comes back soon. */
+const CHORE_LEASE_MS = 10 * 60 * 1000
+const RETRY_INTERVAL_MS = 5 * 60 * 1000
+
+/**
+ * The two sweeps, each run by one process at a time across all that share the store (Chores):
+ * the unapplied events every 5 minutes, and yesterday's reconciliation once a day from 00:10 UTC
+ * (every server wakes then; the first takes it, the others find it taken less than 12 hours ago).
+ */
+export const sweeps = Layer.effectDiscard(
   Effect.gen(function* () {
     const payments = yield* Effect.serviceOption(Payments.Payments)
     if (Option.isNone(payments)) return
+    const holder = randomUUID()
     const logged = <A, E>(what: string, effect: Effect.Effect<A, E>) =>
-      Effect.catchCause(effect, (cause) => Effect.logWarning(`${what} failed`, cause))
+      Effect.asVoid(Effect.catchCause(effect, (cause) => Effect.logWarning(`${what} failed`, cause)))
     yield* Effect.forkScoped(
-      Effect.repeat(
-        logged("Retrying unapplied payment events", payments.value.retryUnapplied),
-        Schedule.spaced(Duration.minutes(5))
+      Chores.every(
+        RETRY_INTERVAL_MS,
+        Chores.asChore(
+          { name: "retry-unapplied-payment-events", holder, everyMs: RETRY_INTERVAL_MS, leaseMs: CHORE_LEASE_MS },
+          logged("Retrying unapplied payment events", payments.value.retryUnapplied)
+        )
       )
+    )
+    const reconcile = Chores.asChore(
+      { name: "reconcile-payments", holder, everyMs: DAY_MS / 2, leaseMs: CHORE_LEASE_MS },
+      logged("Payment reconciliation", reconcileYesterday(payments.value))
     )
     // Daily from ten past midnight UTC, when the previous day is complete at the processor.
-    const firstRun = DAY_MS - (Date.now() % DAY_MS) + 10 * 60 * 1000
-    yield* Effect.forkScoped(
-      Effect.andThen(
-        Effect.sleep(Duration.millis(firstRun)),
-        Effect.repeat(logged("Payment reconciliation", reconcileYesterday(payments.value)), Schedule.spaced(Duration.days(1)))
-      )
-    )
+    const nowMs = yield* Clock.currentTimeMillis
+    const firstRun = DAY_MS - (nowMs % DAY_MS) + 10 * 60 * 1000
+    yield* Effect.forkScoped(Effect.andThen(Effect.sleep(Duration.millis(firstRun)), Chores.every(DAY_MS, reconcile)))
   })
 )
 
@@ -76,7 +91,7 @@ const sweeps = Layer.effectDiscard(
  */
 export const layer = (
   publicUrl: string
-): Layer.Layer<never, Config.ConfigError | PaymentsMisconfigured, PaymentStore.PaymentStore> =>
+): Layer.Layer<never, Config.ConfigError | PaymentsMisconfigured, PaymentStore.PaymentStore | TaskStore.TaskStore> =>
   Layer.unwrap(
     Effect.gen(function* () {
       const settings = yield* config

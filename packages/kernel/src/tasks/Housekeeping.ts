@@ -10,11 +10,12 @@
  * Why and how: docs/decisions.md (Ledger and admission; Tasks and providers).
  */
 import { randomUUID } from "node:crypto"
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { BlobStore } from "../media/BlobStore.ts"
 import { MediaStore } from "../media/MediaStore.ts"
 import type { StoreUnavailable } from "../domain/StoreError.ts"
 import { WebhookStore } from "../webhooks/WebhookStore.ts"
+import { asChore, every } from "./Chores.ts"
 import { TaskStore } from "./TaskStore.ts"
 
 export interface Options {
@@ -168,32 +169,6 @@ export const removeExpiredFiles = (
     const results = yield* removeDue((limit) => media.expireResults(now, limit), batchSize)
     const uploads = yield* removeDue((limit) => media.expireMedia(now, limit), batchSize)
     return { results, media: uploads }
-  })
-
-/**
- * Runs `pass` as the chore `name` when this process takes it (no other holds it and it was last
- * taken `everyMs` ago or more), and frees it after; nothing otherwise.
- */
-const asChore = <R>(
-  chore: { readonly name: string; readonly holder: string; readonly everyMs: number; readonly leaseMs: number },
-  pass: Effect.Effect<void, never, R>
-): Effect.Effect<void, never, R | TaskStore> =>
-  Effect.gen(function* () {
-    const store = yield* TaskStore
-    const now = new Date(yield* Clock.currentTimeMillis)
-    const taken = yield* store.takeChore({ ...chore, now })
-    if (!taken) return
-    yield* pass.pipe(Effect.ensuring(Effect.ignore(store.freeChore(chore))))
-  }).pipe(Effect.catchCause((cause) => Effect.logWarning(`Taking the housekeeping chore ${chore.name} failed`, cause)))
-
-/** Runs `chore` at once and then every `intervalMs`, forever. */
-const every = <R>(intervalMs: number, chore: Effect.Effect<void, never, R>): Effect.Effect<never, never, R> =>
-  Effect.gen(function* () {
-    const interval = Duration.millis(intervalMs)
-    for (;;) {
-      yield* chore
-      yield* Effect.sleep(interval)
-    }
   })
 
 /**
