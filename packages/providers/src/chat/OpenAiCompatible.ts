@@ -1,17 +1,19 @@
 /**
  * A chat upstream for any API speaking the common chat-completion protocol (`POST
  * {baseUrl}/chat/completions`, Bearer key, SSE), each of our models mapped to an upstream id. Calls
- * go through the global `fetch` with an undici `Agent` dispatcher; the cap is sent as `max_tokens` or
+ * go over node:http(s) on a keep-alive pool (UpstreamPost); the cap is sent as `max_tokens` or
  * `max_completion_tokens` (`capParameter`), streams ask for usage. Timeouts (`requestTimeoutMs`,
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
+import type { IncomingMessage } from "node:http"
+import { finished as ended } from "node:stream/promises"
 import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider, PullDeadline } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
-import { Agent } from "undici"
 import * as CappedBody from "../utils/CappedBody.ts"
 import { parseRetryAfter } from "../utils/UpstreamError.ts"
 import * as Sse from "./Sse.ts"
+import * as UpstreamPost from "./UpstreamPost.ts"
 
 type Json = ChatProvider.Json
 type JsonObject = ChatProvider.JsonObject
@@ -163,9 +165,6 @@ const partsIn =
       })
     )
 
-/** Why a stream's upstream request is aborted when the stream ends (made once: see `stream`). */
-const STREAM_ENDED = new DOMException("The chat stream ended.", "AbortError")
-
 export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
 
 /** `make`, its pooled connections closed when the scope closes (a layer's, when built in one). */
@@ -173,14 +172,13 @@ export const scoped = (options: Options): Effect.Effect<ChatProvider.ChatProvide
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => build(options)),
-      ({ agent }) => Effect.promise(() => agent.close())
+      ({ pool }) => Effect.sync(() => pool.agent.destroy())
     ),
     ({ provider }) => provider
   )
 
-const build = (options: Options): { readonly provider: ChatProvider.ChatProviderV1; readonly agent: Agent } => {
-  const baseUrl = options.baseUrl.replace(/\/+$/, "")
-  const url = `${baseUrl}/chat/completions`
+const build = (options: Options): { readonly provider: ChatProvider.ChatProviderV1; readonly pool: UpstreamPost.Pool } => {
+  const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}/chat/completions`)
   const apiKey =
     options.apiKey === undefined
       ? undefined
@@ -192,12 +190,8 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const firstByteTimeoutMs = options.firstByteTimeoutMs ?? 60_000
   const idleTimeoutMs = options.idleTimeoutMs ?? 60_000
   const maxReplyBytes = options.maxReplyBytes ?? 16 * 1024 * 1024
-  const agent = new Agent({
-    connect: { timeout: options.connectTimeoutMs ?? 10_000 },
-    headersTimeout: requestTimeoutMs,
-    bodyTimeout: Math.max(idleTimeoutMs, requestTimeoutMs),
-    connections: options.connections ?? 128
-  })
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
+  const pool = UpstreamPost.pool(url, options.connections ?? 128)
 
   const body = (call: ChatProvider.ChatCall, stream: boolean): JsonObject => ({
     ...call.body,
@@ -206,49 +200,48 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {})
   })
 
-  /** POSTs and waits for the response to start; a non-2xx status fails classified. */
-  const post = (payload: JsonObject, signal: AbortSignal | undefined, timeoutMs: number) =>
-    Effect.tryPromise({
-      try: (interrupted) =>
-        fetch(url, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            accept: payload.stream === true ? "text/event-stream" : "application/json",
-            ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-            ...options.headers
-          },
-          body: JSON.stringify(payload),
-          signal: signal === undefined ? interrupted : AbortSignal.any([interrupted, signal]),
-          // undici's Agent runs Node's fetch, but its typings are another release than @types/node's undici-types.
-          dispatcher: agent as unknown as NonNullable<RequestInit["dispatcher"]>
-        }),
-      catch: (cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
-    }).pipe(
+  /** POSTs and waits for the response to start; a non-2xx status fails classified (its body read). */
+  const post = (payload: JsonObject, timeoutMs: number) =>
+    UpstreamPost.post(
+      pool,
+      url,
+      {
+        "content-type": "application/json",
+        accept: payload.stream === true ? "text/event-stream" : "application/json",
+        ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+        ...options.headers
+      },
+      JSON.stringify(payload),
+      connectTimeoutMs
+    ).pipe(
+      Effect.mapError((cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })),
       Effect.timeoutOrElse({
         duration: timeoutMs,
         orElse: () => Effect.fail(fail("Timeout", `the upstream did not answer within ${timeoutMs} ms`))
       }),
-      Effect.flatMap((response) =>
-        response.ok
-          ? Effect.succeed(response)
-          : Effect.flatMap(
-              Effect.promise(() => CappedBody.readText(response, 64 * 1024).catch(() => "")),
-              (text) =>
-                Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                  Effect.fail(classifyStatus(response.status, text, response.headers.get("retry-after"), now))
-                )
-            )
-      )
+      Effect.flatMap((response) => {
+        const status = response.statusCode ?? 0
+        if (status >= 200 && status < 300) return Effect.succeed(response)
+        return Effect.flatMap(
+          Effect.promise(() => CappedBody.readStreamText(response, 64 * 1024).catch(() => "")).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => response.destroy()))
+          ),
+          (text) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => {
+              const retryAfter = response.headers["retry-after"]
+              return Effect.fail(classifyStatus(status, text, retryAfter ?? null, now))
+            })
+        )
+      })
     )
 
   const complete = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {
-      const response = yield* post(body(call, false), undefined, requestTimeoutMs)
+      const response = yield* post(body(call, false), requestTimeoutMs)
       const text = yield* Effect.tryPromise({
-        try: () => CappedBody.readText(response, maxReplyBytes),
+        try: () => CappedBody.readStreamText(response, maxReplyBytes),
         catch: (cause) => fail("Unavailable", `reading the upstream's reply failed: ${String(cause)}`, { cause })
-      })
+      }).pipe(Effect.onInterrupt(() => Effect.sync(() => response.destroy())))
       const reply = yield* Effect.try({
         try: () => JSON.parse(text) as unknown,
         catch: (cause) => fail("Unavailable", "the upstream's reply is not JSON", { cause })
@@ -273,23 +266,24 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
 
   const stream = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {
-      const controller = new AbortController()
-      // Ends the upstream request however the stream ends; by then a finished reply is read whole, and a
-      // reason made once spares fetch a DOMException (and its stack) per request.
-      yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort(STREAM_ENDED)))
-      const response = yield* post(body(call, true), controller.signal, firstByteTimeoutMs)
-      const bytes = response.body
-      if (bytes === null) return yield* fail("Unavailable", "the upstream's stream has no body")
+      // Ends the upstream request however the stream ends: a reply received whole (the rest of it in the
+      // buffer) is drained, keeping its socket pooled; any other is destroyed with its connection.
+      const started: { response?: IncomingMessage } = {}
+      yield* Effect.addFinalizer(() => {
+        const response = started.response
+        if (response === undefined) return Effect.void
+        if (!response.complete) return Effect.sync(() => response.destroy())
+        // Its end comes a tick after the resume; waited for, so that the socket is free for the next call.
+        return Effect.promise(() => ended(response.resume()).catch(() => undefined))
+      })
+      const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
       let finished = false
       let done = false
       const parts = Sse.dataOf(
         PullDeadline.eachPullWithin(
-          Stream.fromReadableStream({
-            evaluate: () => bytes,
-            // The abort above ends the body; a cancel would make fetch build another DOMException.
-            releaseLockOnEnd: true,
-            onError: (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-          }),
+          Stream.fromAsyncIterable(response.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>, (cause) =>
+            fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
+          ),
           Effect.succeed(idleTimeoutMs),
           () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`)
         )
@@ -312,5 +306,5 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
       return parts
     })
 
-  return { provider: { specificationVersion: "v1", provider: options.provider, complete, stream }, agent }
+  return { provider: { specificationVersion: "v1", provider: options.provider, complete, stream }, pool }
 }

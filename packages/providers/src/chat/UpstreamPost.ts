@@ -1,0 +1,48 @@
+/**
+ * POSTs to a chat upstream over node:http or node:https, on a keep-alive agent pooling at most
+ * `connections` sockets per origin. `post` succeeds with the response once its head arrives;
+ * interrupting it destroys the request, and a socket not connected within `connectTimeoutMs` fails
+ * it. The caller reads the body, or destroys the response to give the request up.
+ */
+// The modules' default exports, read at each call: interceptors (msw) patch `request` on them, and an
+// import's named bindings would keep the original.
+import http from "node:http"
+import https from "node:https"
+import { Effect } from "effect"
+
+export interface Pool {
+  readonly agent: http.Agent
+  readonly module: typeof http | typeof https
+}
+
+export const pool = (url: URL, connections: number): Pool =>
+  url.protocol === "https:"
+    ? { agent: new https.Agent({ keepAlive: true, maxSockets: connections }), module: https }
+    : { agent: new http.Agent({ keepAlive: true, maxSockets: connections }), module: http }
+
+export const post = (
+  pool: Pool,
+  url: URL,
+  headers: http.OutgoingHttpHeaders,
+  body: string,
+  connectTimeoutMs: number
+): Effect.Effect<http.IncomingMessage, Error> =>
+  Effect.callback<http.IncomingMessage, Error>((resume) => {
+    const request = pool.module.request(
+      url,
+      { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) }, agent: pool.agent },
+      (response) => resume(Effect.succeed(response))
+    )
+    request.on("error", (cause) => resume(Effect.fail(cause)))
+    request.on("socket", (socket) => {
+      if (!socket.connecting) return
+      const timer = setTimeout(
+        () => request.destroy(new Error(`no connection to the upstream within ${connectTimeoutMs} ms`)),
+        connectTimeoutMs
+      )
+      socket.once("connect", () => clearTimeout(timer))
+      socket.once("close", () => clearTimeout(timer))
+    })
+    request.end(body)
+    return Effect.sync(() => request.destroy())
+  })
