@@ -6,7 +6,7 @@
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Payments } from "@taskmeter/kernel"
+import { type PaymentProcessor, Payments } from "@taskmeter/kernel"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import * as PaymentsConfig from "../src/billing/PaymentsConfig.ts"
 
@@ -20,7 +20,7 @@ describe("payment sweeps on several servers", () => {
           retries += 1
           return 0
         }),
-        reconcile: (period) =>
+        reconcile: (period: PaymentProcessor.Period) =>
           Effect.sync(() => {
             reconciled.push(period.from.toISOString().slice(0, 10))
             return []
