@@ -1,4 +1,4 @@
-/** The undici Agents of HttpClient.scoped, OpenAiCompatible.scoped and ChatUpstreams.scoped close with their scope. */
+/** The connection pools of HttpClient.scoped (undici), OpenAiCompatible.scoped and ChatUpstreams.scoped (node:http) close with their scope. */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"

@@ -172,7 +172,7 @@ export const scoped = (options: Options): Effect.Effect<ChatProvider.ChatProvide
   Effect.map(
     Effect.acquireRelease(
       Effect.sync(() => build(options)),
-      ({ pool }) => Effect.sync(() => pool.agent.destroy())
+      ({ pool }) => Effect.sync(() => UpstreamPost.close(pool))
     ),
     ({ provider }) => provider
   )

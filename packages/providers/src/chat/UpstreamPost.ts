@@ -2,7 +2,8 @@
  * POSTs to a chat upstream over node:http or node:https, on a keep-alive agent pooling at most
  * `connections` sockets per origin. `post` succeeds with the response once its head arrives;
  * interrupting it destroys the request, and a socket not connected within `connectTimeoutMs` fails
- * it. The caller reads the body, or destroys the response to give the request up.
+ * it. The caller reads the body, or destroys the response to give the request up. A closed pool
+ * (its scope ended) destroys its sockets and fails every later post.
  */
 // The modules' default exports, read at each call: interceptors (msw) patch `request` on them, and an
 // import's named bindings would keep the original.
@@ -13,12 +14,19 @@ import { Effect } from "effect"
 export interface Pool {
   readonly agent: http.Agent
   readonly module: typeof http | typeof https
+  closed: boolean
 }
 
 export const pool = (url: URL, connections: number): Pool =>
   url.protocol === "https:"
-    ? { agent: new https.Agent({ keepAlive: true, maxSockets: connections }), module: https }
-    : { agent: new http.Agent({ keepAlive: true, maxSockets: connections }), module: http }
+    ? { agent: new https.Agent({ keepAlive: true, maxSockets: connections }), module: https, closed: false }
+    : { agent: new http.Agent({ keepAlive: true, maxSockets: connections }), module: http, closed: false }
+
+/** Destroys the pool's sockets; a node:http Agent would open new ones, so later posts are refused here. */
+export const close = (pool: Pool): void => {
+  pool.closed = true
+  pool.agent.destroy()
+}
 
 export const post = (
   pool: Pool,
@@ -28,6 +36,10 @@ export const post = (
   connectTimeoutMs: number
 ): Effect.Effect<http.IncomingMessage, Error> =>
   Effect.callback<http.IncomingMessage, Error>((resume) => {
+    if (pool.closed) {
+      resume(Effect.fail(new Error("the upstream client is closed")))
+      return
+    }
     const request = pool.module.request(
       url,
       { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) }, agent: pool.agent },
