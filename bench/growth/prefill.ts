@@ -10,9 +10,9 @@
  * else random v4. Accounts' cached balances are set from their journal at the end.
  *
  * Heap layout: tasks are admitted at their queued size and settled (a new, larger version) 64
- * admissions later, committing as they go, as workers settle them; the `tasks` pages then hold
- * what organic growth leaves in them (settled rows, and the room of the queued versions that
- * VACUUM frees), not rows written at their final size and packed.
+ * admissions later, committing as they go, as workers settle them, and `tasks` is vacuumed after
+ * every chunk, as autovacuum does, so that later admissions reuse the room the queued versions
+ * left: the pages hold what organic growth leaves in them, not rows written at their final size.
  *
  * Speed: each transaction runs with `session_replication_role = replica` (no foreign-key trigger
  * per row: the rows reference what this prefill wrote) and `synchronous_commit = off`. Every
@@ -24,8 +24,8 @@ import { Effect } from "effect"
 
 export const DAYS = 30
 export const SMALL_ACCOUNTS = 1_000
-/** Tasks written by one transaction: the unit of progress. */
-const CHUNK = 250_000
+/** Tasks written between two vacuums of `tasks`: the unit of progress. */
+const CHUNK = 100_000
 const PRICE = 40_000
 /** Tasks admitted between a task's admission and its settlement: the work in flight. */
 const STEP = 64
@@ -164,6 +164,7 @@ export const prefill = (sql: SqlClient.SqlClient, target: Target, progress: (wri
       yield* run(chunkRows(target, now, from, to))
       yield* sql.unsafe(chunkTasks(from, to)).unprepared
       yield* run(chunkRest(target, now))
+      yield* sql.unsafe("VACUUM (INDEX_CLEANUP OFF) tasks").unprepared
       progress(to)
     }
     yield* run(settle(now))
