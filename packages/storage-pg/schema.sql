@@ -1670,8 +1670,6 @@ CREATE INDEX results_created ON results USING btree (created_at, id);
 
 CREATE INDEX results_expiring ON results USING btree (expires_at) WHERE (NOT data_removed);
 
-CREATE INDEX results_task ON results USING btree (task_id);
-
 CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
 
 CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (window_start);

@@ -11,6 +11,8 @@
  *   duplicates that B-tree deduplication and bottom-up deletion keep in one place.
  *   `?status=succeeded` checks the status on the rows of the account's newest tasks (its unfinished
  *   and failed ones are read and skipped).
+ * - `results_task` is dropped: it served only the foreign key's check when a task is deleted or its
+ *   id changes, which nothing does (a result's insert checks its task through `tasks_pkey`).
  * Built without CONCURRENTLY, as migration 0038: writes to `tasks` wait while each index is built.
  */
 import { Effect } from "effect"
@@ -38,6 +40,7 @@ const statements = [
     `ALTER INDEX ${index}_narrow RENAME TO ${index}`,
     `COMMENT ON INDEX ${index} IS ${quote(`Serves ${statement}.`)}`
   ]),
+  `DROP INDEX results_task`,
   `COMMENT ON INDEX tasks_unfinished IS ${quote(
     "Serves the worker's claim of the oldest claimable task, the backlog count of /readyz and /metrics, and GET /api/v1/jobs?status=queued|submitting|running (the backlog newest first, read backward; the account and status checked on the rows)."
   )}`
