@@ -21,9 +21,10 @@ const NEWEST = `ORDER BY t.created_at DESC, t.seq DESC LIMIT 100`
 const statements: ReadonlyArray<readonly [string, string]> = [
   ["poll by id", `SELECT * FROM tasks t WHERE t.id = $2`],
   ["list", `${LIST} ${NEWEST}`],
-  ["list ?status=failed", `${LIST} AND t.status = 'failed' AND t.status <> 'succeeded' ${NEWEST}`],
+  ["list ?status=failed", `${LIST} AND t.status = 'failed' AND t.status IN ('failed', 'reconciliation_required') ${NEWEST}`],
   ["list ?status=succeeded", `${LIST} AND t.status = 'succeeded' ${NEWEST}`],
-  ["list ?status=running", `${LIST} AND t.status = 'running' AND t.status <> 'succeeded' ${NEWEST}`],
+  ["list ?status=queued", `${LIST} AND t.status = 'queued' AND t.status IN ('queued', 'submitting', 'running') ${NEWEST}`],
+  ["list ?status=running", `${LIST} AND t.status = 'running' AND t.status IN ('queued', 'submitting', 'running') ${NEWEST}`],
   ["list ?model=", `${LIST} AND t.model = 'song-lyrics' ${NEWEST}`],
   ["usage entries", `SELECT * FROM ledger_entries WHERE account_id = $1 ORDER BY seq DESC LIMIT 21`],
   [

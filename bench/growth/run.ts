@@ -388,25 +388,34 @@ const round = async (prepared: Prepared, index: number): Promise<Row> => {
     // The cluster's WAL holds every database's writes: only the records of this one's blocks count
     // (pg_walinspect), with their full-page images; commit records name no block and are left out.
     const walEnd = await lsn()
-    const [wal] = await db.rows(
-      `SELECT coalesce(sum(record_length), 0) AS bytes, coalesce(sum(fpi_length), 0) AS fpi
-       FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
-    )
-    // Full-page images by relation (of each record's first block): which pages were first touched since a checkpoint.
-    const fpiByRelation = await db.rows(
-      `SELECT coalesce(pg_filenode_relation(0, substring(block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid)::text, '?') AS relation,
-         sum(fpi_length) AS bytes
-       FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
-       WHERE fpi_length > 0 AND block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'
-       GROUP BY 1 ORDER BY 2 DESC LIMIT 6`
-    )
+    // On a busy server the segments may be recycled before they are read: the WAL figures are then
+    // left out (NaN) rather than the run lost.
+    const walRead = async () => {
+      const [wal] = await db.rows(
+        `SELECT coalesce(sum(record_length), 0) AS bytes, coalesce(sum(fpi_length), 0) AS fpi
+         FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+         WHERE block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'`
+      )
+      // Full-page images by relation (of each record's first block): which pages were first touched since a checkpoint.
+      const fpiByRelation = await db.rows(
+        `SELECT coalesce(pg_filenode_relation(0, substring(block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid)::text, '?') AS relation,
+           sum(fpi_length) AS bytes
+         FROM pg_get_wal_records_info('${walBefore}', '${walEnd}')
+         WHERE fpi_length > 0 AND block_ref LIKE '%/' || (SELECT oid FROM pg_database WHERE datname = current_database()) || '/%'
+         GROUP BY 1 ORDER BY 2 DESC LIMIT 6`
+      )
+      return { wal: wal!, fpiByRelation }
+    }
+    const { wal, fpiByRelation } = await walRead().catch((error: unknown) => {
+      log(`    WAL not read (${String((error as { cause?: unknown }).cause ?? error).slice(0, 120)})`)
+      return { wal: { bytes: Number.NaN, fpi: Number.NaN }, fpiByRelation: [] }
+    })
     const checkpointsDuringAdmission = (await checkpoints()) - checkpointsBefore
     const blocksAfter = await blocks()
     const per = (n: number) => n / Math.max(admitted, 1)
     const blocksPerAdmission = { hit: per(blocksAfter.hit - blocksBefore.hit), read: per(blocksAfter.read - blocksBefore.read) }
-    const walBytesPerAdmission = per(Number(wal!.bytes))
-    const fpiBytesPerAdmission = per(Number(wal!.fpi))
+    const walBytesPerAdmission = per(Number(wal.bytes))
+    const fpiBytesPerAdmission = per(Number(wal.fpi))
     log(
       `    per admission: ${walBytesPerAdmission.toFixed(0)} B of WAL (${fpiBytesPerAdmission.toFixed(0)} B full-page images), ` +
         `buffers ${blocksPerAdmission.hit.toFixed(1)} hit ${blocksPerAdmission.read.toFixed(1)} read; ${checkpointsDuringAdmission} checkpoints; ` +

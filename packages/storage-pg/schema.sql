@@ -1670,8 +1670,6 @@ CREATE INDEX results_created ON results USING btree (created_at, id);
 
 CREATE INDEX results_expiring ON results USING btree (expires_at) WHERE (NOT data_removed);
 
-CREATE INDEX results_task ON results USING btree (task_id);
-
 CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revoked_at IS NULL);
 
 CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (window_start);
@@ -1680,13 +1678,13 @@ CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model,
 
 COMMENT ON INDEX tasks_account_model_newest IS 'Serves GET /api/v1/jobs?model=: one range per account and model, newest first (read backward).';
 
-CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at, seq, ((status = 'succeeded'::text)));
+CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at, seq);
 
-COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first (read backward), its before= cursor, and ?status=succeeded, checked in the index.';
+COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first (read backward), its before= cursor, and ?status=succeeded (checked on the rows).';
 
-CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at, seq) WHERE (status <> 'succeeded'::text);
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at, seq) WHERE (status = ANY (ARRAY['failed'::text, 'reconciliation_required'::text]));
 
-COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status= for every status but succeeded: one range per account and status, newest first (read backward).';
+COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status=failed|reconciliation_required: one range per account and status, newest first (read backward).';
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 
@@ -1696,7 +1694,7 @@ COMMENT ON INDEX tasks_pkey IS 'Serves GET /api/v1/jobs/{id} (poll), the worker'
 
 CREATE INDEX tasks_unfinished ON tasks USING btree (created_at, seq) WHERE (status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text]));
 
-COMMENT ON INDEX tasks_unfinished IS 'Serves the worker''s claim of the oldest claimable task, and the backlog count of /readyz and /metrics.';
+COMMENT ON INDEX tasks_unfinished IS 'Serves the worker''s claim of the oldest claimable task, the backlog count of /readyz and /metrics, and GET /api/v1/jobs?status=queued|submitting|running (the backlog newest first, read backward; the account and status checked on the rows).';
 
 CREATE UNIQUE INDEX users_email ON users USING btree (lower(email));
 

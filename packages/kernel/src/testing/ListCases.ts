@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { describe, expect } from "@effect/vitest"
 import { TaskStore } from "../tasks/TaskStore.ts"
 import type { TaskListFilter, TaskRecord } from "../tasks/TaskStore.ts"
+import type { TaskStatus } from "../domain/TaskStatus.ts"
 import type { AccountId } from "../domain/Ids.ts"
 import type { Case } from "./Case.ts"
 import { admission, admitted, at, claimTask, fundedAccount, newTask, price, USD } from "./Fixtures.ts"
@@ -93,6 +94,82 @@ export const listCases = (test: Case) => {
         expect(pages.flat()).toEqual(newestFirst(tasks.filter((_, i) => i % 2 === 1)))
         // A cursor of another account's task lists nothing.
         expect(yield* ids({ before: foreign.id })).toEqual([])
+      })
+    )
+
+    test(
+      "lists each status on its own, newest first, paged by before= without gaps or repeats",
+      Effect.gen(function* () {
+        const store = yield* TaskStore
+        const statuses: ReadonlyArray<TaskStatus> = [
+          "queued",
+          "submitting",
+          "running",
+          "succeeded",
+          "failed",
+          "reconciliation_required"
+        ]
+        // The path from queued to each status, every step keeping the lease but the last into a settled status.
+        const paths: { readonly [S in TaskStatus]: ReadonlyArray<readonly [TaskStatus, TaskStatus]> } = {
+          queued: [],
+          submitting: [["queued", "submitting"]],
+          running: [
+            ["queued", "submitting"],
+            ["submitting", "running"]
+          ],
+          succeeded: [
+            ["queued", "submitting"],
+            ["submitting", "running"],
+            ["running", "succeeded"]
+          ],
+          failed: [["queued", "failed"]],
+          reconciliation_required: [
+            ["queued", "submitting"],
+            ["submitting", "reconciliation_required"]
+          ]
+        }
+        const mine = yield* fundedAccount(1_000 * USD)
+        const theirs = yield* fundedAccount(1_000 * USD, "theirs")
+        // Three tasks of mine and one of theirs in each status, their times interleaved across statuses.
+        const placed: Array<{ readonly task: TaskRecord; readonly status: TaskStatus }> = []
+        for (let round = 0; round < 4; round++) {
+          for (const [i, status] of statuses.entries()) {
+            const owner = round === 3 ? theirs : mine
+            const task = yield* admitted(admission(newTask(owner, { createdAt: at(round * 10 + i) })))
+            placed.push({ task, status })
+          }
+        }
+        const claims = yield* store.claim({ workerId: "worker-a", limit: 1000, leaseMs: 60_000, now: at(100) })
+        for (const { task, status } of placed) {
+          const claim = claims.find((c) => c.task.id === task.id)
+          expect(claim).toBeDefined()
+          for (const [from, to] of paths[status]) {
+            const settles = to === "succeeded" || to === "failed"
+            const result = yield* store.transition({
+              taskId: task.id,
+              leaseToken: claim!.leaseToken,
+              from,
+              to,
+              now: at(101),
+              keepLease: !settles,
+              ...(to === "running" ? { upstreamRef: `upstream-${task.id}` } : {}),
+              ...(to === "succeeded" ? { chargeMicros: price(USD) } : {}),
+              ...(to === "failed" ? { errorCode: "DEADLINE_EXCEEDED" } : {}),
+              ...(to === "reconciliation_required" ? { errorCode: "OUTCOME_UNKNOWN" } : {})
+            })
+            expect(result._tag).toBe("Done")
+          }
+        }
+        for (const status of statuses) {
+          const expected = placed
+            .filter((entry) => entry.status === status && entry.task.accountId === mine)
+            .map((entry) => entry.task.id)
+            .reverse()
+          const pages = yield* allPages(mine, 2, { status }, Effect.void)
+          expect([status, pages.map((page) => page.length), pages.flat()]).toEqual([status, [2, 1], expected])
+          const listed = yield* store.list(mine, 100, { status })
+          expect(listed.every((task) => task.status === status)).toBe(true)
+        }
       })
     )
   })

@@ -196,11 +196,11 @@ const toAdmissionResult = (
 
 /**
  * A page of an account's tasks, newest first, with only the filters given, so that each plan is a
- * range of one index read backward: tasks_account_newest, or tasks_account_status_newest /
- * tasks_account_model_newest (migrations 0019, 0038). The status index holds no succeeded task
- * (migration 0028): its predicate is spelled out so that a generic plan may use it; succeeded,
- * most tasks, is checked inside tasks_account_newest, whose last column says whether a task
- * succeeded, so the account's other tasks are skipped without reading their rows.
+ * range of one index read backward (migrations 0019, 0038, 0040): tasks_account_newest, with
+ * ?status=succeeded checked on its rows; tasks_account_status_newest for failed and
+ * reconciliation_required; tasks_unfinished (the whole backlog, the account and status checked on
+ * its rows) for queued, submitting and running; tasks_account_model_newest for ?model=. Each
+ * partial index's statuses are spelled out, so that a generic plan may use it.
  */
 export const listPage = (sql: SqlClient.SqlClient, accountId: string, limit: number, filter: TaskStore.TaskListFilter) =>
   sql<TaskRow>`SELECT ${sql.literal(taskColumnList("t"))} FROM tasks t WHERE t.account_id = ${accountId}
@@ -209,7 +209,9 @@ export const listPage = (sql: SqlClient.SqlClient, accountId: string, limit: num
         ? sql``
         : filter.status === "succeeded"
           ? sql`AND t.status = 'succeeded'`
-          : sql`AND t.status = ${filter.status} AND t.status <> 'succeeded'`
+          : TaskStatus.isUnfinished(filter.status)
+            ? sql`AND t.status = ${filter.status} AND t.status IN ('queued', 'submitting', 'running')`
+            : sql`AND t.status = ${filter.status} AND t.status IN ('failed', 'reconciliation_required')`
     }
     ${filter.model === undefined ? sql`` : sql`AND t.model = ${filter.model}`}
     ${filter.createdAfter === undefined ? sql`` : sql`AND t.created_at > ${filter.createdAfter}`}
