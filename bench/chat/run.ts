@@ -1,8 +1,9 @@
 /**
  * The chat benchmark: the latency the server adds over its upstream. A mock upstream (upstream.ts),
- * the server over storage-memory or PostgreSQL (server.ts) and this client; the same requests go
- * direct and through POST /api/v1/chat/completions, reporting p50 and p99 per concurrency (whole
- * response; stream: first token) and the server's CPU per request, then checking the books.
+ * the server over storage-memory or PostgreSQL (server.ts), a bare Node proxy as the floor
+ * (proxy.ts) and this client; the same requests go direct, through the proxy and through
+ * POST /api/v1/chat/completions, reporting p50 and p99 per concurrency (whole response; stream:
+ * first token) and the proxy's and the server's CPU per request, then checking the books.
  * Usage and options: bench/chat/README.md; results: bench/RESULTS.md.
  */
 import { execFileSync, spawn } from "node:child_process"
@@ -17,6 +18,7 @@ const { values: args } = parseArgs({
   options: {
     requests: { type: "string", default: "1000" },
     concurrency: { type: "string", default: "1,32" },
+    kinds: { type: "string", default: "non-stream,stream" },
     tokens: { type: "string", default: "20" },
     store: { type: "string", default: "memory" },
     server: { type: "string", default: join(import.meta.dirname, "server.ts") },
@@ -25,6 +27,7 @@ const { values: args } = parseArgs({
 })
 const REQUESTS = Number(args.requests)
 const LEVELS = args.concurrency.split(",").map(Number)
+const STREAMS = args.kinds.split(",").map((kind) => kind === "stream")
 const CREDITS = 1_000_000_000
 
 const children: Array<ChildProcess> = []
@@ -43,6 +46,8 @@ const start = (script: string, env: Record<string, string>, flags: ReadonlyArray
 }
 
 const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
+const proxyUrl = await start("proxy.ts", { UPSTREAM_URL: upstreamUrl })
+const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
 const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store }, profile)) as {
   readonly url: string
@@ -51,9 +56,9 @@ const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, 
 const serverPid = children.at(-1)!.pid!
 const ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim())
 
-/** The server process's CPU time (user and system) so far, in ms (Linux /proc). */
-const serverCpuMs = (): number => {
-  const fields = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(") ")[1]!.split(" ")
+/** A process's CPU time (user and system) so far, in ms (Linux /proc). */
+const cpuMs = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
 }
 
@@ -103,22 +108,26 @@ const measure = async (base: string, model: string, stream: boolean, concurrency
 
 try {
   // Warm up both paths: JIT, connection pools, the tokenizer's tables.
-  for (const stream of [false, true]) {
+  for (const stream of STREAMS) {
     await measure(upstreamUrl, "bench", stream, 8, 200)
+    await measure(proxyUrl, "bench", stream, 8, 200)
     await measure(server.url, "chat-mini", stream, 8, 200)
   }
   const rows: Array<string> = []
   const fmt = (ms: number) => ms.toFixed(2)
   for (const concurrency of LEVELS) {
-    for (const stream of [false, true]) {
+    for (const stream of STREAMS) {
       const direct = await measure(upstreamUrl, "bench", stream, concurrency)
-      const cpuBefore = serverCpuMs()
+      const proxyCpuBefore = cpuMs(proxyPid)
+      const proxied = await measure(proxyUrl, "bench", stream, concurrency)
+      const proxyCpu = (cpuMs(proxyPid) - proxyCpuBefore) / REQUESTS
+      const cpuBefore = cpuMs(serverPid)
       const through = await measure(server.url, "chat-mini", stream, concurrency)
-      const cpuPerRequest = (serverCpuMs() - cpuBefore) / REQUESTS
+      const cpuPerRequest = (cpuMs(serverPid) - cpuBefore) / REQUESTS
+      const added = (via: { p50: number; p99: number }) => `${fmt(via.p50 - direct.p50)} / ${fmt(via.p99 - direct.p99)}`
       rows.push(
         `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
-          `${fmt(through.p50)} / ${fmt(through.p99)} | ${fmt(through.p50 - direct.p50)} / ${fmt(through.p99 - direct.p99)} | ` +
-          `${fmt(cpuPerRequest)} |`
+          `${added(proxied)} | ${fmt(proxyCpu)} | ${fmt(through.p50)} / ${fmt(through.p99)} | ${added(through)} | ${fmt(cpuPerRequest)} |`
       )
     }
   }
@@ -137,8 +146,10 @@ try {
   console.log(
     `chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`
   )
-  console.log("| request | concurrency | direct to upstream | through taskmeter | added | server CPU per request |")
-  console.log("|---|---|---|---|---|---|")
+  console.log(
+    "| request | concurrency | direct to upstream | bare proxy adds | proxy CPU per request | through taskmeter | taskmeter adds | server CPU per request |"
+  )
+  console.log("|---|---|---|---|---|---|---|---|")
   for (const row of rows) console.log(row)
   console.log(
     `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${CREDITS} - ${totalCharged} charged: ` +

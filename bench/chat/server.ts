@@ -1,7 +1,8 @@
 /**
  * The benchmark's taskmeter server, in a process of its own: the API and the chat routes over
  * storage-memory (or PostgreSQL with STORE=pg), chat-mini served by the upstream at
- * UPSTREAM_URL, limits out of the way. Prints one JSON line: its base URL and a funded key.
+ * UPSTREAM_URL, limits out of the way, tracing as the server has it (Tracing: off unless an OTLP
+ * endpoint is configured). Prints one JSON line: its base URL and a funded key.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtemp } from "node:fs/promises"
@@ -27,7 +28,7 @@ import {
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import { PgStore } from "@taskmeter/storage-pg"
-import { ChatServer, ChatServices, ConsoleAuth, Server, ServerConfig } from "@taskmeter/http"
+import { ChatServer, ChatServices, ConsoleAuth, Server, ServerConfig, Tracing } from "@taskmeter/http"
 import { OAuthStore } from "@taskmeter/mcp"
 
 export const CREDITS = 1_000_000_000
@@ -68,7 +69,8 @@ const serveOver = <E>(store: Layer.Layer<MemoryStore.Stores, E>) =>
     Layer.provideMerge(kernel),
     Layer.provideMerge(store),
     Layer.provide(OAuthStore.layerMemory),
-    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1" }))
+    Layer.provide(ServerConfig.layerWith({ port: 0, host: "127.0.0.1" })),
+    Layer.provide(Tracing.layer)
   )
 
 const schema = `bench_chat_${randomUUID().replaceAll("-", "").slice(0, 16)}`

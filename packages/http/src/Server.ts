@@ -130,12 +130,14 @@ export interface ServeOptions {
   readonly observed?: Observed.Options | undefined
 }
 
-/** The options' middleware around the whole app: the observation outside the forwarded headers. */
+/**
+ * The options' middleware around the whole app: the observation outside the forwarded headers;
+ * none when neither is asked for, so that each request takes the server's leanest path.
+ */
 const middlewareOf = (options: ServeOptions | undefined) => {
-  const forwarded =
-    options?.trustedProxies !== undefined && options.trustedProxies.length > 0
-      ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies })
-      : identity
+  const trusted = options?.trustedProxies !== undefined && options.trustedProxies.length > 0
+  if (!trusted && options?.observed === undefined) return undefined
+  const forwarded = trusted ? HttpMiddleware.xForwardedHeaders({ trustedProxies: options.trustedProxies! }) : identity
   const observed = options?.observed === undefined ? identity : Observed.middleware(options.observed)
   return <E, R>(
     app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
@@ -143,12 +145,14 @@ const middlewareOf = (options: ServeOptions | undefined) => {
 }
 
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
-export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) =>
-  HttpRouter.serve(app, {
-    middleware: middlewareOf(options),
+export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) => {
+  const middleware = middlewareOf(options)
+  return HttpRouter.serve(app, {
+    ...(middleware === undefined ? {} : { middleware }),
     ...(options?.disableLogger === undefined ? {} : { disableLogger: options.disableLogger }),
     disableListenLog: options?.disableListenLog ?? false
   })
+}
 
 /**
  * Serves an app (`layer`, merged with any other route layers) with Node on ServerConfig's host

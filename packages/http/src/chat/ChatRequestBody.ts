@@ -3,13 +3,55 @@
  * kernel's ChatRequest, before any reservation: INVALID_REQUEST names the first problem as
  * `<path>: <rule>` (e.g. `messages[0].role: must be one of ...`), then the first string a store
  * cannot hold (StorableText) in `model`, `messages` or a forwarded member. Members not in
- * ChatWire.FORWARDED are dropped; of two caps the smaller applies.
+ * ChatWire.FORWARDED are dropped; of two caps the smaller applies. A body of the common shape
+ * (text messages, caps, sampling numbers) is recognised without the schema's walk, which accepts it
+ * unchanged: the same request, at a fraction of the CPU.
  */
 import { Result, Schema, SchemaIssue } from "effect"
 import { type ChatCompletions, type ChatProvider, Errors, StorableText } from "@taskmeter/kernel"
 import { ChatCompletionRequest, FORWARDED } from "../api/ChatWire.ts"
 
 const decodeBody = Schema.decodeUnknownResult(ChatCompletionRequest)
+
+type Plain = Record<string, unknown>
+
+const isPlain = (value: unknown): value is Plain =>
+  typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype
+
+/** Roles whose text message the schema takes as it is (no tool_call_id needed). */
+const TEXT_ROLES = new Set(["system", "developer", "user", "assistant"])
+
+const isTextMessage = (message: unknown): boolean => {
+  if (!isPlain(message)) return false
+  for (const key in message) if (key !== "role" && key !== "content") return false
+  return typeof message.content === "string" && TEXT_ROLES.has(message.role as string)
+}
+
+const isCap = (value: unknown): boolean =>
+  value === undefined || value === null || (Number.isSafeInteger(value) && (value as number) >= 1)
+
+const isSampling = (value: unknown): boolean => value === undefined || (typeof value === "number" && Number.isFinite(value))
+
+const COMMON_KEYS = new Set(["model", "messages", "stream", "max_tokens", "max_completion_tokens", "temperature", "top_p"])
+
+/** A body of the common shape, which the schema would accept as it is; false sends it through the schema. */
+const isCommon = (body: unknown): body is ChatCompletionRequest => {
+  if (!isPlain(body)) return false
+  for (const key in body) if (!COMMON_KEYS.has(key)) return false
+  const { model, messages, stream } = body
+  return (
+    typeof model === "string" &&
+    model.length > 0 &&
+    Array.isArray(messages) &&
+    messages.length > 0 &&
+    messages.every(isTextMessage) &&
+    (stream === undefined || typeof stream === "boolean") &&
+    isCap(body.max_tokens) &&
+    isCap(body.max_completion_tokens) &&
+    isSampling(body.temperature) &&
+    isSampling(body.top_p)
+  )
+}
 
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -50,10 +92,12 @@ const toRequest = (request: ChatCompletionRequest): ChatCompletions.ChatRequest 
 /** The kernel's request from a parsed JSON body, or the INVALID_REQUEST naming its first problem. */
 export const decode = (body: unknown): Result.Result<ChatCompletions.ChatRequest, Errors.InvalidRequest> =>
   Result.flatMap(
-    Result.mapBoth(decodeBody(body), {
-      onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
-      onSuccess: toRequest
-    }),
+    isCommon(body)
+      ? Result.succeed(toRequest(body))
+      : Result.mapBoth(decodeBody(body), {
+          onFailure: (error) => new Errors.InvalidRequest({ message: problem(error.issue) }),
+          onSuccess: toRequest
+        }),
     (request) => {
       const unstorable = StorableText.findUnstorable({ model: request.model, ...request.forward })
       return unstorable === undefined

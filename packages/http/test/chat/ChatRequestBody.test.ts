@@ -61,6 +61,44 @@ describe("ChatRequestBody.decode", () => {
     })
   })
 
+  it("decodes a body of the common shape as the schema does", () => {
+    // A dropped member (service_tier) sends a body through the schema: both decodings must agree.
+    const throughSchema = (body: object) => ChatRequestBody.decode({ ...body, service_tier: "auto" })
+    const bodies: ReadonlyArray<object> = [
+      valid,
+      {
+        model: "m",
+        messages: [
+          { role: "system", content: "be brief" },
+          { content: "hi", role: "user" }
+        ],
+        stream: true
+      },
+      { ...valid, stream: false, max_tokens: 256, max_completion_tokens: 100, temperature: 0.7, top_p: 1 },
+      {
+        ...valid,
+        max_tokens: null,
+        messages: [
+          { role: "assistant", content: "" },
+          { role: "developer", content: "x" }
+        ]
+      },
+      { ...valid, model: "m\u0000" },
+      { ...valid, messages: [{ role: "user", content: "a\ud800" }] },
+      { ...valid, max_tokens: 0 },
+      { ...valid, max_completion_tokens: 2.5 },
+      { ...valid, max_tokens: Number.MAX_SAFE_INTEGER + 1 },
+      { ...valid, stream: "yes" },
+      { ...valid, model: "" },
+      { ...valid, messages: [] },
+      { ...valid, messages: [{ role: "tool", content: "42" }] },
+      { ...valid, messages: [{ role: "robot", content: "x" }] },
+      { ...valid, messages: [{ role: "user", content: 5 }] },
+      { ...valid, temperature: null }
+    ]
+    for (const body of bodies) expect(ChatRequestBody.decode(body)).toEqual(throughSchema(body))
+  })
+
   it("refuses a string a store cannot hold in the model, a message or a forwarded member, naming it", () => {
     const cases: ReadonlyArray<readonly [unknown, string]> = [
       [{ ...valid, model: "m\u0000" }, "model: contains U+0000 (NUL)"],

@@ -9,17 +9,42 @@ import { Effect, Metric } from "effect"
 /** Seconds, from a millisecond to an hour: requests, statements, upstream calls, tasks. */
 const SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600]
 
-export const httpRequests = Metric.counter("taskmeter_http_requests_total", {
+/**
+ * How to make a labelled series of a metric as a metric of its own. A series made by
+ * `withAttributes` shares its metric's one cached registry key, so updating two series of a
+ * metric in turn would rebuild (sort and serialize) that key on every update.
+ */
+const siblings = new WeakMap<
+  Metric.Metric<number, unknown>,
+  (attributes: Metric.Metric.Attributes) => Metric.Metric<number, unknown>
+>()
+
+type CounterOptions = Omit<NonNullable<Parameters<typeof Metric.counter>[1]>, "bigint" | "attributes">
+type HistogramOptions = Omit<Parameters<typeof Metric.histogram>[1], "attributes">
+
+const counter = (name: string, options: CounterOptions): Metric.Counter<number> => {
+  const metric = Metric.counter(name, options)
+  siblings.set(metric, (attributes) => Metric.counter(name, { ...options, attributes }))
+  return metric
+}
+
+const histogram = (name: string, options: HistogramOptions): Metric.Histogram<number> => {
+  const metric = Metric.histogram(name, options)
+  siblings.set(metric, (attributes) => Metric.histogram(name, { ...options, attributes }))
+  return metric
+}
+
+export const httpRequests = counter("taskmeter_http_requests_total", {
   description: "HTTP requests answered, by route, method and status",
   incremental: true
 })
 
-export const httpRequestDuration = Metric.histogram("taskmeter_http_request_duration_seconds", {
+export const httpRequestDuration = histogram("taskmeter_http_request_duration_seconds", {
   description: "Time to answer an HTTP request, by route and method",
   boundaries: SECONDS
 })
 
-export const admissions = Metric.counter("taskmeter_admissions_total", {
+export const admissions = counter("taskmeter_admissions_total", {
   description: "Task submissions by outcome: admitted, replayed, or the refusal's error code",
   incremental: true
 })
@@ -28,57 +53,57 @@ export const queueDepth = Metric.gauge("taskmeter_queue_depth", {
   description: "Unfinished tasks by status and model, read from the store at scrape time"
 })
 
-export const claimDuration = Metric.histogram("taskmeter_claim_duration_seconds", {
+export const claimDuration = histogram("taskmeter_claim_duration_seconds", {
   description: "Time of one claim statement of a worker",
   boundaries: SECONDS
 })
 
-export const queueWait = Metric.histogram("taskmeter_queue_wait_seconds", {
+export const queueWait = histogram("taskmeter_queue_wait_seconds", {
   description: "Time from admission to a worker's first claim, by model",
   boundaries: SECONDS
 })
 
-export const taskDuration = Metric.histogram("taskmeter_task_duration_seconds", {
+export const taskDuration = histogram("taskmeter_task_duration_seconds", {
   description: "Time from admission to the end, by model and outcome (the final status)",
   boundaries: SECONDS
 })
 
-export const providerCalls = Metric.counter("taskmeter_provider_calls_total", {
+export const providerCalls = counter("taskmeter_provider_calls_total", {
   description: "Calls of a provider adapter (submit, poll, lookup, cancel), by family, step and result",
   incremental: true
 })
 
-export const providerCallDuration = Metric.histogram("taskmeter_provider_call_duration_seconds", {
+export const providerCallDuration = histogram("taskmeter_provider_call_duration_seconds", {
   description: "Time of one provider adapter call, by family and step",
   boundaries: SECONDS
 })
 
-export const creditsReserved = Metric.counter("taskmeter_credits_reserved_micros_total", {
+export const creditsReserved = counter("taskmeter_credits_reserved_micros_total", {
   description: "Credits reserved by admitted tasks, USD micros",
   incremental: true
 })
 
-export const creditsCharged = Metric.counter("taskmeter_credits_charged_micros_total", {
+export const creditsCharged = counter("taskmeter_credits_charged_micros_total", {
   description: "Credits charged for finished tasks and chat requests, USD micros, by kind",
   incremental: true
 })
 
-export const creditsReleased = Metric.counter("taskmeter_credits_released_micros_total", {
+export const creditsReleased = counter("taskmeter_credits_released_micros_total", {
   description: "Reserved credits released back to the account, USD micros, by kind",
   incremental: true
 })
 
-export const chatTokens = Metric.counter("taskmeter_chat_tokens_total", {
+export const chatTokens = counter("taskmeter_chat_tokens_total", {
   description: "Chat tokens billed, by model and kind (prompt, completion)",
   incremental: true
 })
 
-export const chatRequests = Metric.counter("taskmeter_chat_requests_total", {
+export const chatRequests = counter("taskmeter_chat_requests_total", {
   description: "Chat requests settled, by model and outcome",
   incremental: true
 })
 
-export const chatShortfall = Metric.counter("taskmeter_chat_shortfall_micros_total", {
+export const chatShortfall = counter("taskmeter_chat_shortfall_micros_total", {
   description: "What chat usage cost beyond its reservation and was not charged, USD micros, by model",
   incremental: true
 })
@@ -90,8 +115,8 @@ export const dbPoolConnections = Metric.gauge("taskmeter_db_pool_connections", {
 const secondsSince = (startedMs: number, nowMs: number): number => Math.max(0, nowMs - startedMs) / 1000
 
 /**
- * Each labelled series, made once: a series keeps its registry key, which a fresh
- * `withAttributes` recomputes (sorting and serializing its labels) on every update.
+ * Each labelled series, made once (as a sibling metric when one can be made): a series keeps its
+ * registry key, which a fresh `withAttributes` recomputes (sorting and serializing its labels) on every update.
  */
 const seriesCache = new Map<string, Metric.Metric<number, unknown>>()
 
@@ -101,7 +126,7 @@ const seriesOf = <M extends Metric.Metric<number, unknown>>(metric: M, labels: M
   else for (const name in labels) key += `\u0000${name}=${(labels as Record<string, string>)[name]}`
   let series = seriesCache.get(key)
   if (series === undefined) {
-    series = Metric.withAttributes(metric, labels)
+    series = siblings.get(metric)?.(labels) ?? Metric.withAttributes(metric, labels)
     seriesCache.set(key, series)
   }
   return series as M
