@@ -230,13 +230,13 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         ...options.headers
       },
       JSON.stringify(payload),
-      connectTimeoutMs
+      { connectTimeoutMs, answerTimeoutMs: timeoutMs }
     ).pipe(
-      Effect.mapError((cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })),
-      Effect.timeoutOrElse({
-        duration: timeoutMs,
-        orElse: () => Effect.fail(fail("Timeout", `the upstream did not answer within ${timeoutMs} ms`))
-      }),
+      Effect.mapError((cause) =>
+        cause instanceof UpstreamPost.NoAnswer
+          ? fail("Timeout", cause.message)
+          : fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
+      ),
       Effect.flatMap((response) => {
         const status = response.statusCode ?? 0
         if (status >= 200 && status < 300) return Effect.succeed(response)
