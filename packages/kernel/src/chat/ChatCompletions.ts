@@ -109,6 +109,9 @@ export const toApiError = (error: ChatProviderError): UpstreamFailure => {
 const isText = (u: unknown): u is string => typeof u === "string" && u.length > 0
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** The members of a message or delta whose text is output. */
+const TEXT_KEYS = ["content", "refusal", "reasoning_content", "reasoning"] as const
+
 /** What has reached the caller so far, for counting when the upstream reports no usage. */
 class Tally {
   text = ""
@@ -119,7 +122,7 @@ class Tally {
   servedBy: ServedBy | undefined = undefined
 
   addContent(source: JsonObject): void {
-    for (const key of ["content", "refusal", "reasoning_content", "reasoning"]) {
+    for (const key of TEXT_KEYS) {
       const value = source[key]
       if (isText(value)) {
         this.text += value

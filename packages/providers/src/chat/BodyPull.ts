@@ -52,8 +52,10 @@ export const make = <E>(
   })
   return Effect.suspend(() => {
     if (response.readableEnded) return Effect.succeed(undefined)
-    if (response.destroyed) return Effect.fail(onBroken(response.errored ?? new Error("the body was given up before it ended")))
     const text = response.read() as string | null
-    return text === null ? wait : Effect.succeed(text)
+    if (text !== null) return Effect.succeed(text)
+    return response.destroyed
+      ? Effect.fail(onBroken(response.errored ?? new Error("the body was given up before it ended")))
+      : wait
   })
 }
