@@ -17,17 +17,21 @@ export class Reader {
     if (this.afterCr && text.charCodeAt(0) === 10) from = 1
     this.afterCr = false
     const length = text.length
-    for (let at = from; at < length; at++) {
-      const code = text.charCodeAt(at)
-      if (code !== 10 && code !== 13) continue
+    // The next LF and CR, found natively (indexOf) rather than character by character.
+    let lf = text.indexOf("\n", from)
+    let cr = text.indexOf("\r", from)
+    while (lf !== -1 || cr !== -1) {
+      const at = cr === -1 || (lf !== -1 && lf < cr) ? lf : cr
       const line = this.rest.length === 0 ? text.slice(from, at) : this.rest + text.slice(from, at)
       this.rest = ""
       this.line(line, events)
-      if (code === 13) {
-        if (at + 1 === length) this.afterCr = true
-        else if (text.charCodeAt(at + 1) === 10) at++
-      }
       from = at + 1
+      if (at === cr) {
+        if (from === length) this.afterCr = true
+        else if (text.charCodeAt(from) === 10) from++
+        cr = text.indexOf("\r", from)
+      }
+      if (lf !== -1 && lf < from) lf = text.indexOf("\n", from)
     }
     if (from < length) this.rest += text.slice(from)
     return events
