@@ -17,14 +17,17 @@ export const make = <E>(
   response.setEncoding("utf8")
   const wait = Effect.callback<string | undefined, E>((resume) => {
     let settled = false
-    const settle = (effect: Effect.Effect<string | undefined, E>) => {
-      if (settled) return
+    const stop = () => {
       settled = true
       clearTimeout(timer)
       response.off("readable", onReadable)
       response.off("end", onEnd)
       response.off("error", onError)
       response.off("close", onClose)
+    }
+    const settle = (effect: Effect.Effect<string | undefined, E>) => {
+      if (settled) return
+      stop()
       resume(effect)
     }
     const onReadable = () => {
@@ -41,14 +44,7 @@ export const make = <E>(
     response.on("end", onEnd)
     response.on("error", onError)
     response.on("close", onClose)
-    return Effect.sync(() => {
-      settled = true
-      clearTimeout(timer)
-      response.off("readable", onReadable)
-      response.off("end", onEnd)
-      response.off("error", onError)
-      response.off("close", onClose)
-    })
+    return Effect.sync(stop)
   })
   return Effect.suspend(() => {
     if (response.readableEnded) return Effect.succeed(undefined)

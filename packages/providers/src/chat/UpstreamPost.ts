@@ -44,6 +44,12 @@ export const post = (
       resume(Effect.fail(new Error("the upstream client is closed")))
       return
     }
+    const { connectTimeoutMs, answerTimeoutMs } = timeouts
+    const answer = setTimeout(() => {
+      const late = new NoAnswer(`the upstream did not answer within ${answerTimeoutMs} ms`)
+      resume(Effect.fail(late))
+      request.destroy(late)
+    }, answerTimeoutMs)
     const request = pool.module.request(
       url,
       { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) }, agent: pool.agent },
@@ -52,12 +58,6 @@ export const post = (
         resume(Effect.succeed(response))
       }
     )
-    const { connectTimeoutMs, answerTimeoutMs } = timeouts
-    const answer = setTimeout(() => {
-      const late = new NoAnswer(`the upstream did not answer within ${answerTimeoutMs} ms`)
-      resume(Effect.fail(late))
-      request.destroy(late)
-    }, answerTimeoutMs)
     request.on("error", (cause) => {
       clearTimeout(answer)
       resume(Effect.fail(cause))
