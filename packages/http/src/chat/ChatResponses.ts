@@ -5,7 +5,7 @@
  * `include_usage` a last one with empty choices, usage and svc; then `[DONE]`; or one
  * ChatStreamError event when the stream could not finish), the model list and the request views.
  */
-import { Effect, Stream } from "effect"
+import { Array as Arr, Cause, Effect, Pull, Stream } from "effect"
 import { type ChatCompletions, ChatProvider, type ChatStore, Money, type TokenUsage } from "@taskmeter/kernel"
 import type * as ChatWire from "../api/ChatWire.ts"
 
@@ -117,49 +117,76 @@ const encoder = new TextEncoder()
 const DONE_TEXT = "data: [DONE]\n\n"
 const DONE = encoder.encode(DONE_TEXT)
 
-/** The server-sent events of a stream, `[DONE]` after one that finished. */
+/**
+ * The SSE event of a delta without a finish reason, the stream's usual event: the text
+ * `JSON.stringify(chunk(...))` gives, with the part shared by every chunk of the request (`head`,
+ * up to `"choices":`) written once per stream.
+ */
+const deltaEvent = (head: string, event: Delta): string =>
+  `${head}[{"index":0,"delta":${JSON.stringify(event.delta)},"finish_reason":null${
+    event.logprobs === undefined ? "" : `,"logprobs":${JSON.stringify(event.logprobs)}`
+  }}]}\n\n`
+
+/**
+ * The server-sent events of a stream, `[DONE]` after one that finished. The wire events of a chunk
+ * of kernel events go out as one write (each write is a system call); after the one with the reply's
+ * first output, the next pull first lets Node send it (it corks writes until the tick ends).
+ */
 export const eventStream = (
   request: ChatStore.ChatRequestRecord,
   events: Stream.Stream<ChatCompletions.ChatEvent>,
   options: { readonly includeUsage: boolean }
 ): Stream.Stream<Uint8Array> =>
-  Stream.suspend(() => {
-    const created = seconds(request.createdAt)
-    const held: { finish: Delta | undefined } = { finish: undefined }
-    /** Finished (then `[DONE]` went with it) or Failed (no `[DONE]`) was seen. */
-    let ended = false
-    /** The reply's first output was written: the next pull first lets Node send it (it corks writes until the tick ends). */
-    let outputSent = false
-    let flushFirst = false
-    // The wire events of a chunk of kernel events go out as one write (none when they give none);
-    // map and flattenIterable would run an inner stream per event, and each write is a system call.
-    const written = events.pipe(
-      Stream.mapAccumArray(
-        () => undefined,
-        (state, chunk): readonly [undefined, ReadonlyArray<Uint8Array>] => {
-          let text = ""
-          for (const event of chunk) {
-            for (const wire of streamEvents(request, created, options.includeUsage, held, event)) {
-              text += `data: ${JSON.stringify(wire)}\n\n`
-            }
-            if (event._tag !== "Delta") ended = true
-            else if (!outputSent && ChatProvider.carriesOutput(event.delta)) outputSent = flushFirst = true
-            if (event._tag === "Finished") text += DONE_TEXT
+  Stream.transformPull(events, (pull) =>
+    Effect.sync(() => {
+      const created = seconds(request.createdAt)
+      const head =
+        `data: {"id":${JSON.stringify(request.id)},"object":"chat.completion.chunk","created":${created},` +
+        `"model":${JSON.stringify(request.model)},"system_fingerprint":"${SYSTEM_FINGERPRINT}","choices":`
+      const held: { finish: Delta | undefined } = { finish: undefined }
+      /** Finished (then `[DONE]` went with it) or Failed (no `[DONE]`) was seen. */
+      let ended = false
+      let outputSent = false
+      let flushFirst = false
+      let over = false
+      const write = (chunk: ReadonlyArray<ChatCompletions.ChatEvent>): string => {
+        let text = ""
+        for (const event of chunk) {
+          if (event._tag === "Delta" && event.finishReason === null && held.finish === undefined) {
+            text += deltaEvent(head, event)
+            if (!outputSent && ChatProvider.carriesOutput(event.delta)) outputSent = flushFirst = true
+            continue
           }
-          return [state, text.length === 0 ? [] : [encoder.encode(text)]]
+          for (const wire of streamEvents(request, created, options.includeUsage, held, event)) {
+            text += `data: ${JSON.stringify(wire)}\n\n`
+          }
+          if (event._tag !== "Delta") ended = true
+          else if (!outputSent && ChatProvider.carriesOutput(event.delta)) outputSent = flushFirst = true
+          if (event._tag === "Finished") text += DONE_TEXT
         }
-      )
-    )
-    return Stream.transformPull(written, (pull) =>
-      Effect.succeed(
-        Effect.suspend(() => {
-          if (!flushFirst) return pull
+        return text
+      }
+      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>, never, void> = Effect.suspend(() => {
+        if (over) return Cause.done()
+        if (flushFirst) {
           flushFirst = false
-          return Effect.andThen(Effect.yieldNow, pull)
+          return Effect.andThen(Effect.yieldNow, next)
+        }
+        return Pull.matchEffect(pull, {
+          onSuccess: (chunk) => {
+            const text = write(chunk)
+            return text.length === 0 ? next : Effect.succeed(Arr.of(encoder.encode(text)))
+          },
+          onFailure: Effect.failCause,
+          onDone: () => {
+            over = true
+            return ended ? Cause.done() : Effect.succeed(Arr.of(DONE))
+          }
         })
-      )
-    ).pipe(Stream.concat(Stream.suspend(() => (ended ? Stream.empty : Stream.succeed(DONE)))))
-  })
+      })
+      return next
+    })
+  )
 
 /** A callable model as GET /api/v1/chat/models lists it. */
 export const model = ({ id, price }: ChatCompletions.CallableModel): ChatWire.ChatModel => ({

@@ -64,6 +64,15 @@ describe("ChatResponses.eventStream", () => {
     })
   )
 
+  it.effect("writes a delta with logprobs and tool-call fragments exactly as its chunk's JSON", () =>
+    Effect.gen(function* () {
+      const delta = { tool_calls: [{ index: 0, function: { name: "weather", arguments: '{"city":"O\\"slo\\u2028"}' } }] }
+      const logprobs = { content: [{ token: "Os", logprob: -0.25, bytes: [79, 115], top_logprobs: [] }] }
+      const events = yield* sent([{ _tag: "Delta", delta, finishReason: null, logprobs }, ...finished.slice(1)])
+      expect(events[0]).toBe(JSON.stringify({ ...head, choices: [{ index: 0, delta, finish_reason: null, logprobs }] }))
+    })
+  )
+
   it.effect("adds the usage chunk with empty choices only when include_usage asks for it", () =>
     Effect.gen(function* () {
       const events = yield* sent(finished, true)

@@ -5,7 +5,7 @@
  * the same cap, answering its message or a stream of ChatEvents with usage and charge. Every opened
  * request is settled exactly once; what each outcome is charged: docs/decisions.md, Chat.
  */
-import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Result, Scope, Stream } from "effect"
+import { Array as Arr, Cause, Clock, Context, Deferred, Effect, Exit, Layer, Pull, Scope, Stream } from "effect"
 import type { Caller } from "../accounts/Accounts.ts"
 import { ChatBilling, MAX_REQUEST_MS } from "./ChatBilling.ts"
 import type { OpenError } from "./ChatBilling.ts"
@@ -109,6 +109,9 @@ export const toApiError = (error: ChatProviderError): UpstreamFailure => {
 const isText = (u: unknown): u is string => typeof u === "string" && u.length > 0
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
+/** The members of a message or delta whose text is output. */
+const TEXT_KEYS = ["content", "refusal", "reasoning_content", "reasoning"] as const
+
 /** What has reached the caller so far, for counting when the upstream reports no usage. */
 class Tally {
   text = ""
@@ -119,7 +122,7 @@ class Tally {
   servedBy: ServedBy | undefined = undefined
 
   addContent(source: JsonObject): void {
-    for (const key of ["content", "refusal", "reasoning_content", "reasoning"]) {
+    for (const key of TEXT_KEYS) {
       const value = source[key]
       if (isText(value)) {
         this.text += value
@@ -383,27 +386,48 @@ export const make = Effect.gen(function* () {
         const storeDown = (error: StoreUnavailable): ChatEvent => ({ _tag: "Failed", error, usage: null, chargedMicros: ZERO })
 
         const deadlineMs = record.createdAt.getTime() + MAX_REQUEST_MS
-        const events: Stream.Stream<ChatEvent> = PullDeadline.eachPullWithin(
+        const parts = PullDeadline.eachPullWithin(
           opened.value,
           Effect.map(Clock.currentTimeMillis, (nowMs) => deadlineMs - nowMs),
           () => new ChatProviderError({ reason: "Timeout", message: "The response took too long." })
+        )
+        // One stage for the deltas, the tally and the last event (each stage costs every pull of every stream).
+        const events: Stream.Stream<ChatEvent> = Stream.transformPull(parts, (pull) =>
+          Effect.sync(() => {
+            let over = false
+            const last = (event: Effect.Effect<ChatEvent, StoreUnavailable>) => {
+              over = true
+              return Effect.map(
+                Effect.catchTag(event, "StoreUnavailable", (error) => Effect.succeed(storeDown(error))),
+                Arr.of
+              )
+            }
+            const next: Pull.Pull<Arr.NonEmptyReadonlyArray<ChatEvent>, never, void> = Effect.suspend(() => {
+              if (over) return Cause.done()
+              return Pull.matchEffect(pull, {
+                onSuccess: (chunk) => {
+                  const deltas: Array<ChatEvent> = []
+                  for (const part of chunk) {
+                    if (part._tag === "Usage") tally.usage = part.usage
+                    else if (part._tag === "Served") tally.servedBy = part.servedBy
+                    else {
+                      tally.addContent(part.delta)
+                      if (part.finishReason !== null) tally.finishReason = part.finishReason
+                      deltas.push(part)
+                    }
+                  }
+                  return Arr.isArrayNonEmpty(deltas) ? Effect.succeed(deltas) : next
+                },
+                onDone: () => last(finished),
+                onFailure: (cause) => {
+                  const error = Cause.findErrorOption(cause)
+                  return error._tag === "Some" ? last(broken(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
+                }
+              })
+            })
+            return next
+          })
         ).pipe(
-          Stream.filterMap((part): Result.Result<Extract<ChatStreamPart, { readonly _tag: "Delta" }>, ChatStreamPart> => {
-            if (part._tag === "Usage") {
-              tally.usage = part.usage
-              return Result.fail(part)
-            }
-            if (part._tag === "Served") {
-              tally.servedBy = part.servedBy
-              return Result.fail(part)
-            }
-            tally.addContent(part.delta)
-            if (part.finishReason !== null) tally.finishReason = part.finishReason
-            return Result.succeed(part)
-          }),
-          Stream.concat(Stream.fromEffect(finished)),
-          Stream.catchTag("ChatProviderError", (error) => Stream.fromEffect(broken(error))),
-          Stream.catchTag("StoreUnavailable", (error) => Stream.succeed(storeDown(error))),
           Stream.onExit((exit) =>
             Effect.andThen(
               Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,

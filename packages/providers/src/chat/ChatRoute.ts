@@ -7,7 +7,7 @@
  * if it had answered 429. The reply names the upstream that gave it, with its cost per token
  * (`servedBy`, a `Served` part first in a stream). Policy: docs/decisions.md, Chat.
  */
-import { Clock, Effect, Exit, Scope, Sink, Stream } from "effect"
+import { Array as Arr, Cause, Clock, Effect, Exit, Pull, Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 
 /** An upstream in a route and the models it serves (undefined: any model). */
@@ -105,10 +105,28 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
           Effect.flatMap(Scope.fork(outer, "sequential"), (scope) =>
             Effect.gen(function* () {
               yield* Scope.addFinalizer(scope, release(member))
-              const parts = yield* member.provider.stream(call)
-              const [first, rest] = yield* Stream.peel(parts, Sink.take<ChatProvider.ChatStreamPart>(1))
-              const served: ChatProvider.ChatStreamPart = { _tag: "Served", servedBy: servedBy(member) }
-              return Stream.concat(Stream.fromIterable([served, ...first]), rest)
+              const pull = yield* Stream.toPull(yield* member.provider.stream(call))
+              // Its first chunk is pulled here, so that a failure before any part falls back; it goes on
+              // as it came, with Served before it.
+              let ended = false
+              const first = yield* Pull.catchDone(pull, () => {
+                ended = true
+                return Effect.succeed([])
+              })
+              let pending: Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart> | undefined = [
+                { _tag: "Served", servedBy: servedBy(member) },
+                ...first
+              ]
+              return Stream.fromPull(
+                Effect.succeed(
+                  Effect.suspend(() => {
+                    const chunk = pending
+                    pending = undefined
+                    if (chunk !== undefined) return Effect.succeed(chunk)
+                    return ended ? Cause.done() : pull
+                  })
+                )
+              )
             }).pipe(
               Scope.provide(scope),
               Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))

@@ -7,10 +7,11 @@
  */
 import type { IncomingMessage } from "node:http"
 import { finished as ended } from "node:stream/promises"
-import { Array as Arr, type Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
-import { ChatProvider, PullDeadline } from "@taskmeter/kernel"
+import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
 import * as CappedBody from "../utils/CappedBody.ts"
+import * as BodyPull from "./BodyPull.ts"
 import { parseRetryAfter } from "../utils/UpstreamError.ts"
 import * as Sse from "./Sse.ts"
 import * as UpstreamPost from "./UpstreamPost.ts"
@@ -90,7 +91,7 @@ export const classifyStatus = (status: number, body: string, retryAfter: string 
 }
 
 /** One parsed stream event: its deltas and usage; an error event fails. */
-const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | ChatProvider.ChatProviderError => {
+const eventParts = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | ChatProvider.ChatProviderError => {
   let event: unknown
   try {
     event = JSON.parse(data)
@@ -117,53 +118,70 @@ const partsOf = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | Cha
 }
 
 /**
- * The parts of a stream's events, a whole chunk of events at a time (as they came off the socket):
- * per event work (mapEffect, flattenIterable) would split the stream into one chunk per event, for
- * every stage after it, and the server would write each event apart. Only the chunk holding the
- * reply's first output ends with it (ChatProvider.carriesOutput), so that the first token goes out
- * before the rest is worked on. The parts before an error event are delivered, then the stream fails.
+ * The parts of a stream's events, read from its body a pull at a time: each pull gives the parts of
+ * every event the text buffered so far completes (as they came off the socket: per event work would
+ * split the stream into one chunk per event for every stage after it, and the server would write each
+ * event apart). Only the chunk holding the reply's first output ends with it
+ * (ChatProvider.carriesOutput), so that the first token goes out before the rest is worked on. The
+ * parts before an error event are delivered, then the stream fails; it ends at `[DONE]`, or at the
+ * body's end after a finish reason, and fails when the body ends before one.
  */
-const partsIn =
-  (seen: (parts: ReadonlyArray<ChatProvider.ChatStreamPart>) => void) =>
-  <E, R>(
-    events: Stream.Stream<string, E, R>
-  ): Stream.Stream<ChatProvider.ChatStreamPart, E | ChatProvider.ChatProviderError, R> =>
-    Stream.transformPull(events, (pull) =>
-      Effect.sync(() => {
-        let failure: ChatProvider.ChatProviderError | undefined
-        let pending: ReadonlyArray<string> = []
-        let at = 0
-        let outputSeen = false
-        const next: Effect.Effect<
-          Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
-          E | ChatProvider.ChatProviderError | Cause.Done<void>
-        > = Effect.suspend(() => {
-          const parts: Array<ChatProvider.ChatStreamPart> = []
-          while (at < pending.length) {
-            const parsed = partsOf(pending[at++]!)
-            if (parsed instanceof ChatProvider.ChatProviderError) {
-              failure = parsed
-              at = pending.length
-              break
-            }
-            seen(parsed)
-            parts.push(...parsed)
-            if (!outputSeen && parsed.some((part) => part._tag === "Delta" && ChatProvider.carriesOutput(part.delta))) {
-              outputSeen = true
-              break
-            }
+const partsOf = (
+  body: Effect.Effect<string | undefined, ChatProvider.ChatProviderError>
+): Stream.Stream<ChatProvider.ChatStreamPart, ChatProvider.ChatProviderError> =>
+  Stream.fromPull(
+    Effect.sync(() => {
+      const reader = new Sse.Reader()
+      let pending: ReadonlyArray<string> = []
+      let at = 0
+      let outputSeen = false
+      let finished = false
+      /** Where the events end: at `[DONE]`, or at the body's end. */
+      let end: "done" | "body" | undefined
+      let failure: ChatProvider.ChatProviderError | undefined
+      const next: Effect.Effect<
+        Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart>,
+        ChatProvider.ChatProviderError | Cause.Done<void>
+      > = Effect.suspend(() => {
+        const parts: Array<ChatProvider.ChatStreamPart> = []
+        while (at < pending.length) {
+          const data = pending[at++]!
+          if (data.trim() === "[DONE]") {
+            end = "done"
+            at = pending.length
+            break
           }
-          if (Arr.isArrayNonEmpty(parts)) return Effect.succeed(parts)
-          if (failure !== undefined) return Effect.fail(failure)
-          return Effect.flatMap(pull, (datas) => {
-            pending = datas
-            at = 0
-            return next
-          })
+          const parsed = eventParts(data)
+          if (parsed instanceof ChatProvider.ChatProviderError) {
+            failure = parsed
+            at = pending.length
+            break
+          }
+          let firstOutput = false
+          for (const part of parsed) {
+            parts.push(part)
+            if (part._tag !== "Delta") continue
+            if (part.finishReason !== null) finished = true
+            if (!outputSeen && ChatProvider.carriesOutput(part.delta)) outputSeen = firstOutput = true
+          }
+          if (firstOutput) break
+        }
+        if (Arr.isArrayNonEmpty(parts)) return Effect.succeed(parts)
+        if (failure !== undefined) return Effect.fail(failure)
+        if (end === "done" || (end === "body" && finished)) return Cause.done()
+        if (end === "body") return Effect.fail(fail("Unavailable", "the upstream closed the stream before it finished"))
+        return Effect.flatMap(body, (text) => {
+          if (text === undefined) {
+            end = "body"
+            pending = reader.end()
+          } else pending = reader.feed(text)
+          at = 0
+          return next
         })
-        return next
       })
-    )
+      return next
+    })
+  )
 
 export const make = (options: Options): ChatProvider.ChatProviderV1 => build(options).provider
 
@@ -212,13 +230,13 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         ...options.headers
       },
       JSON.stringify(payload),
-      connectTimeoutMs
+      { connectTimeoutMs, answerTimeoutMs: timeoutMs }
     ).pipe(
-      Effect.mapError((cause) => fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })),
-      Effect.timeoutOrElse({
-        duration: timeoutMs,
-        orElse: () => Effect.fail(fail("Timeout", `the upstream did not answer within ${timeoutMs} ms`))
-      }),
+      Effect.mapError((cause) =>
+        cause instanceof UpstreamPost.NoAnswer
+          ? fail("Timeout", cause.message)
+          : fail("Unavailable", `could not reach the upstream: ${String(cause)}`, { cause })
+      ),
       Effect.flatMap((response) => {
         const status = response.statusCode ?? 0
         if (status >= 200 && status < 300) return Effect.succeed(response)
@@ -277,33 +295,14 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         return Effect.promise(() => ended(response.resume()).catch(() => undefined))
       })
       const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
-      let finished = false
-      let done = false
-      const parts = Sse.dataOf(
-        PullDeadline.eachPullWithin(
-          Stream.fromAsyncIterable(response.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>, (cause) =>
-            fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-          ),
-          Effect.succeed(idleTimeoutMs),
-          () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`)
-        )
-      ).pipe(
-        Stream.takeWhile((data) => {
-          done = data.trim() === "[DONE]"
-          return !done
-        }),
-        partsIn((parts) => {
-          if (parts.some((part) => part._tag === "Delta" && part.finishReason !== null)) finished = true
-        }),
-        Stream.concat(
-          Stream.suspend(() =>
-            done || finished
-              ? Stream.empty
-              : Stream.fail(fail("Unavailable", "the upstream closed the stream before it finished"))
-          )
+      return partsOf(
+        BodyPull.make(
+          response,
+          idleTimeoutMs,
+          () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`),
+          (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
         )
       )
-      return parts
     })
 
   return { provider: { specificationVersion: "v1", provider: options.provider, complete, stream }, pool }

@@ -1,6 +1,7 @@
 /**
  * POSTs to a chat upstream over node:http or node:https, on a keep-alive agent pooling at most
- * `connections` sockets per origin. `post` succeeds with the response once its head arrives;
+ * `connections` sockets per origin. `post` succeeds with the response once its head arrives, and
+ * fails with `NoAnswer` when it has not within `answerTimeoutMs` (a timer, not a race of fibers);
  * interrupting it destroys the request, and a socket not connected within `connectTimeoutMs` fails
  * it. The caller reads the body, or destroys the response to give the request up. A closed pool
  * (its scope ended) destroys its sockets and fails every later post.
@@ -28,24 +29,39 @@ export const close = (pool: Pool): void => {
   pool.agent.destroy()
 }
 
+/** The response's head did not arrive in time; the request was destroyed. */
+export class NoAnswer extends Error {}
+
 export const post = (
   pool: Pool,
   url: URL,
   headers: http.OutgoingHttpHeaders,
   body: string,
-  connectTimeoutMs: number
+  timeouts: { readonly connectTimeoutMs: number; readonly answerTimeoutMs: number }
 ): Effect.Effect<http.IncomingMessage, Error> =>
   Effect.callback<http.IncomingMessage, Error>((resume) => {
     if (pool.closed) {
       resume(Effect.fail(new Error("the upstream client is closed")))
       return
     }
+    const { connectTimeoutMs, answerTimeoutMs } = timeouts
+    const answer = setTimeout(() => {
+      const late = new NoAnswer(`the upstream did not answer within ${answerTimeoutMs} ms`)
+      resume(Effect.fail(late))
+      request.destroy(late)
+    }, answerTimeoutMs)
     const request = pool.module.request(
       url,
       { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) }, agent: pool.agent },
-      (response) => resume(Effect.succeed(response))
+      (response) => {
+        clearTimeout(answer)
+        resume(Effect.succeed(response))
+      }
     )
-    request.on("error", (cause) => resume(Effect.fail(cause)))
+    request.on("error", (cause) => {
+      clearTimeout(answer)
+      resume(Effect.fail(cause))
+    })
     request.on("socket", (socket) => {
       if (!socket.connecting) return
       const timer = setTimeout(
@@ -56,5 +72,8 @@ export const post = (
       socket.once("close", () => clearTimeout(timer))
     })
     request.end(body)
-    return Effect.sync(() => request.destroy())
+    return Effect.sync(() => {
+      clearTimeout(answer)
+      request.destroy()
+    })
   })

@@ -1,7 +1,7 @@
 /**
  * The chat adapter's node:http transport against a real local server (no msw here), so that the
  * server sees the connections: replies read whole reuse one pooled connection, and a stream given up
- * mid-way closes its own.
+ * mid-way closes its own; one not answered in time is given up.
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,6 +18,8 @@ const server = createServer((request, response) => {
   request.on("data", (chunk) => (raw += chunk))
   request.on("end", () => {
     const body = JSON.parse(raw) as { stream?: boolean; messages: Array<{ content: string }> }
+    // "silent" never answers: only the client can end the request.
+    if (body.messages[0]!.content === "silent") return
     if (body.stream !== true) {
       response.setHeader("content-type", "application/json")
       response.end(JSON.stringify({ choices: [{ message: { role: "assistant", content: "Oslo." }, finish_reason: "stop" }] }))
@@ -72,6 +74,26 @@ describe("OpenAiCompatible over node:http", () => {
       expect(closedRequests).toBe(1)
       expect((yield* provider.complete(call("hi"))).finishReason).toBe("stop")
       expect(connections).toBe(2)
+    })
+  )
+
+  it.live("a request not answered within the first-byte timeout fails as Timeout and is given up", () =>
+    Effect.gen(function* () {
+      const closedBefore = closedRequests
+      const impatient = OpenAiCompatible.make({
+        provider: "local",
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        firstByteTimeoutMs: 150,
+        requestTimeoutMs: 150
+      })
+      const started = Date.now()
+      const streamed = yield* Effect.flip(Effect.scoped(impatient.stream(call("silent"))))
+      const completed = yield* Effect.flip(impatient.complete(call("silent")))
+      expect([streamed.reason, completed.reason]).toEqual(["Timeout", "Timeout"])
+      expect(streamed.message).toBe("the upstream did not answer within 150 ms")
+      expect(Date.now() - started).toBeLessThan(2_000)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      expect(closedRequests - closedBefore).toBe(2)
     })
   )
 })
