@@ -74,6 +74,7 @@ import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
 import spendDaysPasskeyNames from "./migrations/0036_spend_days_passkey_names.ts"
 import streamSlots from "./migrations/0037_stream_slots.ts"
 import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes.ts"
+import tasksFillfactor from "./migrations/0039_tasks_fillfactor.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -148,7 +149,8 @@ const migrationRecord = {
   "34_payment_webhooks": paymentWebhooks,
   "36_spend_days_passkey_names": spendDaysPasskeyNames,
   "37_stream_slots": streamSlots,
-  "38_ascending_account_indexes": ascendingAccountIndexes
+  "38_ascending_account_indexes": ascendingAccountIndexes,
+  "39_tasks_fillfactor": tasksFillfactor
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
