@@ -109,7 +109,8 @@ CREATE TABLE tasks (
     CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'submitting'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'reconciliation_required'::text]))),
     CONSTRAINT tasks_unit_micros_check CHECK ((unit_micros >= 0)),
     CONSTRAINT tasks_upstream_answer_check CHECK ((char_length(upstream_answer) <= 1000))
-);
+)
+WITH (fillfactor='80');
 
 CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id text, p_model text, p_input jsonb, p_price_micros bigint, p_unit_micros bigint, p_quantity integer, p_settlement text, p_created_at timestamp with time zone, p_deadline_at timestamp with time zone, p_idempotency_key text, p_fingerprint text, p_idempotency_expires_at timestamp with time zone, p_submissions_per_minute integer, p_max_unfinished_tasks integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, task tasks)
     LANGUAGE plpgsql

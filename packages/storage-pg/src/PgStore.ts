@@ -74,6 +74,7 @@ import paymentWebhooks from "./migrations/0034_payment_webhooks.ts"
 import spendDaysPasskeyNames from "./migrations/0036_spend_days_passkey_names.ts"
 import streamSlots from "./migrations/0037_stream_slots.ts"
 import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes.ts"
+import tasksFillfactor from "./migrations/0039_tasks_fillfactor.ts"
 import taskIndexDiet from "./migrations/0040_task_index_diet.ts"
 
 export type Stores =
@@ -150,6 +151,7 @@ const migrationRecord = {
   "36_spend_days_passkey_names": spendDaysPasskeyNames,
   "37_stream_slots": streamSlots,
   "38_ascending_account_indexes": ascendingAccountIndexes,
+  "39_tasks_fillfactor": tasksFillfactor,
   "40_task_index_diet": taskIndexDiet
 }
 

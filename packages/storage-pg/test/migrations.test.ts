@@ -1,7 +1,8 @@
 /**
  * Migrations from empty, on PostgreSQL and PGlite: they create everything, record what they
  * ran, change nothing when run again, and keep the data of an existing database; migration 0036
- * sums the charges a journal holds already into the spend rollup.
+ * sums the charges a journal holds already into the spend rollup; migration 0039 sets the
+ * fillfactor of `tasks`.
  */
 import { Config, Effect, Exit, Layer } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
@@ -14,6 +15,7 @@ beforeAll(makeTemplate)
 afterAll(removeTemplate)
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
+const TASKS_FILLFACTOR = "fillfactor=80"
 
 const ledgerTables = [
   "accounts",
@@ -44,6 +46,9 @@ const inspect = Effect.gen(function* () {
   // Migration 25: no function makes a random ledger entry id any more; the SQL v7 carries now.
   const randomEntryIds = yield* sql<{ readonly name: string }>`SELECT proname AS name FROM pg_proc
     WHERE pronamespace = current_schema()::regnamespace AND strpos(prosrc, ${"'entry_' || gen_random_uuid()"}) > 0`
+  // Migration 39: inserts leave room on each tasks page for the versions its rows' updates write.
+  const [tasks] = yield* sql<{ readonly options: ReadonlyArray<string> | null }>`SELECT reloptions AS options
+    FROM pg_class WHERE oid = 'tasks'::regclass`
   const before = Date.now()
   const [made] = yield* sql<{ readonly id: string }>`SELECT taskmeter_uuidv7()::text AS id`
   return {
@@ -51,6 +56,7 @@ const inspect = Effect.gen(function* () {
     recorded: recorded.map((row) => [row.migration_id, row.name]),
     rerun,
     randomEntryIds: randomEntryIds.map((row) => row.name),
+    tasksOptions: tasks?.options,
     uuidv7:
       /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(made!.id) &&
       Math.abs(Uuid7.timeOf(made!.id) - before) < 60_000
@@ -75,7 +81,14 @@ describe("migrations", () => {
             return { account, state: yield* inspect }
           }).pipe(Effect.provide(Layer.merge(PgStore.layer(options), PgStore.client(options))))
         )
-        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [], randomEntryIds: [], uuidv7: true })
+        expect(first.state).toEqual({
+          ledgerTables,
+          recorded: yield* allMigrations,
+          rerun: [],
+          randomEntryIds: [],
+          tasksOptions: [TASKS_FILLFACTOR],
+          uuidv7: true
+        })
 
         // A second start finds everything in place and the data untouched.
         const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layer(options))))
@@ -95,7 +108,14 @@ describe("migrations", () => {
             return { account, state: yield* inspect }
           }).pipe(Effect.provide(PgStore.layerClient({}).pipe(Layer.provideMerge(client))))
         )
-        expect(first.state).toEqual({ ledgerTables, recorded: yield* allMigrations, rerun: [], randomEntryIds: [], uuidv7: true })
+        expect(first.state).toEqual({
+          ledgerTables,
+          recorded: yield* allMigrations,
+          rerun: [],
+          randomEntryIds: [],
+          tasksOptions: [TASKS_FILLFACTOR],
+          uuidv7: true
+        })
 
         const second = yield* Effect.scoped(listAccounts.pipe(Effect.provide(PgStore.layerEmbedded({ dataDir }))))
         expect(second).toEqual([first.account])
