@@ -52,8 +52,10 @@ const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof
 const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store }, profile)) as {
   readonly url: string
   readonly key: string
+  /** The serving process, when the script started it as a child (deployed.ts). */
+  readonly pid?: number
 }
-const serverPid = children.at(-1)!.pid!
+const serverPid = server.pid ?? children.at(-1)!.pid!
 const ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim())
 
 /** A process's CPU time (user and system) so far, in ms (Linux /proc). */
