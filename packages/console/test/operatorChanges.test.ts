@@ -170,6 +170,8 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the operator page
           yield* Effect.promise(async () => {
             await openPage(page, "Chat prices", "Chat prices")
             const form = page.getByRole("form", { name: "Set a chat price" })
+            // The list loads after the page opens; a model is picked from it once it is shown.
+            await page.getByRole("row").filter({ hasText: "taskmeter-local" }).waitFor()
             await form.getByLabel("Chat model").fill("taskmeter-local")
             // Picking a listed model fills the form with its entry.
             expect(await form.getByLabel(/^Upstream/).inputValue()).toBe("local")
