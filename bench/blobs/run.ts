@@ -4,7 +4,6 @@
  * then the memory of one 200 MB streamed upload through a `taskmeter start` process with
  * S3_BUCKET, sampled from /proc against its idle RSS. Usage: bench/blobs/README.md.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -15,6 +14,7 @@ import { BlobStore } from "@taskmeter/kernel"
 import { S3BlobStore, S3Client } from "@taskmeter/storage-s3"
 import { LocalS3 } from "@taskmeter/storage-s3/testing"
 import { summarize } from "../support/percentile.ts"
+import { BIN, startTaskmeter, taskmeterAdmin } from "../support/taskmeter.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -91,25 +91,6 @@ const rssOf = async (pid: number): Promise<number> => {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * KiB
 }
 
-const launch = (
-  env: Record<string, string>
-): Promise<{ readonly child: ChildProcess; readonly url: string; readonly adminUrl: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(import.meta.dirname, "../../packages/http/bin/taskmeter.ts"), "start"], {
-      env: { PATH: process.env["PATH"] ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let output = ""
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /.exec(output)
-      if (match !== null) resolve({ child, url: match[1]!, adminUrl: match[2]! })
-    }
-    child.stdout.on("data", onData)
-    child.stderr.on("data", onData)
-    child.once("exit", (code) => reject(new Error(`taskmeter start exited ${code}:\n${output}`)))
-  })
-
 /** An MP4 of `size` bytes as far as the upload's type check goes: the ftyp box, then zeros. */
 async function* video(size: number): AsyncIterable<Uint8Array> {
   const head = Uint8Array.from([0, 0, 0, 0x18, ...new TextEncoder().encode("ftypmp42"), 0, 0, 0, 0, ...new Array(8).fill(0)])
@@ -141,7 +122,8 @@ const ReadableStreamFrom = (source: AsyncIterable<Uint8Array>): ReadableStream<U
 
 const memoryOfUpload = async (s3: LocalS3.LocalS3, megabytes: number) => {
   const dataDir = mkdtempSync(join(tmpdir(), "taskmeter-bench-blobs-"))
-  const server = await launch({
+  const server = await startTaskmeter(BIN, {
+    PATH: process.env["PATH"] ?? "",
     ...s3.env,
     DATA_DIR: dataDir,
     PORT: "0",
@@ -151,26 +133,11 @@ const memoryOfUpload = async (s3: LocalS3.LocalS3, megabytes: number) => {
     MAX_UPLOAD_BYTES: String(megabytes * 1e6 + MiB)
   })
   try {
-    const created = await new Promise<string>((resolve, reject) => {
-      const cli = spawn(
-        process.execPath,
-        [
-          join(import.meta.dirname, "../../packages/http/bin/taskmeter.ts"),
-          "admin",
-          "--data-dir",
-          dataDir,
-          "--json",
-          "account",
-          "create",
-          "--credits-usd",
-          "1"
-        ],
-        { env: { PATH: process.env["PATH"] ?? "" }, stdio: ["ignore", "pipe", "inherit"] }
-      )
-      let out = ""
-      cli.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-      cli.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out).key.secret) : reject(new Error(`admin exited ${code}`))))
-    })
+    const created: string = (
+      await taskmeterAdmin(BIN, ["--data-dir", dataDir, "account", "create", "--credits-usd", "1"], {
+        PATH: process.env["PATH"] ?? ""
+      })
+    ).key.secret
     // Load the upload path's modules and open the S3 client's sockets with a small file (one
     // PutObject, no part buffers), then let the heap settle.
     if ((await upload(server.url, created, 64 * KiB)) !== 201) throw new Error("warm-up upload failed")

@@ -5,7 +5,6 @@
  * embedded default; limits out of the way. Prints one JSON line: its base URL, a key of a new account
  * funded with CREDITS, and the server's pid (whose CPU the run reads). Stops it on SIGTERM.
  */
-import { execFile, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
 import { mkdtemp, rm } from "node:fs/promises"
@@ -14,11 +13,10 @@ import { join } from "node:path"
 import { Effect, ManagedRuntime } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgStore } from "@taskmeter/storage-pg"
+import { BIN, startTaskmeter, taskmeterAdmin } from "../support/taskmeter.ts"
 
-const BIN = join(import.meta.dirname, "../../packages/http/bin/taskmeter.ts")
 const NO_LIMIT = "1000000000"
 const CREDITS_USD = "1000"
-const READY = /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const operatorToken = randomUUID() + randomUUID()
 const dataDir = await mkdtemp(join(tmpdir(), "bench-chat-deployed-"))
@@ -30,47 +28,28 @@ const onRoot = (statement: string) =>
 const urlOf = (name: string) => Object.assign(new URL(databaseUrl), { pathname: `/${name}` }).href
 if (database !== undefined) await onRoot(`CREATE DATABASE ${database}`)
 
-const server = spawn(process.execPath, [BIN, "start"], {
-  env: {
-    ...process.env,
-    ...(database === undefined ? {} : { DATABASE_URL: urlOf(database) }),
-    DATA_DIR: dataDir,
-    OPERATOR_TOKEN: operatorToken,
-    HOST: "127.0.0.1",
-    PORT: "0",
-    ADMIN_PORT: "0",
-    WORKERS: "false",
-    CHAT_UPSTREAM_BASE_URL: process.env.UPSTREAM_URL!,
-    CHAT_UPSTREAM_API_KEY: "bench",
-    CHAT_REQUESTS_PER_MINUTE: NO_LIMIT,
-    CHAT_MAX_OPEN_REQUESTS: "100000",
-    KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
-  },
-  // The access log goes to stdout; read and dropped here, as a log collector would take it.
-  stdio: ["ignore", "pipe", "inherit"]
-})
-const { url, adminUrl } = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
-  let output = ""
-  const onData = (chunk: Buffer) => {
-    output += chunk.toString()
-    const match = READY.exec(output)
-    if (match === null) return
-    server.stdout!.off("data", onData).resume()
-    resolve({ url: match[1]!, adminUrl: match[2]! })
-  }
-  server.stdout!.on("data", onData)
-  server.once("exit", (code) => reject(new Error(`taskmeter start exited with ${code} before listening:\n${output}`)))
+const {
+  child: server,
+  url,
+  adminUrl
+} = await startTaskmeter(BIN, {
+  ...process.env,
+  ...(database === undefined ? {} : { DATABASE_URL: urlOf(database) }),
+  DATA_DIR: dataDir,
+  OPERATOR_TOKEN: operatorToken,
+  HOST: "127.0.0.1",
+  PORT: "0",
+  ADMIN_PORT: "0",
+  WORKERS: "false",
+  CHAT_UPSTREAM_BASE_URL: process.env.UPSTREAM_URL!,
+  CHAT_UPSTREAM_API_KEY: "bench",
+  CHAT_REQUESTS_PER_MINUTE: NO_LIMIT,
+  CHAT_MAX_OPEN_REQUESTS: "100000",
+  KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
 })
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>
-  new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      [BIN, "admin", "--url", adminUrl, "--json", ...command],
-      { env: { ...process.env, TASKMETER_ADMIN_TOKEN: operatorToken }, timeout: 60_000 },
-      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(`${error.message}\n${stderr}`)))
-    )
-  )
+  taskmeterAdmin(BIN, ["--url", adminUrl, ...command], { ...process.env, TASKMETER_ADMIN_TOKEN: operatorToken })
 const created = await admin(["account", "create", "--name", "bench", "--credits-usd", CREDITS_USD])
 console.log(JSON.stringify({ url: `${url.replace(/\/$/, "")}/api/v1`, key: created.key.secret, pid: server.pid }))
 

@@ -8,7 +8,7 @@
  * average of each measure. `--keep` keeps the databases, and a later run reuses a kept one whose
  * prefill finished. Usage: bench/growth/README.md.
  */
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
@@ -26,6 +26,7 @@ import type { Rate, Request } from "./load.ts"
 import { explain } from "./plans.ts"
 import type { Plan } from "./plans.ts"
 import { prefill } from "./prefill.ts"
+import { startTaskmeter, taskmeterAdmin } from "../support/taskmeter.ts"
 
 const { values: args } = parseArgs({
   options: {
@@ -83,8 +84,6 @@ const CHORES = ["purge-idempotency-keys", "sweep-orphan-results", "remove-expire
 const log = (line: string) => (args.json ? process.stderr : process.stdout).write(`${line}\n`)
 const load = () => loadavg()[0]!
 
-const READY = /taskmeter is listening on (\S+)[\s\S]*\n {2}admin +(\S+)\/admin\/rpc /
-
 /** The database server's own database: creates and drops the bench's. */
 const root = ManagedRuntime.make(PgStore.client({ url: serverUrl, maxConnections: 1 }))
 const onRoot = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => root.runPromise(SqlClient.SqlClient.use(f))
@@ -140,11 +139,12 @@ const env = (database: string, extra: Record<string, string>) => ({
 })
 
 /** `taskmeter start` on free ports, without workers; resolves once both listeners are up. */
-const startServer = (
+const startServer = async (
   database: string
 ): Promise<{ readonly child: ChildProcess; readonly url: URL; readonly adminUrl: string }> => {
-  const child = spawn(process.execPath, [BIN, "start"], {
-    env: env(database, {
+  const started = await startTaskmeter(
+    BIN,
+    env(database, {
       HOST: "127.0.0.1",
       PORT: "0",
       ADMIN_PORT: "0",
@@ -153,32 +153,14 @@ const startServer = (
       MAX_UNFINISHED_TASKS: NO_LIMIT,
       KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
     }),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  children.add(child)
-  return new Promise((resolve, reject) => {
-    let output = ""
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = READY.exec(output)
-      if (match !== null) resolve({ child, url: new URL(match[1]!), adminUrl: match[2]! })
-    }
-    child.stdout!.on("data", onData)
-    child.stderr!.on("data", onData)
-    child.once("exit", (code) => reject(new Error(`the server exited with ${code} before listening:\n${output}`)))
-  })
+    (child) => children.add(child)
+  )
+  return { ...started, url: new URL(started.url) }
 }
 
 /** `taskmeter admin ...` against the server's admin listener, its JSON answer. */
 const admin = (adminUrl: string, command: ReadonlyArray<string>): Promise<any> =>
-  new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      [BIN, "admin", "--url", adminUrl, "--json", ...command],
-      { env: { ...process.env, TASKMETER_ADMIN_TOKEN: OPERATOR_TOKEN }, timeout: 60_000 },
-      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(`${error.message}\n${stderr}`)))
-    )
-  )
+  taskmeterAdmin(BIN, ["--url", adminUrl, ...command], { ...process.env, TASKMETER_ADMIN_TOKEN: OPERATOR_TOKEN })
 
 interface Created {
   readonly accountId: string

@@ -32,6 +32,13 @@ interface PlanNode {
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
+/** A store in a schema of its own, dropped with the scope. */
+const freshStore = Effect.gen(function* () {
+  const schema = schemaName()
+  yield* Layer.build(dropSchemaAfter(schema))
+  return yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+})
+
 const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
 /**
@@ -74,9 +81,7 @@ describe("generic plans", () => {
   it.live("the usage page reads its entries from the account's index, with and without a cursor, on a 200k-entry ledger", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const schema = schemaName()
-        yield* Layer.build(dropSchemaAfter(schema))
-        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        const context = yield* freshStore
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           yield* sql`INSERT INTO accounts (id, name, created_at)
@@ -108,9 +113,7 @@ describe("generic plans", () => {
       Effect.forEach([null, 10_001], (beforeSeq) =>
         Effect.scoped(
           Effect.gen(function* () {
-            const schema = schemaName()
-            yield* Layer.build(dropSchemaAfter(schema))
-            const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+            const context = yield* freshStore
             yield* Effect.gen(function* () {
               const sql = yield* SqlClient.SqlClient
               yield* sql`INSERT INTO accounts (id, name, created_at)
@@ -140,9 +143,7 @@ describe("generic plans", () => {
   it.live("a list of succeeded tasks reads the account's newest tasks, past its 10k queued ones only before the first page", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const schema = schemaName()
-        yield* Layer.build(dropSchemaAfter(schema))
-        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        const context = yield* freshStore
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
@@ -175,9 +176,7 @@ describe("generic plans", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const schema = schemaName()
-          yield* Layer.build(dropSchemaAfter(schema))
-          const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+          const context = yield* freshStore
           yield* Effect.gen(function* () {
             const sql = yield* SqlClient.SqlClient
             yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now()), ('acct_other', 'other', now())`
@@ -224,9 +223,7 @@ describe("generic plans", () => {
   it.live("the pages of tasks by status and of held tasks read the partial index, bounded by the cursor, over 100k tasks", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const schema = schemaName()
-        yield* Layer.build(dropSchemaAfter(schema))
-        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        const context = yield* freshStore
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
@@ -259,9 +256,7 @@ describe("generic plans", () => {
   it.live("the expiry sweep's batch reads only due results through results_expiring, over 100k results", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const schema = schemaName()
-        yield* Layer.build(dropSchemaAfter(schema))
-        const context = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
+        const context = yield* freshStore
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now())`
