@@ -18,7 +18,8 @@ CREATE TYPE taskmeter_admission AS (
 	idempotency_expires_at timestamp with time zone,
 	submissions_per_minute integer,
 	max_unfinished_tasks integer,
-	key_usage_limit integer
+	key_usage_limit integer,
+	traceparent text
 );
 
 CREATE TYPE taskmeter_admission_request AS (
@@ -43,7 +44,8 @@ CREATE TYPE taskmeter_admission_request AS (
 	fingerprint text,
 	idempotency_expires_at timestamp with time zone,
 	submissions_per_minute integer,
-	max_unfinished_tasks integer
+	max_unfinished_tasks integer,
+	traceparent text
 );
 
 CREATE TABLE api_keys (
@@ -112,7 +114,7 @@ CREATE TABLE tasks (
 )
 WITH (fillfactor='80');
 
-CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id text, p_model text, p_input jsonb, p_price_micros bigint, p_unit_micros bigint, p_quantity integer, p_settlement text, p_created_at timestamp with time zone, p_deadline_at timestamp with time zone, p_idempotency_key text, p_fingerprint text, p_idempotency_expires_at timestamp with time zone, p_submissions_per_minute integer, p_max_unfinished_tasks integer, p_key_usage_limit integer) RETURNS TABLE(outcome text, detail bigint, task tasks)
+CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id text, p_model text, p_input jsonb, p_price_micros bigint, p_unit_micros bigint, p_quantity integer, p_settlement text, p_created_at timestamp with time zone, p_deadline_at timestamp with time zone, p_idempotency_key text, p_fingerprint text, p_idempotency_expires_at timestamp with time zone, p_submissions_per_minute integer, p_max_unfinished_tasks integer, p_key_usage_limit integer, p_traceparent text) RETURNS TABLE(outcome text, detail bigint, task tasks)
     LANGUAGE plpgsql
     AS $$
   DECLARE
@@ -186,10 +188,10 @@ CREATE FUNCTION taskmeter_admit(p_task_id text, p_account_id text, p_api_key_id 
 
     INSERT INTO tasks (
       id, account_id, api_key_id, model, input, status, price_micros, unit_micros, quantity, settlement,
-      created_at, updated_at, deadline_at
+      created_at, updated_at, deadline_at, traceparent
     ) VALUES (
       p_task_id, p_account_id, p_api_key_id, p_model, p_input, 'queued', p_price_micros, p_unit_micros,
-      p_quantity, p_settlement, p_created_at, p_created_at, p_deadline_at
+      p_quantity, p_settlement, p_created_at, p_created_at, p_deadline_at, p_traceparent
     ) RETURNING * INTO v_task;
 
     -- The key read above is absent or expired, and under the account lock no other admission
@@ -241,7 +243,7 @@ CREATE FUNCTION taskmeter_admit_admissions(p_batch taskmeter_admission[]) RETURN
         FROM taskmeter_admit(
           r.task_id, r.account_id, r.api_key_id, r.model, r.input, r.price_micros, r.unit_micros, r.quantity,
           r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint, r.idempotency_expires_at,
-          r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit
+          r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit, r.traceparent
         ) a;
     END LOOP;
   END
@@ -271,10 +273,10 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
     WITH inserted AS (
       INSERT INTO tasks (
         id, account_id, api_key_id, model, input, status, price_micros, unit_micros, quantity, settlement,
-        created_at, updated_at, deadline_at
+        created_at, updated_at, deadline_at, traceparent
       )
       SELECT b.task_id, b.account_id, b.api_key_id, b.model, b.input, 'queued', b.price_micros, b.unit_micros,
-          b.quantity, b.settlement, b.created_at, b.created_at, b.deadline_at
+          b.quantity, b.settlement, b.created_at, b.created_at, b.deadline_at, b.traceparent
         FROM unnest(p_batch) b
       ON CONFLICT DO NOTHING
       RETURNING *
@@ -385,7 +387,7 @@ CREATE FUNCTION taskmeter_admit_requests(p_requests jsonb) RETURNS TABLE(ordinal
       SELECT ROW(
           r.ordinal, r.task_id, (c.key).account_id, (c.key).id, r.model, r.input, r.price_micros, r.unit_micros,
           r.quantity, r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint,
-          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, (c.key).usage_limit
+          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, (c.key).usage_limit, r.traceparent
         )::taskmeter_admission
         FROM unnest(v_requests) r
         JOIN unnest(v_counts) c ON c.ordinal = r.ordinal
@@ -396,7 +398,7 @@ CREATE FUNCTION taskmeter_admit_requests(p_requests jsonb) RETURNS TABLE(ordinal
       SELECT ROW(
           r.ordinal, r.task_id, r.account_id, r.api_key_id, r.model, r.input, r.price_micros, r.unit_micros,
           r.quantity, r.settlement, r.created_at, r.deadline_at, r.idempotency_key, r.fingerprint,
-          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit
+          r.idempotency_expires_at, r.submissions_per_minute, r.max_unfinished_tasks, r.key_usage_limit, r.traceparent
         )::taskmeter_admission
         FROM unnest(v_requests) r
         WHERE r.key_hash IS NULL

@@ -76,6 +76,7 @@ import streamSlots from "./migrations/0037_stream_slots.ts"
 import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes.ts"
 import tasksFillfactor from "./migrations/0039_tasks_fillfactor.ts"
 import taskIndexDiet from "./migrations/0040_task_index_diet.ts"
+import admissionTraceContext from "./migrations/0041_admission_trace_context.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -152,7 +153,8 @@ const migrationRecord = {
   "37_stream_slots": streamSlots,
   "38_ascending_account_indexes": ascendingAccountIndexes,
   "39_tasks_fillfactor": tasksFillfactor,
-  "40_task_index_diet": taskIndexDiet
+  "40_task_index_diet": taskIndexDiet,
+  "41_admission_trace_context": admissionTraceContext
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

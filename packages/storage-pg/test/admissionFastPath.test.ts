@@ -37,6 +37,7 @@ interface Admission {
   readonly submissions_per_minute: number
   readonly max_unfinished_tasks: number
   readonly key_usage_limit: number | null
+  readonly traceparent: string | null
 }
 
 interface Scenario {
@@ -54,7 +55,8 @@ const admissionArbitrary = fc.record({
   key: fc.integer({ min: 0, max: 5 }),
   fingerprint: fc.constantFrom("f1", "f2"),
   perMinute: fc.integer({ min: 1, max: 8 }),
-  maxUnfinished: fc.integer({ min: 1, max: 8 })
+  maxUnfinished: fc.integer({ min: 1, max: 8 }),
+  traced: fc.boolean()
 })
 
 const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
@@ -91,7 +93,8 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc
             idempotency_expires_at: new Date(at + 86_400_000).toISOString(),
             submissions_per_minute: a.perMinute,
             max_unfinished_tasks: a.maxUnfinished,
-            key_usage_limit: a.withKey ? (usageLimits[a.account] ?? null) : null
+            key_usage_limit: a.withKey ? (usageLimits[a.account] ?? null) : null,
+            traceparent: a.traced ? `00-${String(serial).padStart(32, "0")}-00f067aa0ba902b7-01` : null
           }
         })
       )
@@ -125,7 +128,7 @@ const stateOf = (sql: SqlClient.SqlClient) =>
     accounts: sql`SELECT id, reserved_micros::text, unfinished_tasks, submissions_window_start, submissions_in_window
       FROM accounts ORDER BY id`,
     keys: sql`SELECT id, usage_count FROM api_keys ORDER BY id`,
-    tasks: sql`SELECT id, account_id, api_key_id, status, price_micros::text FROM tasks ORDER BY id`,
+    tasks: sql`SELECT id, account_id, api_key_id, status, price_micros::text, traceparent FROM tasks ORDER BY id`,
     idempotency: sql`SELECT account_id, idempotency_key, request_fingerprint, task_id FROM idempotency_keys
       ORDER BY account_id, idempotency_key`,
     entries: sql`SELECT account_id, kind, amount_micros::text, task_id FROM ledger_entries ORDER BY task_id, kind`
@@ -152,7 +155,7 @@ const oneByOne = (sql: SqlClient.SqlClient) => (batch: ReadonlyArray<Admission>)
           ${a.price_micros}, ${a.unit_micros}, ${a.quantity}, ${a.settlement}, ${a.created_at}::timestamptz,
           ${a.deadline_at}::timestamptz, ${a.idempotency_key}, ${a.fingerprint},
           ${a.idempotency_expires_at}::timestamptz, ${a.submissions_per_minute}, ${a.max_unfinished_tasks},
-          ${a.key_usage_limit}::integer
+          ${a.key_usage_limit}::integer, ${a.traceparent}::text
         )`
       answered.push({ ordinal: a.ordinal, ...row! })
     }

@@ -119,7 +119,7 @@ describe("purging Idempotency-Keys (PostgreSQL)", () => {
             (sql) =>
               sql<{ readonly outcome: string }>`SELECT outcome FROM taskmeter_admit(
           ${taskId}, ${accountId}, NULL, 'purge', '{"prompt":"again"}'::jsonb, 1, 1, 1, 'fixed',
-          ${at(61)}, ${at(3600)}, 'k', 'fp-again', ${at(61 + 86_400)}, 1000000, 1000000, NULL
+          ${at(61)}, ${at(3600)}, 'k', 'fp-again', ${at(61 + 86_400)}, 1000000, 1000000, NULL, NULL
         )`
           )
         ).pipe(Effect.forkChild)

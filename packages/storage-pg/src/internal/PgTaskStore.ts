@@ -168,8 +168,15 @@ const admissionJson = (request: TaskStore.AnyAdmissionRequest, index: number) =>
   fingerprint: request.fingerprint,
   idempotency_expires_at: request.idempotencyExpiresAt.toISOString(),
   submissions_per_minute: request.limits.submissionsPerMinute,
-  max_unfinished_tasks: request.limits.maxUnfinishedTasks
+  max_unfinished_tasks: request.limits.maxUnfinishedTasks,
+  traceparent: keptTraceparent(request.task.traceparent)
 })
+
+/** The column's own check (migration 0013): a context it would refuse is dropped, not the admission. */
+const W3C_TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/
+
+const keptTraceparent = (traceparent: string | undefined) =>
+  traceparent !== undefined && W3C_TRACEPARENT.test(traceparent) ? traceparent : undefined
 
 /**
  * Batches by account (a caller's request) or by key (a key's): requests of one key share its
@@ -375,38 +382,6 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups, holdStream: 
       admitted ? Effect.as(wakeups.announce, answers) : Effect.succeed(answers)
 
     /**
-     * Keeps the trace context of the admitted tasks whose request had one, and puts it in their
-     * answers. A second statement only when tracing is on; a failure loses only the link.
-     */
-    const traced = (
-      requests: ReadonlyArray<TaskStore.AnyAdmissionRequest>,
-      answers: Array<TaskStore.Admission<TaskStore.AnyAdmissionRequest>>
-    ) => {
-      const kept: Array<{ readonly id: string; readonly traceparent: string }> = []
-      requests.forEach((request, index) => {
-        const traceparent = request.task.traceparent
-        const answer = answers[index]
-        const admission = answer === undefined || !("_tag" in answer) ? answer?.admission : answer
-        if (traceparent === undefined || admission?._tag !== "Admitted") return
-        kept.push({ id: admission.task.id, traceparent })
-        const task = { ...admission.task, traceparent }
-        answers[index] = TaskStore.isKeyed(request)
-          ? { ...(answer as TaskStore.KeyedAdmission), admission: { _tag: "Admitted", task } }
-          : { _tag: "Admitted", task }
-      })
-      if (kept.length === 0) return Effect.void
-      return Failures.run(
-        "keep trace context",
-        sql`UPDATE tasks SET traceparent = v.traceparent
-              FROM jsonb_to_recordset(${PgTypes.jsonb(kept)}) AS v(id text, traceparent text)
-             WHERE tasks.id = v.id`
-      ).pipe(
-        Effect.asVoid,
-        Effect.catchCause((cause) => Effect.logWarning("The trace context of admitted tasks was not kept", cause))
-      )
-    }
-
-    /**
      * Keeps the submissions' own webhooks under their new task ids before the admission, so a
      * task never settles before its webhook is known; ids that are not admitted name no task.
      */
@@ -455,7 +430,7 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups, holdStream: 
               admission
             }
           })
-          return Effect.andThen(traced(requests, answers), announcedIf(admitted, answers))
+          return announcedIf(admitted, answers)
         })
       )
 
