@@ -240,6 +240,8 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the operator page
             await form.getByRole("button", { name: "Resolve as succeeded" }).click()
             await alertWith(page, 'Result 1: the content type "application/zip" must be image/*, audio/*, video/* or text/*')
             await form.getByLabel("Result 1 content type").fill("text/plain")
+            // The notice answered the form as submitted: fixing the field clears it.
+            await form.getByRole("alert").waitFor({ state: "detached" })
             await checkPage(page, "reconciliation-succeeded")
             await form.getByRole("button", { name: "Resolve as succeeded" }).click()
             await statusWith(page, `Task ${taskId} resolved as succeeded with 1 result, charged $1.50.`)

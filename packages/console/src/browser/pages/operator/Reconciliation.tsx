@@ -76,6 +76,9 @@ const HeldTaskCard = (props: { readonly task: HeldTask; readonly onResolved: (wh
     <form
       class="card"
       aria-label={`Task ${task.id}`}
+      // A notice answers the form as submitted: any edit makes it stale.
+      onInput={() => setError(undefined)}
+      onChange={() => setError(undefined)}
       onSubmit={async (event) => {
         event.preventDefault()
         setError(undefined)
