@@ -14,7 +14,9 @@ export interface Plan {
   readonly read: number
 }
 
-const LIST = `SELECT * FROM tasks t WHERE t.account_id = $1`
+/** An account's rows as the stores name them: its id's hash (the index range) and its id (on the rows). */
+const OF_ACCOUNT = (column: string) => `hashtextextended(${column}, 0) = hashtextextended($1, 0) AND ${column} = $1`
+const LIST = `SELECT * FROM tasks t WHERE ${OF_ACCOUNT("t.account_id")}`
 const NEWEST = `ORDER BY t.created_at DESC, t.seq DESC LIMIT 100`
 
 /** The statements, as the stores send them, for account `$1` and task `$2`. */
@@ -26,7 +28,7 @@ const statements: ReadonlyArray<readonly [string, string]> = [
   ["list ?status=queued", `${LIST} AND t.status = 'queued' AND t.status IN ('queued', 'submitting', 'running') ${NEWEST}`],
   ["list ?status=running", `${LIST} AND t.status = 'running' AND t.status IN ('queued', 'submitting', 'running') ${NEWEST}`],
   ["list ?model=", `${LIST} AND t.model = 'song-lyrics' ${NEWEST}`],
-  ["usage entries", `SELECT * FROM ledger_entries WHERE account_id = $1 ORDER BY seq DESC LIMIT 21`],
+  ["usage entries", `SELECT * FROM ledger_entries WHERE ${OF_ACCOUNT("account_id")} ORDER BY seq DESC LIMIT 21`],
   [
     "usage summary",
     `SELECT to_char(day, 'YYYY-MM-DD') AS day, model, task_micros, chat_micros FROM account_spend_days
@@ -37,7 +39,7 @@ const statements: ReadonlyArray<readonly [string, string]> = [
     "summary from the ledger",
     `SELECT (e.created_at AT TIME ZONE 'UTC')::date AS day, t.model, sum(e.amount_micros)
       FROM ledger_entries e JOIN tasks t ON t.id = e.task_id
-      WHERE e.account_id = $1 AND e.kind = 'charge' AND e.created_at >= current_date - 29
+      WHERE ${OF_ACCOUNT("e.account_id")} AND e.kind = 'charge' AND e.created_at >= current_date - 29
       GROUP BY 1, 2`
   ]
 ]

@@ -1631,9 +1631,9 @@ COMMENT ON INDEX idempotency_keys_expires_at IS 'Serves housekeeping: purgeIdemp
 
 COMMENT ON INDEX idempotency_keys_pkey IS 'Serves admission: the exact (account, Idempotency-Key) lookup and upsert.';
 
-CREATE INDEX ledger_entries_account_newest ON ledger_entries USING btree (account_id, seq);
+CREATE INDEX ledger_entries_account_newest ON ledger_entries USING btree (hashtextextended(account_id, (0)::bigint), seq);
 
-COMMENT ON INDEX ledger_entries_account_newest IS 'Serves GET /api/v1/usage: the account''s entries newest first (read backward).';
+COMMENT ON INDEX ledger_entries_account_newest IS 'Serves GET /api/v1/usage: the account''s entries newest first (read backward); keyed by the account id''s hash, the id checked on the rows read.';
 
 CREATE UNIQUE INDEX ledger_entries_external_ref ON ledger_entries USING btree (account_id, kind, external_ref) WHERE (external_ref IS NOT NULL);
 
@@ -1677,17 +1677,17 @@ CREATE INDEX sessions_live_by_user ON sessions USING btree (user_id) WHERE (revo
 
 CREATE INDEX sign_in_failures_window_start ON sign_in_failures USING btree (window_start);
 
-CREATE INDEX tasks_account_model_newest ON tasks USING btree (account_id, model, created_at, seq);
+CREATE INDEX tasks_account_model_newest ON tasks USING btree (hashtextextended(account_id, (0)::bigint), model, created_at, seq);
 
-COMMENT ON INDEX tasks_account_model_newest IS 'Serves GET /api/v1/jobs?model=: one range per account and model, newest first (read backward).';
+COMMENT ON INDEX tasks_account_model_newest IS 'Serves GET /api/v1/jobs?model=: one range per account and model, newest first (read backward); keyed by the account id''s hash, the id checked on the rows read.';
 
-CREATE INDEX tasks_account_newest ON tasks USING btree (account_id, created_at, seq);
+CREATE INDEX tasks_account_newest ON tasks USING btree (hashtextextended(account_id, (0)::bigint), created_at, seq);
 
-COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first (read backward), its before= cursor, and ?status=succeeded (checked on the rows).';
+COMMENT ON INDEX tasks_account_newest IS 'Serves GET /api/v1/jobs: the account''s tasks newest first (read backward), its before= cursor, and ?status=succeeded (checked on the rows); keyed by the account id''s hash, the id checked on the rows read.';
 
-CREATE INDEX tasks_account_status_newest ON tasks USING btree (account_id, status, created_at, seq) WHERE (status = ANY (ARRAY['failed'::text, 'reconciliation_required'::text]));
+CREATE INDEX tasks_account_status_newest ON tasks USING btree (hashtextextended(account_id, (0)::bigint), status, created_at, seq) WHERE (status = ANY (ARRAY['failed'::text, 'reconciliation_required'::text]));
 
-COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status=failed|reconciliation_required: one range per account and status, newest first (read backward).';
+COMMENT ON INDEX tasks_account_status_newest IS 'Serves GET /api/v1/jobs?status=failed|reconciliation_required: one range per account and status, newest first (read backward); keyed by the account id''s hash, the id checked on the rows read.';
 
 CREATE INDEX tasks_awaiting_reconciliation ON tasks USING btree (id COLLATE "C") WHERE (status = 'reconciliation_required'::text);
 

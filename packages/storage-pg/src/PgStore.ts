@@ -77,6 +77,7 @@ import ascendingAccountIndexes from "./migrations/0038_ascending_account_indexes
 import tasksFillfactor from "./migrations/0039_tasks_fillfactor.ts"
 import taskIndexDiet from "./migrations/0040_task_index_diet.ts"
 import admissionTraceContext from "./migrations/0041_admission_trace_context.ts"
+import hashedAccountKeys from "./migrations/0042_hashed_account_keys.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -154,7 +155,8 @@ const migrationRecord = {
   "38_ascending_account_indexes": ascendingAccountIndexes,
   "39_tasks_fillfactor": tasksFillfactor,
   "40_task_index_diet": taskIndexDiet,
-  "41_admission_trace_context": admissionTraceContext
+  "41_admission_trace_context": admissionTraceContext,
+  "42_hashed_account_keys": hashedAccountKeys
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)

@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import type { Context } from "effect"
 import { SqlClient } from "effect/sql"
 import { LedgerStore, Money } from "@taskmeter/kernel"
+import * as AccountRows from "./AccountRows.ts"
 import * as Failures from "./Failures.ts"
 import type { EntryRow } from "./Rows.ts"
 import { toBalances, toEntry } from "./Rows.ts"
@@ -39,10 +40,10 @@ const entryColumns = "id, account_id, kind, amount_micros, task_id, chat_request
 export const entriesPage = (sql: SqlClient.SqlClient, accountId: string, beforeSeq: Int8 | null, limit: number) =>
   beforeSeq === null
     ? sql<EntryRow>`SELECT ${sql.literal(entryColumns)} FROM ledger_entries
-        WHERE account_id = ${accountId}
+        WHERE ${AccountRows.hashOf(sql, "account_id", accountId)}
         ORDER BY seq DESC LIMIT ${limit}`
     : sql<EntryRow>`SELECT ${sql.literal(entryColumns)} FROM ledger_entries
-        WHERE account_id = ${accountId} AND seq < ${beforeSeq}::bigint
+        WHERE ${AccountRows.hashOf(sql, "account_id", accountId)} AND seq < ${beforeSeq}::bigint
         ORDER BY seq DESC LIMIT ${limit}`
 
 export const make = Effect.gen(function* () {
@@ -76,7 +77,7 @@ export const make = Effect.gen(function* () {
         if (cursor.length === 0 || cursor[0].account_id !== accountId) return undefined
         beforeSeq = cursor[0].seq
       }
-      const rows = yield* entriesPage(sql, accountId, beforeSeq, page.limit + 1)
+      const rows = yield* AccountRows.ownRows(accountId, page.limit + 1, (asked) => entriesPage(sql, accountId, beforeSeq, asked))
       const shown = rows.slice(0, page.limit).map(toEntry)
       return {
         entries: shown,

@@ -9,6 +9,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgTypes } from "@effect/sql-pg"
 import { TaskErrorCode, TaskStatus, TaskStore, WebhookEvent } from "@taskmeter/kernel"
+import * as AccountRows from "./AccountRows.ts"
 import * as Batcher from "./Batcher.ts"
 import * as Failures from "./Failures.ts"
 import type { TaskRow } from "./Rows.ts"
@@ -203,14 +204,14 @@ const toAdmissionResult = (
 
 /**
  * A page of an account's tasks, newest first, with only the filters given, so that each plan is a
- * range of one index read backward (migrations 0019, 0038, 0040): tasks_account_newest, with
+ * range of one index read backward (migrations 0019, 0038, 0040, 0042): tasks_account_newest, with
  * ?status=succeeded checked on its rows; tasks_account_status_newest for failed and
  * reconciliation_required; tasks_unfinished (the whole backlog, the account and status checked on
  * its rows) for queued, submitting and running; tasks_account_model_newest for ?model=. Each
  * partial index's statuses are spelled out, so that a generic plan may use it.
  */
 export const listPage = (sql: SqlClient.SqlClient, accountId: string, limit: number, filter: TaskStore.TaskListFilter) =>
-  sql<TaskRow>`SELECT ${sql.literal(taskColumnList("t"))} FROM tasks t WHERE t.account_id = ${accountId}
+  sql<TaskRow>`SELECT ${sql.literal(taskColumnList("t"))} FROM tasks t WHERE ${AccountRows.hashOf(sql, "t.account_id", accountId)}
     ${
       filter.status === undefined
         ? sql``
@@ -508,7 +509,12 @@ export const make = (wakeups: WorkWakeups, statuses: StatusWakeups, holdStream: 
         ),
 
       list: (accountId, limit, filter = {}) =>
-        Failures.run("list", listPage(sql, accountId, limit, filter).pipe(Effect.map((rows) => rows.map(toTask)))),
+        Failures.run(
+          "list",
+          AccountRows.ownRows(accountId, limit, (asked) => listPage(sql, accountId, asked, filter)).pipe(
+            Effect.map((rows) => rows.map(toTask))
+          )
+        ),
 
       claim: (options) =>
         options.limit <= 0
