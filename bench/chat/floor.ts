@@ -18,8 +18,7 @@ import { parseArgs } from "node:util"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Server, ServerConfig } from "@taskmeter/http"
-import * as Logging from "../../packages/http/src/observability/Logging.ts"
+import { Logging, Server, ServerConfig } from "@taskmeter/http"
 import { summarize } from "../support/percentile.ts"
 
 const ANSWER = {
