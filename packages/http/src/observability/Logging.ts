@@ -1,9 +1,7 @@
 /**
  * The process's log lines: one JSON object per line with LOG_FORMAT=json (timestamp, level,
  * message, the annotations flattened — requestId, taskId... — and the trace and span ids when a
- * span is sampled), else logfmt lines for a terminal. Written whole to `write` (stdout by default:
- * corked until the event loop's next turn and at exit, so that the lines of one turn, whatever else
- * is written to stdout between them, go out in order in one system call).
+ * span is sampled), else logfmt lines for a terminal. Written whole to `write` (stdout by default).
  */
 import { Cause, Context, type Layer, Logger, References, Tracer } from "effect"
 
@@ -15,25 +13,7 @@ export interface Options {
   readonly write?: ((line: string) => void) | undefined
 }
 
-let corked = false
-let uncorksAtExit = false
-
-const uncork = () => {
-  if (!corked) return
-  corked = false
-  process.stdout.uncork()
-}
-
 const stdout = (line: string) => {
-  if (!corked) {
-    corked = true
-    process.stdout.cork()
-    setImmediate(uncork)
-    if (!uncorksAtExit) {
-      uncorksAtExit = true
-      process.once("exit", uncork)
-    }
-  }
   process.stdout.write(`${line}\n`)
 }
 
