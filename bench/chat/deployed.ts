@@ -3,7 +3,8 @@
  * with its default middleware (observation, access log) and chat routes, its chat upstream the mock
  * at UPSTREAM_URL, over a fresh PostgreSQL database with STORE=pg (dropped at the end) or the
  * embedded default; limits out of the way. Prints one JSON line: its base URL, a key of a new account
- * funded with CREDITS, and the server's pid (whose CPU the run reads). Stops it on SIGTERM.
+ * funded with CREDITS, and the server's pid (whose CPU the run reads). Stops it on SIGTERM. Node's
+ * --cpu-prof flags given to this script (run.ts --cpu-prof) go to the server, whose CPU is measured.
  */
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
@@ -32,21 +33,26 @@ const {
   child: server,
   url,
   adminUrl
-} = await startTaskmeter(BIN, {
-  ...process.env,
-  ...(database === undefined ? {} : { DATABASE_URL: urlOf(database) }),
-  DATA_DIR: dataDir,
-  OPERATOR_TOKEN: operatorToken,
-  HOST: "127.0.0.1",
-  PORT: "0",
-  ADMIN_PORT: "0",
-  WORKERS: "false",
-  CHAT_UPSTREAM_BASE_URL: process.env.UPSTREAM_URL!,
-  CHAT_UPSTREAM_API_KEY: "bench",
-  CHAT_REQUESTS_PER_MINUTE: NO_LIMIT,
-  CHAT_MAX_OPEN_REQUESTS: "100000",
-  KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
-})
+} = await startTaskmeter(
+  BIN,
+  {
+    ...process.env,
+    ...(database === undefined ? {} : { DATABASE_URL: urlOf(database) }),
+    DATA_DIR: dataDir,
+    OPERATOR_TOKEN: operatorToken,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    ADMIN_PORT: "0",
+    WORKERS: "false",
+    CHAT_UPSTREAM_BASE_URL: process.env.UPSTREAM_URL!,
+    CHAT_UPSTREAM_API_KEY: "bench",
+    CHAT_REQUESTS_PER_MINUTE: NO_LIMIT,
+    CHAT_MAX_OPEN_REQUESTS: "100000",
+    KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
+  },
+  () => undefined,
+  process.execArgv.filter((flag) => flag.startsWith("--cpu-prof"))
+)
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>
   taskmeterAdmin(BIN, ["--url", adminUrl, ...command], { ...process.env, TASKMETER_ADMIN_TOKEN: operatorToken })

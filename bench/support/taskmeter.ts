@@ -1,5 +1,5 @@
 /**
- * A benchmark's taskmeter processes: `taskmeter start` with the given environment, resolved once
+ * A benchmark's taskmeter processes: `taskmeter start` with the given environment (and Node flags), resolved once
  * its API and admin listeners are up (its output drained after that, so a chatty access log never
  * blocks it), and `taskmeter admin ... --json`, resolved with its JSON answer.
  */
@@ -17,14 +17,18 @@ export interface Started {
   readonly adminUrl: string
 }
 
-/** `taskmeter start` of the CLI `bin` under `env` (the whole environment); `onChild` sees the process before it listens. */
+/**
+ * `taskmeter start` of the CLI `bin` under `env` (the whole environment) and Node's `flags` (e.g.
+ * `--cpu-prof`); `onChild` sees the process before it listens.
+ */
 export const startTaskmeter = (
   bin: string,
   env: Record<string, string | undefined>,
-  onChild: (child: ChildProcess) => void = () => undefined
+  onChild: (child: ChildProcess) => void = () => undefined,
+  flags: ReadonlyArray<string> = []
 ): Promise<Started> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, "start"], { env, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [...flags, bin, "start"], { env, stdio: ["ignore", "pipe", "pipe"] })
     onChild(child)
     let output = ""
     const onData = (chunk: Buffer) => {
