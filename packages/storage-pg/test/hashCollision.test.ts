@@ -47,7 +47,9 @@ describe("two accounts whose ids share a hash", () => {
         const context = yield* colliding
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const [{ same }] = yield* sql<{ readonly same: boolean }>`SELECT hashtextextended(${A}, 0) = hashtextextended(${B}, 0) AS same`
+          const [{ same }] = yield* sql<{
+            readonly same: boolean
+          }>`SELECT hashtextextended(${A}, 0) = hashtextextended(${B}, 0) AS same`
           expect(same).toBe(true)
           for (const [n, owner] of owners.entries()) {
             yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
