@@ -14,8 +14,8 @@ export interface Plan {
   readonly read: number
 }
 
-/** An account's rows as the stores name them: its id's hash (the index range) and its id (on the rows). */
-const OF_ACCOUNT = (column: string) => `hashtextextended(${column}, 0) = hashtextextended($1, 0) AND ${column} = $1`
+/** An account's rows as the stores select them: by its id's hash alone (the id is checked on the rows read, in the store). */
+const OF_ACCOUNT = (column: string) => `hashtextextended(${column}, 0) = hashtextextended($1, 0)`
 const LIST = `SELECT * FROM tasks t WHERE ${OF_ACCOUNT("t.account_id")}`
 const NEWEST = `ORDER BY t.created_at DESC, t.seq DESC LIMIT 100`
 

@@ -8,7 +8,8 @@
  * grew (no ANALYZE in between, so nothing invalidates the plan).
  * So are an account's lists by status over 100k tasks (succeeded from `tasks_account_newest`, reading
  * past the account's backlog; failed and held from `tasks_account_status_newest`; unfinished from
- * `tasks_unfinished`, reading past other accounts' backlog), the operator's pages of tasks by status
+ * `tasks_unfinished`, reading past other accounts' backlog), its whole list and its list by model (from
+ * `tasks_account_newest` and `tasks_account_model_newest`, keyed by the id's hash), the operator's pages of tasks by status
  * and of held tasks, and the expiry sweep's batch, which reads only due results through `results_expiring`.
  */
 import { Effect, Layer } from "effect"
@@ -222,6 +223,45 @@ describe("generic plans", () => {
           }).pipe(Effect.provide(context))
         })
       )
+  )
+
+  it.live("an account's whole list and its list by model each read one hashed-key range, with and without a cursor", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* freshStore
+        yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_plans', 'plans', now()), ('acct_other', 'other', now())`
+          // In time order: 100k tasks, one in ten another account's, the account's in two models alternately.
+          yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity, settlement,
+              created_at, updated_at, deadline_at)
+            SELECT 'task_' || lpad(g::text, 6, '0'), CASE WHEN g % 10 = 3 THEN 'acct_other' ELSE 'acct_plans' END,
+              CASE WHEN g % 2 = 0 THEN 'plans' ELSE 'other' END, '{}', 'failed', 1, 1, 1, 'fixed', t.at, t.at, t.at
+            FROM generate_series(1, 100000) g
+            CROSS JOIN LATERAL (SELECT now() - (100000 - g) * interval '1 second' AS at) t
+            ORDER BY g`
+          yield* sql`ANALYZE tasks`
+          const cases = [
+            [{}, "tasks_account_newest"],
+            [{ model: "plans" }, "tasks_account_model_newest"]
+          ] as const
+          for (const [filter, index] of cases) {
+            for (const before of [undefined, "task_050000" as Ids.TaskId]) {
+              const scans = yield* genericPlan(listPage(sql, "acct_plans", 51, { ...filter, before }), "tasks")
+              const page = scans.filter((node) => node["Index Name"] === index)
+              expect([index, before, page.length]).toEqual([index, before, 1])
+              expect([page[0]!["Node Type"], page[0]!["Actual Rows"], page[0]!["Rows Removed by Filter"] ?? 0]).toEqual([
+                "Index Scan",
+                51,
+                0
+              ])
+              expect(page[0]!["Index Cond"]).toContain("hashtextextended(account_id")
+              if (before !== undefined) expect(page[0]!["Index Cond"]).toContain("created_at")
+            }
+          }
+        }).pipe(Effect.provide(context))
+      })
+    )
   )
 
   it.live("the pages of tasks by status and of held tasks read the partial index, bounded by the cursor, over 100k tasks", () =>
