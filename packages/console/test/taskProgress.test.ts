@@ -2,7 +2,8 @@
  * A running task's progress in the console: the composed server's simulated provider holds a video
  * task running for a few seconds, reporting progress; the task's page, following its event stream
  * under a session, shows the status with a whole percent while it runs, rising, and none once it
- * succeeded. The running page passes axe-core in light and dark.
+ * succeeded; a percent the first GET showed stays while the stream opens. The running page passes
+ * axe-core in light and dark.
  */
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
@@ -48,6 +49,28 @@ layer(ConsoleServer.layer({}, { delayMs: { video: 6_000 } }), { timeout: 60_000,
               }, VIDEO_MODEL)
               expect(submitted.status, JSON.stringify(submitted.body)).toBe(202)
 
+              // Opened once the task reports progress, so the page's first GET shows a percent
+              // before its event stream opens.
+              await expect
+                .poll(
+                  () =>
+                    page.evaluate(
+                      async (id) => (await (await (globalThis as any).fetch(`/api/v1/jobs/${id}`)).json()).progress,
+                      submitted.body.id
+                    ),
+                  { timeout: 20_000, interval: 100 }
+                )
+                .toBeTypeOf("number")
+              // Every text the status shows, as the page renders it.
+              await page.addInitScript(() => {
+                const page = globalThis as any
+                const shown: Array<string> = []
+                page.statusShown = shown
+                new page.MutationObserver(() => {
+                  const text: string | undefined = page.document.querySelector(".facts dd")?.textContent?.trim()
+                  if (text !== undefined && text !== shown.at(-1)) shown.push(text)
+                }).observe(page.document, { childList: true, characterData: true, subtree: true })
+              })
               await page.goto(`${url}/tasks/${submitted.body.id}`)
               const status = page.locator(".facts dd").first()
               const percentOf = async () => /^running (\d+)%$/.exec(((await status.textContent()) ?? "").trim())?.[1]
@@ -64,6 +87,19 @@ layer(ConsoleServer.layer({}, { delayMs: { video: 6_000 } }), { timeout: 60_000,
                 .toBeGreaterThan(first)
               await page.locator(".badge-succeeded").waitFor({ timeout: 30_000 })
               expect(((await status.textContent()) ?? "").trim()).toBe("succeeded")
+              // Once a percent is shown it only rises, and stays until the task succeeded: the status the
+              // event stream opens with, already shown, takes nothing away.
+              const shown: Array<string> = await page.evaluate(() => (globalThis as any).statusShown)
+              const fromFirstPercent = shown.slice(shown.findIndex((text) => /^running \d+%$/.test(text)))
+              const percents = fromFirstPercent
+                .slice(0, fromFirstPercent.indexOf("succeeded"))
+                .map((text) => /^running (\d+)%$/.exec(text)?.[1])
+              expect(percents.length).toBeGreaterThan(0)
+              expect(
+                percents.every((percent) => percent !== undefined),
+                shown.join(" | ")
+              ).toBe(true)
+              expect(percents.map(Number)).toEqual([...percents.map(Number)].sort((a, b) => a - b))
             } finally {
               await browser.close()
             }

@@ -47,8 +47,11 @@ const stream = (first: Task.Task, onUpdate: (task: Task.Task) => void, signal?: 
     const aborted = () => finish(() => resolve(task))
     signal?.addEventListener("abort", aborted)
     source.addEventListener("status", (event) => {
+      // A new stream opens with the status the task is in, which the GET may have shown already.
+      const { status } = decodeStatus(event.data)
+      if (status === task.status) return
       const { progress: _, ...rest } = task
-      task = { ...rest, status: decodeStatus(event.data).status }
+      task = { ...rest, status }
       onUpdate(task)
     })
     source.addEventListener("progress", (event) => {
