@@ -8,14 +8,12 @@
  * median of rounds. Usage: node bench/chat/kernel.ts [--requests 5000] [--concurrency 1,32] [--rounds 3]
  */
 import { parseArgs } from "node:util"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted, Stream } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect, Layer, Stream } from "effect"
 import { Accounts, Catalog, ChatCompletions, type ChatProvider, Ledger, Money, Pricer, TaskRunner } from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
-import { PgStore } from "@taskmeter/storage-pg"
 import { ChatServices } from "@taskmeter/http"
+import { scratchPgStore } from "../support/scratchPgStore.ts"
 
 const { values } = parseArgs({
   options: {
@@ -25,7 +23,6 @@ const { values } = parseArgs({
   }
 })
 const REQUESTS = Number(values.requests)
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 const usage = { promptTokens: 20, completionTokens: 20 }
 const delta = (content: string, finishReason: string | null = null): ChatProvider.ChatStreamPart => ({
@@ -45,25 +42,7 @@ const instant: ChatProvider.ChatProviderV1 = {
   stream: () => Effect.succeed(Stream.fromArrays(...chunks))
 }
 
-const schema = `bench_chat_kernel_${Date.now()}`
-
-/** Drops the benchmark's schema when the layer closes. */
-const dropSchemaAfter = Layer.effectDiscard(
-  Effect.addFinalizer(() =>
-    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-      Effect.ignore
-    )
-  )
-)
-
-const store =
-  process.env.STORE === "pg"
-    ? PgStore.layerClient({ schema }).pipe(
-        Layer.provide(PgStore.client({ url: databaseUrl, schema, maxConnections: 16 })),
-        Layer.provide(dropSchemaAfter)
-      )
-    : MemoryStore.layer
+const store = process.env.STORE === "pg" ? scratchPgStore("bench_chat_kernel") : MemoryStore.layer
 
 const provider =
   process.env.UPSTREAM_URL === undefined

@@ -8,10 +8,8 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { SqlClient } from "effect/sql"
 import {
   Accounts,
   BlobStore,
@@ -27,13 +25,11 @@ import {
 } from "@taskmeter/kernel"
 import { OpenAiCompatible } from "@taskmeter/providers"
 import { MemoryStore } from "@taskmeter/storage-memory"
-import { PgStore } from "@taskmeter/storage-pg"
 import { ChatServer, ChatServices, ConsoleAuth, Server, ServerConfig, Tracing } from "@taskmeter/http"
 import { OAuthStore } from "@taskmeter/mcp"
+import { scratchPgStore } from "../support/scratchPgStore.ts"
 
 export const CREDITS = 1_000_000_000
-
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 // Server.layer serves signed media and result links; nothing here signs any, so any secret will do.
 const linkSecret = Redacted.make(randomUUID() + randomUUID())
@@ -73,27 +69,9 @@ const serveOver = <E>(store: Layer.Layer<MemoryStore.Stores, E>) =>
     Layer.provide(Tracing.layer)
   )
 
-const schema = `bench_chat_${randomUUID().replaceAll("-", "").slice(0, 16)}`
-
-/** Drops the benchmark's schema when the layer closes. */
-const dropSchemaAfter = Layer.effectDiscard(
-  Effect.addFinalizer(() =>
-    SqlClient.SqlClient.use((sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })),
-      Effect.ignore
-    )
-  )
-)
-
 const store =
   process.env.STORE === "pg"
-    ? Layer.merge(
-        PgStore.layerClient({ schema }).pipe(
-          Layer.provide(PgStore.client({ url: databaseUrl, schema, maxConnections: 16 })),
-          Layer.provide(dropSchemaAfter)
-        ),
-        BlobStore.layerFileSystem(await mkdtemp(join(tmpdir(), "bench-chat-blobs-")))
-      )
+    ? Layer.merge(scratchPgStore("bench_chat"), BlobStore.layerFileSystem(await mkdtemp(join(tmpdir(), "bench-chat-blobs-"))))
     : MemoryStore.layer
 
 const announce = Layer.effectDiscard(

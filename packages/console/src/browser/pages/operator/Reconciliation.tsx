@@ -78,7 +78,6 @@ const HeldTaskCard = (props: { readonly task: HeldTask; readonly onResolved: (wh
       aria-label={`Task ${task.id}`}
       // A notice answers the form as submitted: any edit makes it stale.
       onInput={() => setError(undefined)}
-      onChange={() => setError(undefined)}
       onSubmit={async (event) => {
         event.preventDefault()
         setError(undefined)
