@@ -683,9 +683,10 @@ export const start = Effect.scoped(
         dataDir,
         onListening: (url, publicUrl, adminUrl) =>
           // Again once the database is open: PGlite sets its files' modes itself (0666), whatever the umask.
-          Effect.andThen(
-            Effect.ignore(DataDir.prepare(dataDir, { quiet: true })),
-            announce(url, publicUrl, adminUrl, dataDir, settings, adapters)
+          Effect.ignore(DataDir.prepare(dataDir, { quiet: true })).pipe(
+            // Log lines before the banner are written before it.
+            Effect.andThen(Effect.sync(Logging.flush)),
+            Effect.andThen(announce(url, publicUrl, adminUrl, dataDir, settings, adapters))
           )
       }).pipe(
         Layer.provide(serverStorage(dataDir, settings)),
@@ -753,6 +754,7 @@ export const worker = Effect.scoped(
             metricsToken: Option.getOrUndefined(settings.metricsToken)
           })
       })
+      yield* Effect.sync(Logging.flush)
       yield* Console.log(
         `taskmeter worker: ${providersLine(adapters, settings)}; against DATABASE_URL; ` +
           `blobs in ${blobsLine(dataDir, settings)}; ${workerListenerLine(listener, settings)}; stop with Ctrl-C.`
