@@ -5,11 +5,12 @@
  * reads the deployment's settings (CHAT_PRICES_FILE, CHAT_REQUESTS_PER_MINUTE, CHAT_MAX_OPEN_REQUESTS,
  * CHAT_LEASE_TTL_SECONDS, CHAT_UPSTREAM_*, CHAT_LOCAL_*;
  * see packages/http/README.md) and, once built, releases what a dead process left open
- * (ChatBilling.sweepAtStart).
+ * (ChatBilling.sweepAtStart) and loads the tokenizers of the models its upstreams serve
+ * (`warmTokenizers`), so that no chat request pays for loading them.
  */
-import { Config, Effect, Layer, Option, Schema } from "effect"
-import { ChatBilling, ChatCompletions, ChatLeases, ChatPrices, ChatProvider } from "@taskmeter/kernel"
-import { ChatUpstreams } from "@taskmeter/providers"
+import { Clock, Config, Effect, Layer, Option, Schema } from "effect"
+import { ChatBilling, ChatCompletions, ChatLeases, ChatPrices, ChatProvider, ChatTokens } from "@taskmeter/kernel"
+import { ChatUpstreams, LocalChatModel } from "@taskmeter/providers"
 
 export interface Options {
   readonly providers: ReadonlyArray<ChatProvider.ChatProviderV1>
@@ -56,13 +57,38 @@ export const config = Config.all({
   leaseTtlSeconds: Config.schema(PositiveInt, "CHAT_LEASE_TTL_SECONDS").pipe(Config.withDefault(ChatLeases.defaults.ttlMs / 1000))
 })
 
-/** `layer` from configuration, sweeping stale chat reservations once it is built. */
+/**
+ * Loads the BPE tokenizers of the listed models that `providers` serve, except the offline model's
+ * (it loads its own on first use), logging each load and how long it took.
+ */
+export const warmTokenizers = (providers: ReadonlyArray<ChatProvider.ChatProviderV1>) =>
+  Effect.gen(function* () {
+    const list = yield* (yield* ChatPrices.ChatPrices).current
+    const upstreams = new Map(providers.map((provider) => [provider.provider, provider]))
+    upstreams.delete(LocalChatModel.PROVIDER)
+    const tokenizers = new Set<ChatPrices.Tokenizer>()
+    for (const [model, entry] of Object.entries(list.models)) {
+      const provider = upstreams.get(entry.provider)
+      if (provider !== undefined && (provider.serves?.(model) ?? true)) {
+        tokenizers.add(entry.tokenizer ?? ChatTokens.tokenizerFor(model))
+      }
+    }
+    for (const tokenizer of tokenizers) {
+      const startedMs = yield* Clock.currentTimeMillis
+      if (ChatTokens.preload(tokenizer)) {
+        yield* Effect.logInfo(`Loaded the ${tokenizer} tokenizer for chat in ${(yield* Clock.currentTimeMillis) - startedMs} ms`)
+      }
+    }
+  })
+
+/** `layer` from configuration, sweeping stale chat reservations and warming tokenizers once it is built. */
 export const layerConfig = Layer.unwrap(
   Effect.gen(function* () {
     const settings = yield* config
+    // Their connections close with this layer.
+    const providers = yield* ChatUpstreams.scoped
     const services = layer({
-      // Its upstream's connections close with this layer.
-      providers: yield* ChatUpstreams.scoped,
+      providers,
       pricesFile: Option.getOrUndefined(settings.pricesFile),
       limits: { requestsPerMinute: settings.requestsPerMinute, maxOpenRequests: settings.maxOpenRequests },
       leaseTtlMs: settings.leaseTtlSeconds * 1000
@@ -73,6 +99,6 @@ export const layerConfig = Layer.unwrap(
         if (swept > 0) yield* Effect.logInfo(`Released the reservations of ${swept} abandoned chat requests`)
       })
     )
-    return Layer.provideMerge(sweep, services)
+    return Layer.provideMerge(Layer.merge(sweep, Layer.effectDiscard(warmTokenizers(providers))), services)
   })
 )

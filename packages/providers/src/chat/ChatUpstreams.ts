@@ -103,7 +103,7 @@ const upstreamsOf = (config: Settings) =>
       })
     }
     for (const upstream of config.upstreams) {
-      if (members.has(upstream.name) || upstream.name === "local") {
+      if (members.has(upstream.name) || upstream.name === LocalChatModel.PROVIDER) {
         return yield* invalid(`CHAT_UPSTREAMS: the name ${upstream.name} is used twice (upstream and local are taken)`)
       }
       const apiKey = upstream.apiKeyEnv === undefined ? undefined : yield* Config.Redacted(upstream.apiKeyEnv)

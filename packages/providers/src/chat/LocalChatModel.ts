@@ -138,12 +138,15 @@ const render = (call: ChatProvider.ChatCall): Rendered => {
   }
 }
 
+/** The offline model's provider name in the chat price list. */
+export const PROVIDER = "local"
+
 export const make = (options: Options = {}): ChatProvider.ChatProviderV1 => {
   const delay = options.tokenDelayMs ?? 0
   const pause = delay > 0 ? Effect.sleep(delay) : Effect.void
   return {
     specificationVersion: "v1",
-    provider: "local",
+    provider: PROVIDER,
     complete: (call) =>
       Effect.sync(() => {
         const rendered = render(call)
