@@ -166,7 +166,12 @@ export const OperatorChatPrices = () => {
         </label>
         <label class="field">
           <span>Upstream (local: the offline model)</span>
-          <input name="provider" value={provider} spellcheck={false} onInput={(event) => edit(setProvider, event.currentTarget.value)} />
+          <input
+            name="provider"
+            value={provider}
+            spellcheck={false}
+            onInput={(event) => edit(setProvider, event.currentTarget.value)}
+          />
         </label>
         <label class="field">
           <span>Context length (tokens)</span>
