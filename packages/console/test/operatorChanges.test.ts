@@ -2,19 +2,21 @@
  * The operator pages' changes in a real browser against the composed server, each checked
  * afterwards through the public API: Prices sets a rate card (a mistake in the form and one the
  * admin service finds are shown in words first) and a flat price, and disables a model, as GET
- * /api/v1/prices then shows; Chat prices sets a chat model's tiers (the service's refusal of a
- * cheaper larger tier shown first) and disables it, GET /api/v1/chat/models following both; the
- * Reconciliation queue resolves a held task as succeeded with a result fetched by link (msw
- * serving it under a test address policy), and the task, its file and its ledger entries (the
- * operator's reason on each) are then the API's. Screenshots in test/output/operator-changes,
- * axe-clean in light and dark.
+ * /api/v1/prices then shows; Chat prices, its list held back until a model is typed, fills the
+ * form from the list once it arrives (keeping a field the operator edited), sets a chat model's
+ * tiers (the service's refusal of a cheaper larger tier shown first) and disables it, GET
+ * /api/v1/chat/models following both; the Reconciliation queue resolves a held task as succeeded
+ * with a result fetched by link (msw serving it under a test address policy), and the task, its
+ * file and its ledger entries (the operator's reason on each) are then the API's. Screenshots in
+ * test/output/operator-changes, axe-clean in light and dark.
  */
 import { fileURLToPath } from "node:url"
 import { Effect, Layer } from "effect"
 import { afterAll, afterEach, beforeAll, expect, layer } from "@effect/vitest"
 import { HttpResponse, http } from "msw"
 import { setupServer } from "msw/node"
-import type { Page } from "playwright-core"
+import type { Page, Route } from "playwright-core"
+import { OPERATOR_PATH } from "@taskmeter/http/AdminRpc"
 import { AddressPolicy, Users } from "@taskmeter/kernel"
 import { HeldTask } from "@taskmeter/kernel/testing"
 import * as Browser from "./support/Browser.ts"
@@ -61,6 +63,34 @@ const apiGet = (page: Page, path: string): Promise<any> =>
 
 const alertWith = (page: Page, text: string) => page.getByRole("alert").filter({ hasText: text }).waitFor()
 const statusWith = (page: Page, text: string) => page.getByRole("status").filter({ hasText: text }).waitFor()
+
+/**
+ * Holds the page's next ChatPriceList call until `answer`; `asked` settles once the call is held.
+ * The page posts the operator RPC to OPERATOR_PATH with a slash appended (effect's RpcClient joins
+ * its URL to the request's empty path), which a glob ending in /operator/rpc does not match.
+ */
+const holdChatPriceList = async (page: Page) => {
+  const isOperatorRpc = (url: URL) => url.pathname.replace(/\/$/u, "") === OPERATOR_PATH
+  let held!: () => void
+  const asked = new Promise<void>((done) => (held = done))
+  let release!: () => void
+  const released = new Promise<void>((done) => (release = done))
+  const handler = async (route: Route) => {
+    if (route.request().postDataJSON().tag === "ChatPriceList") {
+      held()
+      await released
+    }
+    await route.fallback()
+  }
+  await page.route(isOperatorRpc, handler)
+  return {
+    asked,
+    answer: async () => {
+      release()
+      await page.unroute(isOperatorRpc, handler)
+    }
+  }
+}
 
 /** The model's entry in GET /api/v1/chat/models once `until` holds for it (the list follows the store). */
 const chatModelOnceIt = async (page: Page, id: string, until: (model: any) => boolean): Promise<any> => {
@@ -166,16 +196,55 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the operator page
             expect(await flatPrice()).toMatchObject({ enabled: false, priceMicros: 30_000 })
           })
 
-          // A chat price: tiers the service refuses, then set; then disabled.
+          // A chat price: the form filled from a list that arrives after the model is typed; tiers the
+          // service refuses, then set; then disabled.
           yield* Effect.promise(async () => {
-            await openPage(page, "Chat prices", "Chat prices")
             const form = page.getByRole("form", { name: "Set a chat price" })
-            // The list loads after the page opens; a model is picked from it once it is shown.
-            await page.getByRole("row").filter({ hasText: "taskmeter-local" }).waitFor()
-            await form.getByLabel("Chat model").fill("taskmeter-local")
-            // Picking a listed model fills the form with its entry.
-            expect(await form.getByLabel(/^Upstream/).inputValue()).toBe("local")
+            const field = (label: RegExp) => form.getByLabel(label)
             const tier = (n: number) => form.getByRole("group", { name: `Tier ${n}` })
+            /** Waits for the field to show `value` (preact runs the effect that fills the form after the list is painted). */
+            const shows = async (label: RegExp, value: string) => {
+              const input = await field(label).elementHandle()
+              await page.waitForFunction(([input, value]) => (input as any).value === value, [input, value] as const)
+            }
+            const row = page.getByRole("row").filter({ hasText: "taskmeter-local" })
+
+            // The operator edits the upstream before the list arrives: the list leaves the form as typed.
+            let list = await holdChatPriceList(page)
+            await openPage(page, "Chat prices", "Chat prices")
+            await list.asked
+            await field(/^Chat model/).fill("taskmeter-local")
+            await field(/^Upstream/).fill("elsewhere")
+            await list.answer()
+            await row.waitFor()
+            // The next frame, by which preact has run the effects of the render that showed the list.
+            await page.evaluate(() => new Promise((done) => (globalThis as any).requestAnimationFrame(() => setTimeout(done))))
+            expect(await field(/^Upstream/).inputValue()).toBe("elsewhere")
+            expect(await field(/^Context length/).inputValue()).toBe("")
+            expect(
+              await tier(1)
+                .getByLabel(/^Prompt/)
+                .inputValue()
+            ).toBe("")
+
+            // Typed only the model before the list arrives: the list's entry fills the form once it does.
+            await openPage(page, "Prices", "Prices")
+            list = await holdChatPriceList(page)
+            await openPage(page, "Chat prices", "Chat prices")
+            await list.asked
+            await field(/^Chat model/).fill("taskmeter-local")
+            expect(await field(/^Upstream/).inputValue()).toBe("")
+            await list.answer()
+            await row.waitFor()
+            await shows(/^Upstream/, "local")
+            expect(await field(/^Context length/).inputValue()).toBe("32768")
+            expect(await field(/^Tokenizer/).inputValue()).toBe("o200k_base")
+            expect(
+              await tier(2)
+                .getByLabel(/^Completion/)
+                .inputValue()
+            ).toBe("0.8")
+            await checkPage(page, "chat-prices-filled")
             await tier(1)
               .getByLabel(/^Up to prompt tokens/)
               .fill("1000")
@@ -204,7 +273,6 @@ layer(server, { timeout: 60_000, excludeTestServices: true })("the operator page
               .fill("1.2")
             await form.getByRole("button", { name: "Set chat price" }).click()
             await statusWith(page, "Chat model taskmeter-local set")
-            const row = page.getByRole("row").filter({ hasText: "taskmeter-local" })
             await row.getByText("prompt up to 1,000 tokens: $0.20 / $0.80").waitFor()
             await checkPage(page, "chat-prices")
 

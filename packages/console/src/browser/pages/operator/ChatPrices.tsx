@@ -6,8 +6,10 @@
  * ChatPriceSet and ChatPriceDisable; each change is a new version of the list, which every server
  * follows). Mistakes in the form are named before anything is sent; the admin service checks the
  * whole list (tiers in order, never cheaper for a larger prompt) and answers what is wrong.
+ * A listed model typed before the list arrives is filled in once it does, unless the operator has
+ * edited another field by then.
  */
-import { useState } from "preact/hooks"
+import { useEffect, useState } from "preact/hooks"
 import { ChatPrices, Money } from "@taskmeter/kernel"
 import { usd, usdInput } from "../../format.ts"
 import { operator } from "../../operator.ts"
@@ -74,16 +76,32 @@ export const OperatorChatPrices = () => {
   const [contextLength, setContextLength] = useState("")
   const [tokenizer, setTokenizer] = useState("")
   const [tiers, setTiers] = useState<ReadonlyArray<TierDraft>>([emptyTier])
+  /** Whether the fields past the model hold the operator's edits rather than a listed entry (or nothing). */
+  const [edited, setEdited] = useState(false)
   const models = Object.entries(list.data?.models ?? {}).sort(([a], [b]) => a.localeCompare(b))
-  /** Picking a listed model fills the form with its entry. */
-  const choose = (next: string) => {
-    setModel(next)
-    const entry = list.data?.models[next]
+  /** Fills the form with the model's entry in the list, if it is listed. */
+  const fill = (id: string) => {
+    const entry = list.data?.models[id]
     if (entry === undefined) return
     setProvider(entry.provider)
     setContextLength(String(entry.contextLength))
     setTokenizer(entry.tokenizer ?? "")
     setTiers(entry.tiers === undefined ? [emptyTier] : draftsOf(entry.tiers))
+    setEdited(false)
+  }
+  /** Picking a listed model fills the form with its entry. */
+  const choose = (next: string) => {
+    setModel(next)
+    fill(next)
+  }
+  // The list arriving (or coming back after a change) fills in the model typed so far, unless other fields were edited.
+  useEffect(() => {
+    if (!edited) fill(model)
+  }, [list.data])
+  /** The operator's edit of a field past the model. */
+  const edit = <A,>(set: (value: A) => void, value: A) => {
+    setEdited(true)
+    set(value)
   }
   const act = async (what: string, run: () => Promise<unknown>) => {
     setDone(undefined)
@@ -97,7 +115,7 @@ export const OperatorChatPrices = () => {
     }
   }
   const change = (index: number, part: Partial<TierDraft>) =>
-    setTiers(tiers.map((tier, i) => (i === index ? { ...tier, ...part } : tier)))
+    edit(setTiers, tiers.map((tier, i) => (i === index ? { ...tier, ...part } : tier)))
   return (
     <>
       <h1>Chat prices</h1>
@@ -148,7 +166,12 @@ export const OperatorChatPrices = () => {
         </label>
         <label class="field">
           <span>Upstream (local: the offline model)</span>
-          <input name="provider" value={provider} spellcheck={false} onInput={(event) => setProvider(event.currentTarget.value)} />
+          <input
+            name="provider"
+            value={provider}
+            spellcheck={false}
+            onInput={(event) => edit(setProvider, event.currentTarget.value)}
+          />
         </label>
         <label class="field">
           <span>Context length (tokens)</span>
@@ -156,12 +179,12 @@ export const OperatorChatPrices = () => {
             name="contextLength"
             inputMode="numeric"
             value={contextLength}
-            onInput={(event) => setContextLength(event.currentTarget.value)}
+            onInput={(event) => edit(setContextLength, event.currentTarget.value)}
           />
         </label>
         <label class="field">
           <span>Tokenizer</span>
-          <select name="tokenizer" value={tokenizer} onChange={(event) => setTokenizer(event.currentTarget.value)}>
+          <select name="tokenizer" value={tokenizer} onChange={(event) => edit(setTokenizer, event.currentTarget.value)}>
             <option value="">as it is (by default from the model id)</option>
             {ChatPrices.Tokenizer.literals.map((name) => (
               <option key={name} value={name}>
@@ -191,12 +214,12 @@ export const OperatorChatPrices = () => {
                   onInput={(event) => change(i, { completion: event.currentTarget.value })}
                 />
               </label>
-              <button type="button" class="secondary" onClick={() => setTiers(tiers.filter((_, j) => j !== i))}>
+              <button type="button" class="secondary" onClick={() => edit(setTiers, tiers.filter((_, j) => j !== i))}>
                 Remove tier {i + 1}
               </button>
             </fieldset>
           ))}
-          <button type="button" class="secondary" onClick={() => setTiers([...tiers, emptyTier])}>
+          <button type="button" class="secondary" onClick={() => edit(setTiers, [...tiers, emptyTier])}>
             Add a tier
           </button>
         </fieldset>
