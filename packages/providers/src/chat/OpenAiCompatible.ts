@@ -6,7 +6,6 @@
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import type { IncomingMessage } from "node:http"
-import { finished as ended } from "node:stream/promises"
 import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
@@ -285,14 +284,14 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const stream = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {
       // Ends the upstream request however the stream ends: a reply received whole (the rest of it in the
-      // buffer) is drained, keeping its socket pooled; any other is destroyed with its connection.
+      // buffer) is drained, its socket back in the pool at its end later in this turn (not waited for, so
+      // that the client's response ends in the same write as its last events); any other is destroyed
+      // with its connection.
       const started: { response?: IncomingMessage } = {}
       yield* Effect.addFinalizer(() => {
         const response = started.response
         if (response === undefined) return Effect.void
-        if (!response.complete) return Effect.sync(() => response.destroy())
-        // Its end comes a tick after the resume; waited for, so that the socket is free for the next call.
-        return Effect.promise(() => ended(response.resume()).catch(() => undefined))
+        return Effect.sync(() => (response.complete ? response.resume() : response.destroy()))
       })
       const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
       return partsOf(

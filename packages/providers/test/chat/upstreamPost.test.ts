@@ -1,6 +1,7 @@
 /**
  * The chat adapter's node:http transport against a real local server (no msw here), so that the
- * server sees the connections: replies read whole reuse one pooled connection, and a stream given up
+ * server sees the connections: replies read whole reuse one pooled connection (a streamed one from the
+ * next turn of the event loop), and a stream given up
  * mid-way closes its own; one not answered in time is given up.
  */
 import { createServer } from "node:http"
@@ -65,6 +66,9 @@ describe("OpenAiCompatible over node:http", () => {
         expect((yield* provider.complete(call("hi"))).message).toEqual({ role: "assistant", content: "Oslo." })
       const parts = yield* Effect.scoped(Effect.flatMap(provider.stream(call("hi")), Stream.runCollect))
       expect(parts).toHaveLength(2)
+      // A streamed reply's socket is back in the pool once its end is processed, later in the same turn
+      // (the stream's end does not wait for it): as for any next request a server receives, a turn passes.
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
       expect((yield* provider.complete(call("hi"))).finishReason).toBe("stop")
       expect(connections).toBe(1)
 
