@@ -2,8 +2,8 @@
  * The benchmark's taskmeter as an operator deploys it (`--server deployed.ts`): `taskmeter start`
  * with its default middleware (observation, access log) and chat routes, its chat upstream the mock
  * at UPSTREAM_URL, over a fresh PostgreSQL database with STORE=pg (dropped at the end) or the
- * embedded default; limits out of the way. Prints one JSON line: its base URL, a key of a new account
- * funded with CREDITS, and the server's pid (whose CPU the run reads). Stops it on SIGTERM. Node's
+ * embedded default; limits out of the way. Prints one JSON line: its base URL, the keys of ACCOUNTS
+ * (default 1) new accounts funded with CREDITS each, and the server's pid (whose CPU the run reads). Stops it on SIGTERM. Node's
  * --cpu-prof flags given to this script (run.ts --cpu-prof) go to the server, whose CPU is measured.
  */
 import { randomUUID } from "node:crypto"
@@ -56,8 +56,16 @@ const {
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>
   taskmeterAdmin(BIN, ["--url", adminUrl, ...command], { ...process.env, TASKMETER_ADMIN_TOKEN: operatorToken })
-const created = await admin(["account", "create", "--name", "bench", "--credits-usd", CREDITS_USD])
-console.log(JSON.stringify({ url: `${url.replace(/\/$/, "")}/api/v1`, key: created.key.secret, pid: server.pid }))
+const keys: Array<string> = []
+// Four CLI processes at a time, so that the box is quiet again by the time the run measures.
+for (let i = 0; i < Number(process.env.ACCOUNTS ?? 1); i += 4) {
+  const names = Array.from({ length: Math.min(4, Number(process.env.ACCOUNTS ?? 1) - i) }, (_, j) => `bench ${i + j}`)
+  const created = await Promise.all(
+    names.map((name) => admin(["account", "create", "--name", name, "--credits-usd", CREDITS_USD]))
+  )
+  keys.push(...created.map((account) => account.key.secret as string))
+}
+console.log(JSON.stringify({ url: `${url.replace(/\/$/, "")}/api/v1`, keys, pid: server.pid }))
 
 process.once("SIGTERM", async () => {
   const exited = once(server, "exit")

@@ -21,6 +21,7 @@ const { values: args } = parseArgs({
     kinds: { type: "string", default: "non-stream,stream" },
     tokens: { type: "string", default: "20" },
     store: { type: "string", default: "memory" },
+    accounts: { type: "string", default: "1" },
     server: { type: "string", default: join(import.meta.dirname, "server.ts") },
     "cpu-prof": { type: "string" }
   }
@@ -49,12 +50,17 @@ const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
 const proxyUrl = await start("proxy.ts", { UPSTREAM_URL: upstreamUrl })
 const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
-const server = JSON.parse(await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store }, profile)) as {
+const server = JSON.parse(
+  await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store, ACCOUNTS: args.accounts }, profile)
+) as {
   readonly url: string
-  readonly key: string
+  /** One key per account; `key` alone from a server script of an older checkout. */
+  readonly keys?: ReadonlyArray<string>
+  readonly key?: string
   /** The serving process, when the script started it as a child (deployed.ts). */
   readonly pid?: number
 }
+const keys = server.keys ?? [server.key!]
 const serverPid = server.pid ?? children.at(-1)!.pid!
 const ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim())
 
@@ -67,11 +73,11 @@ const cpuMs = (pid: number): number => {
 const messages = [{ role: "user", content: "Summarize the plot of a short story about a lighthouse keeper." }]
 
 /** One request: milliseconds to the whole body (non-stream) or to the first content token, and the charge reported. */
-const timed = async (base: string, model: string, stream: boolean): Promise<{ ms: number; charged: number }> => {
+const timed = async (base: string, model: string, stream: boolean, key: string): Promise<{ ms: number; charged: number }> => {
   const started = performance.now()
   const response = await fetch(`${base}/chat/completions`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${server.key}` },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     body: JSON.stringify({ model, messages, stream, max_tokens: 256 })
   })
   if (!response.ok) throw new Error(`${base}: ${response.status} ${await response.text()}`)
@@ -97,8 +103,9 @@ const measure = async (base: string, model: string, stream: boolean, concurrency
   let next = 0
   const worker = async () => {
     while (next < requests) {
-      next++
-      const { ms, charged } = await timed(base, model, stream)
+      // The accounts take turns, request by request.
+      const key = keys[next++ % keys.length]!
+      const { ms, charged } = await timed(base, model, stream, key)
       samples.push(ms)
       totalCharged += charged
     }
@@ -124,37 +131,54 @@ try {
       const proxied = await measure(proxyUrl, "bench", stream, concurrency)
       const proxyCpu = (cpuMs(proxyPid) - proxyCpuBefore) / REQUESTS
       const cpuBefore = cpuMs(serverPid)
+      const startedMs = performance.now()
       const through = await measure(server.url, "chat-mini", stream, concurrency)
-      const cpuPerRequest = (cpuMs(serverPid) - cpuBefore) / REQUESTS
+      const serverCpu = cpuMs(serverPid) - cpuBefore
+      // CPU time over wall time: near 1, the server was busy on one core all along.
+      const busy = serverCpu / (performance.now() - startedMs)
       const added = (via: { p50: number; p99: number }) => `${fmt(via.p50 - direct.p50)} / ${fmt(via.p99 - direct.p99)}`
       rows.push(
         `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
-          `${added(proxied)} | ${fmt(proxyCpu)} | ${fmt(through.p50)} / ${fmt(through.p99)} | ${added(through)} | ${fmt(cpuPerRequest)} |`
+          `${added(proxied)} | ${fmt(proxyCpu)} | ${fmt(through.p50)} / ${fmt(through.p99)} | ${added(through)} | ` +
+          `${fmt(serverCpu / REQUESTS)} | ${fmt(busy)} |`
       )
     }
   }
   // Credit a server holds in a lease for chat is returned when the lease has been idle a moment.
-  const books = async () =>
-    (await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${server.key}` } })).json()) as {
-      balanceMicros: number
-      reservedMicros: number
+  const books = async () => {
+    const accounts = await Promise.all(
+      keys.map(
+        async (key) =>
+          (await (await fetch(`${server.url}/usage?limit=1`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+            balanceMicros: number
+            reservedMicros: number
+          }
+      )
+    )
+    return {
+      balanceMicros: accounts.reduce((sum, account) => sum + account.balanceMicros, 0),
+      reservedMicros: accounts.reduce((sum, account) => sum + account.reservedMicros, 0)
     }
+  }
   let usage = await books()
   for (let waited = 0; usage.reservedMicros !== 0 && waited < 15_000; waited += 100) {
     await new Promise((resolve) => setTimeout(resolve, 100))
     usage = await books()
   }
-  const balanced = usage.reservedMicros === 0 && usage.balanceMicros === CREDITS - totalCharged
+  const credits = CREDITS * keys.length
+  const balanced = usage.reservedMicros === 0 && usage.balanceMicros === credits - totalCharged
   console.log(
-    `chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}; ms, p50 / p99\n`
+    `chat latency, ${REQUESTS} requests per cell, ${args.tokens} completion tokens, store ${args.store}, ` +
+      `${keys.length === 1 ? "one account" : `${keys.length} accounts taking turns`}; ms, p50 / p99\n`
   )
   console.log(
-    "| request | concurrency | direct to upstream | bare proxy adds | proxy CPU per request | through taskmeter | taskmeter adds | server CPU per request |"
+    "| request | concurrency | direct to upstream | bare proxy adds | proxy CPU per request | through taskmeter | taskmeter adds | " +
+      "server CPU per request | server busy (cores) |"
   )
-  console.log("|---|---|---|---|---|---|---|---|")
+  console.log("|---|---|---|---|---|---|---|---|---|")
   for (const row of rows) console.log(row)
   console.log(
-    `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${CREDITS} - ${totalCharged} charged: ` +
+    `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${credits} - ${totalCharged} charged: ` +
       (balanced ? "ok" : "MISMATCH")
   )
   process.exitCode = balanced ? 0 : 1

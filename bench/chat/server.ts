@@ -2,7 +2,8 @@
  * The benchmark's taskmeter server, in a process of its own: the API and the chat routes over
  * storage-memory (or PostgreSQL with STORE=pg), chat-mini served by the upstream at
  * UPSTREAM_URL, limits out of the way, tracing as the server has it (Tracing: off unless an OTLP
- * endpoint is configured). Prints one JSON line: its base URL and a funded key.
+ * endpoint is configured). Prints one JSON line: its base URL and the keys of ACCOUNTS (default 1)
+ * accounts funded with CREDITS each.
  */
 import { randomUUID } from "node:crypto"
 import { mkdtemp } from "node:fs/promises"
@@ -78,8 +79,12 @@ const announce = Layer.effectDiscard(
   Effect.gen(function* () {
     const { address } = yield* HttpServer.HttpServer
     if (address._tag === "UnixPathAddress") return yield* Effect.die("TCP expected")
-    const { key } = yield* (yield* Accounts.Accounts).create({ name: "bench", credits: Money.micros(CREDITS) })
-    yield* Effect.sync(() => console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}/api/v1`, key: key.secret })))
+    const accounts = yield* Accounts.Accounts
+    const keys: Array<string> = []
+    for (let i = 0; i < Number(process.env.ACCOUNTS ?? 1); i++) {
+      keys.push((yield* accounts.create({ name: `bench ${i}`, credits: Money.micros(CREDITS) })).key.secret)
+    }
+    yield* Effect.sync(() => console.log(JSON.stringify({ url: `http://127.0.0.1:${address.port}/api/v1`, keys })))
   })
 )
 
