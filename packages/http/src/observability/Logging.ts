@@ -36,7 +36,10 @@ export const flush = (): void => {
 /** A line to stdout, in the next batch. */
 export const stdoutBatched = (line: string): void => {
   pending += `${line}\n`
-  if (pending.length >= BATCH_CHARS) return flush()
+  if (pending.length >= BATCH_CHARS) {
+    flush()
+    return
+  }
   if (!exitHooked) {
     exitHooked = true
     // At exit stdout is written synchronously (files, pipes and terminals on Linux and macOS).
