@@ -110,10 +110,7 @@ const SignIn = (props: { readonly onSignedIn: (who: Session.Who) => void }) => (
     </p>
     <details class="key-sign-in">
       <summary>Use an API key instead</summary>
-      <Form
-        label="Use this key"
-        onSubmit={async (form) => props.onSignedIn(await Session.useKey(text(form, "key")))}
-      >
+      <Form label="Use this key" onSubmit={async (form) => props.onSignedIn(await Session.useKey(text(form, "key")))}>
         <Field name="key" label="API key (kept for this tab only)" type="password" autocomplete="off" />
       </Form>
     </details>
@@ -135,13 +132,23 @@ const SignUp = (props: { readonly invitation: string | null; readonly onSignedUp
           label="Sign up"
           onSubmit={async (form) => {
             const invitation = text(form, "invitation")
-            const who = await Session.signUp(text(form, "email"), String(form.get("password")), invitation === "" ? undefined : invitation)
+            const who = await Session.signUp(
+              text(form, "email"),
+              String(form.get("password")),
+              invitation === "" ? undefined : invitation
+            )
             setDone(text(form, "email"))
             props.onSignedUp(who)
           }}
         >
           <Field name="email" label="Email" type="email" autocomplete="email" />
-          <Field name="password" label="Password (10 characters or more)" type="password" autocomplete="new-password" minLength={10} />
+          <Field
+            name="password"
+            label="Password (10 characters or more)"
+            type="password"
+            autocomplete="new-password"
+            minLength={10}
+          />
           <Field
             name="invitation"
             label="Invitation code (if you have one)"
@@ -207,7 +214,13 @@ const ResetPassword = (props: { readonly token: string | null }) => {
             setDone("Your password is changed; every other session was signed out.")
           }}
         >
-          <Field name="password" label="New password (10 characters or more)" type="password" autocomplete="new-password" minLength={10} />
+          <Field
+            name="password"
+            label="New password (10 characters or more)"
+            type="password"
+            autocomplete="new-password"
+            minLength={10}
+          />
         </Form>
       ) : null}
       <p>

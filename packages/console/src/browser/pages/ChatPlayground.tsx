@@ -36,7 +36,11 @@ export const ChatPlayground = () => {
     setError(undefined)
     let answer = ""
     let charged: number | undefined
-    const show = () => setMessages([...history, { role: "assistant", content: answer, ...(charged === undefined ? {} : { chargedMicros: charged }) }])
+    const show = () =>
+      setMessages([
+        ...history,
+        { role: "assistant", content: answer, ...(charged === undefined ? {} : { chargedMicros: charged }) }
+      ])
     try {
       const response = await send("/api/v1/chat/completions", {
         method: "POST",

@@ -13,8 +13,8 @@ export const Connect = (props: { readonly who: Who }) => {
     <>
       <h1>Connect an agent</h1>
       <p>
-        Agents use taskmeter's models through the Model Context Protocol (streamable HTTP). Give your MCP client this address;
-        it signs in through the browser with an API key of yours or a one-time code, or sends the key as a Bearer token.
+        Agents use taskmeter's models through the Model Context Protocol (streamable HTTP). Give your MCP client this address; it
+        signs in through the browser with an API key of yours or a one-time code, or sends the key as a Bearer token.
       </p>
       <p>
         <code id="mcp-address">{address}</code> <CopyButton text={address} label="Copy the MCP address" />

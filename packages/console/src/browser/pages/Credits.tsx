@@ -131,7 +131,11 @@ export const Credits = () => {
           Export CSV
         </button>
       </form>
-      {cursor === undefined ? <Status>Loading…</Status> : <Status>{`${shown.length} of ${entries.length} entries loaded`}</Status>}
+      {cursor === undefined ? (
+        <Status>Loading…</Status>
+      ) : (
+        <Status>{`${shown.length} of ${entries.length} entries loaded`}</Status>
+      )}
       <div class="scroll">
         <table>
           <caption class="visually-hidden">Ledger entries, newest first</caption>

@@ -80,9 +80,7 @@ export const TaskDetail = (props: { readonly id: string }) => {
           title="Webhook deliveries"
           empty="No webhook deliveries for this task."
           names="target"
-          load={() =>
-            call(({ api }) => api.jobs.webhookDeliveries({ params: { id: props.id }, query: { limit: 50 } }))
-          }
+          load={() => call(({ api }) => api.jobs.webhookDeliveries({ params: { id: props.id }, query: { limit: 50 } }))}
         />
       ) : null}
     </>

@@ -38,13 +38,13 @@ export const Tasks = () => {
       setError(failure)
     }
   }
-  // biome-ignore lint/correctness/useExhaustiveDependencies: reload when the filters change
+  // Reloads when the filters change.
   useEffect(() => {
     setCursor(null)
     void load()
   }, [status, model])
   const running = tasks?.some((task) => !isTerminal(task)) ?? false
-  // biome-ignore lint/correctness/useExhaustiveDependencies: polls the first page while a task runs
+  // Polls the first page while a task runs.
   useEffect(() => {
     if (!running) return
     const timer = setInterval(() => void load(), POLL_MS)

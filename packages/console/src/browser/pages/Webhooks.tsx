@@ -182,9 +182,7 @@ const EndpointRow = (props: {
           type="button"
           aria-label={`${endpoint.enabled ? "Disable" : "Enable"} ${endpoint.url}`}
           onClick={act(() =>
-            call(({ api }) =>
-              api.webhooks.update({ params: { id: endpoint.id }, payload: { enabled: !endpoint.enabled } })
-            )
+            call(({ api }) => api.webhooks.update({ params: { id: endpoint.id }, payload: { enabled: !endpoint.enabled } }))
           )}
         >
           {endpoint.enabled ? "Disable" : "Enable"}
@@ -200,12 +198,7 @@ const EndpointRow = (props: {
         >
           Rotate secret
         </button>{" "}
-        <button
-          type="button"
-          aria-pressed={props.editing}
-          aria-label={`Events of ${endpoint.url}`}
-          onClick={props.onEdit}
-        >
+        <button type="button" aria-pressed={props.editing} aria-label={`Events of ${endpoint.url}`} onClick={props.onEdit}>
           Events
         </button>{" "}
         <button type="button" aria-pressed={props.showing} aria-label={`Deliveries to ${endpoint.url}`} onClick={props.onShow}>

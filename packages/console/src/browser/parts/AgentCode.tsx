@@ -14,9 +14,7 @@ export const AgentCode = () => {
   return (
     <section aria-labelledby="agent-code">
       <h2 id="agent-code">Sign in with a one-time code</h2>
-      <p>
-        Instead of an API key, paste a one-time code into the agent's sign-in page. A code works once and for ten minutes.
-      </p>
+      <p>Instead of an API key, paste a one-time code into the agent's sign-in page. A code works once and for ten minutes.</p>
       <ErrorNotice error={error} />
       <button
         type="button"

@@ -4,6 +4,7 @@
  * media fields a drop zone (and a file button) that uploads through POST /api/v1/media and fills
  * in the `media:<uuid>` reference.
  */
+import type { ComponentChildren } from "preact"
 import { useState } from "preact/hooks"
 import type { ModelField } from "@taskmeter/kernel"
 import { send } from "../api.ts"
@@ -51,6 +52,7 @@ const MediaDrop = (props: {
     }
   }
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: dropping files is a shortcut; the file input inside is the accessible way
     <div
       class={`drop${over ? " over" : ""}`}
       data-field={field.name}
@@ -94,10 +96,16 @@ export const ModelForm = (props: {
         const hint = [field.description, bounds(field)].filter(Boolean).join(" · ")
         const required = field.required && field.default === undefined
         const describedBy = hint === "" ? undefined : `${id}-hint`
-        let control
+        let control: ComponentChildren
         if (field.options !== undefined) {
           control = (
-            <select id={id} value={String(value)} required={required} aria-describedby={describedBy} onChange={(e) => set(field.name, e.currentTarget.value)}>
+            <select
+              id={id}
+              value={String(value)}
+              required={required}
+              aria-describedby={describedBy}
+              onChange={(e) => set(field.name, e.currentTarget.value)}
+            >
               {required || field.default !== undefined ? null : <option value="">(none)</option>}
               {field.options.map((option) => (
                 <option key={option} value={String(option)}>

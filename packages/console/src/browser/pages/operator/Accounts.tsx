@@ -75,7 +75,9 @@ export const OperatorAccounts = () => {
             const moved = await operator((client) =>
               form.get("kind") === "refund" ? client.Refund(change) : client.CreditsGrant(change)
             )
-            setDone(`${moved.entry.kind} of ${usd(moved.entry.amountMicros)} recorded; available now ${usd(moved.balances.availableMicros)}.`)
+            setDone(
+              `${moved.entry.kind} of ${usd(moved.entry.amountMicros)} recorded; available now ${usd(moved.balances.availableMicros)}.`
+            )
             list.reload()
           } catch (failure) {
             setError(failure)

@@ -115,7 +115,10 @@ export const OperatorChatPrices = () => {
     }
   }
   const change = (index: number, part: Partial<TierDraft>) =>
-    edit(setTiers, tiers.map((tier, i) => (i === index ? { ...tier, ...part } : tier)))
+    edit(
+      setTiers,
+      tiers.map((tier, i) => (i === index ? { ...tier, ...part } : tier))
+    )
   return (
     <>
       <h1>Chat prices</h1>
@@ -126,7 +129,9 @@ export const OperatorChatPrices = () => {
           event.preventDefault()
           const id = model.trim()
           const context = contextLength.trim()
-          const typedTiers = tiers.filter((tier) => tier.upTo.trim() !== "" || tier.prompt.trim() !== "" || tier.completion.trim() !== "")
+          const typedTiers = tiers.filter(
+            (tier) => tier.upTo.trim() !== "" || tier.prompt.trim() !== "" || tier.completion.trim() !== ""
+          )
           const parsed = tiersOf(typedTiers)
           const problems = [
             ...(id === "" ? ["Name the chat model, as clients send it."] : []),
@@ -200,11 +205,19 @@ export const OperatorChatPrices = () => {
               <legend>Tier {i + 1}</legend>
               <label class="field">
                 <span>Up to prompt tokens (empty: no limit, the last tier)</span>
-                <input inputMode="numeric" value={tier.upTo} onInput={(event) => change(i, { upTo: event.currentTarget.value })} />
+                <input
+                  inputMode="numeric"
+                  value={tier.upTo}
+                  onInput={(event) => change(i, { upTo: event.currentTarget.value })}
+                />
               </label>
               <label class="field">
                 <span>Prompt (USD per million tokens)</span>
-                <input inputMode="decimal" value={tier.prompt} onInput={(event) => change(i, { prompt: event.currentTarget.value })} />
+                <input
+                  inputMode="decimal"
+                  value={tier.prompt}
+                  onInput={(event) => change(i, { prompt: event.currentTarget.value })}
+                />
               </label>
               <label class="field">
                 <span>Completion (USD per million tokens)</span>
@@ -214,7 +227,16 @@ export const OperatorChatPrices = () => {
                   onInput={(event) => change(i, { completion: event.currentTarget.value })}
                 />
               </label>
-              <button type="button" class="secondary" onClick={() => edit(setTiers, tiers.filter((_, j) => j !== i))}>
+              <button
+                type="button"
+                class="secondary"
+                onClick={() =>
+                  edit(
+                    setTiers,
+                    tiers.filter((_, j) => j !== i)
+                  )
+                }
+              >
                 Remove tier {i + 1}
               </button>
             </fieldset>

@@ -74,7 +74,9 @@ export const rulesOf = (
 
 const conditionText = (when: PriceList.Condition): string => {
   const parts = Object.entries(when).map(([field, value]) =>
-    Array.isArray(value) ? `${field} is ${value.map((v) => JSON.stringify(v)).join(" or ")}` : `${field} is ${JSON.stringify(value)}`
+    Array.isArray(value)
+      ? `${field} is ${value.map((v) => JSON.stringify(v)).join(" or ")}`
+      : `${field} is ${JSON.stringify(value)}`
   )
   return parts.length === 0 ? "any input" : parts.join(" and ")
 }

@@ -63,14 +63,30 @@ export const OperatorRevenue = () => {
                 <tr>
                   <th scope="col">Day</th>
                   <th scope="col">Model</th>
-                  <th scope="col" class="number">Tasks charged</th>
-                  <th scope="col" class="number">Task charges</th>
-                  <th scope="col" class="number">Tasks released</th>
-                  <th scope="col" class="number">Released</th>
-                  <th scope="col" class="number">Chat requests</th>
-                  <th scope="col" class="number">Chat charges</th>
-                  <th scope="col" class="number">Upstream cost</th>
-                  <th scope="col" class="number">Shortfall</th>
+                  <th scope="col" class="number">
+                    Tasks charged
+                  </th>
+                  <th scope="col" class="number">
+                    Task charges
+                  </th>
+                  <th scope="col" class="number">
+                    Tasks released
+                  </th>
+                  <th scope="col" class="number">
+                    Released
+                  </th>
+                  <th scope="col" class="number">
+                    Chat requests
+                  </th>
+                  <th scope="col" class="number">
+                    Chat charges
+                  </th>
+                  <th scope="col" class="number">
+                    Upstream cost
+                  </th>
+                  <th scope="col" class="number">
+                    Shortfall
+                  </th>
                 </tr>
               </thead>
               <tbody>
