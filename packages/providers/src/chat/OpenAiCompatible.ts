@@ -6,7 +6,6 @@
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import type { IncomingMessage } from "node:http"
-import { finished as ended } from "node:stream/promises"
 import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { constVoid } from "effect/Function"
 import { ChatProvider } from "@taskmeter/kernel"
@@ -103,14 +102,24 @@ const eventParts = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | 
     return fail("Unavailable", `the upstream broke off the stream: ${explain(JSON.stringify(event))}`)
   }
   const parts: Array<ChatProvider.ChatStreamPart> = []
-  const choice = Array.isArray(event.choices) ? event.choices.find((c) => isObject(c) && (c.index ?? 0) === 0) : undefined
-  if (isObject(choice)) {
-    parts.push({
-      _tag: "Delta",
-      delta: isObject(choice.delta) ? choice.delta : {},
-      finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
-      ...(choice.logprobs === undefined || choice.logprobs === null ? {} : { logprobs: choice.logprobs })
-    })
+  let choice: JsonObject | undefined
+  if (Array.isArray(event.choices)) {
+    for (const c of event.choices) {
+      if (isObject(c) && (c.index ?? 0) === 0) {
+        choice = c
+        break
+      }
+    }
+  }
+  if (choice !== undefined) {
+    const delta = isObject(choice.delta) ? choice.delta : {}
+    const finishReason = typeof choice.finish_reason === "string" ? choice.finish_reason : null
+    const logprobs = choice.logprobs
+    parts.push(
+      logprobs === undefined || logprobs === null
+        ? { _tag: "Delta", delta, finishReason }
+        : { _tag: "Delta", delta, finishReason, logprobs }
+    )
   }
   const usage = usageOf(event.usage)
   if (usage !== undefined) parts.push({ _tag: "Usage", usage })
@@ -210,6 +219,15 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const maxReplyBytes = options.maxReplyBytes ?? 16 * 1024 * 1024
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
   const pool = UpstreamPost.pool(url, options.connections ?? 128)
+  const target = (accept: string) =>
+    UpstreamPost.target(pool, url, {
+      "content-type": "application/json",
+      accept,
+      ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+      ...options.headers
+    })
+  const streamTarget = target("text/event-stream")
+  const replyTarget = target("application/json")
 
   const body = (call: ChatProvider.ChatCall, stream: boolean): JsonObject => ({
     ...call.body,
@@ -220,18 +238,10 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
 
   /** POSTs and waits for the response to start; a non-2xx status fails classified (its body read). */
   const post = (payload: JsonObject, timeoutMs: number) =>
-    UpstreamPost.post(
-      pool,
-      url,
-      {
-        "content-type": "application/json",
-        accept: payload.stream === true ? "text/event-stream" : "application/json",
-        ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-        ...options.headers
-      },
-      JSON.stringify(payload),
-      { connectTimeoutMs, answerTimeoutMs: timeoutMs }
-    ).pipe(
+    UpstreamPost.post(pool, payload.stream === true ? streamTarget : replyTarget, JSON.stringify(payload), {
+      connectTimeoutMs,
+      answerTimeoutMs: timeoutMs
+    }).pipe(
       Effect.mapError((cause) =>
         cause instanceof UpstreamPost.NoAnswer
           ? fail("Timeout", cause.message)
@@ -303,8 +313,12 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         const response = started.response
         if (response === undefined) return Effect.void
         if (!response.complete) return Effect.sync(() => response.destroy())
-        // Its end comes a tick after the resume; waited for, so that the socket is free for the next call.
-        return Effect.promise(() => ended(response.resume()).catch(() => undefined))
+        // Its close, after its end, is waited for: by then the socket is back in the pool, free for the next call.
+        if (response.closed) return Effect.void
+        return Effect.callback<void>((resume) => {
+          response.once("close", () => resume(Effect.void))
+          response.resume()
+        })
       })
       const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
       return partsOf(
