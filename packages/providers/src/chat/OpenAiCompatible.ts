@@ -102,24 +102,14 @@ const eventParts = (data: string): ReadonlyArray<ChatProvider.ChatStreamPart> | 
     return fail("Unavailable", `the upstream broke off the stream: ${explain(JSON.stringify(event))}`)
   }
   const parts: Array<ChatProvider.ChatStreamPart> = []
-  let choice: JsonObject | undefined
-  if (Array.isArray(event.choices)) {
-    for (const c of event.choices) {
-      if (isObject(c) && (c.index ?? 0) === 0) {
-        choice = c
-        break
-      }
-    }
-  }
-  if (choice !== undefined) {
-    const delta = isObject(choice.delta) ? choice.delta : {}
-    const finishReason = typeof choice.finish_reason === "string" ? choice.finish_reason : null
-    const logprobs = choice.logprobs
-    parts.push(
-      logprobs === undefined || logprobs === null
-        ? { _tag: "Delta", delta, finishReason }
-        : { _tag: "Delta", delta, finishReason, logprobs }
-    )
+  const choice = Array.isArray(event.choices) ? event.choices.find((c) => isObject(c) && (c.index ?? 0) === 0) : undefined
+  if (isObject(choice)) {
+    parts.push({
+      _tag: "Delta",
+      delta: isObject(choice.delta) ? choice.delta : {},
+      finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
+      ...(choice.logprobs === undefined || choice.logprobs === null ? {} : { logprobs: choice.logprobs })
+    })
   }
   const usage = usageOf(event.usage)
   if (usage !== undefined) parts.push({ _tag: "Usage", usage })
@@ -219,15 +209,6 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
   const maxReplyBytes = options.maxReplyBytes ?? 16 * 1024 * 1024
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000
   const pool = UpstreamPost.pool(url, options.connections ?? 128)
-  const target = (accept: string) =>
-    UpstreamPost.target(pool, url, {
-      "content-type": "application/json",
-      accept,
-      ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
-      ...options.headers
-    })
-  const streamTarget = target("text/event-stream")
-  const replyTarget = target("application/json")
 
   const body = (call: ChatProvider.ChatCall, stream: boolean): JsonObject => ({
     ...call.body,
@@ -238,10 +219,18 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
 
   /** POSTs and waits for the response to start; a non-2xx status fails classified (its body read). */
   const post = (payload: JsonObject, timeoutMs: number) =>
-    UpstreamPost.post(pool, payload.stream === true ? streamTarget : replyTarget, JSON.stringify(payload), {
-      connectTimeoutMs,
-      answerTimeoutMs: timeoutMs
-    }).pipe(
+    UpstreamPost.post(
+      pool,
+      url,
+      {
+        "content-type": "application/json",
+        accept: payload.stream === true ? "text/event-stream" : "application/json",
+        ...(apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` }),
+        ...options.headers
+      },
+      JSON.stringify(payload),
+      { connectTimeoutMs, answerTimeoutMs: timeoutMs }
+    ).pipe(
       Effect.mapError((cause) =>
         cause instanceof UpstreamPost.NoAnswer
           ? fail("Timeout", cause.message)

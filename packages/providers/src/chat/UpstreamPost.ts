@@ -1,6 +1,6 @@
 /**
  * POSTs to a chat upstream over node:http or node:https, on a keep-alive agent pooling at most
- * `connections` sockets per origin, to a `target` (its URL and headers, made once). `post` succeeds with the response once its head arrives, and
+ * `connections` sockets per origin. `post` succeeds with the response once its head arrives, and
  * fails with `NoAnswer` when it has not within `answerTimeoutMs` (a timer, not a race of fibers);
  * interrupting it destroys the request, and a socket not connected within `connectTimeoutMs` fails
  * it. The caller reads the body, or destroys the response to give the request up. A closed pool
@@ -10,7 +10,6 @@
 // import's named bindings would keep the original.
 import http from "node:http"
 import https from "node:https"
-import { urlToHttpOptions } from "node:url"
 import { Effect } from "effect"
 
 export interface Pool {
@@ -30,20 +29,13 @@ export const close = (pool: Pool): void => {
   pool.agent.destroy()
 }
 
-/** The request options of posts to `url` with `headers` (a post adds its content-length). */
-export const target = (pool: Pool, url: URL, headers: http.OutgoingHttpHeaders): http.RequestOptions => ({
-  ...urlToHttpOptions(url),
-  method: "POST",
-  headers,
-  agent: pool.agent
-})
-
 /** The response's head did not arrive in time; the request was destroyed. */
 export class NoAnswer extends Error {}
 
 export const post = (
   pool: Pool,
-  target: http.RequestOptions,
+  url: URL,
+  headers: http.OutgoingHttpHeaders,
   body: string,
   timeouts: { readonly connectTimeoutMs: number; readonly answerTimeoutMs: number }
 ): Effect.Effect<http.IncomingMessage, Error> =>
@@ -58,11 +50,14 @@ export const post = (
       resume(Effect.fail(late))
       request.destroy(late)
     }, answerTimeoutMs)
-    const request = pool.module.request(target, (response) => {
-      clearTimeout(answer)
-      resume(Effect.succeed(response))
-    })
-    request.setHeader("content-length", Buffer.byteLength(body))
+    const request = pool.module.request(
+      url,
+      { method: "POST", headers: { ...headers, "content-length": Buffer.byteLength(body) }, agent: pool.agent },
+      (response) => {
+        clearTimeout(answer)
+        resume(Effect.succeed(response))
+      }
+    )
     request.on("error", (cause) => {
       clearTimeout(answer)
       resume(Effect.fail(cause))
