@@ -6,6 +6,7 @@
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import type { IncomingMessage } from "node:http"
+import { finished as ended } from "node:stream/promises"
 import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
 import { constVoid } from "effect/Function"
 import { ChatProvider } from "@taskmeter/kernel"
@@ -302,12 +303,8 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         const response = started.response
         if (response === undefined) return Effect.void
         if (!response.complete) return Effect.sync(() => response.destroy())
-        // Its close, after its end, is waited for: by then the socket is back in the pool, free for the next call.
-        if (response.closed) return Effect.void
-        return Effect.callback<void>((resume) => {
-          response.once("close", () => resume(Effect.void))
-          response.resume()
-        })
+        // Its end comes a tick after the resume; waited for, so that the socket is free for the next call.
+        return Effect.promise(() => ended(response.resume()).catch(() => undefined))
       })
       const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
       return partsOf(
