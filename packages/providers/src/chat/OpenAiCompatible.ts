@@ -7,9 +7,9 @@
  */
 import type { IncomingMessage } from "node:http"
 import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { constVoid } from "effect/Function"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
-import * as CappedBody from "../utils/CappedBody.ts"
 import * as BodyPull from "./BodyPull.ts"
 import { parseRetryAfter } from "../utils/UpstreamError.ts"
 import * as Sse from "./Sse.ts"
@@ -240,9 +240,8 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         const status = response.statusCode ?? 0
         if (status >= 200 && status < 300) return Effect.succeed(response)
         return Effect.flatMap(
-          Effect.promise(() => CappedBody.readStreamText(response, 64 * 1024).catch(() => "")).pipe(
-            Effect.onInterrupt(() => Effect.sync(() => response.destroy()))
-          ),
+          // Unread (too large, broken or late), it is shown as no body.
+          BodyPull.whole(response, 64 * 1024, timeoutMs, constVoid, constVoid).pipe(Effect.orElseSucceed(() => "")),
           (text) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => {
               const retryAfter = response.headers["retry-after"]
@@ -252,34 +251,47 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
       })
     )
 
+  /** The reply read from a completion's body, or why it is not one. */
+  const reply = (text: string): ChatProvider.ChatReply | ChatProvider.ChatProviderError => {
+    let reply: unknown
+    try {
+      reply = JSON.parse(text)
+    } catch (cause) {
+      return fail("Unavailable", "the upstream's reply is not JSON", { cause })
+    }
+    const choice = isObject(reply) && Array.isArray(reply.choices) ? reply.choices[0] : undefined
+    if (!isObject(reply) || !isObject(choice) || !isObject(choice.message)) {
+      return fail("Unavailable", "the upstream's reply has no message")
+    }
+    return {
+      message: choice.message,
+      finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
+      ...(choice.logprobs === undefined ? {} : { logprobs: choice.logprobs as Json }),
+      usage: usageOf(reply.usage)
+    }
+  }
+
+  // The request time limit is kept by timers (the post's, then the body's for what is left of it), not
+  // by a race of fibers.
   const complete = (call: ChatProvider.ChatCall) =>
-    Effect.gen(function* () {
-      const response = yield* post(body(call, false), requestTimeoutMs)
-      const text = yield* Effect.tryPromise({
-        try: () => CappedBody.readStreamText(response, maxReplyBytes),
-        catch: (cause) => fail("Unavailable", `reading the upstream's reply failed: ${String(cause)}`, { cause })
-      }).pipe(Effect.onInterrupt(() => Effect.sync(() => response.destroy())))
-      const reply = yield* Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: (cause) => fail("Unavailable", "the upstream's reply is not JSON", { cause })
-      })
-      const choice = isObject(reply) && Array.isArray(reply.choices) ? reply.choices[0] : undefined
-      if (!isObject(reply) || !isObject(choice) || !isObject(choice.message)) {
-        return yield* fail("Unavailable", "the upstream's reply has no message")
-      }
-      const result: ChatProvider.ChatReply = {
-        message: choice.message,
-        finishReason: typeof choice.finish_reason === "string" ? choice.finish_reason : null,
-        ...(choice.logprobs === undefined ? {} : { logprobs: choice.logprobs as Json }),
-        usage: usageOf(reply.usage)
-      }
-      return result
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: requestTimeoutMs,
-        orElse: () => Effect.fail(fail("Timeout", `the upstream did not finish within ${requestTimeoutMs} ms`))
-      })
-    )
+    Effect.suspend(() => {
+      const deadlineMs = Date.now() + requestTimeoutMs
+      return Effect.flatMap(post(body(call, false), requestTimeoutMs), (response) =>
+        Effect.flatMap(
+          BodyPull.whole(
+            response,
+            maxReplyBytes,
+            deadlineMs - Date.now(),
+            () => fail("Timeout", `the upstream did not finish within ${requestTimeoutMs} ms`),
+            (cause) => fail("Unavailable", `reading the upstream's reply failed: ${String(cause)}`, { cause })
+          ),
+          (text) => {
+            const read = reply(text)
+            return read instanceof ChatProvider.ChatProviderError ? Effect.fail(read) : Effect.succeed(read)
+          }
+        )
+      )
+    })
 
   const stream = (call: ChatProvider.ChatCall) =>
     Effect.gen(function* () {

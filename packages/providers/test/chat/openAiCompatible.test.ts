@@ -157,6 +157,28 @@ describe("OpenAiCompatible.complete", () => {
     })
   )
 
+  it.live("times out a reply whose body does not end in time, giving its body up", () =>
+    Effect.gen(function* () {
+      let cancelled = false
+      upstream(() => sse(['{"choices":'], "hang", () => (cancelled = true)))
+      const error = yield* Effect.flip(adapter({ requestTimeoutMs: 200 }).complete(call))
+      expect([error.reason, error.message]).toEqual(["Timeout", "the upstream did not finish within 200 ms"])
+      yield* Effect.sleep(50)
+      expect(cancelled).toBe(true)
+    })
+  )
+
+  it.effect("a reply larger than maxReplyBytes is Unavailable", () =>
+    Effect.gen(function* () {
+      upstream(() => HttpResponse.json({ choices: [{ message: { role: "assistant", content: "x".repeat(200) } }] }))
+      const error = yield* Effect.flip(adapter({ maxReplyBytes: 100 }).complete(call))
+      expect([error.reason, error.message]).toEqual([
+        "Unavailable",
+        "reading the upstream's reply failed: RangeError: the body is larger than 100 bytes"
+      ])
+    })
+  )
+
   it.effect("a network failure is Unavailable", () =>
     Effect.gen(function* () {
       upstream(() => HttpResponse.error())
