@@ -217,8 +217,14 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
     ...(stream ? { stream: true, stream_options: { include_usage: true } } : {})
   })
 
-  /** POSTs and waits for the response to start; a non-2xx status fails classified (its body read). */
+  /**
+   * POSTs and waits for the response to start; a non-2xx status fails classified, its body read in
+   * what is left of `timeoutMs`.
+   */
   const post = (payload: JsonObject, timeoutMs: number) =>
+    Effect.suspend(() => posted(payload, timeoutMs, Date.now() + timeoutMs))
+
+  const posted = (payload: JsonObject, timeoutMs: number, deadlineMs: number) =>
     UpstreamPost.post(
       pool,
       url,
@@ -241,7 +247,9 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
         if (status >= 200 && status < 300) return Effect.succeed(response)
         return Effect.flatMap(
           // Unread (too large, broken or late), it is shown as no body.
-          BodyPull.whole(response, 64 * 1024, timeoutMs, constVoid, constVoid).pipe(Effect.orElseSucceed(() => "")),
+          BodyPull.whole(response, 64 * 1024, Math.max(0, deadlineMs - Date.now()), constVoid, constVoid).pipe(
+            Effect.orElseSucceed(() => "")
+          ),
           (text) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) => {
               const retryAfter = response.headers["retry-after"]

@@ -168,6 +168,26 @@ describe("OpenAiCompatible.complete", () => {
     })
   )
 
+  it.live("reads the body of an error status in what is left of the request's time, not more", () =>
+    Effect.gen(function* () {
+      // The head of a 500 comes late, then its body never ends.
+      upstream(
+        () =>
+          new Promise<Response>((resolve) =>
+            setTimeout(() => {
+              const hanging = sse(['{"error":'], "hang")
+              resolve(new HttpResponse(hanging.body, { status: 500, headers: hanging.headers }))
+            }, 700)
+          )
+      )
+      const started = Date.now()
+      const error = yield* Effect.flip(adapter({ requestTimeoutMs: 1_000 }).complete(call))
+      expect([error.reason, error.status]).toEqual(["Unavailable", 500])
+      // A fresh 1,000 ms for the body would end it at 1,700 ms or later.
+      expect(Date.now() - started).toBeLessThan(1_500)
+    })
+  )
+
   it.effect("a reply larger than maxReplyBytes is Unavailable", () =>
     Effect.gen(function* () {
       upstream(() => HttpResponse.json({ choices: [{ message: { role: "assistant", content: "x".repeat(200) } }] }))
