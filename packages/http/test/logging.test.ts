@@ -75,7 +75,10 @@ describe("the default logger at exit", () => {
         (error, out) => (error === null ? resolve(out) : reject(error))
       )
     )
-    const lines = stdout.trim().split("\n").map((line) => JSON.parse(line) as { message: string })
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { message: string })
     expect(lines.map((line) => line.message)).toEqual(["the last words"])
   })
 })
