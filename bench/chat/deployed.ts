@@ -56,10 +56,11 @@ const {
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>
   taskmeterAdmin(BIN, ["--url", adminUrl, ...command], { ...process.env, TASKMETER_ADMIN_TOKEN: operatorToken })
+const accounts = Number(process.env.ACCOUNTS ?? 1)
 const keys: Array<string> = []
 // Four CLI processes at a time, so that the box is quiet again by the time the run measures.
-for (let i = 0; i < Number(process.env.ACCOUNTS ?? 1); i += 4) {
-  const names = Array.from({ length: Math.min(4, Number(process.env.ACCOUNTS ?? 1) - i) }, (_, j) => `bench ${i + j}`)
+for (let i = 0; i < accounts; i += 4) {
+  const names = Array.from({ length: Math.min(4, accounts - i) }, (_, j) => `bench ${i + j}`)
   const created = await Promise.all(
     names.map((name) => admin(["account", "create", "--name", name, "--credits-usd", CREDITS_USD]))
   )
