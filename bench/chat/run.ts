@@ -23,6 +23,7 @@ const { values: args } = parseArgs({
     store: { type: "string", default: "memory" },
     accounts: { type: "string", default: "1" },
     server: { type: "string", default: join(import.meta.dirname, "server.ts") },
+    proxy: { type: "string", default: "proxy.ts" },
     "cpu-prof": { type: "string" }
   }
 })
@@ -32,6 +33,10 @@ const STREAMS = args.kinds.split(",").map((kind) => kind === "stream")
 const CREDITS = 1_000_000_000
 
 const children: Array<ChildProcess> = []
+// Also when a start fails: no child outlives the run.
+process.once("exit", () => {
+  for (const child of children) child.kill()
+})
 
 /** Starts a script of this folder (with these Node flags) and resolves with the first line it prints. */
 const start = (script: string, env: Record<string, string>, flags: ReadonlyArray<string> = []): Promise<string> => {
@@ -47,7 +52,7 @@ const start = (script: string, env: Record<string, string>, flags: ReadonlyArray
 }
 
 const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
-const proxyUrl = await start("proxy.ts", { UPSTREAM_URL: upstreamUrl })
+const proxyUrl = await start(args.proxy, { UPSTREAM_URL: upstreamUrl, STORE: args.store })
 const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
 const server = JSON.parse(
@@ -107,7 +112,7 @@ const measure = async (base: string, model: string, stream: boolean, concurrency
       const key = keys[next++ % keys.length]!
       const { ms, charged } = await timed(base, model, stream, key)
       samples.push(ms)
-      totalCharged += charged
+      if (base === server.url) totalCharged += charged
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
@@ -172,7 +177,7 @@ try {
       `${keys.length === 1 ? "one account" : `${keys.length} accounts taking turns`}; ms, p50 / p99\n`
   )
   console.log(
-    "| request | concurrency | direct to upstream | bare proxy adds | proxy CPU per request | through taskmeter | taskmeter adds | " +
+    `| request | concurrency | direct to upstream | ${args.proxy} adds | proxy CPU per request | through taskmeter | taskmeter adds | ` +
       "server CPU per request | server busy (cores) |"
   )
   console.log("|---|---|---|---|---|---|---|---|---|")

@@ -1,7 +1,7 @@
 /**
  * Operating the composed server: /healthz and /readyz (ready; not ready when the store lacks a
  * migration or the workers' heartbeat is stale or absent), the admin listener's /metrics after
- * real traffic (parsed by a Prometheus text-format parser), request ids, access lines (and
+ * real traffic (parsed by a Prometheus text-format parser) and after a held event loop, request ids, access lines (and
  * ACCESS_LOG=false), and a whole captured log free of the key, the prompts and the tokens used.
  */
 import { randomUUID } from "node:crypto"
@@ -224,6 +224,30 @@ describe("metrics and logs", () => {
         expect(scraped.status).toBe(200)
         // No worker here: the task waits, and the gauge read at scrape time shows it.
         expect(valueOf(scraped.text, "taskmeter_queue_depth", { status: "queued", model: SERVED })).toBe(1)
+      })
+    )
+  )
+
+  it.live("/metrics shows how late the event loop ran since the previous scrape", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const server = yield* observedServer({ workers: false })
+        const stat = (text: string, name: string) => valueOf(text, "taskmeter_event_loop_delay_seconds", { stat: name })
+        yield* scrape(server.adminUrl)
+        // The loop held for 300 ms, then let run for its timer to record the late interval.
+        const until = performance.now() + 300
+        while (performance.now() < until) {
+          // busy: no timer can run
+        }
+        yield* Effect.sleep("50 millis")
+        const blocked = yield* scrape(server.adminUrl)
+        expect(typeOf(blocked.families, "taskmeter_event_loop_delay_seconds")).toBe("GAUGE")
+        expect(stat(blocked.text, "max")).toBeGreaterThanOrEqual(0.25)
+        expect(stat(blocked.text, "p50")).toBeLessThan(stat(blocked.text, "max"))
+        // A new interval began with that scrape: the held loop is not in the next one.
+        yield* Effect.sleep("50 millis")
+        const next = yield* scrape(server.adminUrl)
+        expect(stat(next.text, "max")).toBeLessThan(0.25)
       })
     )
   )

@@ -1,16 +1,18 @@
 /**
  * GET /metrics on the admin listener (and a worker process's listener): the process's effect
  * metrics (kernel/Metrics) in Prometheus text format, behind METRICS_TOKEN when one is set, after
- * setting the gauges read at scrape time: queue depth by status and model (one bounded query) and
- * this process's database connections. A series that disappears from the queue is set to 0, not
+ * setting the gauges read at scrape time: queue depth by status and model (one bounded query),
+ * this process's database connections and how late its event loop ran since the previous scrape
+ * (EventLoopDelay). A series that disappears from the queue is set to 0, not
  * dropped, so that rates and alerts see it end.
  */
-import { Effect, Metric, type Redacted } from "effect"
+import { Effect, Metric, type Redacted, type Scope } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { Errors, Metrics, StoreHealth } from "@taskmeter/kernel"
 import * as OperatorToken from "../admin/OperatorToken.ts"
 import * as ErrorResponse from "../ErrorResponse.ts"
+import * as EventLoopDelay from "./EventLoopDelay.ts"
 import * as ResponseHeaders from "../ResponseHeaders.ts"
 
 export const PATH = "/metrics"
@@ -20,6 +22,7 @@ export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 /** Sets the scrape-time gauges, then formats every metric; the series of `seen` last time are kept in it. */
 const make = Effect.gen(function* () {
   const health = yield* StoreHealth.StoreHealth
+  const eventLoopDelay = yield* EventLoopDelay.monitor
   const seen = new Map<string, { readonly status: string; readonly model: string }>()
   const depth = (labels: { readonly status: string; readonly model: string }, tasks: number) =>
     Metric.update(Metric.withAttributes(Metrics.queueDepth, labels), tasks)
@@ -42,7 +45,10 @@ const make = Effect.gen(function* () {
           Metric.update(Metric.withAttributes(Metrics.dbPoolConnections, { state: "max" }), pool.max)
         )
   )
-  return Effect.andThen(Effect.all([queue, connections], { concurrency: 2, discard: true }), PrometheusMetrics.format())
+  return Effect.andThen(
+    Effect.all([queue, connections, eventLoopDelay], { concurrency: 3, discard: true }),
+    PrometheusMetrics.format()
+  )
 })
 
 const unauthorized = ErrorResponse.fromError(
@@ -59,7 +65,7 @@ export const handler = (
 ): Effect.Effect<
   (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>,
   never,
-  StoreHealth.StoreHealth
+  StoreHealth.StoreHealth | Scope.Scope
 > =>
   Effect.map(make, (scrape) => {
     const verify = metricsToken === undefined ? undefined : OperatorToken.verifier(metricsToken)

@@ -1,8 +1,8 @@
 /**
  * ChatBilling on credit leases: no store call in a request's path. Per account, this process holds
  * one lease (a block of credit reserved in the store), admits requests against it in memory, and
- * writes settled requests in batches (one charge entry each); it grows the lease when a request does
- * not fit, renews it while held, closes it when idle or at shutdown, and sweeps others' expired
+ * writes settled requests in batches (one charge entry each); it grows the lease in the background
+ * once half a block is left, or when a request does not fit (that request waits), renews it while held, closes it when idle or at shutdown, and sweeps others' expired
  * leases. Keys with a usage limit go through the per-request ChatBilling. Policy: docs/decisions.md, Chat.
  */
 import { Clock, Deferred, Effect, Layer, Schedule } from "effect"
@@ -43,6 +43,8 @@ interface Held {
   /** Past this the lease is not used: it may have been swept. */
   usableUntilMs: number
   growing: Deferred.Deferred<void> | undefined
+  /** The last grow got less than it asked: the account runs low, so the lease grows only for a request that waits. */
+  scarce: boolean
 }
 
 interface InFlight {
@@ -62,6 +64,7 @@ export const make = (
     const ttlMs = options.ttlMs ?? defaults.ttlMs
     const leaseRequests = options.leaseRequests ?? defaults.leaseRequests
     const idleMs = options.idleMs ?? defaults.idleMs
+    const scope = yield* Effect.scope
     const store = yield* ChatStore
     const prices = yield* ChatPrices.ChatPrices
     const exact = yield* ChatBilling.make(limits)
@@ -174,8 +177,11 @@ export const make = (
       }).pipe(Effect.timeout("10 seconds"), Effect.ignore)
     )
 
-    /** Reserves what the request lacks in the account's lease (renewing it), or takes a new lease. */
-    const grow = (accountId: AccountId, reservedMicros: Micros): Effect.Effect<void, ChatBilling.OpenError> =>
+    /**
+     * Reserves what the request lacks in the account's lease (renewing it), or takes a new lease; ahead
+     * of need (`ahead`), a block more, however little the account has.
+     */
+    const grow = (accountId: AccountId, reservedMicros: Micros, ahead = false): Effect.Effect<void, ChatBilling.OpenError> =>
       Effect.gen(function* () {
         const nowMs = yield* Clock.currentTimeMillis
         let lease = held.get(accountId)
@@ -188,7 +194,8 @@ export const make = (
             inFlight: 0,
             lastUsedMs: nowMs,
             usableUntilMs: nowMs + (ttlMs * 2) / 3,
-            growing: undefined
+            growing: undefined,
+            scarce: false
           }
           held.set(accountId, lease)
         }
@@ -196,13 +203,14 @@ export const make = (
         const done = Deferred.makeUnsafe<void>()
         current.growing = done
         // A lease past its usable time but holding enough is only renewed (need and want 0).
-        const need = Math.max(0, reservedMicros - Math.max(0, current.granted - current.committed))
+        const need = ahead ? 0 : Math.max(0, reservedMicros - Math.max(0, current.granted - current.committed))
+        const want = need === 0 && !ahead ? 0 : Math.max(need, reservedMicros * leaseRequests)
         const result = yield* store
           .lease({
             id: current.id,
             accountId,
             needMicros: micros(need),
-            wantMicros: micros(need === 0 ? 0 : Math.max(need, reservedMicros * leaseRequests)),
+            wantMicros: micros(want),
             at: new Date(nowMs),
             expiresAt: new Date(nowMs + ttlMs)
           })
@@ -217,6 +225,7 @@ export const make = (
         switch (result._tag) {
           case "Leased":
             current.granted += result.grantedMicros
+            current.scarce = result.grantedMicros < want
             current.usableUntilMs = nowMs + (ttlMs * 2) / 3
             return
           case "LeaseClosed":
@@ -236,17 +245,27 @@ export const make = (
         }
       })
 
-    /** Commits the reservation to the account's lease, growing it when it does not fit. */
+    /**
+     * Commits the reservation to the account's lease, growing it when it does not fit; once less than
+     * half a block is left, a grow starts in the background so that the next requests find credit.
+     */
     const admit = (accountId: AccountId, reservedMicros: Micros): Effect.Effect<Held, ChatBilling.OpenError> =>
       Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
         const lease = held.get(accountId)
-        if (lease?.growing !== undefined) return Effect.andThen(Deferred.await(lease.growing), admit(accountId, reservedMicros))
         if (lease !== undefined && nowMs < lease.usableUntilMs && lease.granted - lease.committed >= reservedMicros) {
           lease.committed += reservedMicros
           lease.inFlight += 1
           lease.lastUsedMs = nowMs
+          if (
+            lease.growing === undefined &&
+            !lease.scarce &&
+            lease.granted - lease.committed < (reservedMicros * leaseRequests) / 2
+          ) {
+            return Effect.as(Effect.forkIn(Effect.ignore(grow(accountId, reservedMicros, true)), scope), lease)
+          }
           return Effect.succeed(lease)
         }
+        if (lease?.growing !== undefined) return Effect.andThen(Deferred.await(lease.growing), admit(accountId, reservedMicros))
         return Effect.andThen(grow(accountId, reservedMicros), admit(accountId, reservedMicros))
       })
 

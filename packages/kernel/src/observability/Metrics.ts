@@ -112,6 +112,11 @@ export const dbPoolConnections = Metric.gauge("taskmeter_db_pool_connections", {
   description: "Database connections of this process by state (in_use, max), read at scrape time"
 })
 
+export const eventLoopDelay = Metric.gauge("taskmeter_event_loop_delay_seconds", {
+  description:
+    "How late this process's event loop ran since the previous scrape, by stat (p50, p99, max), in seconds, read at scrape time"
+})
+
 const secondsSince = (startedMs: number, nowMs: number): number => Math.max(0, nowMs - startedMs) / 1000
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { TestClock } from "effect/testing"
-import { Clock, Context, Effect, Exit, Layer, Scope } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { MemoryStore } from "@taskmeter/storage-memory"
 import type { Caller } from "../../src/accounts/Accounts.ts"
 import { ChatBilling } from "../../src/chat/ChatBilling.ts"
@@ -26,6 +26,19 @@ const options = { limits, ttlMs: 30_000, leaseRequests: 4, idleMs: 2_000 }
 
 const stores = Layer.merge(MemoryStore.layer, ChatPrices.layer(prices).pipe(Layer.orDie))
 const layer = (leaseOptions: ChatLeases.Options = options) => ChatLeases.layer(leaseOptions).pipe(Layer.provideMerge(stores))
+
+/** ChatLeases over a store whose every lease call takes 100 ms of the test clock. */
+const slowLeasesLayer = ChatLeases.layer(options).pipe(
+  Layer.provide(
+    Layer.effect(
+      ChatStore,
+      Effect.map(ChatStore, (store) =>
+        ChatStore.of({ ...store, lease: (request) => Effect.delay(store.lease(request), "100 millis") })
+      )
+    )
+  ),
+  Layer.provideMerge(stores)
+)
 
 const callerOf = (accountId: AccountId, keyUsageLimit: number | null = null, apiKeyId: Caller["apiKeyId"] = null): Caller => ({
   accountId,
@@ -93,6 +106,54 @@ describe("ChatLeases", () => {
       yield* expectBalances(accountId, { balance: 6 * R + R / 2, reserved: 6 * R + R / 2 })
       yield* expectBooksBalance
     }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("grows the lease in the background once half a block is left, so that the next requests do not wait", () =>
+    Effect.gen(function* () {
+      const accountId = yield* fundedAccount(100 * R)
+      const caller = callerOf(accountId)
+      // Each lease call takes 100 ms of the test clock: the first request waits for its lease.
+      const first = yield* Effect.forkChild(open(caller))
+      yield* TestClock.adjust(100)
+      yield* Fiber.join(first)
+      yield* open(caller)
+      // 1 of 4 reservations left: a block more is asked for, and arrives while no request waits.
+      yield* open(caller)
+      yield* TestClock.adjust(100)
+      expect(yield* leaseEntries(accountId)).toEqual([
+        ["reserve", 4 * R],
+        ["reserve", 4 * R]
+      ])
+      yield* open(caller)
+      const fifth = yield* Effect.forkChild(open(caller), { startImmediately: true })
+      expect(fifth.pollUnsafe()?._tag).toBe("Success")
+      yield* expectBooksBalance
+    }).pipe(Effect.provide(slowLeasesLayer))
+  )
+
+  it.effect("grows the lease ahead no more once the account runs low, leaving the rest to other processes", () =>
+    Effect.gen(function* () {
+      const accountId = yield* fundedAccount(5 * R)
+      const caller = callerOf(accountId)
+      const first = yield* Effect.forkChild(open(caller))
+      yield* TestClock.adjust(100)
+      yield* Fiber.join(first)
+      yield* open(caller)
+      yield* open(caller)
+      yield* TestClock.adjust(100)
+      // The block ahead got 1 reservation of the 4 it asked for: the last fits, and nothing more is leased.
+      yield* open(caller)
+      yield* TestClock.adjust(100)
+      expect(yield* leaseEntries(accountId)).toEqual([
+        ["reserve", 4 * R],
+        ["reserve", R]
+      ])
+      yield* open(caller)
+      const sixth = yield* Effect.forkChild(Effect.flip(open(caller)))
+      yield* TestClock.adjust(100)
+      expect((yield* Fiber.join(sixth))._tag).toBe("InsufficientCredits")
+      yield* expectBooksBalance
+    }).pipe(Effect.provide(slowLeasesLayer))
   )
 
   it.effect("a key with a usage limit is billed per request in the store", () =>
