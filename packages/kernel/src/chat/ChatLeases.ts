@@ -56,6 +56,12 @@ interface InFlight {
 
 const newLeaseId = () => `lease_${crypto.randomUUID()}`
 
+/** Resumes on the event loop's next turn: the answers of the requests settled in this one go out first. */
+const nextTurn = Effect.callback<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
 export const make = (
   options: Options = {}
 ): Effect.Effect<ChatBilling.ChatBilling["Service"], never, ChatStore | ChatPrices.ChatPrices | Scope.Scope> =>
@@ -109,6 +115,7 @@ export const make = (
       Effect.forever(
         Effect.gen(function* () {
           yield* Deferred.await(wake)
+          yield* nextTurn
           wake = Deferred.makeUnsafe<void>()
           const batch = queue
           const closes = closing
