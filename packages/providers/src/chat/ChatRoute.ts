@@ -7,7 +7,7 @@
  * if it had answered 429. The reply names the upstream that gave it, with its cost per token
  * (`servedBy`, a `Served` part first in a stream). Policy: docs/decisions.md, Chat.
  */
-import { Array as Arr, Cause, Clock, Effect, Exit, Pull, Scope, Stream } from "effect"
+import { Array as Arr, Cause, Channel, Clock, Effect, Exit, Pull, Scope, Stream } from "effect"
 import { ChatProvider } from "@taskmeter/kernel"
 
 /** An upstream in a route and the models it serves (undefined: any model). */
@@ -105,7 +105,9 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
           Effect.flatMap(Scope.fork(outer, "sequential"), (scope) =>
             Effect.gen(function* () {
               yield* Scope.addFinalizer(scope, release(member))
-              const pull = yield* Stream.toPull(yield* member.provider.stream(call))
+              // A pull without Stream.toPull's per-pull provideContext (a copy of the whole service map
+              // each time); it runs in the caller's fiber, which has the same services.
+              const pull = yield* Channel.toPullScoped((yield* member.provider.stream(call)).channel, scope)
               // Its first chunk is pulled here, so that a failure before any part falls back; it goes on
               // as it came, with Served before it.
               let ended = false
