@@ -1,9 +1,10 @@
 /**
  * ChatBilling on credit leases: no store call in a request's path. Per account, this process holds
  * one lease (a block of credit reserved in the store), admits requests against it in memory, and
- * writes settled requests in batches (one charge entry each); it grows the lease in the background
- * once half a block is left, or when a request does not fit (that request waits), renews it while held, closes it when idle or at shutdown, and sweeps others' expired
- * leases. Keys with a usage limit go through the per-request ChatBilling. Policy: docs/decisions.md, Chat.
+ * writes settled requests in batches (one charge entry each) after the answers; it grows the lease
+ * in the background once half a block is left, or when a request does not fit (that request waits),
+ * renews it while held, closes it when idle or at shutdown, and sweeps others' expired leases. Keys
+ * with a usage limit go through the per-request ChatBilling. Policy: docs/decisions.md, Chat.
  */
 import { Clock, Deferred, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
@@ -232,7 +233,7 @@ export const make = (
         switch (result._tag) {
           case "Leased":
             current.granted += result.grantedMicros
-            current.scarce = result.grantedMicros < want
+            if (want > 0) current.scarce = result.grantedMicros < want
             current.usableUntilMs = nowMs + (ttlMs * 2) / 3
             return
           case "LeaseClosed":
