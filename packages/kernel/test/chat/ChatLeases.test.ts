@@ -51,6 +51,20 @@ const open = (caller: Caller) => ChatBilling.use((billing) => billing.open(calle
 const settle = (id: Parameters<ChatBilling["Service"]["settle"]>[0]) =>
   ChatBilling.use((billing) => billing.settle(id, { status: "succeeded", usage: used, finishReason: "stop" }))
 
+/**
+ * Over `slowLeasesLayer` with a lease of 4: the first request waits for its lease (100 ms of the test
+ * clock), the third leaves 1 reservation and starts a grow ahead, which lands while no request waits.
+ */
+const threeRequestsThenTheGrowAhead = (caller: Caller) =>
+  Effect.gen(function* () {
+    const first = yield* Effect.forkChild(open(caller))
+    yield* TestClock.adjust(100)
+    yield* Fiber.join(first)
+    yield* open(caller)
+    yield* open(caller)
+    yield* TestClock.adjust(100)
+  })
+
 const leaseEntries = (accountId: AccountId) =>
   Effect.map(allEntries(accountId), (entries) =>
     entries
@@ -112,14 +126,7 @@ describe("ChatLeases", () => {
     Effect.gen(function* () {
       const accountId = yield* fundedAccount(100 * R)
       const caller = callerOf(accountId)
-      // Each lease call takes 100 ms of the test clock: the first request waits for its lease.
-      const first = yield* Effect.forkChild(open(caller))
-      yield* TestClock.adjust(100)
-      yield* Fiber.join(first)
-      yield* open(caller)
-      // 1 of 4 reservations left: a block more is asked for, and arrives while no request waits.
-      yield* open(caller)
-      yield* TestClock.adjust(100)
+      yield* threeRequestsThenTheGrowAhead(caller)
       expect(yield* leaseEntries(accountId)).toEqual([
         ["reserve", 4 * R],
         ["reserve", 4 * R]
@@ -135,12 +142,7 @@ describe("ChatLeases", () => {
     Effect.gen(function* () {
       const accountId = yield* fundedAccount(5 * R)
       const caller = callerOf(accountId)
-      const first = yield* Effect.forkChild(open(caller))
-      yield* TestClock.adjust(100)
-      yield* Fiber.join(first)
-      yield* open(caller)
-      yield* open(caller)
-      yield* TestClock.adjust(100)
+      yield* threeRequestsThenTheGrowAhead(caller)
       // The block ahead got 1 reservation of the 4 it asked for: the last fits, and nothing more is leased.
       yield* open(caller)
       yield* TestClock.adjust(100)
