@@ -6,8 +6,8 @@
  * with graceful shutdown. It takes the kernel services, MediaUrls and ResultUrls from its context.
  */
 import { createServer } from "node:http"
-import { Deferred, Effect, Exit, identity, Layer } from "effect"
-import { HttpMiddleware, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Context, Deferred, Effect, Exit, identity, Layer, type Scope } from "effect"
+import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { IpNetwork } from "effect/net"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -144,6 +144,34 @@ const middlewareOf = (options: ServeOptions | undefined) => {
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => observed(forwarded(app))
 }
 
+/** How many services a request's context adds before effect copies the server's whole service map. */
+const REQUEST_CONTEXT_DEPTH = 16
+
+/**
+ * The HttpServer in context, its requests' contexts allowed REQUEST_CONTEXT_DEPTH additions: at
+ * effect's default of 8, the router's additions after the server's and the middleware's copied the
+ * map of every service on each request.
+ */
+const deepRequestContexts = Layer.effect(
+  HttpServer.HttpServer,
+  Effect.map(HttpServer.HttpServer, (server) =>
+    HttpServer.make({
+      address: server.address,
+      serve: (app, middleware) =>
+        Effect.updateContext(
+          // The overload with a middleware cannot name what an untyped one requires: the server's own serve needs a Scope.
+          (middleware === undefined ? server.serve(app) : server.serve(app, middleware)) as Effect.Effect<
+            void,
+            never,
+            Scope.Scope
+          >,
+          (context: Context.Context<Scope.Scope>) =>
+            Context.makeUnsafe<Scope.Scope>(context.mapUnsafe, { maxDepth: REQUEST_CONTEXT_DEPTH })
+        )
+    })
+  )
+)
+
 /** Serves an app on the HttpServer in context (`listen`, or any other). */
 export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOptions) => {
   const middleware = middlewareOf(options)
@@ -151,7 +179,7 @@ export const serveOn = <E, R>(app: Layer.Layer<never, E, R>, options?: ServeOpti
     ...(middleware === undefined ? {} : { middleware }),
     ...(options?.disableLogger === undefined ? {} : { disableLogger: options.disableLogger }),
     disableListenLog: options?.disableListenLog ?? false
-  })
+  }).pipe(Layer.provide(deepRequestContexts))
 }
 
 /**
