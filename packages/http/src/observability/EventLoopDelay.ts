@@ -8,7 +8,7 @@ import { createHistogram } from "node:perf_hooks"
 import { Effect, Metric } from "effect"
 import { Metrics } from "@taskmeter/kernel"
 
-export const RESOLUTION_MS = 10
+const RESOLUTION_MS = 10
 
 const series = {
   p50: Metric.withAttributes(Metrics.eventLoopDelay, { stat: "p50" }),
@@ -20,11 +20,11 @@ const series = {
 export const monitor = Effect.map(
   Effect.acquireRelease(
     Effect.sync(() => {
-      // In microseconds, at least 1 (what the histogram takes).
       const histogram = createHistogram()
       let lastMs = performance.now()
       const timer = setInterval(() => {
         const nowMs = performance.now()
+        // In microseconds, at least 1 (what the histogram takes).
         histogram.record(Math.max(1, Math.round((nowMs - lastMs - RESOLUTION_MS) * 1000)))
         lastMs = nowMs
       }, RESOLUTION_MS).unref()
