@@ -4,6 +4,7 @@ import type { ChatRequestView } from "@taskmeter/http/Api"
 import { call } from "../api.ts"
 import { dateTime, usd } from "../format.ts"
 import { ErrorNotice, Status } from "../parts/Notice.tsx"
+import { NumberHeads } from "../parts/Table.tsx"
 import { useLoad } from "../useLoad.ts"
 
 export const ChatRequests = () => {
@@ -28,15 +29,7 @@ export const ChatRequests = () => {
                 <th scope="col">When</th>
                 <th scope="col">Model</th>
                 <th scope="col">Status</th>
-                <th scope="col" class="number">
-                  Prompt tokens
-                </th>
-                <th scope="col" class="number">
-                  Completion tokens
-                </th>
-                <th scope="col" class="number">
-                  Charged
-                </th>
+                <NumberHeads labels={["Prompt tokens", "Completion tokens", "Charged"]} />
               </tr>
             </thead>
             <tbody>

@@ -8,6 +8,7 @@ import { usd } from "../../format.ts"
 import { operator } from "../../operator.ts"
 import { BarChart } from "../../parts/BarChart.tsx"
 import { ErrorNotice, Status } from "../../parts/Notice.tsx"
+import { NumberHeads } from "../../parts/Table.tsx"
 import { useLoad } from "../../useLoad.ts"
 
 const DAY_MS = 86_400_000
@@ -63,30 +64,18 @@ export const OperatorRevenue = () => {
                 <tr>
                   <th scope="col">Day</th>
                   <th scope="col">Model</th>
-                  <th scope="col" class="number">
-                    Tasks charged
-                  </th>
-                  <th scope="col" class="number">
-                    Task charges
-                  </th>
-                  <th scope="col" class="number">
-                    Tasks released
-                  </th>
-                  <th scope="col" class="number">
-                    Released
-                  </th>
-                  <th scope="col" class="number">
-                    Chat requests
-                  </th>
-                  <th scope="col" class="number">
-                    Chat charges
-                  </th>
-                  <th scope="col" class="number">
-                    Upstream cost
-                  </th>
-                  <th scope="col" class="number">
-                    Shortfall
-                  </th>
+                  <NumberHeads
+                    labels={[
+                      "Tasks charged",
+                      "Task charges",
+                      "Tasks released",
+                      "Released",
+                      "Chat requests",
+                      "Chat charges",
+                      "Upstream cost",
+                      "Shortfall"
+                    ]}
+                  />
                 </tr>
               </thead>
               <tbody>
