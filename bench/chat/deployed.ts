@@ -5,18 +5,22 @@
  * embedded default; limits out of the way. Prints one JSON line: its base URL, the keys of ACCOUNTS
  * (default 1) new accounts funded with CREDITS each, and the server's pid (whose CPU the run reads). Stops it on SIGTERM. Node's
  * --cpu-prof flags given to this script (run.ts --cpu-prof) go to the server, whose CPU is measured.
+ * With GC_LOG (run.ts --gc) the server runs with --trace-gc, its collections appended to that file.
  */
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
+import { appendFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createInterface } from "node:readline"
 import { Effect, ManagedRuntime } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgStore } from "@taskmeter/storage-pg"
 import { BIN, startTaskmeter, taskmeterAdmin } from "../support/taskmeter.ts"
 
 const NO_LIMIT = "1000000000"
+const GC_LINE = /: (Scavenge|Mark-Compact) /
 const CREDITS_USD = "1000"
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const operatorToken = randomUUID() + randomUUID()
@@ -50,8 +54,17 @@ const {
     CHAT_MAX_OPEN_REQUESTS: "100000",
     KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
   },
-  () => undefined,
-  process.execArgv.filter((flag) => flag.startsWith("--cpu-prof"))
+  (child) => {
+    const gcLog = process.env.GC_LOG
+    if (gcLog === undefined) return
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (GC_LINE.test(line)) appendFileSync(gcLog, `${line}\n`)
+    })
+  },
+  [
+    ...process.execArgv.filter((flag) => flag.startsWith("--cpu-prof")),
+    ...(process.env.GC_LOG === undefined ? [] : ["--trace-gc"])
+  ]
 )
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>

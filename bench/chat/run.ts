@@ -8,7 +8,8 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { createInterface } from "node:readline"
 import { parseArgs } from "node:util"
@@ -24,7 +25,8 @@ const { values: args } = parseArgs({
     accounts: { type: "string", default: "1" },
     server: { type: "string", default: join(import.meta.dirname, "server.ts") },
     proxy: { type: "string", default: "proxy.ts" },
-    "cpu-prof": { type: "string" }
+    "cpu-prof": { type: "string" },
+    gc: { type: "boolean", default: false }
   }
 })
 const REQUESTS = Number(args.requests)
@@ -55,8 +57,14 @@ const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
 const proxyUrl = await start(args.proxy, { UPSTREAM_URL: upstreamUrl, STORE: args.store })
 const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
+/** With --gc, where the server (deployed.ts) logs its garbage collections. */
+const gcLog = args.gc ? join(mkdtempSync(join(tmpdir(), "bench-chat-gc-")), "gc.log") : undefined
 const server = JSON.parse(
-  await start(args.server, { UPSTREAM_URL: upstreamUrl, STORE: args.store, ACCOUNTS: args.accounts }, profile)
+  await start(
+    args.server,
+    { UPSTREAM_URL: upstreamUrl, STORE: args.store, ACCOUNTS: args.accounts, ...(gcLog === undefined ? {} : { GC_LOG: gcLog }) },
+    profile
+  )
 ) as {
   readonly url: string
   /** One key per account; `key` alone from a server script of an older checkout. */
@@ -73,6 +81,50 @@ const ticksPerSecond = Number(execFileSync("getconf", ["CLK_TCK"]).toString().tr
 const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
+}
+
+/** The server's collections logged so far (none without --gc, or from a server script that does not log them). */
+const gcLines = (): Array<string> =>
+  gcLog !== undefined && existsSync(gcLog)
+    ? readFileSync(gcLog, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+    : []
+
+const GC_EVENT = /(Scavenge|Mark-Compact)[^\d]*[\d.]+ \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \//
+
+/**
+ * A cell's collections: scavenges per 1000 requests and their pause per request, the median growth
+ * of the heap left after one scavenge to the next (what each promoted to the old generation), and
+ * mark-compacts with their pause per request.
+ */
+const gcRow = (lines: ReadonlyArray<string>, requests: number): string => {
+  let scavenges = 0
+  let scavengeMs = 0
+  let compactions = 0
+  let compactionMs = 0
+  const promoted: Array<number> = []
+  let heapAfter: number | undefined
+  for (const line of lines) {
+    const event = GC_EVENT.exec(line)
+    if (event === null) continue
+    const [, kind, after, pause] = event
+    if (kind === "Scavenge") {
+      scavenges++
+      scavengeMs += Number(pause)
+      if (heapAfter !== undefined) promoted.push(Number(after) - heapAfter)
+      heapAfter = Number(after)
+    } else {
+      compactions++
+      compactionMs += Number(pause)
+      heapAfter = undefined
+    }
+  }
+  const medianPromoted = promoted.length === 0 ? "-" : summarize(promoted).p50.toFixed(1)
+  return (
+    `${((scavenges * 1000) / requests).toFixed(1)} | ${((scavengeMs * 1000) / requests).toFixed(0)} | ${medianPromoted} | ` +
+    `${compactions} | ${((compactionMs * 1000) / requests).toFixed(0)}`
+  )
 }
 
 const messages = [{ role: "user", content: "Summarize the plot of a short story about a lighthouse keeper." }]
@@ -128,6 +180,7 @@ try {
     await measure(server.url, "chat-mini", stream, 8, 200)
   }
   const rows: Array<string> = []
+  const gcRows: Array<string> = []
   const fmt = (ms: number) => ms.toFixed(2)
   for (const concurrency of LEVELS) {
     for (const stream of STREAMS) {
@@ -136,9 +189,11 @@ try {
       const proxied = await measure(proxyUrl, "bench", stream, concurrency)
       const proxyCpu = (cpuMs(proxyPid) - proxyCpuBefore) / REQUESTS
       const cpuBefore = cpuMs(serverPid)
+      const gcBefore = gcLines().length
       const startedMs = performance.now()
       const through = await measure(server.url, "chat-mini", stream, concurrency)
       const serverCpu = cpuMs(serverPid) - cpuBefore
+      gcRows.push(`| ${stream ? "stream" : "non-stream"} | ${concurrency} | ${gcRow(gcLines().slice(gcBefore), REQUESTS)} |`)
       // CPU time over wall time: near 1, the server was busy on one core all along.
       const busy = serverCpu / (performance.now() - startedMs)
       const added = (via: { p50: number; p99: number }) => `${fmt(via.p50 - direct.p50)} / ${fmt(via.p99 - direct.p99)}`
@@ -182,6 +237,14 @@ try {
   )
   console.log("|---|---|---|---|---|---|---|---|---|")
   for (const row of rows) console.log(row)
+  if (gcLines().length > 0) {
+    console.log(
+      "\nserver garbage collection during taskmeter's requests (--gc)\n\n" +
+        "| request | concurrency | scavenges per 1000 requests | scavenge µs per request | promoted per scavenge, median MB | " +
+        "mark-compacts | mark-compact µs per request |\n|---|---|---|---|---|---|---|"
+    )
+    for (const row of gcRows) console.log(row)
+  }
   console.log(
     `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${credits} - ${totalCharged} charged: ` +
       (balanced ? "ok" : "MISMATCH")
@@ -189,4 +252,5 @@ try {
   process.exitCode = balanced ? 0 : 1
 } finally {
   for (const child of children) child.kill()
+  if (gcLog !== undefined) rmSync(resolve(gcLog, ".."), { recursive: true, force: true })
 }

@@ -59,34 +59,33 @@ export const readLimited = (request: HttpServerRequest.HttpServerRequest, maxByt
  * The parsed JSON body: INVALID_REQUEST when the Content-Type is not JSON, the body is empty,
  * not UTF-8 or not JSON; INPUT_TOO_LARGE past `maxBytes` (256 KB unless told otherwise).
  */
-export const read = (
+export const read = Effect.fnUntraced(function* (
   request: HttpServerRequest.HttpServerRequest,
   options?: { readonly maxBytes?: number | undefined }
-): Effect.Effect<unknown, Errors.InvalidRequest | Errors.InputTooLarge> =>
-  Effect.gen(function* () {
-    const maxBytes = options?.maxBytes ?? MAX_JSON_BODY_BYTES
-    yield* checkContentLength(request, maxBytes, () => tooLarge(maxBytes))
-    const type = mediaTypeOf(request.headers["content-type"])
-    if (type === undefined || !isJsonMediaType(type)) {
-      return yield* new Errors.InvalidRequest({
-        message: `Send the body as JSON with the header Content-Type: application/json${type === undefined ? "" : ` (not ${type})`}.`
-      })
-    }
-    const bytes = yield* readLimited(request, maxBytes)
-    if (bytes.byteLength === 0) {
-      return yield* new Errors.InvalidRequest({ message: "A JSON body is required." })
-    }
-    let text: string
-    try {
-      text = utf8.decode(bytes)
-    } catch {
-      return yield* new Errors.InvalidRequest({ message: "The body is not valid UTF-8 text; send JSON encoded as UTF-8." })
-    }
-    try {
-      return JSON.parse(text) as unknown
-    } catch (cause) {
-      return yield* new Errors.InvalidRequest({
-        message: `The body is not valid JSON (${cause instanceof Error ? cause.message : String(cause)}).`
-      })
-    }
-  })
+) {
+  const maxBytes = options?.maxBytes ?? MAX_JSON_BODY_BYTES
+  yield* checkContentLength(request, maxBytes, () => tooLarge(maxBytes))
+  const type = mediaTypeOf(request.headers["content-type"])
+  if (type === undefined || !isJsonMediaType(type)) {
+    return yield* new Errors.InvalidRequest({
+      message: `Send the body as JSON with the header Content-Type: application/json${type === undefined ? "" : ` (not ${type})`}.`
+    })
+  }
+  const bytes = yield* readLimited(request, maxBytes)
+  if (bytes.byteLength === 0) {
+    return yield* new Errors.InvalidRequest({ message: "A JSON body is required." })
+  }
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    return yield* new Errors.InvalidRequest({ message: "The body is not valid UTF-8 text; send JSON encoded as UTF-8." })
+  }
+  try {
+    return JSON.parse(text) as unknown
+  } catch (cause) {
+    return yield* new Errors.InvalidRequest({
+      message: `The body is not valid JSON (${cause instanceof Error ? cause.message : String(cause)}).`
+    })
+  }
+})

@@ -15,15 +15,14 @@ import { keyOf, sessionCaller } from "../handlers/Authentication.ts"
 import * as SessionCredential from "../handlers/SessionCredential.ts"
 
 /** The caller of a request that needs `scope`. */
-export const authenticate = (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) =>
-  Effect.gen(function* () {
-    if (SessionCredential.usesSession(request)) return yield* sessionCaller(request)
-    const caller = yield* (yield* Accounts.Accounts).authenticateCached(yield* keyOf(request))
-    yield* RequestFacts.note({ accountId: caller.accountId })
-    if (!caller.scopes.includes(scope)) {
-      return yield* new Errors.InsufficientScope({
-        message: `This API key lacks the scope ${scope}, which ${request.method} ${request.url.split("?")[0]} needs; use a key that has it.`
-      })
-    }
-    return caller
-  })
+export const authenticate = Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest, scope: Scope.Scope) {
+  if (SessionCredential.usesSession(request)) return yield* sessionCaller(request)
+  const caller = yield* (yield* Accounts.Accounts).authenticateCached(yield* keyOf(request))
+  yield* RequestFacts.note({ accountId: caller.accountId })
+  if (!caller.scopes.includes(scope)) {
+    return yield* new Errors.InsufficientScope({
+      message: `This API key lacks the scope ${scope}, which ${request.method} ${request.url.split("?")[0]} needs; use a key that has it.`
+    })
+  }
+  return caller
+})

@@ -38,23 +38,25 @@ export const insufficientScope = (scope: Scope.Scope, endpoint: HttpApiEndpoint.
   })
 
 /** The caller holding `presented`, if the key may call `endpoint` (its RequiredScope). */
-export const authorize = (accounts: Accounts.Accounts["Service"], presented: string, endpoint: HttpApiEndpoint.Top) =>
-  Effect.gen(function* () {
-    const caller = yield* accounts.authenticate(presented)
-    yield* RequestFacts.note({ accountId: caller.accountId })
-    const scope = Context.getOrUndefined(endpoint.annotations, RequiredScope)
-    if (scope !== undefined && !caller.scopes.includes(scope)) return yield* insufficientScope(scope, endpoint)
-    return caller
-  })
+export const authorize = Effect.fnUntraced(function* (
+  accounts: Accounts.Accounts["Service"],
+  presented: string,
+  endpoint: HttpApiEndpoint.Top
+) {
+  const caller = yield* accounts.authenticate(presented)
+  yield* RequestFacts.note({ accountId: caller.accountId })
+  const scope = Context.getOrUndefined(endpoint.annotations, RequiredScope)
+  if (scope !== undefined && !caller.scopes.includes(scope)) return yield* insufficientScope(scope, endpoint)
+  return caller
+})
 
 /** The caller of a request without an API key but with a session cookie (SessionCredential). */
-export const sessionCaller = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function* () {
-    const { live } = yield* SessionCredential.resolve(request)
-    const caller = SessionCredential.callerOf(live)
-    yield* RequestFacts.note({ accountId: caller.accountId })
-    return caller
-  })
+export const sessionCaller = Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+  const { live } = yield* SessionCredential.resolve(request)
+  const caller = SessionCredential.callerOf(live)
+  yield* RequestFacts.note({ accountId: caller.accountId })
+  return caller
+})
 
 export const layer: Layer.Layer<Authentication, never, Accounts.Accounts | Sessions.Sessions | SessionCookie.SessionSettings> =
   Layer.effect(
@@ -62,15 +64,15 @@ export const layer: Layer.Layer<Authentication, never, Accounts.Accounts | Sessi
     Effect.gen(function* () {
       const accounts = yield* Accounts.Accounts
       const context = yield* Effect.context<Sessions.Sessions | SessionCookie.SessionSettings>()
+      const guarded = Effect.fnUntraced(function* <A, E, R>(httpEffect: Effect.Effect<A, E, R>, endpoint: HttpApiEndpoint.Top) {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const caller = SessionCredential.usesSession(request)
+          ? yield* Effect.provide(sessionCaller(request), context)
+          : yield* authorize(accounts, yield* presentedKey, endpoint)
+        return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
+      })
       return Authentication.of({
-        [BEARER_SCHEME]: (httpEffect, { endpoint }) =>
-          Effect.gen(function* () {
-            const request = yield* HttpServerRequest.HttpServerRequest
-            const caller = SessionCredential.usesSession(request)
-              ? yield* Effect.provide(sessionCaller(request), context)
-              : yield* authorize(accounts, yield* presentedKey, endpoint)
-            return yield* Effect.provideService(httpEffect, CurrentCaller, caller)
-          })
+        [BEARER_SCHEME]: (httpEffect, { endpoint }) => guarded(httpEffect, endpoint)
       })
     })
   )

@@ -209,43 +209,40 @@ export const make = (options: Options = defaultOptions): Effect.Effect<Accounts[
           }))
         : authRequired()
 
-    const authenticate = (presented: string) =>
-      Effect.gen(function* () {
-        const check = yield* checkOf(presented, undefined)
-        const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(authUnavailable))
-        // Without a scope the check never answers INSUFFICIENT_SCOPE: scopes are the caller's to check.
-        return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
-      })
+    const authenticate = Effect.fnUntraced(function* (presented: string) {
+      const check = yield* checkOf(presented, undefined)
+      const found = yield* store.authenticate(check.hash, check.now).pipe(Effect.mapError(authUnavailable))
+      // Without a scope the check never answers INSUFFICIENT_SCOPE: scopes are the caller's to check.
+      return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
+    })
 
-    const authenticateCached = (presented: string) =>
-      Effect.gen(function* () {
-        const check = yield* checkOf(presented, undefined)
-        const nowMs = check.now.getTime()
-        const cached = cache.count(check.hash, nowMs)
-        const found =
-          cached ??
-          (yield* store.authenticate(check.hash, check.now).pipe(
-            Effect.mapError(authUnavailable),
-            Effect.map((fromStore) =>
-              fromStore === undefined || fromStore.key.usageLimit !== null || !KeyCheck.sameHash(fromStore.key.hash, check.hash)
-                ? fromStore
-                : cache.verified(check.hash, fromStore, nowMs)
-            )
-          ))
-        return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
-      })
+    const authenticateCached = Effect.fnUntraced(function* (presented: string) {
+      const check = yield* checkOf(presented, undefined)
+      const nowMs = check.now.getTime()
+      const cached = cache.count(check.hash, nowMs)
+      const found =
+        cached ??
+        (yield* store.authenticate(check.hash, check.now).pipe(
+          Effect.mapError(authUnavailable),
+          Effect.map((fromStore) =>
+            fromStore === undefined || fromStore.key.usageLimit !== null || !KeyCheck.sameHash(fromStore.key.hash, check.hash)
+              ? fromStore
+              : cache.verified(check.hash, fromStore, nowMs)
+          )
+        ))
+      return yield* Effect.catchTag(judge(found, check), "InsufficientScope", Effect.die)
+    })
 
-    const authenticateWithin = <A, E, R>(
+    const authenticateWithin = Effect.fnUntraced(function* <A, E, R>(
       presented: string,
       scope: Scope,
       write: (check: KeyCheck.KeyCheck) => Effect.Effect<readonly [Authenticated | undefined, A], E, R>
-    ) =>
-      Effect.gen(function* () {
-        const check = yield* checkOf(presented, scope)
-        const [found, result] = yield* write(check)
-        const caller = yield* judge(found, check)
-        return { caller, result }
-      })
+    ) {
+      const check = yield* checkOf(presented, scope)
+      const [found, result] = yield* write(check)
+      const caller = yield* judge(found, check)
+      return { caller, result }
+    })
 
     return Accounts.of({
       create: ({ name, credits }) =>

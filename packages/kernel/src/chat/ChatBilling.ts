@@ -33,29 +33,39 @@ export type OpenError =
   | Errors.ConcurrencyLimited
   | StoreUnavailable
 
+/** What a chat request asks for: its model, its prompt's tokens and its completion cap. */
+export interface OpenRequest {
+  readonly model: string
+  readonly promptTokens: number
+  readonly maxTokens: number
+}
+
+/** How a chat request ended. */
+export interface Outcome {
+  readonly status: ChatOutcome
+  readonly usage: TokenUsage | null
+  readonly finishReason: string | null
+  readonly errorCode?: string | null | undefined
+  /** The named upstream that answered: recorded with its cost for the usage. */
+  readonly servedBy?: ServedBy | undefined
+}
+
+/** A page of a caller's chat requests: at most `limit`, older than `before`. */
+export interface Page {
+  readonly limit: number
+  readonly before?: string | undefined
+}
+
 export class ChatBilling extends Context.Service<
   ChatBilling,
   {
-    readonly open: (
-      caller: Caller,
-      request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
-    ) => Effect.Effect<ChatRequestRecord, OpenError>
+    readonly open: (caller: Caller, request: OpenRequest) => Effect.Effect<ChatRequestRecord, OpenError>
     /** Charges the usage (capped at the reservation) and releases the rest; a second settle is a no-op. */
-    readonly settle: (
-      id: ChatRequestId,
-      outcome: {
-        readonly status: ChatOutcome
-        readonly usage: TokenUsage | null
-        readonly finishReason: string | null
-        readonly errorCode?: string | null | undefined
-        /** The named upstream that answered: recorded with its cost for the usage. */
-        readonly servedBy?: ServedBy | undefined
-      }
-    ) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
+    readonly settle: (id: ChatRequestId, outcome: Outcome) => Effect.Effect<ChatRequestRecord, StoreUnavailable>
     readonly get: (caller: Caller, id: string) => Effect.Effect<ChatRequestRecord, Errors.RequestNotFound | StoreUnavailable>
     readonly list: (
       caller: Caller,
-      page: { readonly limit: number; readonly before?: string | undefined }
+      page: Page
     ) => Effect.Effect<
       { readonly requests: ReadonlyArray<ChatRequestRecord>; readonly nextCursor: string | null },
       Errors.RequestNotFound | StoreUnavailable
@@ -93,69 +103,65 @@ export const make = (limits: Limits = defaultLimits) =>
     >()
 
     return ChatBilling.of({
-      open: (caller, request) =>
-        Effect.gen(function* () {
-          const priced = yield* reservation(prices, request)
-          const chatLimits: ChatLimits = { ...limits, keyUsageLimit: caller.keyUsageLimit }
-          const result = yield* store.open(
-            {
-              id: makeChatRequestId(),
-              accountId: caller.accountId,
-              apiKeyId: caller.apiKeyId,
-              model: request.model,
-              reservedMicros: priced.reservedMicros,
-              tiers: priced.tiers,
-              createdAt: yield* now
-            },
-            chatLimits
-          )
-          if (result._tag !== "Opened") return yield* refused(result, limits, priced.reservedMicros)
-          pricedHere.set(result.record.id, priced)
-          yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
-          return result.record
-        }),
+      open: Effect.fnUntraced(function* (caller: Caller, request: OpenRequest) {
+        const priced = yield* reservation(prices, request)
+        const chatLimits: ChatLimits = { ...limits, keyUsageLimit: caller.keyUsageLimit }
+        const result = yield* store.open(
+          {
+            id: makeChatRequestId(),
+            accountId: caller.accountId,
+            apiKeyId: caller.apiKeyId,
+            model: request.model,
+            reservedMicros: priced.reservedMicros,
+            tiers: priced.tiers,
+            createdAt: yield* now
+          },
+          chatLimits
+        )
+        if (result._tag !== "Opened") return yield* refused(result, limits, priced.reservedMicros)
+        pricedHere.set(result.record.id, priced)
+        yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
+        return result.record
+      }),
 
-      settle: (id, outcome) =>
-        Effect.gen(function* () {
-          let pricing = pricedHere.get(id)
-          if (pricing === undefined) {
-            const stored = yield* store.find(id)
-            if (stored === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
-            if (stored.record.status !== "open") return stored.record
-            pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
-          }
-          const { chargeMicros, shortfallMicros } = settledAmounts(pricing, outcome)
-          const settled = yield* store.settle({
-            id,
-            status: outcome.status,
-            usage: outcome.usage,
-            finishReason: outcome.finishReason,
-            errorCode: outcome.errorCode ?? null,
-            chargeMicros,
-            shortfallMicros,
-            completedAt: yield* now,
-            ...servedFields(outcome)
-          })
-          pricedHere.delete(id)
-          if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
-          yield* observeSettled(settled, pricing.reservedMicros, chargeMicros, shortfallMicros)
-          return settled
-        }),
+      settle: Effect.fnUntraced(function* (id: ChatRequestId, outcome: Outcome) {
+        let pricing = pricedHere.get(id)
+        if (pricing === undefined) {
+          const stored = yield* store.find(id)
+          if (stored === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+          if (stored.record.status !== "open") return stored.record
+          pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
+        }
+        const { chargeMicros, shortfallMicros } = settledAmounts(pricing, outcome)
+        const settled = yield* store.settle({
+          id,
+          status: outcome.status,
+          usage: outcome.usage,
+          finishReason: outcome.finishReason,
+          errorCode: outcome.errorCode ?? null,
+          chargeMicros,
+          shortfallMicros,
+          completedAt: yield* now,
+          ...servedFields(outcome)
+        })
+        pricedHere.delete(id)
+        if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
+        yield* observeSettled(settled, pricing.reservedMicros, chargeMicros, shortfallMicros)
+        return settled
+      }),
 
-      get: (caller, id) =>
-        Effect.gen(function* () {
-          const record = isChatRequestId(id) ? yield* store.get(caller.accountId, id) : undefined
-          if (record === undefined) return yield* notFound(id)
-          return record
-        }),
+      get: Effect.fnUntraced(function* (caller: Caller, id: string) {
+        const record = isChatRequestId(id) ? yield* store.get(caller.accountId, id) : undefined
+        if (record === undefined) return yield* notFound(id)
+        return record
+      }),
 
-      list: (caller, page) =>
-        Effect.gen(function* () {
-          if (page.before !== undefined && !isChatRequestId(page.before)) return yield* notFound(page.before)
-          const found = yield* store.list(caller.accountId, { limit: page.limit, before: page.before })
-          if (found === undefined) return yield* notFound(page.before ?? "")
-          return found
-        }),
+      list: Effect.fnUntraced(function* (caller: Caller, page: Page) {
+        if (page.before !== undefined && !isChatRequestId(page.before)) return yield* notFound(page.before)
+        const found = yield* store.list(caller.accountId, { limit: page.limit, before: page.before })
+        if (found === undefined) return yield* notFound(page.before ?? "")
+        return found
+      }),
 
       sweepStale: (openedBefore) => Effect.flatMap(now, (at) => store.sweepStale(openedBefore, at))
     })
@@ -211,27 +217,24 @@ export interface Reservation {
   readonly reservedMicros: Micros
 }
 
-export const reservation = (
-  prices: ChatPrices.ChatPrices["Service"],
-  request: { readonly model: string; readonly promptTokens: number; readonly maxTokens: number }
-): Effect.Effect<Reservation, Errors.ModelNotFound | Errors.ModelPriceUnavailable> =>
-  Effect.gen(function* () {
-    const entry = yield* prices.lookup(request.model)
-    if (entry === undefined) {
-      return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.`, model: request.model })
-    }
-    if (!ChatPrices.isPriced(entry)) {
-      return yield* new Errors.ModelPriceUnavailable({
-        message: `No price is configured for ${request.model}.`,
-        model: request.model
-      })
-    }
-    const reservedMicros = ChatPrices.cost(entry.tiers, {
-      promptTokens: request.promptTokens,
-      completionTokens: request.maxTokens
+export const reservation = Effect.fnUntraced(function* (prices: ChatPrices.ChatPrices["Service"], request: OpenRequest) {
+  const entry = yield* prices.lookup(request.model)
+  if (entry === undefined) {
+    return yield* new Errors.ModelNotFound({ message: `No chat model is called ${request.model}.`, model: request.model })
+  }
+  if (!ChatPrices.isPriced(entry)) {
+    return yield* new Errors.ModelPriceUnavailable({
+      message: `No price is configured for ${request.model}.`,
+      model: request.model
     })
-    return { tiers: entry.tiers, reservedMicros }
+  }
+  const reservedMicros = ChatPrices.cost(entry.tiers, {
+    promptTokens: request.promptTokens,
+    completionTokens: request.maxTokens
   })
+  const priced: Reservation = { tiers: entry.tiers, reservedMicros }
+  return priced
+})
 
 /** The error of a refused open. */
 export const refused = (

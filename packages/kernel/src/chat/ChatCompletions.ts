@@ -169,6 +169,9 @@ class Tally {
   }
 }
 
+/** What `Effect.uninterruptibleMask` hands its body: runs an effect interruptible again. */
+type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
 interface Prepared {
   readonly provider: ChatProviderV1
   readonly tokenizer: ChatPrices.Tokenizer
@@ -188,53 +191,52 @@ export const make = Effect.gen(function* () {
     return provider !== undefined && (provider.serves?.(model) ?? true) ? provider : undefined
   }
 
-  const prepare = (request: ChatRequest) =>
-    Effect.gen(function* () {
-      const entry = yield* prices.lookup(request.model)
-      const provider = entry === undefined ? undefined : servedBy(entry.provider, request.model)
-      if (entry === undefined || provider === undefined) {
-        return yield* new Errors.ModelNotFound({
-          message: `No chat model is called ${request.model}; use the id of a listed chat model.`,
-          model: request.model
-        })
-      }
-      if (!ChatPrices.isPriced(entry)) {
-        return yield* new Errors.ModelPriceUnavailable({
-          message: `No price is configured for ${request.model}.`,
-          model: request.model
-        })
-      }
-      const tokenizer = entry.tokenizer ?? ChatTokens.tokenizerFor(request.model)
-      const forward = request.forward
-      const promptTokens = ChatTokens.estimatePrompt(tokenizer, request.messages, [
-        forward.tools,
-        forward.functions,
-        forward.tool_choice,
-        forward.function_call,
-        forward.response_format
-      ])
-      if (promptTokens >= entry.contextLength) {
-        return yield* new Errors.InvalidRequest({
-          message:
-            `messages: about ${promptTokens} tokens, more than ${request.model} can read ` +
-            `(a context of ${entry.contextLength} tokens).`
-        })
-      }
-      if (request.maxTokens !== undefined && request.maxTokens > entry.contextLength) {
-        return yield* new Errors.InvalidRequest({
-          message: `max_tokens: at most ${entry.contextLength} for ${request.model}.`
-        })
-      }
-      const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, entry.contextLength - promptTokens)
-      const prepared: Prepared = {
-        provider,
-        tokenizer,
-        promptTokens,
-        call: { model: request.model, body: forward, maxTokens },
-        stream: request.stream
-      }
-      return prepared
-    })
+  const prepare = Effect.fnUntraced(function* (request: ChatRequest) {
+    const entry = yield* prices.lookup(request.model)
+    const provider = entry === undefined ? undefined : servedBy(entry.provider, request.model)
+    if (entry === undefined || provider === undefined) {
+      return yield* new Errors.ModelNotFound({
+        message: `No chat model is called ${request.model}; use the id of a listed chat model.`,
+        model: request.model
+      })
+    }
+    if (!ChatPrices.isPriced(entry)) {
+      return yield* new Errors.ModelPriceUnavailable({
+        message: `No price is configured for ${request.model}.`,
+        model: request.model
+      })
+    }
+    const tokenizer = entry.tokenizer ?? ChatTokens.tokenizerFor(request.model)
+    const forward = request.forward
+    const promptTokens = ChatTokens.estimatePrompt(tokenizer, request.messages, [
+      forward.tools,
+      forward.functions,
+      forward.tool_choice,
+      forward.function_call,
+      forward.response_format
+    ])
+    if (promptTokens >= entry.contextLength) {
+      return yield* new Errors.InvalidRequest({
+        message:
+          `messages: about ${promptTokens} tokens, more than ${request.model} can read ` +
+          `(a context of ${entry.contextLength} tokens).`
+      })
+    }
+    if (request.maxTokens !== undefined && request.maxTokens > entry.contextLength) {
+      return yield* new Errors.InvalidRequest({
+        message: `max_tokens: at most ${entry.contextLength} for ${request.model}.`
+      })
+    }
+    const maxTokens = request.maxTokens ?? Math.min(DEFAULT_MAX_TOKENS, entry.contextLength - promptTokens)
+    const prepared: Prepared = {
+      provider,
+      tokenizer,
+      promptTokens,
+      call: { model: request.model, body: forward, maxTokens },
+      stream: request.stream
+    }
+    return prepared
+  })
 
   /** Settles at most once, whichever of the stream's end, its failure or its Scope's close comes first. */
   const settler = (record: ChatRequestRecord) =>
@@ -256,188 +258,193 @@ export const make = Effect.gen(function* () {
         })
     })
 
-  const complete = (prepared: Prepared, record: ChatRequestRecord) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        const exit = yield* Effect.exit(
-          restore(
-            prepared.provider.complete(prepared.call).pipe(
-              Effect.timeoutOrElse({
-                duration: MAX_REQUEST_MS,
-                orElse: () =>
-                  Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
-              })
-            )
-          )
+  const completeMasked = Effect.fnUntraced(function* (restore: Restore, prepared: Prepared, record: ChatRequestRecord) {
+    const exit = yield* Effect.exit(
+      restore(
+        prepared.provider.complete(prepared.call).pipe(
+          Effect.timeoutOrElse({
+            duration: MAX_REQUEST_MS,
+            orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+          })
         )
-        if (Exit.isFailure(exit)) {
-          const error = Cause.findErrorOption(exit.cause)
-          if (error._tag === "None") {
-            yield* billing.settle(record.id, {
-              status: "failed",
-              usage: null,
-              finishReason: null,
-              errorCode: CLIENT_DISCONNECTED
-            })
-            return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-          }
-          const apiError = toApiError(error.value)
-          yield* billing.settle(record.id, { status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
-          return yield* apiError
-        }
-        const reply = exit.value
-        const tally = new Tally()
-        tally.addContent(reply.message)
-        const usage = reply.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
-        const settled = yield* billing.settle(record.id, {
-          status: "succeeded",
-          usage,
-          finishReason: reply.finishReason,
-          errorCode: null,
-          servedBy: reply.servedBy
-        })
-        const completion: Created = {
-          _tag: "Completion",
-          request: record,
-          message: reply.message,
-          finishReason: reply.finishReason,
-          logprobs: reply.logprobs,
-          usage,
-          chargedMicros: settled.chargedMicros ?? ZERO
-        }
-        return completion
-      })
+      )
     )
+    if (Exit.isFailure(exit)) {
+      const error = Cause.findErrorOption(exit.cause)
+      if (error._tag === "None") {
+        yield* billing.settle(record.id, {
+          status: "failed",
+          usage: null,
+          finishReason: null,
+          errorCode: CLIENT_DISCONNECTED
+        })
+        return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+      }
+      const apiError = toApiError(error.value)
+      yield* billing.settle(record.id, { status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
+      return yield* apiError
+    }
+    const reply = exit.value
+    const tally = new Tally()
+    tally.addContent(reply.message)
+    const usage = reply.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
+    const settled = yield* billing.settle(record.id, {
+      status: "succeeded",
+      usage,
+      finishReason: reply.finishReason,
+      errorCode: null,
+      servedBy: reply.servedBy
+    })
+    const completion: Created = {
+      _tag: "Completion",
+      request: record,
+      message: reply.message,
+      finishReason: reply.finishReason,
+      logprobs: reply.logprobs,
+      usage,
+      chargedMicros: settled.chargedMicros ?? ZERO
+    }
+    return completion
+  })
 
-  const stream = (prepared: Prepared, record: ChatRequestRecord) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function* () {
-        const parent = yield* Effect.scope
-        const upstreamScope = yield* Scope.fork(parent)
-        const settle = yield* settler(record)
-        const tally = new Tally()
-        const settleEnded = (errorCode: string) =>
-          tally.delivered
-            ? settle({
-                status: "partial",
-                usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
-                finishReason: tally.finishReason,
-                errorCode,
-                servedBy: tally.servedBy
-              })
-            : settle({ status: "failed", usage: null, finishReason: null, errorCode })
-        // Whatever becomes of the stream (even if it is never run), the request is settled when the Scope closes.
-        yield* Scope.addFinalizerExit(parent, () => Effect.ignore(settleEnded(CLIENT_DISCONNECTED)))
+  const complete = (prepared: Prepared, record: ChatRequestRecord) =>
+    Effect.uninterruptibleMask((restore) => completeMasked(restore, prepared, record))
 
-        const opened = yield* Effect.exit(
-          restore(
-            Scope.provide(prepared.provider.stream(prepared.call), upstreamScope).pipe(
-              Effect.timeoutOrElse({
-                duration: MAX_REQUEST_MS,
-                orElse: () =>
-                  Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
-              })
-            )
-          )
-        )
-        if (Exit.isFailure(opened)) {
-          yield* Scope.close(upstreamScope, Exit.void)
-          const error = Cause.findErrorOption(opened.cause)
-          if (error._tag === "None") {
-            yield* settleEnded(CLIENT_DISCONNECTED)
-            return yield* Effect.failCause(opened.cause as Cause.Cause<never>)
-          }
-          const apiError = toApiError(error.value)
-          yield* settle({ status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
-          return yield* apiError
-        }
-
-        const finished = Effect.gen(function* () {
-          const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
-          const settled = yield* settle({
-            status: "succeeded",
-            usage,
+  const streamMasked = Effect.fnUntraced(function* (restore: Restore, prepared: Prepared, record: ChatRequestRecord) {
+    const parent = yield* Effect.scope
+    const upstreamScope = yield* Scope.fork(parent)
+    const settle = yield* settler(record)
+    const tally = new Tally()
+    const settleEnded = (errorCode: string) =>
+      tally.delivered
+        ? settle({
+            status: "partial",
+            usage: tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens),
             finishReason: tally.finishReason,
-            errorCode: null,
+            errorCode,
             servedBy: tally.servedBy
           })
-          const last: ChatEvent = {
-            _tag: "Finished",
-            usage: settled.usage ?? usage,
-            chargedMicros: settled.chargedMicros ?? ZERO
-          }
-          return last
-        })
+        : settle({ status: "failed", usage: null, finishReason: null, errorCode })
+    // Whatever becomes of the stream (even if it is never run), the request is settled when the Scope closes.
+    yield* Scope.addFinalizerExit(parent, () => Effect.ignore(settleEnded(CLIENT_DISCONNECTED)))
 
-        const broken = (error: ChatProviderError) => {
-          const apiError = toApiError(error)
+    const opened = yield* Effect.exit(
+      restore(
+        Scope.provide(prepared.provider.stream(prepared.call), upstreamScope).pipe(
+          Effect.timeoutOrElse({
+            duration: MAX_REQUEST_MS,
+            orElse: () => Effect.fail(new ChatProviderError({ reason: "Timeout", message: "The model provider took too long." }))
+          })
+        )
+      )
+    )
+    if (Exit.isFailure(opened)) {
+      yield* Scope.close(upstreamScope, Exit.void)
+      const error = Cause.findErrorOption(opened.cause)
+      if (error._tag === "None") {
+        yield* settleEnded(CLIENT_DISCONNECTED)
+        return yield* Effect.failCause(opened.cause as Cause.Cause<never>)
+      }
+      const apiError = toApiError(error.value)
+      yield* settle({ status: "failed", usage: null, finishReason: null, errorCode: apiError.code })
+      return yield* apiError
+    }
+
+    const finished = Effect.suspend(() => {
+      const usage = tally.usage ?? tally.counted(prepared.tokenizer, prepared.promptTokens)
+      return Effect.map(
+        settle({ status: "succeeded", usage, finishReason: tally.finishReason, errorCode: null, servedBy: tally.servedBy }),
+        (settled): ChatEvent => ({
+          _tag: "Finished",
+          usage: settled.usage ?? usage,
+          chargedMicros: settled.chargedMicros ?? ZERO
+        })
+      )
+    })
+
+    const broken = (error: ChatProviderError) => {
+      const apiError = toApiError(error)
+      return Effect.map(
+        settleEnded(apiError.code),
+        (settled): ChatEvent => ({
+          _tag: "Failed",
+          error: apiError,
+          usage: settled.usage,
+          chargedMicros: settled.chargedMicros ?? ZERO
+        })
+      )
+    }
+
+    // The request stays open until the sweep releases it, charging nothing.
+    const storeDown = (error: StoreUnavailable): ChatEvent => ({ _tag: "Failed", error, usage: null, chargedMicros: ZERO })
+
+    const deadlineMs = record.createdAt.getTime() + MAX_REQUEST_MS
+    const parts = PullDeadline.eachPullWithin(
+      opened.value,
+      Effect.map(Clock.currentTimeMillis, (nowMs) => deadlineMs - nowMs),
+      () => new ChatProviderError({ reason: "Timeout", message: "The response took too long." })
+    )
+    // One stage for the deltas, the tally and the last event (each stage costs every pull of every stream).
+    const events: Stream.Stream<ChatEvent> = Stream.transformPull(parts, (pull) =>
+      Effect.sync(() => {
+        let over = false
+        const last = (event: Effect.Effect<ChatEvent, StoreUnavailable>) => {
+          over = true
           return Effect.map(
-            settleEnded(apiError.code),
-            (settled): ChatEvent => ({
-              _tag: "Failed",
-              error: apiError,
-              usage: settled.usage,
-              chargedMicros: settled.chargedMicros ?? ZERO
-            })
+            Effect.catchTag(event, "StoreUnavailable", (error) => Effect.succeed(storeDown(error))),
+            Arr.of
           )
         }
-
-        // The request stays open until the sweep releases it, charging nothing.
-        const storeDown = (error: StoreUnavailable): ChatEvent => ({ _tag: "Failed", error, usage: null, chargedMicros: ZERO })
-
-        const deadlineMs = record.createdAt.getTime() + MAX_REQUEST_MS
-        const parts = PullDeadline.eachPullWithin(
-          opened.value,
-          Effect.map(Clock.currentTimeMillis, (nowMs) => deadlineMs - nowMs),
-          () => new ChatProviderError({ reason: "Timeout", message: "The response took too long." })
-        )
-        // One stage for the deltas, the tally and the last event (each stage costs every pull of every stream).
-        const events: Stream.Stream<ChatEvent> = Stream.transformPull(parts, (pull) =>
-          Effect.sync(() => {
-            let over = false
-            const last = (event: Effect.Effect<ChatEvent, StoreUnavailable>) => {
-              over = true
-              return Effect.map(
-                Effect.catchTag(event, "StoreUnavailable", (error) => Effect.succeed(storeDown(error))),
-                Arr.of
-              )
-            }
-            const next: Pull.Pull<Arr.NonEmptyReadonlyArray<ChatEvent>, never, void> = Effect.suspend(() => {
-              if (over) return Cause.done()
-              return Pull.matchEffect(pull, {
-                onSuccess: (chunk) => {
-                  const deltas: Array<ChatEvent> = []
-                  for (const part of chunk) {
-                    if (part._tag === "Usage") tally.usage = part.usage
-                    else if (part._tag === "Served") tally.servedBy = part.servedBy
-                    else {
-                      tally.addContent(part.delta)
-                      if (part.finishReason !== null) tally.finishReason = part.finishReason
-                      deltas.push(part)
-                    }
-                  }
-                  return Arr.isArrayNonEmpty(deltas) ? Effect.succeed(deltas) : next
-                },
-                onDone: () => last(finished),
-                onFailure: (cause) => {
-                  const error = Cause.findErrorOption(cause)
-                  return error._tag === "Some" ? last(broken(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
+        const next: Pull.Pull<Arr.NonEmptyReadonlyArray<ChatEvent>, never, void> = Effect.suspend(() => {
+          if (over) return Cause.done()
+          return Pull.matchEffect(pull, {
+            onSuccess: (chunk) => {
+              const deltas: Array<ChatEvent> = []
+              for (const part of chunk) {
+                if (part._tag === "Usage") tally.usage = part.usage
+                else if (part._tag === "Served") tally.servedBy = part.servedBy
+                else {
+                  tally.addContent(part.delta)
+                  if (part.finishReason !== null) tally.finishReason = part.finishReason
+                  deltas.push(part)
                 }
-              })
-            })
-            return next
+              }
+              return Arr.isArrayNonEmpty(deltas) ? Effect.succeed(deltas) : next
+            },
+            onDone: () => last(finished),
+            onFailure: (cause) => {
+              const error = Cause.findErrorOption(cause)
+              return error._tag === "Some" ? last(broken(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
+            }
           })
-        ).pipe(
-          Stream.onExit((exit) =>
-            Effect.andThen(
-              Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
-              Scope.close(upstreamScope, Exit.void)
-            )
-          )
-        )
-        return events
+        })
+        return next
       })
+    ).pipe(
+      Stream.onExit((exit) =>
+        Effect.andThen(
+          Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
+          Scope.close(upstreamScope, Exit.void)
+        )
+      )
     )
+    return events
+  })
+
+  const stream = (prepared: Prepared, record: ChatRequestRecord) =>
+    Effect.uninterruptibleMask((restore) => streamMasked(restore, prepared, record))
+
+  const create = Effect.fnUntraced(function* (caller: Caller, request: ChatRequest) {
+    const prepared = yield* prepare(request)
+    const record = yield* billing.open(caller, {
+      model: prepared.call.model,
+      promptTokens: prepared.promptTokens,
+      maxTokens: prepared.call.maxTokens
+    })
+    if (!prepared.stream) return yield* complete(prepared, record)
+    const created: Created = { _tag: "Stream", request: record, events: yield* stream(prepared, record) }
+    return created
+  })
 
   return ChatCompletions.of({
     models: Effect.map(prices.current, (list) =>
@@ -445,18 +452,7 @@ export const make = Effect.gen(function* () {
         ChatPrices.isPriced(price) && servedBy(price.provider, id) !== undefined ? [{ id, price }] : []
       )
     ),
-    create: (caller, request) =>
-      Effect.gen(function* () {
-        const prepared = yield* prepare(request)
-        const record = yield* billing.open(caller, {
-          model: prepared.call.model,
-          promptTokens: prepared.promptTokens,
-          maxTokens: prepared.call.maxTokens
-        })
-        if (!prepared.stream) return yield* complete(prepared, record)
-        const created: Created = { _tag: "Stream", request: record, events: yield* stream(prepared, record) }
-        return created
-      })
+    create
   })
 })
 

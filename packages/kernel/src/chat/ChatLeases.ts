@@ -8,6 +8,7 @@
  */
 import { Clock, Deferred, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
+import type { Caller } from "../accounts/Accounts.ts"
 import * as ChatBilling from "./ChatBilling.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as ChatPrices from "./ChatPrices.ts"
@@ -189,69 +190,68 @@ export const make = (
      * Reserves what the request lacks in the account's lease (renewing it), or takes a new lease; ahead
      * of need (`ahead`), a block more, however little the account has.
      */
-    const grow = (accountId: AccountId, reservedMicros: Micros, ahead = false): Effect.Effect<void, ChatBilling.OpenError> =>
-      Effect.gen(function* () {
-        const nowMs = yield* Clock.currentTimeMillis
-        let lease = held.get(accountId)
-        if (lease === undefined) {
-          lease = {
-            id: newLeaseId(),
-            accountId,
-            granted: 0,
-            committed: 0,
-            inFlight: 0,
-            lastUsedMs: nowMs,
-            usableUntilMs: nowMs + (ttlMs * 2) / 3,
-            growing: undefined,
-            scarce: false
-          }
-          held.set(accountId, lease)
+    const grow = Effect.fnUntraced(function* (accountId: AccountId, reservedMicros: Micros, ahead = false) {
+      const nowMs = yield* Clock.currentTimeMillis
+      let lease = held.get(accountId)
+      if (lease === undefined) {
+        lease = {
+          id: newLeaseId(),
+          accountId,
+          granted: 0,
+          committed: 0,
+          inFlight: 0,
+          lastUsedMs: nowMs,
+          usableUntilMs: nowMs + (ttlMs * 2) / 3,
+          growing: undefined,
+          scarce: false
         }
-        const current = lease
-        const done = Deferred.makeUnsafe<void>()
-        current.growing = done
-        // A lease past its usable time but holding enough is only renewed (need and want 0).
-        const need = ahead ? 0 : Math.max(0, reservedMicros - Math.max(0, current.granted - current.committed))
-        const want = need === 0 && !ahead ? 0 : Math.max(need, reservedMicros * leaseRequests)
-        const result = yield* store
-          .lease({
-            id: current.id,
-            accountId,
-            needMicros: micros(need),
-            wantMicros: micros(want),
-            at: new Date(nowMs),
-            expiresAt: new Date(nowMs + ttlMs)
-          })
-          .pipe(
-            Effect.ensuring(
-              Effect.sync(() => {
-                current.growing = undefined
-                Deferred.doneUnsafe(done, Effect.void)
-              })
-            )
+        held.set(accountId, lease)
+      }
+      const current = lease
+      const done = Deferred.makeUnsafe<void>()
+      current.growing = done
+      // A lease past its usable time but holding enough is only renewed (need and want 0).
+      const need = ahead ? 0 : Math.max(0, reservedMicros - Math.max(0, current.granted - current.committed))
+      const want = need === 0 && !ahead ? 0 : Math.max(need, reservedMicros * leaseRequests)
+      const result = yield* store
+        .lease({
+          id: current.id,
+          accountId,
+          needMicros: micros(need),
+          wantMicros: micros(want),
+          at: new Date(nowMs),
+          expiresAt: new Date(nowMs + ttlMs)
+        })
+        .pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              current.growing = undefined
+              Deferred.doneUnsafe(done, Effect.void)
+            })
           )
-        switch (result._tag) {
-          case "Leased":
-            current.granted += result.grantedMicros
-            if (want > 0) current.scarce = result.grantedMicros < want
-            current.usableUntilMs = nowMs + (ttlMs * 2) / 3
-            return
-          case "LeaseClosed":
-            if (held.get(accountId) === current) held.delete(accountId)
-            return
-          case "PaymentReviewRequired":
-            return yield* ChatBilling.refused(result, limits, reservedMicros)
-          case "InsufficientCredits": {
-            const free = Math.max(0, current.granted - current.committed)
-            if (current.inFlight === 0 && held.get(accountId) === current) close(current)
-            return yield* ChatBilling.refused(
-              { _tag: "InsufficientCredits", availableMicros: result.availableMicros + free },
-              limits,
-              reservedMicros
-            )
-          }
+        )
+      switch (result._tag) {
+        case "Leased":
+          current.granted += result.grantedMicros
+          if (want > 0) current.scarce = result.grantedMicros < want
+          current.usableUntilMs = nowMs + (ttlMs * 2) / 3
+          return
+        case "LeaseClosed":
+          if (held.get(accountId) === current) held.delete(accountId)
+          return
+        case "PaymentReviewRequired":
+          return yield* ChatBilling.refused(result, limits, reservedMicros)
+        case "InsufficientCredits": {
+          const free = Math.max(0, current.granted - current.committed)
+          if (current.inFlight === 0 && held.get(accountId) === current) close(current)
+          return yield* ChatBilling.refused(
+            { _tag: "InsufficientCredits", availableMicros: result.availableMicros + free },
+            limits,
+            reservedMicros
+          )
         }
-      })
+      }
+    })
 
     /**
      * Commits the reservation to the account's lease, growing it when it does not fit; once less than
@@ -304,86 +304,88 @@ export const make = (
       else openCounts.set(accountId, open)
     }
 
+    /** A request admitted on the account's lease: priced, counted against the limits, its reservation committed. */
+    const openLeased = Effect.fnUntraced(function* (caller: Caller, request: ChatBilling.OpenRequest) {
+      const priced = yield* ChatBilling.reservation(prices, request)
+      const nowMs = yield* Clock.currentTimeMillis
+      const refusal = limited(caller.accountId, nowMs)
+      if (refusal !== undefined) return yield* Effect.fail(refusal)
+      const lease = yield* Effect.onError(admit(caller.accountId, priced.reservedMicros), () =>
+        Effect.sync(() => release(caller.accountId))
+      )
+      const record: ChatRequestRecord = {
+        id: makeChatRequestId(),
+        model: request.model,
+        status: "open",
+        reservedMicros: priced.reservedMicros,
+        chargedMicros: null,
+        usage: null,
+        finishReason: null,
+        errorCode: null,
+        createdAt: new Date(nowMs),
+        completedAt: null
+      }
+      inFlight.set(record.id, { held: lease, record, apiKeyId: caller.apiKeyId, tiers: priced.tiers })
+      yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
+      return record
+    })
+
     return ChatBilling.ChatBilling.of({
       open: (caller, request) =>
         caller.keyUsageLimit !== null
           ? Effect.tap(exact.open(caller, request), (record) => Effect.sync(() => exactIds.add(record.id)))
-          : Effect.gen(function* () {
-              const priced = yield* ChatBilling.reservation(prices, request)
-              const nowMs = yield* Clock.currentTimeMillis
-              const refusal = limited(caller.accountId, nowMs)
-              if (refusal !== undefined) return yield* Effect.fail(refusal)
-              const lease = yield* Effect.onError(admit(caller.accountId, priced.reservedMicros), () =>
-                Effect.sync(() => release(caller.accountId))
-              )
-              const record: ChatRequestRecord = {
-                id: makeChatRequestId(),
-                model: request.model,
-                status: "open",
-                reservedMicros: priced.reservedMicros,
-                chargedMicros: null,
-                usage: null,
-                finishReason: null,
-                errorCode: null,
-                createdAt: new Date(nowMs),
-                completedAt: null
-              }
-              inFlight.set(record.id, { held: lease, record, apiKeyId: caller.apiKeyId, tiers: priced.tiers })
-              yield* Metrics.count(Metrics.creditsReserved, { kind: "chat" }, priced.reservedMicros)
-              return record
-            }),
+          : openLeased(caller, request),
 
-      settle: (id, outcome) =>
-        Effect.gen(function* () {
-          const request = inFlight.get(id)
-          if (request === undefined) {
-            if (exactIds.delete(id)) return yield* exact.settle(id, outcome)
-            // Settled before: its record is in the store once written.
-            yield* flushed
-            return yield* exact.settle(id, outcome)
-          }
-          inFlight.delete(id)
-          const { held: lease, record } = request
-          const { chargeMicros, shortfallMicros } = ChatBilling.settledAmounts(
-            { tiers: request.tiers, reservedMicros: record.reservedMicros },
-            outcome
-          )
-          const nowMs = yield* Clock.currentTimeMillis
-          lease.committed -= record.reservedMicros - chargeMicros
-          lease.inFlight -= 1
-          lease.lastUsedMs = nowMs
-          release(lease.accountId)
-          const settled: ChatRequestRecord = {
-            ...record,
-            status: outcome.status,
-            chargedMicros: chargeMicros,
-            usage: outcome.usage,
-            finishReason: outcome.finishReason,
-            errorCode: outcome.errorCode ?? null,
-            completedAt: new Date(nowMs)
-          }
-          queue.push({
-            leaseId: lease.id,
-            id,
-            accountId: lease.accountId,
-            apiKeyId: request.apiKeyId,
-            model: record.model,
-            reservedMicros: record.reservedMicros,
-            tiers: request.tiers,
-            createdAt: record.createdAt,
-            status: outcome.status,
-            usage: outcome.usage,
-            finishReason: outcome.finishReason,
-            errorCode: outcome.errorCode ?? null,
-            chargeMicros,
-            shortfallMicros,
-            completedAt: settled.completedAt!,
-            ...ChatBilling.servedFields(outcome)
-          })
-          signal()
-          yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros, shortfallMicros)
-          return settled
-        }),
+      settle: Effect.fnUntraced(function* (id: ChatRequestId, outcome: ChatBilling.Outcome) {
+        const request = inFlight.get(id)
+        if (request === undefined) {
+          if (exactIds.delete(id)) return yield* exact.settle(id, outcome)
+          // Settled before: its record is in the store once written.
+          yield* flushed
+          return yield* exact.settle(id, outcome)
+        }
+        inFlight.delete(id)
+        const { held: lease, record } = request
+        const { chargeMicros, shortfallMicros } = ChatBilling.settledAmounts(
+          { tiers: request.tiers, reservedMicros: record.reservedMicros },
+          outcome
+        )
+        const nowMs = yield* Clock.currentTimeMillis
+        lease.committed -= record.reservedMicros - chargeMicros
+        lease.inFlight -= 1
+        lease.lastUsedMs = nowMs
+        release(lease.accountId)
+        const settled: ChatRequestRecord = {
+          ...record,
+          status: outcome.status,
+          chargedMicros: chargeMicros,
+          usage: outcome.usage,
+          finishReason: outcome.finishReason,
+          errorCode: outcome.errorCode ?? null,
+          completedAt: new Date(nowMs)
+        }
+        queue.push({
+          leaseId: lease.id,
+          id,
+          accountId: lease.accountId,
+          apiKeyId: request.apiKeyId,
+          model: record.model,
+          reservedMicros: record.reservedMicros,
+          tiers: request.tiers,
+          createdAt: record.createdAt,
+          status: outcome.status,
+          usage: outcome.usage,
+          finishReason: outcome.finishReason,
+          errorCode: outcome.errorCode ?? null,
+          chargeMicros,
+          shortfallMicros,
+          completedAt: settled.completedAt!,
+          ...ChatBilling.servedFields(outcome)
+        })
+        signal()
+        yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros, shortfallMicros)
+        return settled
+      }),
 
       get: (caller, id) => {
         const request = inFlight.get(id as ChatRequestId)

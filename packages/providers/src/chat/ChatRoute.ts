@@ -86,6 +86,35 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
     return rest.reduce((chain, next) => Effect.catchIf(chain, fallsBack, () => limited(next)), limited(first))
   }
 
+  /** The stream of `member`, its first chunk pulled (so that a failure before any part falls back), Served first. */
+  const opened = Effect.fnUntraced(function* (member: Member, call: ChatProvider.ChatCall, scope: Scope.Scope) {
+    yield* Scope.addFinalizer(scope, release(member))
+    // A pull without Stream.toPull's per-pull provideContext (a copy of the whole service map
+    // each time); it runs in the caller's fiber, which has the same services.
+    const pull = yield* Channel.toPullScoped((yield* member.provider.stream(call)).channel, scope)
+    // Its first chunk is pulled here, so that a failure before any part falls back; it goes on
+    // as it came, with Served before it.
+    let ended = false
+    const first = yield* Pull.catchDone(pull, () => {
+      ended = true
+      return Effect.succeed([])
+    })
+    let pending: Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart> | undefined = [
+      { _tag: "Served", servedBy: servedBy(member) },
+      ...first
+    ]
+    return Stream.fromPull(
+      Effect.succeed(
+        Effect.suspend(() => {
+          const chunk = pending
+          pending = undefined
+          if (chunk !== undefined) return Effect.succeed(chunk)
+          return ended ? Cause.done() : pull
+        })
+      )
+    )
+  })
+
   return {
     specificationVersion: "v1",
     provider,
@@ -103,33 +132,7 @@ export const make = (provider: string, members: ReadonlyArray<Member>): ChatProv
           // Each attempt in a scope of its own, closed at once when it fails, so a refused upstream's connection is not held;
           // the request stays open on the upstream until the scope closes.
           Effect.flatMap(Scope.fork(outer, "sequential"), (scope) =>
-            Effect.gen(function* () {
-              yield* Scope.addFinalizer(scope, release(member))
-              // A pull without Stream.toPull's per-pull provideContext (a copy of the whole service map
-              // each time); it runs in the caller's fiber, which has the same services.
-              const pull = yield* Channel.toPullScoped((yield* member.provider.stream(call)).channel, scope)
-              // Its first chunk is pulled here, so that a failure before any part falls back; it goes on
-              // as it came, with Served before it.
-              let ended = false
-              const first = yield* Pull.catchDone(pull, () => {
-                ended = true
-                return Effect.succeed([])
-              })
-              let pending: Arr.NonEmptyReadonlyArray<ChatProvider.ChatStreamPart> | undefined = [
-                { _tag: "Served", servedBy: servedBy(member) },
-                ...first
-              ]
-              return Stream.fromPull(
-                Effect.succeed(
-                  Effect.suspend(() => {
-                    const chunk = pending
-                    pending = undefined
-                    if (chunk !== undefined) return Effect.succeed(chunk)
-                    return ended ? Cause.done() : pull
-                  })
-                )
-              )
-            }).pipe(
+            opened(member, call, scope).pipe(
               Scope.provide(scope),
               Effect.onExit((exit) => (Exit.isFailure(exit) ? Scope.close(scope, exit) : Effect.void))
             )

@@ -301,28 +301,27 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
       )
     })
 
-  const stream = (call: ChatProvider.ChatCall) =>
-    Effect.gen(function* () {
-      // Ends the upstream request however the stream ends: a reply received whole (the rest of it in the
-      // buffer) is drained, its socket back in the pool at its end later in this turn (not waited for, so
-      // that the client's response ends in the same write as its last events); any other is destroyed
-      // with its connection.
-      const started: { response?: IncomingMessage } = {}
-      yield* Effect.addFinalizer(() => {
-        const response = started.response
-        if (response === undefined) return Effect.void
-        return Effect.sync(() => (response.complete ? response.resume() : response.destroy()))
-      })
-      const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
-      return partsOf(
-        BodyPull.make(
-          response,
-          idleTimeoutMs,
-          () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`),
-          (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
-        )
-      )
+  const stream = Effect.fnUntraced(function* (call: ChatProvider.ChatCall) {
+    // Ends the upstream request however the stream ends: a reply received whole (the rest of it in the
+    // buffer) is drained, its socket back in the pool at its end later in this turn (not waited for, so
+    // that the client's response ends in the same write as its last events); any other is destroyed
+    // with its connection.
+    const started: { response?: IncomingMessage } = {}
+    yield* Effect.addFinalizer(() => {
+      const response = started.response
+      if (response === undefined) return Effect.void
+      return Effect.sync(() => (response.complete ? response.resume() : response.destroy()))
     })
+    const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
+    return partsOf(
+      BodyPull.make(
+        response,
+        idleTimeoutMs,
+        () => fail("Timeout", `the upstream's stream was idle for ${idleTimeoutMs} ms`),
+        (cause) => fail("Unavailable", `the upstream's stream broke: ${String(cause)}`, { cause })
+      )
+    )
+  })
 
   return { provider: { specificationVersion: "v1", provider: options.provider, complete, stream }, pool }
 }
