@@ -385,47 +385,49 @@ export const make = Effect.gen(function* () {
       () => new ChatProviderError({ reason: "Timeout", message: "The response took too long." })
     )
     // One stage for the deltas, the tally and the last event (each stage costs every pull of every stream).
-    const events: Stream.Stream<ChatEvent> = Stream.transformPull(parts, (pull) =>
-      Effect.sync(() => {
-        let over = false
-        const last = (event: Effect.Effect<ChatEvent, StoreUnavailable>) => {
-          over = true
-          return Effect.map(
-            Effect.catchTag(event, "StoreUnavailable", (error) => Effect.succeed(storeDown(error))),
-            Arr.of
+    const events: Stream.Stream<ChatEvent> = Stream.transformPull(parts, (pull, scope) =>
+      Effect.map(
+        // At the stream's end, however it ends (not Stream.onExit, which builds a generator per call).
+        Scope.addFinalizerExit(scope, (exit) =>
+          Effect.andThen(
+            Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
+            Scope.close(upstreamScope, Exit.void)
           )
-        }
-        const next: Pull.Pull<Arr.NonEmptyReadonlyArray<ChatEvent>, never, void> = Effect.suspend(() => {
-          if (over) return Cause.done()
-          return Pull.matchEffect(pull, {
-            onSuccess: (chunk) => {
-              const deltas: Array<ChatEvent> = []
-              for (const part of chunk) {
-                if (part._tag === "Usage") tally.usage = part.usage
-                else if (part._tag === "Served") tally.servedBy = part.servedBy
-                else {
-                  tally.addContent(part.delta)
-                  if (part.finishReason !== null) tally.finishReason = part.finishReason
-                  deltas.push(part)
+        ),
+        () => {
+          let over = false
+          const last = (event: Effect.Effect<ChatEvent, StoreUnavailable>) => {
+            over = true
+            return Effect.map(
+              Effect.catchTag(event, "StoreUnavailable", (error) => Effect.succeed(storeDown(error))),
+              Arr.of
+            )
+          }
+          const next: Pull.Pull<Arr.NonEmptyReadonlyArray<ChatEvent>, never, void> = Effect.suspend(() => {
+            if (over) return Cause.done()
+            return Pull.matchEffect(pull, {
+              onSuccess: (chunk) => {
+                const deltas: Array<ChatEvent> = []
+                for (const part of chunk) {
+                  if (part._tag === "Usage") tally.usage = part.usage
+                  else if (part._tag === "Served") tally.servedBy = part.servedBy
+                  else {
+                    tally.addContent(part.delta)
+                    if (part.finishReason !== null) tally.finishReason = part.finishReason
+                    deltas.push(part)
+                  }
                 }
+                return Arr.isArrayNonEmpty(deltas) ? Effect.succeed(deltas) : next
+              },
+              onDone: () => last(finished),
+              onFailure: (cause) => {
+                const error = Cause.findErrorOption(cause)
+                return error._tag === "Some" ? last(broken(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
               }
-              return Arr.isArrayNonEmpty(deltas) ? Effect.succeed(deltas) : next
-            },
-            onDone: () => last(finished),
-            onFailure: (cause) => {
-              const error = Cause.findErrorOption(cause)
-              return error._tag === "Some" ? last(broken(error.value)) : Effect.failCause(cause as Cause.Cause<never>)
-            }
+            })
           })
-        })
-        return next
-      })
-    ).pipe(
-      Stream.onExit((exit) =>
-        Effect.andThen(
-          Exit.hasInterrupts(exit) ? Effect.ignore(settleEnded(CLIENT_DISCONNECTED)) : Effect.void,
-          Scope.close(upstreamScope, Exit.void)
-        )
+          return next
+        }
       )
     )
     return events
