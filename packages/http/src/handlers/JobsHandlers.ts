@@ -12,6 +12,7 @@ import { Clock, Effect, Schema, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import type { HttpApiEndpoint } from "effect/http-api"
 import { Accounts, Errors, Ids, ProblemList, TaskRunner, TaskView, WebhookEndpoints } from "@taskmeter/kernel"
 import type { TaskStore } from "@taskmeter/kernel"
 import { Api } from "../Api.ts"
@@ -83,19 +84,27 @@ const repeatedIdempotencyKey = (count: number) =>
   })
 
 /** The submission's own webhook, its URL judged by the outbound address policy; undefined when none was asked for. */
-const webhookOf = (job: JobRequest) =>
-  Effect.gen(function* () {
-    if (job.webhookUrl === undefined) {
-      if (job.webhookEvents === undefined) return undefined
-      return yield* new Errors.InvalidRequest({ message: "webhookEvents: needs a webhookUrl to send the events to." })
-    }
-    const refusal = yield* WebhookEndpoints.urlRefusal("webhookUrl", job.webhookUrl)
-    if (refusal !== undefined) return yield* new Errors.InvalidRequest({ message: refusal })
-    return { url: job.webhookUrl, events: job.webhookEvents ?? null }
-  })
+const webhookOf = Effect.fnUntraced(function* (job: JobRequest) {
+  if (job.webhookUrl === undefined) {
+    if (job.webhookEvents === undefined) return undefined
+    return yield* new Errors.InvalidRequest({ message: "webhookEvents: needs a webhookUrl to send the events to." })
+  }
+  const refusal = yield* WebhookEndpoints.urlRefusal("webhookUrl", job.webhookUrl)
+  if (refusal !== undefined) return yield* new Errors.InvalidRequest({ message: refusal })
+  return { url: job.webhookUrl, events: job.webhookEvents ?? null }
+})
 
 const appliedHeaders = (applied: number | undefined): Record<string, string> =>
   applied === undefined ? {} : { [PreferWait.APPLIED_HEADER]: `wait=${applied}` }
+
+/** The submission a request carries: its job, the wait it prefers and its webhook. */
+const submissionOf = Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+  const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
+  if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
+  const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
+  const job = yield* decodeRequest(yield* JsonBody.read(request))
+  return { job, wait, webhook: yield* webhookOf(job) }
+})
 
 const malformedId = (id: string) =>
   new Errors.JobNotFound({
@@ -118,32 +127,42 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
             task: result.task,
             applied: result.waited ? wait : undefined
           }))
+    const create = Effect.fnUntraced(function* (
+      endpoint: HttpApiEndpoint.Top,
+      idempotencyKey: string,
+      request: HttpServerRequest.HttpServerRequest
+    ) {
+      const key = yield* CurrentKey
+      const { job, wait, webhook } = yield* submissionOf(request).pipe(
+        Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint))
+      )
+      const { replayed, task } = yield* runner.submit(key, {
+        model: job.model,
+        input: job.input,
+        expectedPriceMicros: job.expectedPriceMicros,
+        idempotencyKey,
+        webhook
+      })
+      const status = replayed ? 200 : 202
+      // The task is admitted: a store outage while waiting answers it as it stood, not an error.
+      const waited = yield* awaited(task, wait).pipe(Effect.orElseSucceed(() => ({ task, applied: undefined })))
+      return HttpServerResponse.jsonUnsafe(TaskView.submitted(waited.task, replayed, yield* now), {
+        status,
+        headers: appliedHeaders(waited.applied)
+      })
+    })
+
+    const get = Effect.fnUntraced(function* (id: string, request: HttpServerRequest.HttpServerRequest) {
+      const caller = yield* CurrentCaller
+      const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
+      if (!Ids.isTaskId(id)) return yield* malformedId(id)
+      const { task, applied } = yield* awaited(yield* runner.get(caller, id), wait)
+      return HttpServerResponse.jsonUnsafe(TaskView.task(task, yield* now), { headers: appliedHeaders(applied) })
+    })
+
     return handlers
       .handleRaw("create", ({ endpoint, headers, request }) =>
-        Effect.gen(function* () {
-          const key = yield* CurrentKey
-          const { job, wait, webhook } = yield* Effect.gen(function* () {
-            const keyHeaders = countOf(request, IDEMPOTENCY_KEY_HEADER)
-            if (keyHeaders > 1) return yield* repeatedIdempotencyKey(keyHeaders)
-            const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
-            const job = yield* decodeRequest(yield* JsonBody.read(request))
-            return { job, wait, webhook: yield* webhookOf(job) }
-          }).pipe(Effect.catch(PresentedKey.keyFirst(accounts, key, endpoint)))
-          const { replayed, task } = yield* runner.submit(key, {
-            model: job.model,
-            input: job.input,
-            expectedPriceMicros: job.expectedPriceMicros,
-            idempotencyKey: headers["idempotency-key"],
-            webhook
-          })
-          const status = replayed ? 200 : 202
-          // The task is admitted: a store outage while waiting answers it as it stood, not an error.
-          const waited = yield* awaited(task, wait).pipe(Effect.orElseSucceed(() => ({ task, applied: undefined })))
-          return HttpServerResponse.jsonUnsafe(TaskView.submitted(waited.task, replayed, yield* now), {
-            status,
-            headers: appliedHeaders(waited.applied)
-          })
-        }).pipe(
+        create(endpoint, headers["idempotency-key"], request).pipe(
           // The kernel's refusal does not name the endpoint; Authentication's, which clients know, does.
           Effect.catchTag("InsufficientScope", () => Effect.fail(insufficientScope("jobs:create", endpoint)))
         )
@@ -162,13 +181,7 @@ export const layer = HttpApiBuilder.group(Api, "jobs", (handlers) =>
         }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("get", ({ params, request }) =>
-        Effect.gen(function* () {
-          const caller = yield* CurrentCaller
-          const wait = yield* PreferWait.parse(request.headers[PreferWait.HEADER])
-          if (!Ids.isTaskId(params.id)) return yield* malformedId(params.id)
-          const { task, applied } = yield* awaited(yield* runner.get(caller, params.id), wait)
-          return HttpServerResponse.jsonUnsafe(TaskView.task(task, yield* now), { headers: appliedHeaders(applied) })
-        }).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
+        get(params.id, request).pipe(Effect.catchTag("StoreUnavailable", toApiUnavailable))
       )
       .handleRaw("events", ({ params, request }) =>
         Effect.gen(function* () {

@@ -347,62 +347,63 @@ export const make = (
         options.modelDeadlines?.[model.slug] ?? options.deadlines?.[model.category] ?? defaultDeadlines[model.category]
       )
 
-    const ownsMedia = (caller: Caller, model: ModelDefinition, input: ModelInput) =>
-      Effect.gen(function* () {
-        const references = catalog.mediaReferences(model, input)
-        if (references.length === 0) return
-        const now = new Date(yield* Clock.currentTimeMillis)
-        const { expired, missing } = yield* media.missingMedia(caller.accountId, references, now)
-        if (missing.length === 0 && expired.length > 0) {
-          return yield* new Errors.MediaExpired({
-            message: ProblemList.join(
-              expired.map(
-                (reference) =>
-                  `${pathOfReference(input, reference)}: ${reference} expired under the account's retention and its file ` +
-                  "was removed; upload the file again and send the new media reference"
-              )
+    const ownsMedia = Effect.fnUntraced(function* (caller: Caller, model: ModelDefinition, input: ModelInput) {
+      const references = catalog.mediaReferences(model, input)
+      if (references.length === 0) return
+      const now = new Date(yield* Clock.currentTimeMillis)
+      const { expired, missing } = yield* media.missingMedia(caller.accountId, references, now)
+      if (missing.length === 0 && expired.length > 0) {
+        return yield* new Errors.MediaExpired({
+          message: ProblemList.join(
+            expired.map(
+              (reference) =>
+                `${pathOfReference(input, reference)}: ${reference} expired under the account's retention and its file ` +
+                "was removed; upload the file again and send the new media reference"
             )
-          })
-        }
-        if (missing.length === 0) return
-        // A reference of another account reads exactly like one that does not exist.
-        const problems = missing.map(
-          (reference) =>
-            `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
-            "upload the file and send the media reference its upload returns"
-        )
-        return yield* new Errors.InvalidModelInput({
-          message: ProblemList.join(problems),
-          model: model.slug,
-          problems: ProblemList.listed(problems)
+          )
         })
+      }
+      if (missing.length === 0) return
+      // A reference of another account reads exactly like one that does not exist.
+      const problems = missing.map(
+        (reference) =>
+          `${pathOfReference(input, reference)}: ${reference} is not a media file of this account; ` +
+          "upload the file and send the media reference its upload returns"
+      )
+      return yield* new Errors.InvalidModelInput({
+        message: ProblemList.join(problems),
+        model: model.slug,
+        problems: ProblemList.listed(problems)
       })
+    })
 
     /** The checks between validation and the store that need no account: the quote, or why not. */
-    const priced = (model: ModelDefinition, input: ModelInput, expectedPriceMicros: number | undefined) =>
-      Effect.gen(function* () {
-        const quote = yield* pricer.quote(model.slug, input)
-        yield* pricer.checkExpected(quote, expectedPriceMicros)
-        if (!options.executorAvailable(model.slug)) {
-          return yield* new Errors.ExecutionUnavailable({
-            message:
-              `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
-              "Try again later or choose another model."
-          })
-        }
-        return quote
-      })
+    const priced = Effect.fnUntraced(function* (
+      model: ModelDefinition,
+      input: ModelInput,
+      expectedPriceMicros: number | undefined
+    ) {
+      const quote = yield* pricer.quote(model.slug, input)
+      yield* pricer.checkExpected(quote, expectedPriceMicros)
+      if (!options.executorAvailable(model.slug)) {
+        return yield* new Errors.ExecutionUnavailable({
+          message:
+            `Execution is not configured for ${model.slug} at present; nothing was reserved. ` +
+            "Try again later or choose another model."
+        })
+      }
+      return quote
+    })
 
     /** The task's share of its model's daily budget, taken; undefined when the model has no budget. */
-    const takeBudget = (quote: Quote) =>
-      Effect.gen(function* () {
-        const limitMicros = yield* pricer.budgetOf(quote.model)
-        if (limitMicros === undefined) return undefined
-        const now = yield* Clock.currentTimeMillis
-        const share: Share = { model: quote.model, day: utcDay(now), amountMicros: quote.priceMicros }
-        if (yield* budgets.take({ ...share, limitMicros })) return share
-        return yield* budgetExceeded(quote.model, now)
-      })
+    const takeBudget = Effect.fnUntraced(function* (quote: Quote) {
+      const limitMicros = yield* pricer.budgetOf(quote.model)
+      if (limitMicros === undefined) return undefined
+      const now = yield* Clock.currentTimeMillis
+      const share: Share = { model: quote.model, day: utcDay(now), amountMicros: quote.priceMicros }
+      if (yield* budgets.take({ ...share, limitMicros })) return share
+      return yield* budgetExceeded(quote.model, now)
+    })
 
     /** A share the admission did not use; failing to return it only leaves the day's total high. */
     const giveBack = (share: Share) =>
@@ -415,14 +416,13 @@ export const make = (
         )
 
     /** A refused submission may retry one the key already admitted: then the answer is that task. */
-    const replayOr = <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        const earlier = yield* tasks.findIdempotent(caller.accountId, idempotencyKey, new Date(now))
-        if (earlier === undefined) return yield* Effect.fail(refusal)
-        if (earlier.fingerprint !== fingerprint) return yield* idempotencyConflict(earlier.task.id)
-        return { task: earlier.task, replayed: true }
-      })
+    const replayOr = Effect.fnUntraced(function* <E>(caller: Caller, idempotencyKey: string, fingerprint: string, refusal: E) {
+      const now = yield* Clock.currentTimeMillis
+      const earlier = yield* tasks.findIdempotent(caller.accountId, idempotencyKey, new Date(now))
+      if (earlier === undefined) return yield* Effect.fail(refusal)
+      if (earlier.fingerprint !== fingerprint) return yield* idempotencyConflict(earlier.task.id)
+      return { task: earlier.task, replayed: true }
+    })
 
     /** The store's answer as the submission's: the task, or the refusal. */
     const answer = (result: AdmissionResult, caller: Caller, priceMicros: number) => {
@@ -465,12 +465,8 @@ export const make = (
       )
 
     /** The admission by an authenticated caller: the checks that need its account, then the store. */
-    const admitAsCaller = (
-      caller: Caller,
-      prepared: Prepared,
-      quoted: Result.Result<Quote, Effect.Error<ReturnType<typeof priced>>>
-    ) =>
-      Effect.gen(function* () {
+    const admitAsCaller = Effect.fnUntraced(
+      function* (caller: Caller, prepared: Prepared, quoted: Result.Result<Quote, Effect.Error<ReturnType<typeof priced>>>) {
         const { model, input, submission } = prepared
         const checked = yield* Effect.result(
           Effect.fromResult(quoted).pipe(
@@ -503,50 +499,50 @@ export const make = (
           )
         if (share !== undefined && result._tag !== "Admitted") yield* giveBack(share)
         return yield* answer(result, caller, quote.priceMicros)
-      }).pipe(Effect.catchTag("StoreUnavailable", admissionUnavailable))
+      },
+      Effect.catchTag("StoreUnavailable", admissionUnavailable)
+    )
 
     /** Authentication and admission in one store call, the key's refusal first. */
-    const admitWithKey = (key: PresentedKey, prepared: Prepared, quote: Quote) =>
-      Effect.gen(function* () {
-        const admission = yield* admissionOf(prepared, quote)
-        const { caller, result } = yield* accounts
-          .authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
-            tasks.admit({ ...admission, key: check }).pipe(
-              Effect.withSpan("TaskStore.admit"),
-              Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
-              Effect.catchTag("StoreUnavailable", admissionUnavailable),
-              Effect.catchDefect(refusedByStore)
-            )
+    const admitWithKey = Effect.fnUntraced(function* (key: PresentedKey, prepared: Prepared, quote: Quote) {
+      const admission = yield* admissionOf(prepared, quote)
+      const { caller, result } = yield* accounts
+        .authenticateWithin(Redacted.value(key.secret), SUBMIT_SCOPE, (check) =>
+          tasks.admit({ ...admission, key: check }).pipe(
+            Effect.withSpan("TaskStore.admit"),
+            Effect.map(({ admission, authenticated }) => [authenticated, admission] as const),
+            Effect.catchTag("StoreUnavailable", admissionUnavailable),
+            Effect.catchDefect(refusedByStore)
           )
-          .pipe(
-            // The refused statement judged no key, and a refused key comes before every other answer.
-            Effect.catchTag("InvalidRequest", (refusal) => Effect.andThen(authenticated(key), Effect.fail(refusal)))
-          )
-        if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
-        return yield* answer(result, caller, quote.priceMicros)
-      })
+        )
+        .pipe(
+          // The refused statement judged no key, and a refused key comes before every other answer.
+          Effect.catchTag("InvalidRequest", (refusal) => Effect.andThen(authenticated(key), Effect.fail(refusal)))
+        )
+      if (result === undefined) return yield* Effect.die("the store refused a key that passes its check")
+      return yield* answer(result, caller, quote.priceMicros)
+    })
 
-    const submit = (who: Submitter, submission: Submission) =>
-      Effect.gen(function* () {
-        const validated = yield* Effect.result(catalog.validate(submission.model, submission.input))
-        if (Result.isFailure(validated)) {
-          // A key's refusal comes before the submission's own.
-          if (isPresentedKey(who)) yield* authenticated(who)
-          return yield* validated.failure
-        }
-        const { model, input } = validated.success
-        const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
-        const prepared: Prepared = { model, input, fingerprint, submission }
-        const quoted = yield* Effect.result(priced(model, input, submission.expectedPriceMicros))
-        if (!isPresentedKey(who)) return yield* admitAsCaller(who, prepared, quoted)
-        // A budget is taken only once the key is judged: one call would take it for any key.
-        const needsAccount =
-          Result.isFailure(quoted) ||
-          catalog.mediaReferences(model, input).length > 0 ||
-          (yield* pricer.budgetOf(model.slug)) !== undefined
-        if (!needsAccount) return yield* admitWithKey(who, prepared, quoted.success)
-        return yield* admitAsCaller(yield* authenticated(who), prepared, quoted)
-      })
+    const submit = Effect.fnUntraced(function* (who: Submitter, submission: Submission) {
+      const validated = yield* Effect.result(catalog.validate(submission.model, submission.input))
+      if (Result.isFailure(validated)) {
+        // A key's refusal comes before the submission's own.
+        if (isPresentedKey(who)) yield* authenticated(who)
+        return yield* validated.failure
+      }
+      const { model, input } = validated.success
+      const fingerprint = Fingerprint.of({ model: model.slug, input, expectedPriceMicros: submission.expectedPriceMicros })
+      const prepared: Prepared = { model, input, fingerprint, submission }
+      const quoted = yield* Effect.result(priced(model, input, submission.expectedPriceMicros))
+      if (!isPresentedKey(who)) return yield* admitAsCaller(who, prepared, quoted)
+      // A budget is taken only once the key is judged: one call would take it for any key.
+      const needsAccount =
+        Result.isFailure(quoted) ||
+        catalog.mediaReferences(model, input).length > 0 ||
+        (yield* pricer.budgetOf(model.slug)) !== undefined
+      if (!needsAccount) return yield* admitWithKey(who, prepared, quoted.success)
+      return yield* admitAsCaller(yield* authenticated(who), prepared, quoted)
+    })
 
     const jobNotFound = (id: string) =>
       new Errors.JobNotFound({ message: `No task with id ${JSON.stringify(id)} belongs to this account.` })
@@ -575,25 +571,24 @@ export const make = (
     const maxStreams = options.maxStreamsPerAccount ?? DEFAULT_STREAMS_PER_ACCOUNT
     const readEnded = TaskEvents.sharedReads((task) => tasks.get(task.accountId, task.id))
 
+    /** Holds a wait slot of the account, then watches the task until it ends or `maxWaitMs` passes. */
+    const waitFor = Effect.fnUntraced(function* (task: TaskRecord, maxWaitMs: number) {
+      if (!(yield* holdWait(task.accountId))) return { task, waited: false }
+      // Watching before reading again: a task that ends in between still wakes us.
+      const settled = yield* tasks.watchStatus(task.id)
+      const until = (yield* Clock.currentTimeMillis) + maxWaitMs
+      let current = (yield* tasks.get(task.accountId, task.id)) ?? task
+      while (!isTerminal(current.status)) {
+        const left = until - (yield* Clock.currentTimeMillis)
+        if (left <= 0) break
+        yield* Effect.race(settled, Effect.sleep(left))
+        current = (yield* tasks.get(task.accountId, task.id)) ?? current
+      }
+      return { task: current, waited: true }
+    })
+
     const awaitTask = (task: TaskRecord, maxWaitMs: number): Effect.Effect<Awaited, StoreUnavailable> =>
-      isTerminal(task.status) || maxWaitMs <= 0
-        ? Effect.succeed({ task, waited: true })
-        : Effect.scoped(
-            Effect.gen(function* () {
-              if (!(yield* holdWait(task.accountId))) return { task, waited: false }
-              // Watching before reading again: a task that ends in between still wakes us.
-              const settled = yield* tasks.watchStatus(task.id)
-              const until = (yield* Clock.currentTimeMillis) + maxWaitMs
-              let current = (yield* tasks.get(task.accountId, task.id)) ?? task
-              while (!isTerminal(current.status)) {
-                const left = until - (yield* Clock.currentTimeMillis)
-                if (left <= 0) break
-                yield* Effect.race(settled, Effect.sleep(left))
-                current = (yield* tasks.get(task.accountId, task.id)) ?? current
-              }
-              return { task: current, waited: true }
-            })
-          )
+      isTerminal(task.status) || maxWaitMs <= 0 ? Effect.succeed({ task, waited: true }) : Effect.scoped(waitFor(task, maxWaitMs))
 
     return TaskRunner.of({
       submit: observed as TaskRunner["Service"]["submit"],
@@ -615,31 +610,30 @@ export const make = (
               task === undefined ? Effect.fail(jobNotFound(id)) : Effect.succeed(task)
             )
           : Effect.fail(jobNotFound(id)),
-      list: (caller, { limit = LIST_LIMIT, before, ...filter } = {}) =>
-        Effect.gen(function* () {
-          if (before !== undefined && (!Ids.isTaskId(before) || (yield* tasks.get(caller.accountId, before)) === undefined)) {
-            return yield* new Errors.JobNotFound({
-              message: `No page before ${JSON.stringify(before)}: pass a nextCursor this account received, or none for the newest tasks.`
-            })
-          }
-          const page = yield* tasks.list(caller.accountId, limit + 1, { ...filter, before: before as TaskId | undefined })
-          return {
-            tasks: page.slice(0, limit),
-            nextCursor: page.length > limit ? (page[limit - 1]?.id ?? null) : null
-          }
-        }),
-      cancel: (caller, id) =>
-        Effect.gen(function* () {
-          if (!Ids.isTaskId(id)) return yield* jobNotFound(id)
-          const result = yield* tasks.cancel(caller.accountId, id, new Date(yield* Clock.currentTimeMillis))
-          if (result === undefined) return yield* jobNotFound(id)
-          if (result._tag === "NotCancelable") {
-            return yield* new Errors.TaskNotCancelable({
-              message: `Task ${id} is ${result.task.status} already; only queued, submitting and running tasks can be canceled.`
-            })
-          }
-          return { task: result.task, pending: result._tag === "Requested" }
-        })
+      list: Effect.fnUntraced(function* (caller: Caller, query: ListQuery = {}) {
+        const { limit = LIST_LIMIT, before, ...filter } = query
+        if (before !== undefined && (!Ids.isTaskId(before) || (yield* tasks.get(caller.accountId, before)) === undefined)) {
+          return yield* new Errors.JobNotFound({
+            message: `No page before ${JSON.stringify(before)}: pass a nextCursor this account received, or none for the newest tasks.`
+          })
+        }
+        const page = yield* tasks.list(caller.accountId, limit + 1, { ...filter, before: before as TaskId | undefined })
+        return {
+          tasks: page.slice(0, limit),
+          nextCursor: page.length > limit ? (page[limit - 1]?.id ?? null) : null
+        }
+      }),
+      cancel: Effect.fnUntraced(function* (caller: Caller, id: string) {
+        if (!Ids.isTaskId(id)) return yield* jobNotFound(id)
+        const result = yield* tasks.cancel(caller.accountId, id, new Date(yield* Clock.currentTimeMillis))
+        if (result === undefined) return yield* jobNotFound(id)
+        if (result._tag === "NotCancelable") {
+          return yield* new Errors.TaskNotCancelable({
+            message: `Task ${id} is ${result.task.status} already; only queued, submitting and running tasks can be canceled.`
+          })
+        }
+        return { task: result.task, pending: result._tag === "Requested" }
+      })
     })
   })
 
