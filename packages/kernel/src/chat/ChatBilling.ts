@@ -132,21 +132,11 @@ export const make = (limits: Limits = defaultLimits) =>
           if (stored.record.status !== "open") return stored.record
           pricing = { tiers: stored.tiers, reservedMicros: stored.record.reservedMicros }
         }
-        const { chargeMicros, shortfallMicros } = settledAmounts(pricing, outcome)
-        const settled = yield* store.settle({
-          id,
-          status: outcome.status,
-          usage: outcome.usage,
-          finishReason: outcome.finishReason,
-          errorCode: outcome.errorCode ?? null,
-          chargeMicros,
-          shortfallMicros,
-          completedAt: yield* now,
-          ...servedFields(outcome)
-        })
+        const settlement = settlementOf(pricing, outcome)
+        const settled = yield* store.settle({ id, ...settlement, completedAt: yield* now })
         pricedHere.delete(id)
         if (settled === undefined) return yield* Effect.die(new Error(`No chat request ${id} to settle`))
-        yield* observeSettled(settled, pricing.reservedMicros, chargeMicros, shortfallMicros)
+        yield* observeSettled(settled, pricing.reservedMicros, settlement.chargeMicros, settlement.shortfallMicros)
         return settled
       }),
 
@@ -168,10 +158,7 @@ export const make = (limits: Limits = defaultLimits) =>
   })
 
 /** The upstream that served a settled request and its cost, as the store records them. */
-export const servedFields = (outcome: {
-  readonly usage: TokenUsage | null
-  readonly servedBy?: ServedBy | undefined
-}): { readonly upstream: string | null; readonly upstreamCostMicros: Micros | null } => {
+const servedFields = (outcome: Outcome): { readonly upstream: string | null; readonly upstreamCostMicros: Micros | null } => {
   if (outcome.servedBy === undefined) return { upstream: null, upstreamCostMicros: null }
   const cost = outcome.usage === null ? null : upstreamCost(outcome.servedBy, outcome.usage)
   return { upstream: outcome.servedBy.upstream, upstreamCostMicros: cost === null ? null : micros(cost) }
@@ -181,9 +168,9 @@ export const servedFields = (outcome: {
  * What a settlement charges (the usage at the request's prices, at most the reservation; nothing
  * for a failure) and its shortfall: what the usage cost beyond the reservation, not charged.
  */
-export const settledAmounts = (
+const settledAmounts = (
   pricing: Reservation,
-  outcome: { readonly status: ChatOutcome; readonly usage: TokenUsage | null }
+  outcome: Outcome
 ): { readonly chargeMicros: Micros; readonly shortfallMicros: Micros } =>
   outcome.status === "failed" || outcome.usage === null
     ? { chargeMicros: ZERO, shortfallMicros: ZERO }
@@ -191,6 +178,16 @@ export const settledAmounts = (
         chargeMicros: ChatPrices.costUpTo(pricing.tiers, outcome.usage, pricing.reservedMicros),
         shortfallMicros: ChatPrices.costBeyond(pricing.tiers, outcome.usage, pricing.reservedMicros)
       }
+
+/** What a settlement records of a request's outcome: how it ended, its charge and shortfall, the upstream and its cost. */
+export const settlementOf = (pricing: Reservation, outcome: Outcome) => ({
+  status: outcome.status,
+  usage: outcome.usage,
+  finishReason: outcome.finishReason,
+  errorCode: outcome.errorCode ?? null,
+  ...settledAmounts(pricing, outcome),
+  ...servedFields(outcome)
+})
 
 /** A settlement's tokens, charge, shortfall and release, in the metrics. */
 export const observeSettled = (

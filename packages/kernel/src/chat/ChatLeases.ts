@@ -346,10 +346,8 @@ export const make = (
         }
         inFlight.delete(id)
         const { held: lease, record } = request
-        const { chargeMicros, shortfallMicros } = ChatBilling.settledAmounts(
-          { tiers: request.tiers, reservedMicros: record.reservedMicros },
-          outcome
-        )
+        const settlement = ChatBilling.settlementOf({ tiers: request.tiers, reservedMicros: record.reservedMicros }, outcome)
+        const { chargeMicros, shortfallMicros } = settlement
         const nowMs = yield* Clock.currentTimeMillis
         lease.committed -= record.reservedMicros - chargeMicros
         lease.inFlight -= 1
@@ -373,14 +371,8 @@ export const make = (
           reservedMicros: record.reservedMicros,
           tiers: request.tiers,
           createdAt: record.createdAt,
-          status: outcome.status,
-          usage: outcome.usage,
-          finishReason: outcome.finishReason,
-          errorCode: outcome.errorCode ?? null,
-          chargeMicros,
-          shortfallMicros,
-          completedAt: settled.completedAt!,
-          ...ChatBilling.servedFields(outcome)
+          ...settlement,
+          completedAt: settled.completedAt!
         })
         signal()
         yield* ChatBilling.observeSettled(settled, record.reservedMicros, chargeMicros, shortfallMicros)
