@@ -20,10 +20,12 @@ import { PgStore } from "@taskmeter/storage-pg"
 import { BIN, startTaskmeter, taskmeterAdmin } from "../support/taskmeter.ts"
 
 const NO_LIMIT = "1000000000"
-const GC_LINE = /: (Scavenge|Mark-Compact) /
 const CREDITS_USD = "1000"
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const operatorToken = randomUUID() + randomUUID()
+/** Where the server's collections go, when asked (run.ts --gc); the lines --trace-gc prints for them. */
+const gcLog = process.env.GC_LOG
+const GC_LINE = /: (Scavenge|Mark-Compact) /
 const dataDir = await mkdtemp(join(tmpdir(), "bench-chat-deployed-"))
 
 const database = process.env.STORE === "pg" ? `bench_chat_${randomUUID().replaceAll("-", "").slice(0, 16)}` : undefined
@@ -55,16 +57,12 @@ const {
     KEY_RATE_LIMIT_PER_MINUTE: NO_LIMIT
   },
   (child) => {
-    const gcLog = process.env.GC_LOG
     if (gcLog === undefined) return
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (GC_LINE.test(line)) appendFileSync(gcLog, `${line}\n`)
     })
   },
-  [
-    ...process.execArgv.filter((flag) => flag.startsWith("--cpu-prof")),
-    ...(process.env.GC_LOG === undefined ? [] : ["--trace-gc"])
-  ]
+  [...process.execArgv.filter((flag) => flag.startsWith("--cpu-prof")), ...(gcLog === undefined ? [] : ["--trace-gc"])]
 )
 
 const admin = (command: ReadonlyArray<string>): Promise<any> =>

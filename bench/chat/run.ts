@@ -58,7 +58,8 @@ const proxyUrl = await start(args.proxy, { UPSTREAM_URL: upstreamUrl, STORE: arg
 const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
 /** With --gc, where the server (deployed.ts) logs its garbage collections. */
-const gcLog = args.gc ? join(mkdtempSync(join(tmpdir(), "bench-chat-gc-")), "gc.log") : undefined
+const gcDir = args.gc ? mkdtempSync(join(tmpdir(), "bench-chat-gc-")) : undefined
+const gcLog = gcDir === undefined ? undefined : join(gcDir, "gc.log")
 const server = JSON.parse(
   await start(
     args.server,
@@ -252,5 +253,5 @@ try {
   process.exitCode = balanced ? 0 : 1
 } finally {
   for (const child of children) child.kill()
-  if (gcLog !== undefined) rmSync(resolve(gcLog, ".."), { recursive: true, force: true })
+  if (gcDir !== undefined) rmSync(gcDir, { recursive: true, force: true })
 }
