@@ -1021,6 +1021,13 @@ CREATE FUNCTION taskmeter_take_slots(p_task_id text, p_lease_token text, p_lanes
           ORDER BY s.slot
           LIMIT 1
           FOR UPDATE OF s SKIP LOCKED;
+        -- Locked now: read again, as committed, whether another lease holds it.
+        IF v_slot IS NOT NULL AND EXISTS (
+          SELECT 1 FROM upstream_slots s JOIN tasks t ON t.id = s.task_id AND t.lease_token = s.lease_token
+            WHERE s.lane = p_lanes[i] AND s.slot = v_slot AND t.lease_expires_at > p_now
+        ) THEN
+          RETURN false;
+        END IF;
         EXIT WHEN v_slot IS NOT NULL OR attempt = 2;
         -- The lane's slots are made on first need (or after its limit was raised); a taker
         -- making them at the same time waits for the other's, then searches them again.

@@ -78,6 +78,7 @@ import tasksFillfactor from "./migrations/0039_tasks_fillfactor.ts"
 import taskIndexDiet from "./migrations/0040_task_index_diet.ts"
 import admissionTraceContext from "./migrations/0041_admission_trace_context.ts"
 import hashedAccountKeys from "./migrations/0042_hashed_account_keys.ts"
+import upstreamSlotRecheck from "./migrations/0043_upstream_slot_recheck.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -156,7 +157,8 @@ const migrationRecord = {
   "39_tasks_fillfactor": tasksFillfactor,
   "40_task_index_diet": taskIndexDiet,
   "41_admission_trace_context": admissionTraceContext,
-  "42_hashed_account_keys": hashedAccountKeys
+  "42_hashed_account_keys": hashedAccountKeys,
+  "43_upstream_slot_recheck": upstreamSlotRecheck
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
