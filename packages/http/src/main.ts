@@ -51,6 +51,7 @@ import * as ConsoleAuth from "./ConsoleAuth.ts"
 import * as OutboxMailer from "./mail/OutboxMailer.ts"
 import * as SmtpMailer from "./mail/SmtpMailer.ts"
 import * as DataDir from "./DataDir.ts"
+import * as GcSettings from "./GcSettings.ts"
 import * as EventStream from "./EventStream.ts"
 import * as PresignedDownloads from "./handlers/PresignedDownloads.ts"
 import * as Logging from "./observability/Logging.ts"
@@ -670,6 +671,7 @@ export const start = Effect.scoped(
     const settings = yield* config
     const adapters = yield* Providers.scoped
     const dataDir = resolvePath(serverSettings.dataDir)
+    yield* GcSettings.apply
     // Before anything is created: the database, blobs and admin.json are the owner's alone.
     yield* DataDir.restrictUmask
     yield* DataDir.prepare(dataDir)
@@ -728,6 +730,7 @@ export const worker = Effect.scoped(
           "whose own in-process workers serve it."
       })
     }
+    yield* GcSettings.apply
     yield* DataDir.restrictUmask
     yield* DataDir.prepare(dataDir)
     const file = yield* AdminFile.read(dataDir)

@@ -104,14 +104,14 @@ export const make = (
     /** Reads wait for the writer, but not for a store that is down. */
     const flushedSoon = Effect.ignore(Effect.timeout(flushed, "2 seconds"))
 
-    const write = (batch: ReadonlyArray<LeasedSettlement>, closes: ReadonlyArray<string>) =>
-      Effect.gen(function* () {
+    const write = Effect.fnUntraced(
+      function* (batch: ReadonlyArray<LeasedSettlement>, closes: ReadonlyArray<string>) {
         if (batch.length > 0) yield* store.settleLeased(batch)
         if (closes.length > 0) yield* store.closeLeases(closes, new Date(yield* Clock.currentTimeMillis))
-      }).pipe(
-        Effect.tapError((error) => Effect.logWarning(`Chat settlements not written yet, retrying: ${error.message}`)),
-        Effect.retry(Schedule.spaced("200 millis"))
-      )
+      },
+      Effect.tapError((error) => Effect.logWarning(`Chat settlements not written yet, retrying: ${error.message}`)),
+      Effect.retry(Schedule.spaced("200 millis"))
+    )
 
     yield* Effect.forkScoped(
       Effect.forever(

@@ -6,7 +6,7 @@
  * `firstByteTimeoutMs`, `idleTimeoutMs`) and failures map onto ChatProvider's reasons.
  */
 import type { IncomingMessage } from "node:http"
-import { Array as Arr, Cause, Clock, Effect, Redacted, type Scope, Stream } from "effect"
+import { Array as Arr, Cause, Clock, Effect, Redacted, Scope, Stream } from "effect"
 import { constVoid } from "effect/Function"
 import { ChatProvider } from "@taskmeter/kernel"
 import type { TokenUsage } from "@taskmeter/kernel"
@@ -306,12 +306,18 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
     // buffer) is drained, its socket back in the pool at its end later in this turn (not waited for, so
     // that the client's response ends in the same write as its last events); any other is destroyed
     // with its connection.
+    // Scope.addFinalizer, not Effect.addFinalizer: that one runs its finalizer with the context it
+    // captured merged into the closing fiber's, a copy of the server's whole service map per stream.
     const started: { response?: IncomingMessage } = {}
-    yield* Effect.addFinalizer(() => {
-      const response = started.response
-      if (response === undefined) return Effect.void
-      return Effect.sync(() => (response.complete ? response.resume() : response.destroy()))
-    })
+    yield* Scope.addFinalizer(
+      yield* Effect.scope,
+      Effect.sync(() => {
+        const response = started.response
+        if (response === undefined) return
+        if (response.complete) response.resume()
+        else response.destroy()
+      })
+    )
     const response = (started.response = yield* post(body(call, true), firstByteTimeoutMs))
     return partsOf(
       BodyPull.make(
