@@ -306,8 +306,7 @@ const build = (options: Options): { readonly provider: ChatProvider.ChatProvider
     // buffer) is drained, its socket back in the pool at its end later in this turn (not waited for, so
     // that the client's response ends in the same write as its last events); any other is destroyed
     // with its connection.
-    // Scope.addFinalizer, not Effect.addFinalizer: that one runs its finalizer with the context it
-    // captured merged into the closing fiber's, a copy of the server's whole service map per stream.
+    // On the scope, not Effect.addFinalizer (docs/decisions.md, Development: finalizers on request paths).
     const started: { response?: IncomingMessage } = {}
     yield* Scope.addFinalizer(
       yield* Effect.scope,
