@@ -18,6 +18,7 @@ import { summarize } from "../support/percentile.ts"
 const { values: args } = parseArgs({
   options: {
     requests: { type: "string", default: "1000" },
+    warmup: { type: "string", default: "200" },
     concurrency: { type: "string", default: "1,32" },
     kinds: { type: "string", default: "non-stream,stream" },
     tokens: { type: "string", default: "20" },
@@ -30,6 +31,7 @@ const { values: args } = parseArgs({
   }
 })
 const REQUESTS = Number(args.requests)
+const WARMUP = Number(args.warmup)
 const LEVELS = args.concurrency.split(",").map(Number)
 const STREAMS = args.kinds.split(",").map((kind) => kind === "stream")
 const CREDITS = 1_000_000_000
@@ -176,9 +178,9 @@ const measure = async (base: string, model: string, stream: boolean, concurrency
 try {
   // Warm up both paths: JIT, connection pools, the tokenizer's tables.
   for (const stream of STREAMS) {
-    await measure(upstreamUrl, "bench", stream, 8, 200)
-    await measure(proxyUrl, "bench", stream, 8, 200)
-    await measure(server.url, "chat-mini", stream, 8, 200)
+    await measure(upstreamUrl, "bench", stream, 8, WARMUP)
+    await measure(proxyUrl, "bench", stream, 8, WARMUP)
+    await measure(server.url, "chat-mini", stream, 8, WARMUP)
   }
   const rows: Array<string> = []
   const gcRows: Array<string> = []

@@ -680,11 +680,20 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
     r record;
     v_lease chat_leases;
     v_charge bigint;
+    v_account text;
+    v_total bigint;
+    v_key text;
+    v_uses bigint;
     v_ids text[] := '{}';
+    v_accounts text[] := '{}';
+    v_keys text[] := '{}';
+    v_charges bigint[] := '{}';
+    v_completed timestamptz[] := '{}';
   BEGIN
-    PERFORM 1 FROM accounts a
-      WHERE a.id IN (SELECT x.account_id FROM jsonb_to_recordset(p_batch) AS x (account_id text))
-      ORDER BY a.id FOR NO KEY UPDATE;
+    -- Accounts in key order, each by its primary key: two batches wait for each other instead of deadlocking.
+    FOR v_account IN SELECT DISTINCT x.account_id FROM jsonb_to_recordset(p_batch) AS x (account_id text) ORDER BY 1 LOOP
+      PERFORM 1 FROM accounts a WHERE a.id = v_account FOR NO KEY UPDATE;
+    END LOOP;
     FOR r IN SELECT * FROM jsonb_to_recordset(p_batch) AS x (
         id text, lease_id text, account_id text, api_key_id text, model text, reserved_micros bigint,
         tiers jsonb, created_at timestamptz, status text, prompt_tokens bigint, completion_tokens bigint,
@@ -708,21 +717,27 @@ CREATE FUNCTION taskmeter_chat_settle_leased(p_batch jsonb) RETURNS void
           r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error_code, r.tiers, r.created_at, r.completed_at,
           r.lease_id, r.charge_micros - v_charge, r.upstream, r.upstream_cost_micros, coalesce(r.shortfall_micros, 0));
       v_ids := v_ids || r.id;
+      v_accounts := v_accounts || r.account_id;
+      v_keys := v_keys || r.api_key_id;
+      v_charges := v_charges || v_charge;
+      v_completed := v_completed || r.completed_at;
     END LOOP;
 
     INSERT INTO ledger_entries (id, account_id, kind, amount_micros, chat_request_id, created_at)
-      SELECT 'entry_' || taskmeter_uuidv7(), c.account_id, 'charge', c.charged_micros, c.id, c.completed_at
-        FROM chat_requests c WHERE c.id = ANY (v_ids) AND c.charged_micros > 0;
-    UPDATE accounts a SET
-        balance_micros = a.balance_micros - s.total,
-        reserved_micros = a.reserved_micros - s.total
-      FROM (SELECT c.account_id, sum(c.charged_micros) AS total FROM chat_requests c
-        WHERE c.id = ANY (v_ids) GROUP BY c.account_id) s
-      WHERE a.id = s.account_id AND s.total > 0;
-    UPDATE api_keys k SET usage_count = k.usage_count + s.uses
-      FROM (SELECT c.api_key_id, count(*) AS uses FROM chat_requests c
-        WHERE c.id = ANY (v_ids) AND c.api_key_id IS NOT NULL GROUP BY c.api_key_id) s
-      WHERE k.id = s.api_key_id;
+      SELECT 'entry_' || taskmeter_uuidv7(), s.account_id, 'charge', s.charge, s.id, s.completed_at
+        FROM unnest(v_ids, v_accounts, v_charges, v_completed) AS s (id, account_id, charge, completed_at)
+        WHERE s.charge > 0;
+    -- Each account and key by its primary key, so no plan reads a whole table.
+    FOR v_account, v_total IN SELECT x.account_id, sum(x.charge) FROM unnest(v_accounts, v_charges) AS x (account_id, charge)
+        GROUP BY x.account_id ORDER BY 1 LOOP
+      CONTINUE WHEN v_total = 0;
+      UPDATE accounts a SET balance_micros = a.balance_micros - v_total, reserved_micros = a.reserved_micros - v_total
+        WHERE a.id = v_account;
+    END LOOP;
+    FOR v_key, v_uses IN SELECT x.key_id, count(*) FROM unnest(v_keys) AS x (key_id)
+        WHERE x.key_id IS NOT NULL GROUP BY x.key_id ORDER BY 1 LOOP
+      UPDATE api_keys k SET usage_count = k.usage_count + v_uses WHERE k.id = v_key;
+    END LOOP;
   END
   $$;
 

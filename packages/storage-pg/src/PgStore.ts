@@ -79,6 +79,7 @@ import taskIndexDiet from "./migrations/0040_task_index_diet.ts"
 import admissionTraceContext from "./migrations/0041_admission_trace_context.ts"
 import hashedAccountKeys from "./migrations/0042_hashed_account_keys.ts"
 import upstreamSlotRecheck from "./migrations/0043_upstream_slot_recheck.ts"
+import chatSettleWithoutRescan from "./migrations/0044_chat_settle_without_rescan.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -158,7 +159,8 @@ const migrationRecord = {
   "40_task_index_diet": taskIndexDiet,
   "41_admission_trace_context": admissionTraceContext,
   "42_hashed_account_keys": hashedAccountKeys,
-  "43_upstream_slot_recheck": upstreamSlotRecheck
+  "43_upstream_slot_recheck": upstreamSlotRecheck,
+  "44_chat_settle_without_rescan": chatSettleWithoutRescan
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
