@@ -1,10 +1,9 @@
 /**
  * `taskmeter_chat_settle_leased` writes a batch's ledger entries, balances and key uses from what
  * its loop already holds, not by reading the batch's rows back out of `chat_requests` (`c.id = ANY
- * (v_ids)`), and locks and updates accounts and keys one by one by primary key. PL/pgSQL keeps a generic plan per
- * connection; made while `chat_requests` was nearly empty, the read-back was a sequential scan, and
- * as the table grew each batch scanned all of it three times (17,000 rows: 260 ms per statement;
- * the batches grew with the wait and every chat request of the account stalled for seconds).
+ * (v_ids)`), and locks and updates accounts and keys one by one by primary key. The read-back ran
+ * on the plan PL/pgSQL kept from a new deployment's empty table, a sequential scan that grew with
+ * every stored chat request (docs/decisions.md, Storage; figures in bench/RESULTS.md, Chat).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
