@@ -255,20 +255,22 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
   DECLARE
     r record;
     v_tasks tasks[];
-    v_account text;
+    v_account accounts;
     v_window_start timestamptz;
     v_in_window integer;
     v_unfinished integer;
     v_available bigint;
-    v_accounts text[] := '{}';
-    v_window_starts timestamptz[] := '{}';
-    v_in_windows integer[] := '{}';
+    v_reserved bigint;
+    v_admitted integer;
+    v_usage integer;
+    v_id text;
+    v_uses integer;
     v_inserted integer;
   BEGIN
-    PERFORM 1 FROM accounts a
-      WHERE a.id IN (SELECT b.account_id FROM unnest(p_batch) b)
-      ORDER BY a.id COLLATE "C"
-      FOR NO KEY UPDATE;
+    -- Accounts in key order, each by its primary key: two batches wait for each other instead of deadlocking.
+    FOR v_id IN SELECT DISTINCT b.account_id COLLATE "C" FROM unnest(p_batch) b ORDER BY 1 LOOP
+      PERFORM 1 FROM accounts a WHERE a.id = v_id FOR NO KEY UPDATE;
+    END LOOP;
 
     WITH inserted AS (
       INSERT INTO tasks (
@@ -300,61 +302,63 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
       RAISE SQLSTATE 'TM001';
     END IF;
 
+    -- The rules, account by account; each account is written when its last admission passed.
     FOR r IN
-      SELECT b.account_id, b.created_at, b.price_micros, b.submissions_per_minute, b.max_unfinished_tasks,
-          b.key_usage_limit, a.submissions_window_start, a.submissions_in_window, a.unfinished_tasks,
-          a.payment_review, a.balance_micros - a.reserved_micros AS available, k.usage_count,
+      SELECT b.account_id, b.api_key_id, b.created_at, b.price_micros, b.submissions_per_minute,
+          b.max_unfinished_tasks, b.key_usage_limit,
           row_number() OVER (PARTITION BY b.api_key_id ORDER BY b.ordinal) AS nth_of_key
         FROM unnest(p_batch) b
-        JOIN accounts a ON a.id = b.account_id
-        LEFT JOIN api_keys k ON k.id = b.api_key_id
         ORDER BY b.account_id COLLATE "C", b.ordinal
     LOOP
-      IF v_account IS DISTINCT FROM r.account_id THEN
-        IF v_account IS NOT NULL THEN
-          v_accounts := v_accounts || v_account;
-          v_window_starts := v_window_starts || v_window_start;
-          v_in_windows := v_in_windows || v_in_window;
+      IF v_account.id IS DISTINCT FROM r.account_id THEN
+        IF v_account.id IS NOT NULL THEN
+          UPDATE accounts a SET
+            reserved_micros = a.reserved_micros + v_reserved,
+            unfinished_tasks = a.unfinished_tasks + v_admitted,
+            submissions_window_start = v_window_start,
+            submissions_in_window = v_in_window
+            WHERE a.id = v_account.id;
         END IF;
-        v_account := r.account_id;
-        v_window_start := r.submissions_window_start;
-        v_in_window := r.submissions_in_window;
-        v_unfinished := r.unfinished_tasks;
-        v_available := r.available;
+        SELECT * INTO v_account FROM accounts a WHERE a.id = r.account_id;
+        v_window_start := v_account.submissions_window_start;
+        v_in_window := v_account.submissions_in_window;
+        v_unfinished := v_account.unfinished_tasks;
+        v_available := v_account.balance_micros - v_account.reserved_micros;
+        v_reserved := 0;
+        v_admitted := 0;
       END IF;
-      IF r.key_usage_limit IS NOT NULL AND r.usage_count + r.nth_of_key - 1 >= r.key_usage_limit THEN
-        RAISE SQLSTATE 'TM001';
+      IF r.key_usage_limit IS NOT NULL THEN
+        SELECT k.usage_count INTO v_usage FROM api_keys k WHERE k.id = r.api_key_id;
+        IF v_usage + r.nth_of_key - 1 >= r.key_usage_limit THEN
+          RAISE SQLSTATE 'TM001';
+        END IF;
       END IF;
       IF v_window_start IS NULL OR r.created_at >= v_window_start + interval '1 minute' THEN
         v_window_start := r.created_at;
         v_in_window := 0;
       END IF;
       IF v_in_window >= r.submissions_per_minute OR v_unfinished >= r.max_unfinished_tasks
-         OR r.payment_review OR v_available < r.price_micros THEN
+         OR v_account.payment_review OR v_available < r.price_micros THEN
         RAISE SQLSTATE 'TM001';
       END IF;
       v_in_window := v_in_window + 1;
       v_unfinished := v_unfinished + 1;
       v_available := v_available - r.price_micros;
+      v_reserved := v_reserved + r.price_micros;
+      v_admitted := v_admitted + 1;
     END LOOP;
-    v_accounts := v_accounts || v_account;
-    v_window_starts := v_window_starts || v_window_start;
-    v_in_windows := v_in_windows || v_in_window;
-
     UPDATE accounts a SET
-      reserved_micros = a.reserved_micros + t.total,
-      unfinished_tasks = a.unfinished_tasks + t.admitted,
-      submissions_window_start = w.window_start,
-      submissions_in_window = w.in_window
-      FROM (SELECT b.account_id, sum(b.price_micros) AS total, count(*)::integer AS admitted
-              FROM unnest(p_batch) b GROUP BY b.account_id) t,
-           unnest(v_accounts, v_window_starts, v_in_windows) AS w(account_id, window_start, in_window)
-      WHERE a.id = t.account_id AND w.account_id = t.account_id;
+      reserved_micros = a.reserved_micros + v_reserved,
+      unfinished_tasks = a.unfinished_tasks + v_admitted,
+      submissions_window_start = v_window_start,
+      submissions_in_window = v_in_window
+      WHERE a.id = v_account.id;
 
-    UPDATE api_keys k SET usage_count = k.usage_count + t.admitted
-      FROM (SELECT b.api_key_id, count(*)::integer AS admitted
-              FROM unnest(p_batch) b WHERE b.api_key_id IS NOT NULL GROUP BY b.api_key_id) t
-      WHERE k.id = t.api_key_id;
+    -- Keys in key order; each belongs to an account locked above.
+    FOR v_id, v_uses IN SELECT b.api_key_id COLLATE "C", count(*)::integer FROM unnest(p_batch) b
+        WHERE b.api_key_id IS NOT NULL GROUP BY 1 ORDER BY 1 LOOP
+      UPDATE api_keys k SET usage_count = k.usage_count + v_uses WHERE k.id = v_id;
+    END LOOP;
 
     RETURN QUERY SELECT * FROM unnest(v_tasks);
   END

@@ -80,6 +80,7 @@ import admissionTraceContext from "./migrations/0041_admission_trace_context.ts"
 import hashedAccountKeys from "./migrations/0042_hashed_account_keys.ts"
 import upstreamSlotRecheck from "./migrations/0043_upstream_slot_recheck.ts"
 import chatSettleWithoutRescan from "./migrations/0044_chat_settle_without_rescan.ts"
+import admissionWithoutScans from "./migrations/0045_admission_without_scans.ts"
 
 export type Stores =
   | AccountStore.AccountStore
@@ -160,7 +161,8 @@ const migrationRecord = {
   "41_admission_trace_context": admissionTraceContext,
   "42_hashed_account_keys": hashedAccountKeys,
   "43_upstream_slot_recheck": upstreamSlotRecheck,
-  "44_chat_settle_without_rescan": chatSettleWithoutRescan
+  "44_chat_settle_without_rescan": chatSettleWithoutRescan,
+  "45_admission_without_scans": admissionWithoutScans
 }
 
 export const migrations = Migrator.fromRecord(migrationRecord)
