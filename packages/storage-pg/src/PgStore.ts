@@ -35,6 +35,7 @@ import * as PgPasskeyStore from "./internal/PgPasskeyStore.ts"
 import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
 import * as PgSessionStore from "./internal/PgSessionStore.ts"
+import * as PgStatistics from "./internal/PgStatistics.ts"
 import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as PgUserStore from "./internal/PgUserStore.ts"
@@ -109,6 +110,11 @@ export interface Options {
   readonly listen?: boolean | undefined
   /** How long an event-stream slot outlives this process's last renewal (it renews every third). Default 30 s. */
   readonly streamLeaseMs?: number | undefined
+  /**
+   * How often tables that outgrew their planner statistics are analyzed, where no autovacuum runs
+   * (PgStatistics); 0 never. Default 60 s.
+   */
+  readonly analyzeEveryMs?: number | undefined
 }
 
 export interface EmbeddedOptions {
@@ -195,6 +201,8 @@ export const layerClient = (options: {
   readonly pool?: PgStoreHealth.Options["pool"]
   /** Options.streamLeaseMs. */
   readonly streamLeaseMs?: number | undefined
+  /** Options.analyzeEveryMs. */
+  readonly analyzeEveryMs?: number | undefined
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -211,6 +219,7 @@ export const layerClient = (options: {
         )
       }
       yield* migrate.pipe(Effect.mapError(unavailable("Could not migrate the database")))
+      if (options.analyzeEveryMs !== 0) yield* PgStatistics.keep(options.analyzeEveryMs)
       const wakeups = yield* Wakeups.make({ client, channel: options.channel })
       const accounts = yield* PgAccountStore.make
       const ledger = yield* PgLedgerStore.make
@@ -238,7 +247,6 @@ export const layerClient = (options: {
         Context.add(UserStore.UserStore, users),
         Context.add(SessionStore.SessionStore, sessions),
         Context.add(PasskeyStore.PasskeyStore, passkeys),
-        Context.add(StoreHealth.StoreHealth, health),
         Context.add(StoreHealth.StoreHealth, health),
         Context.add(WebhookStore.WebhookStore, webhookStore)
       )
@@ -272,6 +280,7 @@ export const layer = (
     schema: options.schema,
     channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
     streamLeaseMs: options.streamLeaseMs,
+    analyzeEveryMs: options.analyzeEveryMs,
     pool: {
       applicationName: applicationName(options.schema),
       maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS

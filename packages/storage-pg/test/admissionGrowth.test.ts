@@ -25,7 +25,7 @@ const admitReads = (accountId: string, keyId: string, prefix: string) =>
     Effect.gen(function* () {
       const reads = Effect.map(
         sql<{ readonly relname: string; readonly n: string }>`SELECT relname, seq_tup_read + coalesce(idx_tup_fetch, 0) AS n
-          FROM pg_stat_xact_user_tables WHERE relname IN ${sql.in(TABLES)}`,
+          FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() AND relname IN ${sql.in(TABLES)}`,
         (rows) =>
           Object.fromEntries(TABLES.map((table) => [table, Number(rows.find((row) => row.relname === table)?.n ?? 0)])) as Reads
       )

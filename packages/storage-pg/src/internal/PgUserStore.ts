@@ -166,9 +166,9 @@ export const make = Effect.gen(function* () {
       Failures.run(
         "recordSignInFailure",
         Effect.asVoid(sql`WITH purged AS (
-            DELETE FROM sign_in_failures WHERE key IN (
+            DELETE FROM sign_in_failures WHERE key = ANY(ARRAY(
               SELECT key FROM sign_in_failures WHERE window_start <= ${since} AND key <> ALL(${keys}::text[])
-              ORDER BY window_start LIMIT 100 FOR UPDATE SKIP LOCKED)
+              ORDER BY window_start LIMIT 100 FOR UPDATE SKIP LOCKED))
           )
           INSERT INTO sign_in_failures AS f (key, window_start, failures)
           SELECT DISTINCT k, ${now}::timestamptz, 1 FROM unnest(${keys}::text[]) AS k

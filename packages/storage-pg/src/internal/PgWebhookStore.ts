@@ -372,13 +372,13 @@ export const make = Effect.gen(function* () {
         ? Effect.succeed(0)
         : Failures.run(
             "purgeFinished",
-            sql`DELETE FROM webhook_deliveries WHERE id IN (
+            sql`DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY(
                 SELECT id FROM webhook_deliveries
                 WHERE finished_at IS NOT NULL AND finished_at < ${finishedBefore}
                 ORDER BY finished_at
                 LIMIT ${limit}
                 FOR UPDATE SKIP LOCKED
-              ) RETURNING id`.pipe(Effect.map((rows) => rows.length))
+              )) RETURNING id`.pipe(Effect.map((rows) => rows.length))
           ),
 
     resend: (accountId, deliveryId, now) =>
