@@ -35,7 +35,7 @@ import * as PgPasskeyStore from "./internal/PgPasskeyStore.ts"
 import * as PgPaymentStore from "./internal/PgPaymentStore.ts"
 import * as PgPriceStore from "./internal/PgPriceStore.ts"
 import * as PgSessionStore from "./internal/PgSessionStore.ts"
-import * as PgStatistics from "./internal/PgStatistics.ts"
+import * as PgMaintenance from "./internal/PgMaintenance.ts"
 import * as PgStoreHealth from "./internal/PgStoreHealth.ts"
 import * as PgTaskStore from "./internal/PgTaskStore.ts"
 import * as PgUserStore from "./internal/PgUserStore.ts"
@@ -111,10 +111,11 @@ export interface Options {
   /** How long an event-stream slot outlives this process's last renewal (it renews every third). Default 30 s. */
   readonly streamLeaseMs?: number | undefined
   /**
-   * How often tables that outgrew their planner statistics are analyzed, where no autovacuum runs
-   * (PgStatistics); 0 never. Default 60 s.
+   * Where no autovacuum runs (PgMaintenance): how often tables that outgrew their planner
+   * statistics are analyzed (default 60 s) and the tables vacuumed (default 1 h); 0 never.
    */
   readonly analyzeEveryMs?: number | undefined
+  readonly vacuumEveryMs?: number | undefined
 }
 
 export interface EmbeddedOptions {
@@ -201,8 +202,9 @@ export const layerClient = (options: {
   readonly pool?: PgStoreHealth.Options["pool"]
   /** Options.streamLeaseMs. */
   readonly streamLeaseMs?: number | undefined
-  /** Options.analyzeEveryMs. */
+  /** Options.analyzeEveryMs and vacuumEveryMs. */
   readonly analyzeEveryMs?: number | undefined
+  readonly vacuumEveryMs?: number | undefined
 }): Layer.Layer<Stores, StoreError.StoreUnavailable, PgClient.PgClient | SqlClient.SqlClient> =>
   Layer.effectContext(
     Effect.gen(function* () {
@@ -219,7 +221,7 @@ export const layerClient = (options: {
         )
       }
       yield* migrate.pipe(Effect.mapError(unavailable("Could not migrate the database")))
-      if (options.analyzeEveryMs !== 0) yield* PgStatistics.keep(options.analyzeEveryMs)
+      yield* PgMaintenance.keep(options)
       const wakeups = yield* Wakeups.make({ client, channel: options.channel })
       const accounts = yield* PgAccountStore.make
       const ledger = yield* PgLedgerStore.make
@@ -281,6 +283,7 @@ export const layer = (
     channel: options.listen === false ? undefined : `taskmeter_work_${options.schema ?? "default"}`,
     streamLeaseMs: options.streamLeaseMs,
     analyzeEveryMs: options.analyzeEveryMs,
+    vacuumEveryMs: options.vacuumEveryMs,
     pool: {
       applicationName: applicationName(options.schema),
       maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS

@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { UserStore, WebhookStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
-import * as PgStatistics from "../src/internal/PgStatistics.ts"
+import * as PgMaintenance from "../src/internal/PgMaintenance.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
@@ -31,7 +31,7 @@ const reading = <A, E, R>(table: string, effect: Effect.Effect<A, E, R>) =>
   )
 
 /**
- * `round` six times to settle the plans, `grow`, statistics brought up to date as PgStatistics
+ * `round` six times to settle the plans, `grow`, statistics brought up to date as PgMaintenance
  * does, then `round` measured: in one transaction with plans forced generic.
  */
 const afterGrowth = <A>(
@@ -51,7 +51,7 @@ const afterGrowth = <A>(
             yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_purge', 'purge', ${T0})`
             for (let i = 0; i < 6; i++) yield* round(`warm${i}`)
             yield* grow(sql)
-            yield* PgStatistics.analyzeGrown
+            yield* PgMaintenance.analyzeGrown
             return yield* round("grown")
           })
         )
