@@ -8,30 +8,19 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { PgStore } from "../src/index.ts"
+import { rowsRead } from "./RowsRead.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const BATCH = 30
-const TABLES = ["accounts", "api_keys", "tasks"] as const
-
-type Reads = Record<(typeof TABLES)[number], number>
-
-/**
- * The rows of each table that the admission of `BATCH` tasks (ids `prefix-1`...) of one account and
- * key read, by scans and index fetches: this transaction's counters.
- */
+/** The rows of accounts, keys and tasks that the admission of `BATCH` tasks (ids `prefix-1`...) of one account and key read. */
 const admitReads = (accountId: string, keyId: string, prefix: string) =>
   SqlClient.SqlClient.use((sql) =>
     Effect.gen(function* () {
-      const reads = Effect.map(
-        sql<{ readonly relname: string; readonly n: string }>`SELECT relname, seq_tup_read + coalesce(idx_tup_fetch, 0) AS n
-          FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() AND relname IN ${sql.in(TABLES)}`,
-        (rows) =>
-          Object.fromEntries(TABLES.map((table) => [table, Number(rows.find((row) => row.relname === table)?.n ?? 0)])) as Reads
-      )
-      const before = yield* reads
-      const [judged] = yield* sql.unsafe<{ readonly admitted: string }>(
-        `SELECT count(*) FILTER (WHERE a.outcome = 'Admitted') AS admitted FROM taskmeter_admit_requests((
+      const { value, reads } = yield* rowsRead(
+        ["accounts", "api_keys", "tasks"],
+        sql.unsafe<{ readonly admitted: string }>(
+          `SELECT count(*) FILTER (WHERE a.outcome = 'Admitted') AS admitted FROM taskmeter_admit_requests((
           SELECT jsonb_agg(jsonb_build_object('ordinal', g, 'key_hash', null, 'now', $4::timestamptz, 'scope', 'tasks:create',
             'default_rate_limit', 1000000, 'account_id', $2::text, 'api_key_id', $3::text, 'key_usage_limit', 1000000,
             'task_id', $1::text || '-' || g, 'model', 'song-lyrics', 'input', '{}'::jsonb, 'price_micros', 10,
@@ -40,11 +29,11 @@ const admitReads = (accountId: string, keyId: string, prefix: string) =>
             'fingerprint', 'f', 'idempotency_expires_at', $4::timestamptz + interval '1 day',
             'submissions_per_minute', 1000000, 'max_unfinished_tasks', 1000000, 'traceparent', null))
           FROM generate_series(1, ${BATCH}) g)) a`,
-        [prefix, accountId, keyId, T0.toISOString()]
+          [prefix, accountId, keyId, T0.toISOString()]
+        )
       )
-      expect(Number(judged!.admitted)).toBe(BATCH)
-      const after = yield* reads
-      return Object.fromEntries(TABLES.map((table) => [table, after[table] - before[table]])) as Reads
+      expect(Number(value[0]!.admitted)).toBe(BATCH)
+      return reads
     })
   )
 

@@ -9,35 +9,31 @@ import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { AccountStore, ChatStore, Ids, LedgerStore, Money } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
+import { rowsRead } from "./RowsRead.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const LEASE = "lease_growth"
 const BATCH = 30
 
-/**
- * The `chat_requests` rows the settlement of `BATCH` new requests (ids `prefix-1`...) read, by scans
- * and index fetches: this transaction's counters (catalog reads, which other test files' schemas
- * cause, are not counted).
- */
+/** The `chat_requests` rows the settlement of `BATCH` new requests (ids `prefix-1`...) read. */
 const settleReads = (accountId: string, prefix: string) =>
   SqlClient.SqlClient.use((sql) =>
-    Effect.gen(function* () {
-      const reads = sql<{ readonly n: string }>`SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0) AS n
-        FROM pg_stat_xact_user_tables WHERE relid = 'chat_requests'::regclass`
-      const [before] = yield* reads
-      yield* sql.unsafe(
-        `SELECT taskmeter_chat_settle_leased((
+    Effect.map(
+      rowsRead(
+        ["chat_requests"],
+        sql.unsafe(
+          `SELECT taskmeter_chat_settle_leased((
           SELECT jsonb_agg(jsonb_build_object('id', $1::text || '-' || g, 'lease_id', $2::text, 'account_id', $3::text, 'api_key_id', null,
             'model', 'chat-mini', 'reserved_micros', 1000, 'tiers', '[]'::jsonb, 'created_at', $4::timestamptz,
             'status', 'succeeded', 'prompt_tokens', 10, 'completion_tokens', 10, 'finish_reason', 'stop',
             'error_code', null, 'charge_micros', 10, 'completed_at', $4::timestamptz))
           FROM generate_series(1, ${BATCH}) g))`,
-        [prefix, LEASE, accountId, T0.toISOString()]
-      )
-      const [after] = yield* reads
-      return Number(after!.n) - Number(before!.n)
-    })
+          [prefix, LEASE, accountId, T0.toISOString()]
+        )
+      ),
+      ({ reads }) => reads.chat_requests
+    )
   )
 
 describe("storage-pg on PostgreSQL: leased chat settlements as chat requests accumulate", () => {

@@ -11,24 +11,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { UserStore, WebhookStore } from "@taskmeter/kernel"
 import { PgStore } from "../src/index.ts"
 import * as PgMaintenance from "../src/internal/PgMaintenance.ts"
+import { rowsRead } from "./RowsRead.ts"
 import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
-
-/** The rows of `table` that `effect` read (this transaction's counters), with its value. */
-const reading = <A, E, R>(table: string, effect: Effect.Effect<A, E, R>) =>
-  SqlClient.SqlClient.use((sql) =>
-    Effect.gen(function* () {
-      const reads = Effect.map(
-        sql<{ readonly n: string }>`SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) AS n
-          FROM pg_stat_xact_user_tables WHERE relid = ${table}::regclass`,
-        (rows) => Number(rows[0]!.n)
-      )
-      const before = yield* reads
-      const value = yield* effect
-      return { value, reads: (yield* reads) - before }
-    })
-  )
 
 /**
  * `round` six times to settle the plans, `grow`, statistics brought up to date as PgMaintenance
@@ -73,10 +59,11 @@ describe("storage-pg on PostgreSQL: purges read their batch, not the table", () 
                 SELECT 'old-' || ${prefix}::text || '-' || g, 'acct_purge', 'https://hooks.example', 'task_x', 'task.succeeded',
                   '{}', ${T0}, 'delivered', ${T0}, ${T0}::timestamptz - interval '10 days'
                 FROM generate_series(1, 5) g`
-              return yield* reading(
-                "webhook_deliveries",
+              const { value, reads } = yield* rowsRead(
+                ["webhook_deliveries"],
                 WebhookStore.WebhookStore.use((store) => store.purgeFinished(cutoff, 10))
               )
+              return { value, reads: reads.webhook_deliveries }
             })
           )
         const grown = yield* afterGrowth(
@@ -105,14 +92,14 @@ describe("storage-pg on PostgreSQL: purges read their batch, not the table", () 
               yield* sql`INSERT INTO sign_in_failures (key, window_start, failures)
                 SELECT 'stale ' || ${prefix}::text || '-' || g, ${since}::timestamptz - interval '1 minute', 1
                 FROM generate_series(1, 3) g`
-              const failed = yield* reading(
-                "sign_in_failures",
+              const failed = yield* rowsRead(
+                ["sign_in_failures"],
                 UserStore.UserStore.use((users) => users.recordSignInFailure([`email ${prefix}`, `address ${prefix}`], T0, since))
               )
               const [left] = yield* sql<{
                 readonly n: string
               }>`SELECT count(*) AS n FROM sign_in_failures WHERE key LIKE 'stale %'`
-              return { ...failed, left: Number(left!.n) }
+              return { reads: failed.reads.sign_in_failures, left: Number(left!.n) }
             })
           )
         const grown = yield* afterGrowth(
