@@ -302,57 +302,49 @@ CREATE FUNCTION taskmeter_admit_all(p_batch taskmeter_admission[]) RETURNS SETOF
       RAISE SQLSTATE 'TM001';
     END IF;
 
-    -- The rules, account by account; each account is written when its last admission passed.
-    FOR r IN
-      SELECT b.account_id, b.api_key_id, b.created_at, b.price_micros, b.submissions_per_minute,
-          b.max_unfinished_tasks, b.key_usage_limit,
-          row_number() OVER (PARTITION BY b.api_key_id ORDER BY b.ordinal) AS nth_of_key
-        FROM unnest(p_batch) b
-        ORDER BY b.account_id COLLATE "C", b.ordinal
-    LOOP
-      IF v_account.id IS DISTINCT FROM r.account_id THEN
-        IF v_account.id IS NOT NULL THEN
-          UPDATE accounts a SET
-            reserved_micros = a.reserved_micros + v_reserved,
-            unfinished_tasks = a.unfinished_tasks + v_admitted,
-            submissions_window_start = v_window_start,
-            submissions_in_window = v_in_window
-            WHERE a.id = v_account.id;
+    -- The rules, account by account, each account written once its admissions passed.
+    FOR v_id IN SELECT DISTINCT b.account_id COLLATE "C" FROM unnest(p_batch) b ORDER BY 1 LOOP
+      SELECT * INTO v_account FROM accounts a WHERE a.id = v_id;
+      v_window_start := v_account.submissions_window_start;
+      v_in_window := v_account.submissions_in_window;
+      v_unfinished := v_account.unfinished_tasks;
+      v_available := v_account.balance_micros - v_account.reserved_micros;
+      v_reserved := 0;
+      v_admitted := 0;
+      FOR r IN
+        SELECT b.api_key_id, b.created_at, b.price_micros, b.submissions_per_minute, b.max_unfinished_tasks,
+            b.key_usage_limit, row_number() OVER (PARTITION BY b.api_key_id ORDER BY b.ordinal) AS nth_of_key
+          FROM unnest(p_batch) b
+          WHERE b.account_id = v_id
+          ORDER BY b.ordinal
+      LOOP
+        IF r.key_usage_limit IS NOT NULL THEN
+          SELECT k.usage_count INTO v_usage FROM api_keys k WHERE k.id = r.api_key_id;
+          IF v_usage + r.nth_of_key - 1 >= r.key_usage_limit THEN
+            RAISE SQLSTATE 'TM001';
+          END IF;
         END IF;
-        SELECT * INTO v_account FROM accounts a WHERE a.id = r.account_id;
-        v_window_start := v_account.submissions_window_start;
-        v_in_window := v_account.submissions_in_window;
-        v_unfinished := v_account.unfinished_tasks;
-        v_available := v_account.balance_micros - v_account.reserved_micros;
-        v_reserved := 0;
-        v_admitted := 0;
-      END IF;
-      IF r.key_usage_limit IS NOT NULL THEN
-        SELECT k.usage_count INTO v_usage FROM api_keys k WHERE k.id = r.api_key_id;
-        IF v_usage + r.nth_of_key - 1 >= r.key_usage_limit THEN
+        IF v_window_start IS NULL OR r.created_at >= v_window_start + interval '1 minute' THEN
+          v_window_start := r.created_at;
+          v_in_window := 0;
+        END IF;
+        IF v_in_window >= r.submissions_per_minute OR v_unfinished >= r.max_unfinished_tasks
+           OR v_account.payment_review OR v_available < r.price_micros THEN
           RAISE SQLSTATE 'TM001';
         END IF;
-      END IF;
-      IF v_window_start IS NULL OR r.created_at >= v_window_start + interval '1 minute' THEN
-        v_window_start := r.created_at;
-        v_in_window := 0;
-      END IF;
-      IF v_in_window >= r.submissions_per_minute OR v_unfinished >= r.max_unfinished_tasks
-         OR v_account.payment_review OR v_available < r.price_micros THEN
-        RAISE SQLSTATE 'TM001';
-      END IF;
-      v_in_window := v_in_window + 1;
-      v_unfinished := v_unfinished + 1;
-      v_available := v_available - r.price_micros;
-      v_reserved := v_reserved + r.price_micros;
-      v_admitted := v_admitted + 1;
+        v_in_window := v_in_window + 1;
+        v_unfinished := v_unfinished + 1;
+        v_available := v_available - r.price_micros;
+        v_reserved := v_reserved + r.price_micros;
+        v_admitted := v_admitted + 1;
+      END LOOP;
+      UPDATE accounts a SET
+        reserved_micros = a.reserved_micros + v_reserved,
+        unfinished_tasks = a.unfinished_tasks + v_admitted,
+        submissions_window_start = v_window_start,
+        submissions_in_window = v_in_window
+        WHERE a.id = v_id;
     END LOOP;
-    UPDATE accounts a SET
-      reserved_micros = a.reserved_micros + v_reserved,
-      unfinished_tasks = a.unfinished_tasks + v_admitted,
-      submissions_window_start = v_window_start,
-      submissions_in_window = v_in_window
-      WHERE a.id = v_account.id;
 
     -- Keys in key order; each belongs to an account locked above.
     FOR v_id, v_uses IN SELECT b.api_key_id COLLATE "C", count(*)::integer FROM unnest(p_batch) b
