@@ -4,12 +4,10 @@
  * server's connection keeps them while nothing analyzes the tables) while accounts, keys and tasks
  * accumulate.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { PgStore } from "../src/index.ts"
-import { rowsRead } from "./RowsRead.ts"
-import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+import { rowsRead, withKeptPlans } from "./KeptPlans.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const BATCH = 30
@@ -41,45 +39,37 @@ describe("storage-pg on PostgreSQL: task admission as accounts, keys and tasks a
   it.live(
     "a batch reads its own account and key, not the 30,000 accounts, keys and tasks stored after its plans were made",
     () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const schema = schemaName()
-          yield* Layer.build(dropSchemaAfter(schema))
-          const store = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
-          const sql = Context.get(store, SqlClient.SqlClient)
-          const measured = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
-                yield* sql`INSERT INTO accounts (id, name, created_at, balance_micros) VALUES ('acct_growth', 'growth', ${T0}, 1000000000)`
-                yield* sql`INSERT INTO api_keys (id, account_id, name, display_prefix, hash, scopes, created_at)
+      Effect.gen(function* () {
+        const measured = yield* withKeptPlans(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            yield* sql`INSERT INTO accounts (id, name, created_at, balance_micros) VALUES ('acct_growth', 'growth', ${T0}, 1000000000)`
+            yield* sql`INSERT INTO api_keys (id, account_id, name, display_prefix, hash, scopes, created_at)
                 VALUES ('key_growth', 'acct_growth', 'growth', 'tm_', 'hash_growth', '{tasks:create}', ${T0})`
-                for (let i = 0; i < 6; i++) yield* admitReads("acct_growth", "key_growth", `warm-${i}`)
-                const empty = yield* admitReads("acct_growth", "key_growth", "empty")
-                yield* sql`INSERT INTO accounts (id, name, created_at) SELECT 'acct_' || g, 'seeded', ${T0} FROM generate_series(1, 30000) g`
-                yield* sql`INSERT INTO api_keys (id, account_id, name, display_prefix, hash, scopes, created_at)
+            for (let i = 0; i < 6; i++) yield* admitReads("acct_growth", "key_growth", `warm-${i}`)
+            const empty = yield* admitReads("acct_growth", "key_growth", "empty")
+            yield* sql`INSERT INTO accounts (id, name, created_at) SELECT 'acct_' || g, 'seeded', ${T0} FROM generate_series(1, 30000) g`
+            yield* sql`INSERT INTO api_keys (id, account_id, name, display_prefix, hash, scopes, created_at)
                 SELECT 'key_' || g, 'acct_' || g, 'seeded', 'tm_', 'hash_' || g, '{tasks:create}', ${T0} FROM generate_series(1, 30000) g`
-                yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity,
+            yield* sql`INSERT INTO tasks (id, account_id, model, input, status, price_micros, unit_micros, quantity,
                   settlement, created_at, updated_at, deadline_at)
                 SELECT 'task_' || g, 'acct_' || (1 + g % 30000), 'song-lyrics', '{}', 'failed', 0, 0, 1, 'fixed', ${T0}, ${T0}, ${T0}
                 FROM generate_series(1, 30000) g`
-                const stored = yield* admitReads("acct_growth", "key_growth", "stored")
-                return { empty, stored }
-              })
-            )
-            .pipe(Effect.provide(store))
-          for (const reads of [measured.empty, measured.stored]) {
-            // Per admission: its account for the foreign keys of the task, its reserve entry and its
-            // Idempotency-Key, its key for the task's foreign key and its usage limit; per batch a
-            // few more (the account's lock, read and update, the key's update). The joins read
-            // every account three times and every key twice.
-            expect(reads.accounts).toBeLessThanOrEqual(3 * BATCH + 10)
-            expect(reads.api_keys).toBeLessThanOrEqual(2 * BATCH + 10)
-            // The task's foreign keys from its reserve entry and its Idempotency-Key.
-            expect(reads.tasks).toBeLessThanOrEqual(2 * BATCH)
-          }
-        })
-      ),
+            const stored = yield* admitReads("acct_growth", "key_growth", "stored")
+            return { empty, stored }
+          })
+        )
+        for (const reads of [measured.empty, measured.stored]) {
+          // Per admission: its account for the foreign keys of the task, its reserve entry and its
+          // Idempotency-Key, its key for the task's foreign key and its usage limit; per batch a
+          // few more (the account's lock, read and update, the key's update). The joins read
+          // every account three times and every key twice.
+          expect(reads.accounts).toBeLessThanOrEqual(3 * BATCH + 10)
+          expect(reads.api_keys).toBeLessThanOrEqual(2 * BATCH + 10)
+          // The task's foreign keys from its reserve entry and its Idempotency-Key.
+          expect(reads.tasks).toBeLessThanOrEqual(2 * BATCH)
+        }
+      }),
     120_000
   )
 })

@@ -4,13 +4,11 @@
  * server's connection keeps them from a new deployment on while nothing analyzes the tables). It
  * read the batch's rows back out of `chat_requests`, a sequential scan in such a plan.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { AccountStore, ChatStore, Ids, LedgerStore, Money } from "@taskmeter/kernel"
-import { PgStore } from "../src/index.ts"
-import { rowsRead } from "./RowsRead.ts"
-import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+import { rowsRead, withKeptPlans } from "./KeptPlans.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 const LEASE = "lease_growth"
@@ -40,55 +38,47 @@ describe("storage-pg on PostgreSQL: leased chat settlements as chat requests acc
   it.live(
     "a batch reads none of the 30,000 chat requests stored before it",
     () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const schema = schemaName()
-          yield* Layer.build(dropSchemaAfter(schema))
-          const store = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2 }))
-          const sql = Context.get(store, SqlClient.SqlClient)
-          // One transaction on one connection: the function's plans are those it made first, on the empty tables.
-          const measured = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
-                const account = yield* AccountStore.AccountStore.use((accounts) =>
-                  accounts.createAccount({ id: Ids.makeAccountId(), name: "growth", createdAt: T0 })
-                )
-                yield* LedgerStore.LedgerStore.use((ledger) =>
-                  ledger.grant({ accountId: account.id, amountMicros: 1_000_000_000, note: null })
-                )
-                const leased = yield* ChatStore.ChatStore.use((chat) =>
-                  chat.lease({
-                    id: LEASE,
-                    accountId: account.id,
-                    needMicros: Money.micros(100_000_000),
-                    wantMicros: Money.micros(100_000_000),
-                    at: T0,
-                    expiresAt: new Date(T0.getTime() + 3_600_000)
-                  })
-                )
-                expect(leased._tag).toBe("Leased")
-                for (let i = 0; i < 6; i++) yield* settleReads(account.id, `warm-${i}`)
-                const empty = yield* settleReads(account.id, "empty")
-                yield* sql`INSERT INTO chat_requests (id, account_id, model, status, reserved_micros, charged_micros,
+      Effect.gen(function* () {
+        // The function's plans are those it made first, on the empty tables.
+        const measured = yield* withKeptPlans(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const account = yield* AccountStore.AccountStore.use((accounts) =>
+              accounts.createAccount({ id: Ids.makeAccountId(), name: "growth", createdAt: T0 })
+            )
+            yield* LedgerStore.LedgerStore.use((ledger) =>
+              ledger.grant({ accountId: account.id, amountMicros: 1_000_000_000, note: null })
+            )
+            const leased = yield* ChatStore.ChatStore.use((chat) =>
+              chat.lease({
+                id: LEASE,
+                accountId: account.id,
+                needMicros: Money.micros(100_000_000),
+                wantMicros: Money.micros(100_000_000),
+                at: T0,
+                expiresAt: new Date(T0.getTime() + 3_600_000)
+              })
+            )
+            expect(leased._tag).toBe("Leased")
+            for (let i = 0; i < 6; i++) yield* settleReads(account.id, `warm-${i}`)
+            const empty = yield* settleReads(account.id, "empty")
+            yield* sql`INSERT INTO chat_requests (id, account_id, model, status, reserved_micros, charged_micros,
                 prompt_tokens, completion_tokens, tiers, created_at, completed_at)
               SELECT 'seeded-' || g, ${account.id}, 'chat-mini', 'succeeded', 1000, 0, 10, 10, '[]', ${T0}, ${T0}
               FROM generate_series(1, 30000) g`
-                const stored = yield* settleReads(account.id, "stored")
-                const [charged] = yield* sql<{ readonly n: string }>`SELECT count(*) AS n FROM ledger_entries
+            const stored = yield* settleReads(account.id, "stored")
+            const [charged] = yield* sql<{ readonly n: string }>`SELECT count(*) AS n FROM ledger_entries
               WHERE kind = 'charge' AND account_id = ${account.id}`
-                return { empty, stored, charges: Number(charged!.n) }
-              })
-            )
-            .pipe(Effect.provide(store))
-          // Every settlement of the test charged once.
-          expect(measured.charges).toBe(8 * BATCH)
-          // A batch reads only its own rows (the duplicate check, the ledger's foreign key: two per request),
-          // however many are stored; the read-back scanned all 30,000, three times.
-          expect(measured.empty).toBeLessThanOrEqual(2 * BATCH)
-          expect(measured.stored).toBeLessThanOrEqual(2 * BATCH)
-        })
-      ),
+            return { empty, stored, charges: Number(charged!.n) }
+          })
+        )
+        // Every settlement of the test charged once.
+        expect(measured.charges).toBe(8 * BATCH)
+        // A batch reads only its own rows (the duplicate check, the ledger's foreign key: two per request),
+        // however many are stored; the read-back scanned all 30,000, three times.
+        expect(measured.empty).toBeLessThanOrEqual(2 * BATCH)
+        expect(measured.stored).toBeLessThanOrEqual(2 * BATCH)
+      }),
     120_000
   )
 })

@@ -5,14 +5,13 @@
  * generic plan with current statistics. As `IN (...)`, a semi-join, the generic plan (its LIMIT
  * unknown, taken as a tenth of the table) hashed the batch and scanned the table.
  */
-import { Context, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { UserStore, WebhookStore } from "@taskmeter/kernel"
-import { PgStore } from "../src/index.ts"
+import type { PgStore } from "../src/index.ts"
 import * as PgMaintenance from "../src/internal/PgMaintenance.ts"
-import { rowsRead } from "./RowsRead.ts"
-import { dropSchemaAfter, schemaName, url } from "./TestDatabase.ts"
+import { rowsRead, withKeptPlans } from "./KeptPlans.ts"
 
 const T0 = new Date("2030-01-01T00:00:00.000Z")
 
@@ -24,24 +23,14 @@ const afterGrowth = <A>(
   round: (prefix: string) => Effect.Effect<A, unknown, PgStore.Stores | SqlClient.SqlClient>,
   grow: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>
 ) =>
-  Effect.scoped(
+  withKeptPlans(
     Effect.gen(function* () {
-      const schema = schemaName()
-      yield* Layer.build(dropSchemaAfter(schema))
-      const store = yield* Layer.build(PgStore.layer({ url, schema, maxConnections: 2, analyzeEveryMs: 0 }))
-      const sql = Context.get(store, SqlClient.SqlClient)
-      return yield* sql
-        .withTransaction(
-          Effect.gen(function* () {
-            yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
-            yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_purge', 'purge', ${T0})`
-            for (let i = 0; i < 6; i++) yield* round(`warm${i}`)
-            yield* grow(sql)
-            yield* PgMaintenance.analyzeGrown
-            return yield* round("grown")
-          })
-        )
-        .pipe(Effect.provide(store))
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO accounts (id, name, created_at) VALUES ('acct_purge', 'purge', ${T0})`
+      for (let i = 0; i < 6; i++) yield* round(`warm${i}`)
+      yield* grow(sql)
+      yield* PgMaintenance.analyzeGrown
+      return yield* round("grown")
     })
   )
 
