@@ -27,7 +27,8 @@ const { values: args } = parseArgs({
     server: { type: "string", default: join(import.meta.dirname, "server.ts") },
     proxy: { type: "string", default: "proxy.ts" },
     "cpu-prof": { type: "string" },
-    gc: { type: "boolean", default: false }
+    gc: { type: "boolean", default: false },
+    segments: { type: "boolean", default: false }
   }
 })
 const REQUESTS = Number(args.requests)
@@ -55,8 +56,18 @@ const start = (script: string, env: Record<string, string>, flags: ReadonlyArray
   })
 }
 
+/** With --segments, where the proxy and the server log each request's time inside them (segments.ts). */
+const segmentsDir = args.segments ? mkdtempSync(join(tmpdir(), "bench-chat-segments-")) : undefined
+const segmentsEnv = (name: string): Record<string, string> =>
+  segmentsDir === undefined
+    ? {}
+    : {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${join(import.meta.dirname, "segments.ts")}`,
+        SEGMENTS_LOG: join(segmentsDir, name)
+      }
+
 const upstreamUrl = await start("upstream.ts", { TOKENS: args.tokens })
-const proxyUrl = await start(args.proxy, { UPSTREAM_URL: upstreamUrl, STORE: args.store })
+const proxyUrl = await start(args.proxy, { UPSTREAM_URL: upstreamUrl, STORE: args.store, ...segmentsEnv("proxy") })
 const proxyPid = children.at(-1)!.pid!
 const profile = args["cpu-prof"] === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(args["cpu-prof"])}`]
 /** With --gc, where the server (deployed.ts) logs its garbage collections. */
@@ -65,7 +76,13 @@ const gcLog = gcDir === undefined ? undefined : join(gcDir, "gc.log")
 const server = JSON.parse(
   await start(
     args.server,
-    { UPSTREAM_URL: upstreamUrl, STORE: args.store, ACCOUNTS: args.accounts, ...(gcLog === undefined ? {} : { GC_LOG: gcLog }) },
+    {
+      UPSTREAM_URL: upstreamUrl,
+      STORE: args.store,
+      ACCOUNTS: args.accounts,
+      ...(gcLog === undefined ? {} : { GC_LOG: gcLog }),
+      ...segmentsEnv("server")
+    },
     profile
   )
 ) as {
@@ -93,6 +110,26 @@ const gcLines = (): Array<string> =>
         .split("\n")
         .filter((line) => line !== "")
     : []
+
+/** The lines a segments log (segments.ts) holds so far: none without --segments. */
+const segmentLines = (name: string): Array<string> => {
+  const file = segmentsDir === undefined ? undefined : join(segmentsDir, name)
+  return file !== undefined && existsSync(file)
+    ? readFileSync(file, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+    : []
+}
+
+/** A path's row of the segments table: requests logged, the median of each segment and of their sum. */
+const segmentRow = (path: string, lines: ReadonlyArray<string>): string => {
+  const values = lines.map((line) => line.split(" ").map(Number))
+  const median = (pick: (segments: Array<number>) => number) => summarize(values.map(pick)).p50.toFixed(3)
+  return (
+    `| ${path} | ${lines.length} | ${median((v) => v[0]!)} | ${median((v) => v[1]!)} | ${median((v) => v[2]!)} | ` +
+    `${median((v) => v[0]! + v[1]! + v[2]!)} |`
+  )
+}
 
 const GC_EVENT = /(Scavenge|Mark-Compact)[^\d]*[\d.]+ \([\d.]+\) -> ([\d.]+) \([\d.]+\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \//
 
@@ -184,10 +221,13 @@ try {
   }
   const rows: Array<string> = []
   const gcRows: Array<string> = []
+  const segmentRows: Array<string> = []
   const fmt = (ms: number) => ms.toFixed(2)
   for (const concurrency of LEVELS) {
     for (const stream of STREAMS) {
       const direct = await measure(upstreamUrl, "bench", stream, concurrency)
+      const proxySegmentsBefore = segmentLines("proxy").length
+      const serverSegmentsBefore = segmentLines("server").length
       const proxyCpuBefore = cpuMs(proxyPid)
       const proxied = await measure(proxyUrl, "bench", stream, concurrency)
       const proxyCpu = (cpuMs(proxyPid) - proxyCpuBefore) / REQUESTS
@@ -199,6 +239,12 @@ try {
       gcRows.push(`| ${stream ? "stream" : "non-stream"} | ${concurrency} | ${gcRow(gcLines().slice(gcBefore), REQUESTS)} |`)
       // CPU time over wall time: near 1, the server was busy on one core all along.
       const busy = serverCpu / (performance.now() - startedMs)
+      if (segmentsDir !== undefined && concurrency === 1 && !stream) {
+        // The logs are written asynchronously: a moment for the last lines to land.
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        segmentRows.push(segmentRow(args.proxy, segmentLines("proxy").slice(proxySegmentsBefore)))
+        segmentRows.push(segmentRow("taskmeter", segmentLines("server").slice(serverSegmentsBefore)))
+      }
       const added = (via: { p50: number; p99: number }) => `${fmt(via.p50 - direct.p50)} / ${fmt(via.p99 - direct.p99)}`
       rows.push(
         `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
@@ -248,6 +294,14 @@ try {
     )
     for (const row of gcRows) console.log(row)
   }
+  if (segmentRows.length > 0) {
+    console.log(
+      "\nwhere a non-stream request's time goes inside the proxy and the server at concurrency 1 (--segments), median ms\n\n" +
+        "| path | requests | arrival to upstream request sent | upstream's answer | answer to last byte sent | in the process |\n" +
+        "|---|---|---|---|---|---|"
+    )
+    for (const row of segmentRows) console.log(row)
+  }
   console.log(
     `\nbooks: reserved ${usage.reservedMicros}, balance ${usage.balanceMicros} = ${credits} - ${totalCharged} charged: ` +
       (balanced ? "ok" : "MISMATCH")
@@ -256,4 +310,5 @@ try {
 } finally {
   for (const child of children) child.kill()
   if (gcDir !== undefined) rmSync(gcDir, { recursive: true, force: true })
+  if (segmentsDir !== undefined) rmSync(segmentsDir, { recursive: true, force: true })
 }
