@@ -8,7 +8,7 @@
  */
 import { execFileSync, spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { createInterface } from "node:readline"
@@ -102,6 +102,28 @@ const cpuMs = (pid: number): number => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
 }
+
+/** How long a process's threads have been ready to run but waiting for a core, in ms (Linux schedstat). */
+const waitedMs = (pid: number): number =>
+  readdirSync(`/proc/${pid}/task`).reduce((sum, thread) => {
+    try {
+      return sum + Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, "utf8").split(" ")[1]) / 1e6
+    } catch {
+      return sum // The thread ended meanwhile.
+    }
+  }, 0)
+
+/** The CPU time of every PostgreSQL process on this machine so far, in ms (the run's own with --store pg). */
+const postgresCpuMs = (): number =>
+  readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .reduce((sum, pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("postgres") ? sum + cpuMs(Number(pid)) : sum
+      } catch {
+        return sum // The process ended meanwhile.
+      }
+    }, 0)
 
 /** The server's collections logged so far (none without --gc, or from a server script that does not log them). */
 const gcLines = (): Array<string> =>
@@ -232,10 +254,14 @@ try {
       const proxied = await measure(proxyUrl, "bench", stream, concurrency)
       const proxyCpu = (cpuMs(proxyPid) - proxyCpuBefore) / REQUESTS
       const cpuBefore = cpuMs(serverPid)
+      const waitedBefore = waitedMs(serverPid)
+      const postgresBefore = postgresCpuMs()
       const gcBefore = gcLines().length
       const startedMs = performance.now()
       const through = await measure(server.url, "chat-mini", stream, concurrency)
       const serverCpu = cpuMs(serverPid) - cpuBefore
+      const waited = waitedMs(serverPid) - waitedBefore
+      const postgresCpu = postgresCpuMs() - postgresBefore
       gcRows.push(`| ${stream ? "stream" : "non-stream"} | ${concurrency} | ${gcRow(gcLines().slice(gcBefore), REQUESTS)} |`)
       // CPU time over wall time: near 1, the server was busy on one core all along.
       const busy = serverCpu / (performance.now() - startedMs)
@@ -249,7 +275,7 @@ try {
       rows.push(
         `| ${stream ? "stream, first token" : "non-stream"} | ${concurrency} | ${fmt(direct.p50)} / ${fmt(direct.p99)} | ` +
           `${added(proxied)} | ${fmt(proxyCpu)} | ${fmt(through.p50)} / ${fmt(through.p99)} | ${added(through)} | ` +
-          `${fmt(serverCpu / REQUESTS)} | ${fmt(busy)} |`
+          `${fmt(serverCpu / REQUESTS)} | ${fmt(busy)} | ${fmt(waited / REQUESTS)} | ${fmt(postgresCpu / REQUESTS)} |`
       )
     }
   }
@@ -282,9 +308,9 @@ try {
   )
   console.log(
     `| request | concurrency | direct to upstream | ${args.proxy} adds | proxy CPU per request | through taskmeter | taskmeter adds | ` +
-      "server CPU per request | server busy (cores) |"
+      "server CPU per request | server busy (cores) | server waited for a core per request | PostgreSQL CPU per request |"
   )
-  console.log("|---|---|---|---|---|---|---|---|---|")
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|")
   for (const row of rows) console.log(row)
   if (gcLines().length > 0) {
     console.log(

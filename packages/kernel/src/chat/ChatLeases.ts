@@ -1,10 +1,11 @@
 /**
  * ChatBilling on credit leases: no store call in a request's path. Per account, this process holds
  * one lease (a block of credit reserved in the store), admits requests against it in memory, and
- * writes settled requests in batches (one charge entry each) after the answers; it grows the lease
- * in the background once half a block is left, or when a request does not fit (that request waits),
- * renews it while held, closes it when idle or at shutdown, and sweeps others' expired leases. Keys
- * with a usage limit go through the per-request ChatBilling. Policy: docs/decisions.md, Chat.
+ * writes settled requests after the answers, in batches gathered over a few milliseconds (one charge
+ * entry each); it grows the lease in the background once half a block is left, or when a request
+ * does not fit (that request waits), renews it while held, closes it when idle or at shutdown, and
+ * sweeps others' expired leases. Keys with a usage limit go through the per-request ChatBilling.
+ * Policy: docs/decisions.md, Chat.
  */
 import { Clock, Deferred, Effect, Layer, Schedule } from "effect"
 import type { Scope } from "effect"
@@ -28,9 +29,14 @@ export interface Options {
   readonly leaseRequests?: number | undefined
   /** A lease with no request in flight for this long is closed. Default 2 s. */
   readonly idleMs?: number | undefined
+  /**
+   * How long the writer gathers settled requests, from the first one, before it writes them in one
+   * transaction. Default 10 ms; 0 writes them on the event loop's next turn.
+   */
+  readonly writeWindowMs?: number | undefined
 }
 
-export const defaults = { ttlMs: 30_000, leaseRequests: 16, idleMs: 2_000 }
+export const defaults = { ttlMs: 30_000, leaseRequests: 16, idleMs: 2_000, writeWindowMs: 10 }
 
 /** The credit this process holds for one account. */
 interface Held {
@@ -58,11 +64,20 @@ interface InFlight {
 
 const newLeaseId = () => `lease_${crypto.randomUUID()}`
 
-/** Resumes on the event loop's next turn: the answers of the requests settled in this one go out first. */
-const nextTurn = Effect.callback<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
+/**
+ * Resumes after `ms` (0: on the event loop's next turn), either way after the answers of the requests
+ * settled in this turn have gone out. A timer of the host, not the Clock: the writer's window is not
+ * a matter of the test clock.
+ */
+const after = (ms: number) =>
+  Effect.callback<void>((resume) => {
+    if (ms === 0) {
+      const handle = setImmediate(() => resume(Effect.void))
+      return Effect.sync(() => clearImmediate(handle))
+    }
+    const handle = setTimeout(() => resume(Effect.void), ms)
+    return Effect.sync(() => clearTimeout(handle))
+  })
 
 export const make = (
   options: Options = {}
@@ -72,6 +87,7 @@ export const make = (
     const ttlMs = options.ttlMs ?? defaults.ttlMs
     const leaseRequests = options.leaseRequests ?? defaults.leaseRequests
     const idleMs = options.idleMs ?? defaults.idleMs
+    const writeWindow = after(options.writeWindowMs ?? defaults.writeWindowMs)
     const scope = yield* Effect.scope
     const store = yield* ChatStore
     const prices = yield* ChatPrices.ChatPrices
@@ -117,7 +133,7 @@ export const make = (
       Effect.forever(
         Effect.gen(function* () {
           yield* Deferred.await(wake)
-          yield* nextTurn
+          yield* writeWindow
           wake = Deferred.makeUnsafe<void>()
           const batch = queue
           const closes = closing

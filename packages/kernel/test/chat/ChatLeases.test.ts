@@ -199,6 +199,57 @@ describe("ChatLeases", () => {
     }).pipe(Effect.provide(layer()))
   )
 
+  /** ChatLeases with `writeWindowMs`, over a store that records the size of every batch it writes. */
+  const countedWrites = (writeWindowMs: number, batches: Array<number>) =>
+    ChatLeases.layer({ ...options, writeWindowMs }).pipe(
+      Layer.provide(
+        Layer.effect(
+          ChatStore,
+          Effect.map(ChatStore, (store) =>
+            ChatStore.of({
+              ...store,
+              settleLeased: (batch) =>
+                Effect.andThen(
+                  Effect.sync(() => batches.push(batch.length)),
+                  store.settleLeased(batch)
+                )
+            })
+          )
+        )
+      ),
+      Layer.provideMerge(stores)
+    )
+
+  /** Two requests settled 20 ms apart (of real time: the window is a host timer), then read back. */
+  const twoSettledApart = Effect.gen(function* () {
+    const accountId = yield* fundedAccount(100 * R)
+    const caller = callerOf(accountId)
+    const first = yield* open(caller)
+    const second = yield* open(caller)
+    yield* settle(first.id)
+    yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+    yield* settle(second.id)
+    const page = yield* ChatBilling.use((billing) => billing.list(caller, { limit: 10 }))
+    expect(page.requests.map((request) => request.chargedMicros)).toEqual([300, 300])
+    yield* expectBalances(accountId, { balance: 100 * R - 600, reserved: 4 * R - 600 })
+  })
+
+  it.effect("writes the requests settled within its write window in one batch", () => {
+    const batches: Array<number> = []
+    return twoSettledApart.pipe(
+      Effect.andThen(Effect.sync(() => expect(batches).toEqual([2]))),
+      Effect.provide(countedWrites(300, batches))
+    )
+  })
+
+  it.effect("with no write window writes each turn's settlements on the next", () => {
+    const batches: Array<number> = []
+    return twoSettledApart.pipe(
+      Effect.andThen(Effect.sync(() => expect(batches).toEqual([1, 1]))),
+      Effect.provide(countedWrites(0, batches))
+    )
+  })
+
   it.effect("at shutdown writes what was settled and closes its leases", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
