@@ -3,10 +3,10 @@
  * chat completion's time goes inside the process, from Node's own HTTP diagnostics channels, with no
  * change to the code measured. For each request to `.../chat/completions` served while no other was
  * in flight (so at concurrency 1) and answered with JSON (a stream's answer ends with its last token),
- * it appends to SEGMENTS_LOG one line of three durations in ms: from
- * the request's arrival to the upstream request's send (`http.client.request.start`, published once
- * its bytes are handed to the socket), from there to the upstream's response head, and from that to
- * the answer's last byte handed to the client's socket (`http.server.response.finish`).
+ * it appends to SEGMENTS_LOG one line of three durations in ms: from the request's arrival to the
+ * upstream request's send (`http.client.request.start`, published once its bytes are handed to the
+ * socket), from there to the upstream's response head, and from that to the answer's last byte
+ * handed to the client's socket (`http.server.response.finish`).
  */
 import diagnostics from "node:diagnostics_channel"
 import { createWriteStream } from "node:fs"
